@@ -1,0 +1,28 @@
+"""The ``marlm`` command. Holds no logic of its own: each module registers the commands of one line.
+
+The CLI is a package rather than one ``cli.py`` (as DESIGN.md drew it) so that each line of work
+(hybrid demo, RL training, LLM, evaluation, benchmarks) keeps its commands in its own file.
+
+User-input errors (:class:`marlm.errors.InputError`) end with one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from marlm.errors import InputError
+
+from . import bench, demo, eval_cmd, llm_cmd, train  # noqa: F401  (register commands)
+from .app import app
+
+
+def main() -> None:
+    """Entry point of the ``marlm`` console script."""
+    try:
+        app()
+    except InputError as e:
+        print(f"marlm: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+__all__ = ["app", "main"]

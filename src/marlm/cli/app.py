@@ -1,0 +1,19 @@
+"""The typer application and the sub-command groups every command module registers on."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="marlm",
+    help="Multi-agent systems: RL for actions, an LLM for semantic decisions, rules as the safety net.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+train_app = typer.Typer(help="Train a learner on one of the environments.", no_args_is_help=True)
+llm_app = typer.Typer(help="The LLM backends: serve the embedded model.", no_args_is_help=True)
+eval_app = typer.Typer(help="Evaluate LLM decision modes on labelled data.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+app.add_typer(llm_app, name="llm")
+app.add_typer(eval_app, name="eval")

@@ -1,0 +1,5 @@
+"""Commands: demo."""
+
+from __future__ import annotations
+
+from .app import app  # noqa: F401
