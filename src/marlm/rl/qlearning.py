@@ -1,0 +1,336 @@
+"""Tabular Q-learning: the TD update, epsilon-greedy action choice, and their schedules.
+
+The update is off-policy one-step Q-learning (Watkins & Dayan 1992, "Q-learning", Machine Learning
+8:279-292; Sutton & Barto 2018, *Reinforcement Learning: An Introduction*, 2nd ed., section 6.5):
+
+    td_target = r + gamma * (1 - terminated) * max_a' Q(s', a')
+    Q(s, a)  <- Q(s, a) + alpha * (td_target - Q(s, a))
+
+Termination and truncation are handled apart: a *terminated* transition (a real end of the episode,
+e.g. the goal) does not bootstrap; a *truncated* one (a time limit) is not a real end, so its target
+still bootstraps from ``max Q(s')`` (Pardo et al. 2018, "Time Limits in Reinforcement Learning").
+Callers therefore pass ``terminated`` only, never ``terminated or truncated``.
+
+Randomness comes from a ``numpy.random.Generator`` passed in; nothing here touches global state.
+:func:`epsilon_greedy` on one row draws from the generator in a fixed pattern (see its docstring)
+that the compiled training loops in :mod:`marlm.rl.fast` repeat draw for draw, so a plain-Python
+loop and a compiled loop with the same seed give the same Q-table.
+
+Arrays: ``q`` is ``float64[n_states, n_actions]``; states and actions are integer indices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from marlm.errors import InputError
+
+__all__ = [
+    "EpsilonSchedule",
+    "LearningRateSchedule",
+    "check_discount",
+    "epsilon_greedy",
+    "greedy_action",
+    "td_update",
+    "td_update_batch",
+]
+
+
+def check_discount(gamma: float, *, field: str = "gamma", source: str | None = None) -> float:
+    """Return ``gamma`` as a float if it lies in [0, 1], else raise :class:`InputError`."""
+    if not (isinstance(gamma, int | float) and 0.0 <= float(gamma) <= 1.0):
+        raise InputError(
+            f"discount must be a number in [0, 1], got {gamma!r}", source=source, field=field
+        )
+    return float(gamma)
+
+
+def _check_rate(value: float, field: str, *, allow_zero: bool = False) -> float:
+    ok = isinstance(value, int | float) and not math.isnan(value) and float(value) <= 1.0
+    ok = ok and (float(value) >= 0.0 if allow_zero else float(value) > 0.0)
+    if not ok:
+        bounds = "[0, 1]" if allow_zero else "(0, 1]"
+        raise InputError(f"must be a number in {bounds}, got {value!r}", field=field)
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------
+# The TD update (Watkins & Dayan 1992; Sutton & Barto 2018, section 6.5)
+# --------------------------------------------------------------------------------------------
+
+
+def td_update(
+    q: np.ndarray,
+    s: int,
+    a: int,
+    r: float,
+    s_next: int,
+    terminated: bool,
+    *,
+    alpha: float,
+    gamma: float,
+) -> float:
+    """Apply one Q-learning update to ``q`` in place and return the TD error.
+
+    Args:
+        q: Q-table, ``float64[n_states, n_actions]``, updated in place at ``[s, a]``.
+        s, a: state and action indices of the transition.
+        r: reward received (float).
+        s_next: next-state index.
+        terminated: True if ``s_next`` is a real end of the episode: no bootstrap. Pass False for a
+            transition cut by a time limit (truncation bootstraps from ``max Q(s_next)``).
+        alpha: learning rate in (0, 1]. gamma: discount in [0, 1].
+
+    Returns:
+        The TD error ``td_target - Q(s, a)`` measured before the update.
+
+    Source: Watkins & Dayan 1992; Sutton & Barto 2018, eq. 6.8 (section 6.5).
+    """
+    # Q(s,a) <- Q(s,a) + alpha * (r + gamma * max_a' Q(s',a') - Q(s,a)); no bootstrap at termination.
+    td_target = r + gamma * (1.0 - float(terminated)) * q[s_next].max()
+    td_error = td_target - q[s, a]
+    q[s, a] += alpha * td_error
+    return float(td_error)
+
+
+@njit(cache=True)
+def _td_update_batch_kernel(q, s, a, r, s_next, terminated, alpha, gamma, out):  # pragma: no cover
+    for i in range(s.shape[0]):
+        # Same target as td_update, applied in batch order (sequential semantics).
+        boot = q[s_next[i], 0]
+        for k in range(1, q.shape[1]):
+            if q[s_next[i], k] > boot:
+                boot = q[s_next[i], k]
+        td_target = r[i] + gamma * (1.0 - terminated[i]) * boot
+        td_error = td_target - q[s[i], a[i]]
+        q[s[i], a[i]] += alpha * td_error
+        out[i] = td_error
+
+
+def td_update_batch(
+    q: np.ndarray,
+    s: np.ndarray,
+    a: np.ndarray,
+    r: np.ndarray,
+    s_next: np.ndarray,
+    terminated: np.ndarray,
+    *,
+    alpha: float,
+    gamma: float,
+) -> np.ndarray:
+    """Apply a batch of Q-learning updates to ``q`` in place; return the TD errors.
+
+    Semantics: **sequential**. The result is exactly that of calling :func:`td_update` on the
+    transitions in batch order, so a repeated ``(s, a)`` pair is updated once per occurrence and a
+    later transition bootstraps from values already changed by earlier ones. (Averaging duplicates
+    with ``np.add.at`` would be a different, synchronous algorithm; we keep the textbook one.) The
+    loop runs compiled with numba, so a batch of 1e6 transitions takes milliseconds.
+
+    Args:
+        q: ``float64[n_states, n_actions]``, updated in place.
+        s, a, s_next: ``int64[B]`` state, action, next-state indices.
+        r: ``float64[B]`` rewards. terminated: ``bool[B]`` (truncated transitions pass False).
+        alpha: learning rate in (0, 1]. gamma: discount in [0, 1].
+
+    Returns:
+        ``float64[B]``: TD error of each transition, measured just before its own update.
+
+    Raises:
+        InputError: arrays of different lengths, indices out of range, or alpha/gamma out of range.
+
+    Source: Watkins & Dayan 1992; Sutton & Barto 2018, section 6.5.
+    """
+    check_discount(gamma)
+    _check_rate(alpha, "alpha")
+    s = np.ascontiguousarray(s, dtype=np.int64)
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    s_next = np.ascontiguousarray(s_next, dtype=np.int64)
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    term = np.ascontiguousarray(terminated, dtype=np.float64)
+    n = s.shape[0]
+    if any(x.shape != (n,) for x in (a, s_next, r, term)):
+        raise InputError(
+            "s, a, r, s_next, terminated must be 1-D arrays of one length", field="batch"
+        )
+    if n and (
+        s.min() < 0
+        or s_next.min() < 0
+        or a.min() < 0
+        or max(s.max(), s_next.max()) >= q.shape[0]
+        or a.max() >= q.shape[1]
+    ):
+        raise InputError(
+            f"state or action index outside the Q-table of shape {q.shape}", field="batch"
+        )
+    out = np.empty(n, dtype=np.float64)
+    _td_update_batch_kernel(q, s, a, r, s_next, term, float(alpha), float(gamma), out)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Acting: greedy with random tie-breaking, epsilon-greedy (Sutton & Barto 2018, section 2.2)
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _argmax_random_tie(row, rng):  # pragma: no cover - compiled
+    """Index of a maximum of ``row``; among several maxima, one drawn with ``rng.random()``."""
+    best = row[0]
+    count = 1
+    for k in range(1, row.shape[0]):
+        if row[k] > best:
+            best = row[k]
+            count = 1
+        elif row[k] == best:
+            count += 1
+    if count == 1:
+        for k in range(row.shape[0]):
+            if row[k] == best:
+                return k
+    pick = int(rng.random() * count)
+    for k in range(row.shape[0]):
+        if row[k] == best:
+            if pick == 0:
+                return k
+            pick -= 1
+    return row.shape[0] - 1
+
+
+@njit(cache=True)
+def _epsilon_greedy_row(row, epsilon, rng):  # pragma: no cover - compiled
+    """Compiled twin of :func:`epsilon_greedy` on one row: same draws, same result."""
+    if rng.random() < epsilon:
+        return int(rng.random() * row.shape[0])
+    return _argmax_random_tie(row, rng)
+
+
+def greedy_action(q_row: np.ndarray, rng: np.random.Generator | None = None) -> int:
+    """Greedy action of one Q-row; ties broken at random with ``rng`` (lowest index if None)."""
+    q_row = np.asarray(q_row, dtype=np.float64)
+    best = np.flatnonzero(q_row == q_row.max())
+    if best.size == 1 or rng is None:
+        return int(best[0])
+    return int(best[int(rng.random() * best.size)])
+
+
+def epsilon_greedy(
+    q_row_or_rows: np.ndarray, epsilon: float, rng: np.random.Generator
+) -> int | np.ndarray:
+    """Epsilon-greedy action(s) with random tie-breaking among maxima.
+
+    With probability ``epsilon`` an action uniform over all actions, else a greedy one; if several
+    actions share the maximum, one of them uniformly at random (never always the first: on a fresh
+    all-zero table that would bias exploration to action 0).
+
+    Args:
+        q_row_or_rows: ``float64[n_actions]`` (one state) or ``float64[B, n_actions]`` (B states).
+        epsilon: exploration probability in [0, 1].
+        rng: the generator to draw from.
+
+    Returns:
+        ``int`` for one row; ``int64[B]`` for B rows.
+
+    Draw pattern for one row (repeated exactly by the compiled loops): ``u = rng.random()``; if
+    ``u < epsilon`` the action is ``int(rng.random() * n_actions)``; otherwise, only when there are
+    ``c > 1`` maxima, one more draw picks the ``int(rng.random() * c)``-th of them. For B rows the
+    draws are vectorised (``rng.random(B)`` twice and ``rng.random((B, n_actions))`` once).
+
+    Source: Sutton & Barto 2018, section 2.2 (epsilon-greedy), 6.5 (its use with Q-learning).
+    """
+    q = np.asarray(q_row_or_rows, dtype=np.float64)
+    if q.ndim == 1:
+        if rng.random() < epsilon:
+            return int(rng.random() * q.shape[0])
+        return greedy_action(q, rng)
+    if q.ndim != 2:
+        raise InputError(f"Q rows must be 1-D or 2-D, got shape {q.shape}", field="q_row_or_rows")
+    n, n_actions = q.shape
+    explore = rng.random(n) < epsilon
+    random_actions = (rng.random(n) * n_actions).astype(np.int64)
+    # Random tie-breaking: among the maxima of each row, the one with the largest random key.
+    keys = np.where(q == q.max(axis=1, keepdims=True), rng.random((n, n_actions)), -1.0)
+    greedy = keys.argmax(axis=1).astype(np.int64)
+    return np.where(explore, random_actions, greedy)
+
+
+# --------------------------------------------------------------------------------------------
+# Schedules
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpsilonSchedule:
+    """Exploration rate with multiplicative decay per episode down to a floor.
+
+    ``epsilon(episode) = max(floor, start * decay ** episode)``, ``episode`` counted from 0, so the
+    first episode explores with ``start``. E.g. ``EpsilonSchedule(0.9, 0.99, 0.02)`` reaches its
+    floor after about 379 episodes.
+
+    Raises:
+        InputError: ``start`` or ``floor`` outside [0, 1], ``decay`` outside (0, 1], floor > start.
+    """
+
+    start: float = 1.0
+    decay: float = 0.99
+    floor: float = 0.02
+
+    def __post_init__(self) -> None:
+        _check_rate(self.start, "epsilon_start", allow_zero=True)
+        _check_rate(self.decay, "epsilon_decay")
+        _check_rate(self.floor, "epsilon_floor", allow_zero=True)
+        if self.floor > self.start:
+            raise InputError(
+                f"floor {self.floor} is above start {self.start}; use floor <= start",
+                field="epsilon_floor",
+            )
+
+    def value(self, episode: int) -> float:
+        """Epsilon for the 0-based ``episode``."""
+        return max(self.floor, self.start * self.decay**episode)
+
+    __call__ = value
+
+    def values(self, n_episodes: int, first_episode: int = 0) -> np.ndarray:
+        """``float64[n_episodes]``: epsilon for episodes ``first_episode ...``, as :meth:`value`."""
+        return np.array([self.value(first_episode + k) for k in range(n_episodes)])
+
+
+@dataclass(frozen=True)
+class LearningRateSchedule:
+    """Learning rate ``alpha(episode) = max(floor, start * decay ** episode)``.
+
+    ``decay=1`` (the default) is a constant learning rate. A decaying rate satisfies the
+    Robbins-Monro conditions only in the limit; in practice a floor keeps tracking non-stationary
+    targets (other learning agents).
+
+    Raises:
+        InputError: ``start`` outside (0, 1], ``decay`` outside (0, 1], ``floor`` outside [0, start].
+    """
+
+    start: float = 0.1
+    decay: float = 1.0
+    floor: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_rate(self.start, "alpha")
+        _check_rate(self.decay, "alpha_decay")
+        _check_rate(self.floor, "alpha_floor", allow_zero=True)
+        if self.floor > self.start:
+            raise InputError(
+                f"floor {self.floor} is above start {self.start}; use floor <= start",
+                field="alpha_floor",
+            )
+
+    def value(self, episode: int) -> float:
+        """Learning rate for the 0-based ``episode``."""
+        return max(self.floor, self.start * self.decay**episode)
+
+    __call__ = value
+
+    def values(self, n_episodes: int, first_episode: int = 0) -> np.ndarray:
+        """``float64[n_episodes]``: alpha for episodes ``first_episode ...``."""
+        return np.array([self.value(first_episode + k) for k in range(n_episodes)])
