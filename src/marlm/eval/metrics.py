@@ -1,0 +1,341 @@
+"""Online signals computed from a trace: success rate, throughput, latency, recovery cost.
+
+Every figure here is computed from trace events alone (see docs/trace-schema.md), so a run, a replay
+and a comparison are measured by the same code. Definitions, including what "back to normal" means
+for recovery cost, are in docs/metrics.md; the key names of :func:`summarise` are stable (the demo's
+``metrics.json`` and ``marlm compare`` use them).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+PRIORITIES = ("urgent", "normal", "low")
+LLM_SIDE_FAILURES = ("invalid_llm_answer", "backend_error", "tool_error")
+
+
+def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
+    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation, ``None`` when empty."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return None
+    return float(np.percentile(arr, q))
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _of(events: Iterable[dict[str, Any]], etype: str) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("type") == etype]
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """The cost of recovering from one failure event.
+
+    Attributes:
+        kind: the failure kind (``invalid_llm_answer``, ``backend_error``, ``deadlock_break``,
+            ``tool_error``).
+        step: the step of the failure event.
+        end_step: the first step at which the system was back to normal (docs/metrics.md), or the last
+            step of the run when it never was.
+        recovered: whether back-to-normal was reached before the run ended.
+        steps: ``end_step - step``: control steps spent recovering.
+        actions: corrective actions in ``[step, end_step]``: robot actions the shield changed plus LLM
+            calls made.
+        tokens: prompt + completion tokens of the LLM calls requested in ``[step, end_step]``.
+    """
+
+    kind: str
+    step: int
+    end_step: int
+    recovered: bool
+    steps: int
+    actions: int
+    tokens: int
+
+
+def _stuck_robots(step_event: dict[str, Any], prev_positions: list[Any] | None) -> set[int]:
+    """Robots that proposed a move (proposed action != 0, stay) but did not change cell this step."""
+    proposed = step_event.get("proposed")
+    positions = step_event.get("positions")
+    if proposed is None or positions is None or prev_positions is None:
+        return set()
+    return {
+        i
+        for i, (a, pos, prev) in enumerate(zip(proposed, positions, prev_positions, strict=False))
+        if a != 0 and list(pos) == list(prev)
+    }
+
+
+def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
+    """Measure the recovery cost of every ``failure`` event (definitions in docs/metrics.md).
+
+    Back to normal, for a failure at step ``s``, is the first step ``e >= s`` at which both hold:
+
+    1. for an LLM-side failure (``invalid_llm_answer``, ``backend_error``, ``tool_error``): a plan
+       from the configured planner, not the fallback rule (``plan.source != "fallback"``), was applied
+       at a step in ``[s, e]``; for ``deadlock_break`` this condition holds trivially;
+    2. every robot stuck at ``s`` (it proposed a move and did not change cell) has moved since.
+
+    Returns:
+        One :class:`Recovery` per failure, in trace order.
+    """
+    steps = sorted(_of(events, "step"), key=lambda e: e["step"])
+    plans = _of(events, "plan")
+    calls = _of(events, "llm_call")
+    last_step = steps[-1]["step"] if steps else 0
+    ends = _of(events, "run_end")
+    if ends:
+        last_step = max(last_step, int(ends[-1]["step"]))
+
+    # Positions before each step, to tell who moved.
+    prev_by_step: dict[int, list[Any] | None] = {}
+    prev: list[Any] | None = None
+    for ev in steps:
+        prev_by_step[ev["step"]] = prev
+        prev = ev.get("positions", prev)
+
+    out: list[Recovery] = []
+    for failure in _of(events, "failure"):
+        s = int(failure["step"])
+        kind = str(failure["kind"])
+        # Condition 1: first non-fallback plan at or after s.
+        plan_ok_at: int | None = s
+        if kind in LLM_SIDE_FAILURES:
+            ok = [
+                int(p["step"]) for p in plans if p["source"] != "fallback" and int(p["step"]) >= s
+            ]
+            plan_ok_at = min(ok) if ok else None
+        # Condition 2: robots stuck at s have all moved.
+        at_s = next((e for e in steps if e["step"] >= s), None)
+        waiting = _stuck_robots(at_s, prev_by_step.get(at_s["step"])) if at_s else set()
+        moved_at: int | None = s
+        if waiting:
+            moved_at = None
+            start_pos = {i: list(at_s["positions"][i]) for i in waiting}
+            remaining = set(waiting)
+            for ev in steps:
+                if ev["step"] <= at_s["step"] or ev.get("positions") is None:
+                    continue
+                remaining = {i for i in remaining if list(ev["positions"][i]) == start_pos[i]}
+                if not remaining:
+                    moved_at = int(ev["step"])
+                    break
+        recovered = plan_ok_at is not None and moved_at is not None
+        e = max(plan_ok_at, moved_at) if recovered else last_step  # type: ignore[type-var]
+        e = max(e, s)
+        overridden = sum(
+            sum(1 for a, b in zip(ev.get("proposed", []), ev["actions"], strict=False) if a != b)
+            for ev in steps
+            if s <= ev["step"] <= e
+        )
+        window_calls = [c for c in calls if s <= int(c.get("step_requested", s - 1)) <= e]
+        tokens = sum(
+            int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0)
+            for c in window_calls
+        )
+        out.append(
+            Recovery(
+                kind=kind,
+                step=s,
+                end_step=int(e),
+                recovered=recovered,
+                steps=int(e - s),
+                actions=overridden + len(window_calls),
+                tokens=tokens,
+            )
+        )
+    return out
+
+
+def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Fold ``order`` events into one record per order id.
+
+    Returns:
+        ``{order_id: {"priority", "arrived", "assigned", "picked", "delivered", "deadline_missed",
+        "deadline", "robot"}}`` with step numbers (``None`` when the event did not happen).
+    """
+    table: dict[str, dict[str, Any]] = {}
+    for ev in _of(events, "order"):
+        oid = str(ev["order"])
+        rec = table.setdefault(
+            oid,
+            {k: None for k in ("priority", *_ORDER_STEPS, "deadline", "robot")},
+        )
+        kind = ev["event"]
+        if kind in _ORDER_STEPS and rec[kind] is None:
+            rec[kind] = int(ev["step"])
+        if ev.get("priority") is not None:
+            rec["priority"] = ev["priority"]
+        if ev.get("deadline") is not None:
+            rec["deadline"] = int(ev["deadline"])
+        if ev.get("robot") is not None:
+            rec["robot"] = ev["robot"]
+    return table
+
+
+_ORDER_STEPS = ("arrived", "assigned", "picked", "delivered", "deadline_missed")
+
+
+def _on_time(rec: dict[str, Any]) -> bool:
+    if rec["delivered"] is None:
+        return False
+    if rec["deadline"] is not None:
+        return rec["delivered"] <= rec["deadline"]
+    return rec["deadline_missed"] is None or rec["deadline_missed"] >= rec["delivered"]
+
+
+def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Compute a run's metrics from its trace events (definitions in docs/metrics.md).
+
+    Args:
+        events: trace events as :func:`marlm.eval.trace.read_trace` returns them.
+
+    Returns:
+        A JSON-ready dict with (at least) the keys: ``delivered``, ``steps``, ``collisions``,
+        ``shield_overrides``, ``llm_calls``, ``llm_fallbacks``, ``llm_invalid``,
+        ``llm_latency_mean_ms``, ``llm_latency_p50_ms``/``p95``/``p99``, ``step_latency_mean_ms``,
+        ``step_latency_p50_ms``/``p95``/``p99`` (control loop: executor + shield, without the LLM),
+        ``throughput_per_1000_steps``, ``orders_arrived``, ``deadline_misses``, ``on_time``,
+        ``on_time_rate``, ``order_latency_mean_steps`` (``{priority: steps or None}``),
+        ``prompt_tokens``, ``completion_tokens``, ``tokens``, ``failures``, ``recoveries``,
+        ``unrecovered``, ``recovery_steps_mean``, ``recovery_steps_total``,
+        ``recovery_actions_total``, ``recovery_tokens_total``, ``recovery_by_kind``,
+        ``shield_overrides_by_robot``. Latencies are milliseconds; a figure with no data is ``None``.
+    """
+    steps = _of(events, "step")
+    calls = _of(events, "llm_call")
+    plans = _of(events, "plan")
+    n_steps = len(steps)
+    ends = _of(events, "run_end")
+    if not n_steps and ends:
+        n_steps = int(ends[-1]["step"])
+
+    orders = order_table(events)
+    delivered = sum(1 for r in orders.values() if r["delivered"] is not None)
+    arrived = sum(1 for r in orders.values() if r["arrived"] is not None)
+    on_time = sum(1 for r in orders.values() if r["arrived"] is not None and _on_time(r))
+    misses = sum(1 for r in orders.values() if r["deadline_missed"] is not None)
+
+    latency_by_priority: dict[str, list[int]] = defaultdict(list)
+    for r in orders.values():
+        if r["arrived"] is not None and r["delivered"] is not None:
+            latency_by_priority[str(r["priority"])].append(r["delivered"] - r["arrived"])
+    priorities = list(PRIORITIES) + sorted(set(latency_by_priority) - set(PRIORITIES))
+
+    overrides_by_robot: dict[str, int] = defaultdict(int)
+    for ev in steps:
+        for robot in ev.get("overrides") or []:
+            overrides_by_robot[str(robot)] += 1
+
+    step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
+    llm_lat = [float(c["latency_ms"]) for c in calls if c.get("latency_ms") is not None]
+    prompt_tokens = sum(int(c.get("prompt_tokens") or 0) for c in calls)
+    completion_tokens = sum(int(c.get("completion_tokens") or 0) for c in calls)
+    if plans:
+        fallbacks = sum(1 for p in plans if p["source"] == "fallback")
+    else:
+        fallbacks = sum(1 for c in calls if c.get("fallback"))
+
+    recs = recoveries(events)
+    by_kind: dict[str, dict[str, Any]] = {}
+    for kind in sorted({r.kind for r in recs}):
+        rs = [r for r in recs if r.kind == kind]
+        by_kind[kind] = {
+            "count": len(rs),
+            "unrecovered": sum(1 for r in rs if not r.recovered),
+            "steps_mean": _mean([r.steps for r in rs]),
+            "actions_total": sum(r.actions for r in rs),
+            "tokens_total": sum(r.tokens for r in rs),
+        }
+
+    return {
+        "delivered": delivered,
+        "steps": n_steps,
+        "collisions": int(sum(int(e.get("collisions") or 0) for e in steps)),
+        "shield_overrides": int(sum(overrides_by_robot.values())),
+        "shield_overrides_by_robot": dict(sorted(overrides_by_robot.items())),
+        "llm_calls": len(calls),
+        "llm_invalid": sum(1 for c in calls if not c["valid"]),
+        "llm_fallbacks": fallbacks,
+        "llm_latency_mean_ms": _mean(llm_lat),
+        "llm_latency_p50_ms": percentile(llm_lat, 50),
+        "llm_latency_p95_ms": percentile(llm_lat, 95),
+        "llm_latency_p99_ms": percentile(llm_lat, 99),
+        "step_latency_mean_ms": _mean(step_lat),
+        "step_latency_p50_ms": percentile(step_lat, 50),
+        "step_latency_p95_ms": percentile(step_lat, 95),
+        "step_latency_p99_ms": percentile(step_lat, 99),
+        "throughput_per_1000_steps": (1000.0 * delivered / n_steps) if n_steps else None,
+        "orders_arrived": arrived,
+        "deadline_misses": misses,
+        "on_time": on_time,
+        "on_time_rate": (on_time / arrived) if arrived else None,
+        "order_latency_mean_steps": {p: _mean(latency_by_priority.get(p, [])) for p in priorities},
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "tokens": prompt_tokens + completion_tokens,
+        "failures": len(recs),
+        "recoveries": [asdict(r) for r in recs],
+        "unrecovered": sum(1 for r in recs if not r.recovered),
+        "recovery_steps_mean": _mean([r.steps for r in recs]),
+        "recovery_steps_total": sum(r.steps for r in recs),
+        "recovery_actions_total": sum(r.actions for r in recs),
+        "recovery_tokens_total": sum(r.tokens for r in recs),
+        "recovery_by_kind": by_kind,
+    }
+
+
+def reward_curves(events: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Per-agent reward per step from ``step`` events.
+
+    Returns:
+        ``{agent_name: float64[n_steps]}``; agent names come from ``run_start.agents`` when present,
+        else ``robot_0``, ``robot_1``, ... A missing reward (agent already done) is NaN.
+    """
+    steps = _of(events, "step")
+    starts = _of(events, "run_start")
+    n = max((len(e.get("rewards") or []) for e in steps), default=0)
+    names = list(starts[0].get("agents") or []) if starts else []
+    names = [str(a) for a in names][:n] + [f"robot_{i}" for i in range(len(names), n)]
+    out = {name: np.full(len(steps), np.nan) for name in names}
+    for t, ev in enumerate(steps):
+        for i, r in enumerate(ev.get("rewards") or []):
+            if r is not None:
+                out[names[i]][t] = float(r)
+    return out
+
+
+def deliveries_over_time(events: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative deliveries per step.
+
+    Returns:
+        ``(step: int64[n], delivered: int64[n])`` where ``delivered[k]`` counts deliveries at steps
+        ``<= step[k]``; ``n`` is the number of ``step`` events.
+    """
+    steps = np.array(sorted(int(e["step"]) for e in _of(events, "step")), dtype=np.int64)
+    times = np.array(
+        sorted(int(e["step"]) for e in _of(events, "order") if e["event"] == "delivered"),
+        dtype=np.int64,
+    )
+    counts = np.searchsorted(times, steps, side="right").astype(np.int64)
+    return steps, counts
+
+
+__all__ = [
+    "PRIORITIES",
+    "Recovery",
+    "deliveries_over_time",
+    "order_table",
+    "percentile",
+    "recoveries",
+    "reward_curves",
+    "summarise",
+]

@@ -1,0 +1,284 @@
+"""Plots of a run: per-agent reward curves, latency histograms, throughput, LLM timeline, animation.
+
+All figures use matplotlib's non-interactive Agg backend (no display needed) and are written to a
+temporary file first and renamed, so a crash never leaves a half-written PNG or GIF behind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from PIL import Image  # noqa: E402
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    fig.savefig(tmp, format=p.suffix.lstrip(".") or "png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, p)
+    return p
+
+
+def moving_average(x: np.ndarray, window: int) -> np.ndarray:
+    """Trailing moving average of ``x: float64[n]`` over ``window`` samples, ignoring NaN.
+
+    Sample ``k`` averages ``x[max(0, k - window + 1) : k + 1]``, so the curve starts at the first sample
+    (no lag-free centring, no shortening). Returns ``float64[n]``; a window of 1 returns ``x``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if window <= 1 or x.size == 0:
+        return x.copy()
+    valid = ~np.isnan(x)
+    c = np.concatenate([[0.0], np.cumsum(np.where(valid, x, 0.0))])
+    n = np.concatenate([[0], np.cumsum(valid)])
+    idx = np.arange(x.size)
+    lo = np.maximum(0, idx - window + 1)
+    counts = n[idx + 1] - n[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, (c[idx + 1] - c[lo]) / counts, np.nan)
+
+
+def team_curve(curves: Mapping[str, np.ndarray], team: Literal["sum", "mean"]) -> np.ndarray:
+    """The team curve of per-agent curves: their sum or their mean at each index.
+
+    Curves may differ in length (an agent that finished early); missing values (NaN or past the end)
+    count as 0 in the sum and are left out of the mean. Returns ``float64[max_len]``.
+    """
+    if team not in ("sum", "mean"):
+        raise ValueError(f"team must be 'sum' or 'mean', not {team!r}")
+    n = max((len(v) for v in curves.values()), default=0)
+    stack = np.full((len(curves), n), np.nan)
+    for i, v in enumerate(curves.values()):
+        stack[i, : len(v)] = np.asarray(v, dtype=np.float64)
+    if team == "sum":
+        return np.nansum(stack, axis=0)
+    with np.errstate(invalid="ignore"):
+        counts = np.sum(~np.isnan(stack), axis=0)
+        return np.where(counts > 0, np.nansum(stack, axis=0) / np.maximum(counts, 1), np.nan)
+
+
+def plot_reward_curves(
+    curves: Mapping[str, np.ndarray],
+    path: str | Path,
+    *,
+    team: Literal["sum", "mean"] = "sum",
+    smooth: int = 1,
+    cumulative: bool = False,
+    xlabel: str = "step",
+    title: str | None = None,
+) -> Path:
+    """Plot one reward curve per agent and the team curve, labelled with how it was formed.
+
+    Args:
+        curves: ``{agent: float64[n]}``, per-step rewards or per-episode returns; NaN marks no value.
+        path: the PNG to write.
+        team: ``"sum"`` (team curve = sum of agents' curves, as for a shared team reward) or ``"mean"``.
+            The legend says which, e.g. ``team (sum of 2 agents)``.
+        smooth: trailing moving-average window applied to every curve after the team curve is
+            formed (1 = none). With ``team="sum"`` the smoothed per-agent curves still add up to the
+            smoothed team curve where every agent has a value, because the average is linear.
+        cumulative: plot running totals (returns so far) instead of per-step values.
+        xlabel: the x-axis label (``"step"`` or ``"episode"``).
+
+    Returns:
+        The written path.
+
+    Raises:
+        ValueError: ``curves`` is empty, ``team`` is unknown or ``smooth < 1``.
+    """
+    if not curves:
+        raise ValueError("no reward curves to plot")
+    if smooth < 1:
+        raise ValueError(f"smooth must be >= 1, not {smooth}")
+    raw = {k: np.asarray(v, dtype=np.float64) for k, v in curves.items()}
+    if cumulative:
+        raw = {k: np.cumsum(np.nan_to_num(v)) for k, v in raw.items()}
+    teamc = team_curve(raw, team)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, v in raw.items():
+        ax.plot(np.arange(v.size), moving_average(v, smooth), label=name, linewidth=1.0, alpha=0.8)
+    label = f"team ({team} of {len(raw)} agents)"
+    ax.plot(np.arange(teamc.size), moving_average(teamc, smooth), label=label, color="black", lw=2)
+    what = "return so far" if cumulative else "reward"
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(what if smooth == 1 else f"{what} (moving average, {smooth})")
+    ax.set_title(title or f"Per-agent {what} and team {team}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2 if len(raw) > 6 else 1, loc="best")
+    return _save(fig, path)
+
+
+def save_episode_gif(
+    frames: Sequence[np.ndarray], path: str | Path, *, fps: float = 4.0, max_frames: int = 600
+) -> Path:
+    """Write an animated GIF of an episode.
+
+    Args:
+        frames: images ``uint8[H, W, 3]`` (RGB), all of one shape.
+        path: the GIF to write.
+        fps: frames per second (GIF stores the delay in 10 ms units, so it is rounded).
+        max_frames: keep at most this many frames, evenly spaced (first and last kept), to bound size.
+
+    Raises:
+        ValueError: no frames, a frame of the wrong dtype or shape, or ``fps <= 0``.
+    """
+    if not frames:
+        raise ValueError("no frames to animate")
+    if fps <= 0:
+        raise ValueError(f"fps must be > 0, not {fps}")
+    shape = frames[0].shape
+    for i, f in enumerate(frames):
+        if f.dtype != np.uint8 or f.ndim != 3 or f.shape[2] != 3:
+            raise ValueError(f"frame {i}: expected uint8[H, W, 3], got {f.dtype}{list(f.shape)}")
+        if f.shape != shape:
+            raise ValueError(f"frame {i}: shape {f.shape} differs from frame 0 {shape}")
+    if len(frames) > max_frames:
+        keep = np.unique(np.linspace(0, len(frames) - 1, max_frames).round().astype(int))
+        frames = [frames[i] for i in keep]
+    images = [Image.fromarray(f, mode="RGB") for f in frames]
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    images[0].save(
+        tmp,
+        format="GIF",
+        save_all=True,
+        append_images=images[1:],
+        duration=max(20, round(1000.0 / fps)),
+        loop=0,
+        optimize=False,
+    )
+    os.replace(tmp, p)
+    return p
+
+
+def plot_latency_histogram(
+    series: Mapping[str, Sequence[float]], path: str | Path, *, title: str | None = None
+) -> Path:
+    """Histogram of latencies in milliseconds, one panel per series, with p50/p99 marked.
+
+    Args:
+        series: ``{"control step": [ms, ...], "LLM call": [ms, ...]}``; empty series get a note.
+    """
+    names = list(series)
+    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.8))
+    axes = np.atleast_1d(axes)
+    for ax, name in zip(axes, names, strict=False):
+        v = np.asarray(series[name], dtype=np.float64)
+        if v.size == 0:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        else:
+            ax.hist(v, bins=min(50, max(5, v.size // 5)), color="tab:blue", alpha=0.8)
+            for q, style in ((50, "--"), (99, ":")):
+                x = float(np.percentile(v, q))
+                ax.axvline(x, color="black", linestyle=style, label=f"p{q} = {x:.3g} ms")
+            ax.legend(fontsize=8)
+        ax.set_title(f"{name} latency (n = {v.size})")
+        ax.set_xlabel("ms")
+        ax.set_ylabel("count")
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_throughput(
+    steps: np.ndarray,
+    delivered: np.ndarray,
+    path: str | Path,
+    *,
+    window: int = 200,
+    title: str | None = None,
+) -> Path:
+    """Cumulative deliveries and windowed throughput (deliveries per 1000 steps) over time.
+
+    Args:
+        steps: ``int64[n]`` step numbers; ``delivered``: ``int64[n]`` cumulative deliveries at each.
+        window: steps over which the throughput rate is measured.
+    """
+    steps = np.asarray(steps)
+    delivered = np.asarray(delivered, dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    ax.step(steps, delivered, where="post", color="tab:green", label="delivered (cumulative)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("orders delivered")
+    if steps.size > 1:
+        lag = np.searchsorted(steps, steps - window, side="left")
+        span = np.maximum(steps - steps[lag], 1)
+        rate = 1000.0 * (delivered - delivered[lag]) / span
+        ax2 = ax.twinx()
+        ax2.plot(steps, rate, color="tab:orange", alpha=0.8, label=f"per 1000 steps ({window})")
+        ax2.set_ylabel("throughput per 1000 steps")
+        ax2.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or "Throughput over time")
+    return _save(fig, path)
+
+
+def plot_llm_timeline(
+    calls: Sequence[dict[str, float | bool | int | None]],
+    path: str | Path,
+    *,
+    n_steps: int | None = None,
+    failures: Sequence[tuple[int, str]] = (),
+    title: str | None = None,
+) -> Path:
+    """LLM calls on the control-step timeline: a bar from the step requested to the step applied.
+
+    Args:
+        calls: dicts with ``step_requested``, ``step_applied`` (may be ``None``: never applied),
+            ``latency_ms``, ``valid`` and ``fallback``.
+        n_steps: the run length, for the x-axis.
+        failures: ``(step, kind)`` pairs drawn as red markers.
+    """
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for i, c in enumerate(calls):
+        start = c.get("step_requested")
+        if start is None:
+            continue
+        end = c.get("step_applied")
+        end = start if end is None else end
+        color = "tab:green" if c.get("valid") else "tab:red"
+        if c.get("fallback"):
+            color = "tab:orange"
+        ax.plot([start, max(end, start + 0.5)], [i, i], color=color, lw=4, solid_capstyle="butt")
+    for step, _kind in failures:
+        ax.axvline(step, color="red", alpha=0.3, lw=1)
+    ax.set_xlabel("control step (bar: requested → applied)")
+    ax.set_ylabel("LLM call #")
+    if n_steps:
+        ax.set_xlim(0, n_steps)
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color="tab:green", lw=4, label="valid"),
+        Line2D([], [], color="tab:red", lw=4, label="invalid"),
+        Line2D([], [], color="tab:orange", lw=4, label="fallback"),
+    ]
+    ax.legend(handles=handles, fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"LLM calls on the control timeline (n = {len(calls)})")
+    return _save(fig, path)
+
+
+__all__ = [
+    "moving_average",
+    "plot_latency_histogram",
+    "plot_llm_timeline",
+    "plot_reward_curves",
+    "plot_throughput",
+    "save_episode_gif",
+    "team_curve",
+]

@@ -1,0 +1,342 @@
+"""Run traces: a versioned JSON Lines file, one event a line, flushed as the run goes.
+
+A trace is what every later measurement reads (metrics, replay, report, compare), so it records
+decisions as they were taken, not summaries. The schema is documented field by field in
+``docs/trace-schema.md``; :data:`EVENT_FIELDS` below is its machine-readable core.
+
+Writing: :class:`TraceWriter` turns each event into one line ``{"v": 1, "type": ..., **fields}``,
+written with a single ``write`` call and flushed at once, so a crash (even ``SIGKILL``) loses at most
+the event being written. Reading: :func:`read_trace` keeps every line it can parse and reports the rest
+(a cut-off last line, a corrupt line in the middle) in :attr:`TraceRead.warnings`; it raises
+:class:`marlm.errors.InputError` only when nothing usable is left or the trace comes from a newer
+schema than this code knows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import os
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from marlm.errors import InputError
+
+#: Version of the trace schema this code writes and the newest it reads.
+SCHEMA_VERSION = 1
+
+#: Default file name of a trace inside a run folder.
+TRACE_FILE = "trace.jsonl"
+
+#: Event types of schema version 1 and the fields a reader may rely on (required fields).
+#: Other fields are documented in docs/trace-schema.md and may be absent.
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "run_start": ("config",),
+    "step": ("step", "actions"),
+    "order": ("event", "order", "step"),
+    "llm_call": ("call_id", "latency_ms", "valid"),
+    "plan": ("step", "assignments", "source"),
+    "failure": ("kind", "step"),
+    "recovery": ("kind", "step"),
+    "run_end": ("step", "reason"),
+}
+
+#: Allowed values of the enumerated fields (``order.event``, ``plan.source``, ``failure.kind``).
+ORDER_EVENTS = ("arrived", "assigned", "picked", "delivered", "deadline_missed")
+PLAN_SOURCES = ("llm", "rule", "fallback")
+FAILURE_KINDS = ("invalid_llm_answer", "backend_error", "deadlock_break", "tool_error")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert ``value`` into plain JSON types, recursively.
+
+    numpy scalars become Python numbers, numpy arrays nested lists, tuples and sets lists (sets
+    sorted), paths strings, enums their value, dataclasses dicts. Non-finite floats (NaN, inf) become
+    ``None``, because JSON has no spelling for them. Anything else unknown becomes ``str(value)``.
+    """
+    if value is None or isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return [to_jsonable(v) for v in sorted(value, key=str)]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value))
+    if hasattr(value, "model_dump"):  # pydantic models
+        return to_jsonable(value.model_dump())
+    return str(value)
+
+
+class TraceWriter:
+    """Append events to a JSONL trace, one flushed line per event.
+
+    Args:
+        path: the trace file; its parent folder is created. An existing file is replaced.
+        fsync: also ask the OS to put each line on disk (survives power loss, slower). Flushing alone
+            already survives a crash of the process.
+
+    Each :meth:`write` is one ``write`` system call of one whole line, so a crash leaves at most a cut-off
+    last line, which :func:`read_trace` reports and skips. :meth:`write` is thread-safe (the planner
+    thread logs LLM calls while the control thread logs steps). Use as a context manager::
+
+        with TraceWriter(run_dir / "trace.jsonl") as trace:
+            trace.write("run_start", config=..., seeds=..., agents=[...])
+    """
+
+    def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._file = open(self.path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        self.n_events = 0
+
+    def write(self, type: str, **fields: Any) -> None:  # noqa: A002  (the schema's field name)
+        """Write one event ``{"v": SCHEMA_VERSION, "type": type, **fields}`` and flush it.
+
+        Raises:
+            ValueError: ``type`` is empty or a field is named ``v`` or ``type``; or the writer is closed.
+        """
+        if not type:
+            raise ValueError("event type must be a non-empty string")
+        if "v" in fields or "type" in fields:
+            raise ValueError("fields 'v' and 'type' are set by the writer")
+        event = {"v": SCHEMA_VERSION, "type": type, **to_jsonable(fields)}
+        line = json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._file.closed:
+                raise ValueError(f"trace {self.path} is closed")
+            self._file.write(line)
+            self._file.flush()
+            if self._fsync:
+                os.fsync(self._file.fileno())
+            self.n_events += 1
+
+    def close(self) -> None:
+        """Flush and close the file. Closing twice is harmless."""
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass
+class TraceRead:
+    """What :func:`read_trace` could read.
+
+    Attributes:
+        path: the trace file read.
+        events: the usable events in file order (dicts with at least ``v`` and ``type``).
+        version: the schema version of the trace (the highest ``v`` seen).
+        warnings: one line per problem found (cut-off last line, corrupt line, missing field), each
+            naming the file and line; empty for a clean trace.
+        truncated_last_line: the last line was cut off (no newline and not valid JSON), as a crash
+            mid-write leaves it; it was skipped.
+        n_lines: non-empty lines in the file.
+        n_skipped: lines skipped (corrupt, cut off or missing required fields).
+    """
+
+    path: Path
+    events: list[dict[str, Any]]
+    version: int
+    warnings: list[str] = field(default_factory=list)
+    truncated_last_line: bool = False
+    n_lines: int = 0
+    n_skipped: int = 0
+
+    def of_type(self, type: str) -> list[dict[str, Any]]:  # noqa: A002
+        """The events of one type, in file order."""
+        return [e for e in self.events if e["type"] == type]
+
+    @property
+    def run_start(self) -> dict[str, Any] | None:
+        """The first ``run_start`` event, or ``None`` when the trace has none."""
+        starts = self.of_type("run_start")
+        return starts[0] if starts else None
+
+    def summary_line(self) -> str:
+        """One line for the user: what was read and what was not."""
+        text = f"{self.path}: read {len(self.events)} events from {self.n_lines} lines"
+        if self.n_skipped:
+            text += f", skipped {self.n_skipped}"
+        if self.truncated_last_line:
+            text += " (last line cut off, as a crash mid-write leaves it)"
+        return text
+
+
+def resolve_trace_path(path: str | Path) -> Path:
+    """Return the trace file for ``path``: the file itself, or ``path/trace.jsonl`` for a run folder.
+
+    Raises:
+        InputError: the path does not exist, or the run folder holds no ``trace.jsonl``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        trace = p / TRACE_FILE
+        if not trace.is_file():
+            raise InputError(
+                f"run folder has no {TRACE_FILE}; pass a run folder written by `marlm demo` "
+                "or the path of a trace file",
+                source=p,
+            )
+        return trace
+    if not p.exists():
+        raise InputError("no such trace file or run folder", source=p)
+    return p
+
+
+def read_trace(path: str | Path) -> TraceRead:
+    """Read a JSONL trace, keeping every usable event and reporting the rest.
+
+    Args:
+        path: a trace file, or a run folder holding ``trace.jsonl``.
+
+    Returns:
+        A :class:`TraceRead`. Lines that are not valid UTF-8 JSON objects with an integer ``v`` and a
+        string ``type``, or that lack a required field of a known type (:data:`EVENT_FIELDS`), are
+        skipped with a warning naming the line. Unknown event types are kept (one warning).
+
+    Raises:
+        InputError: the file is missing; any line carries a schema version newer than
+            :data:`SCHEMA_VERSION` (the whole trace is refused: its meaning may have changed); or no
+            usable event is left.
+    """
+    p = resolve_trace_path(path)
+    data = p.read_bytes()
+    raw_lines = data.split(b"\n")
+    ends_with_newline = data.endswith(b"\n")
+    if ends_with_newline:
+        raw_lines.pop()  # the empty piece after the final newline
+
+    events: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    truncated = False
+    n_lines = 0
+    n_skipped = 0
+    unknown_types: Counter[str] = Counter()
+    newest = 0
+    last_index = len(raw_lines) - 1
+
+    for index, raw in enumerate(raw_lines):
+        line_no = index + 1
+        if not raw.strip():
+            continue
+        n_lines += 1
+        is_unterminated_last = index == last_index and not ends_with_newline
+        problem: str | None = None
+        event: Any = None
+        try:
+            event = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            problem = "not valid UTF-8"
+        except json.JSONDecodeError as e:
+            problem = f"not valid JSON ({e.msg} at column {e.colno})"
+        if problem is None and not isinstance(event, dict):
+            problem = f"not a JSON object (a {type(event).__name__})"
+        if problem is None:
+            v = event.get("v")
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                problem = "no integer schema version 'v' >= 1"
+            elif not isinstance(event.get("type"), str) or not event["type"]:
+                problem = "no event 'type'"
+        if problem is not None:
+            n_skipped += 1
+            if is_unterminated_last:
+                truncated = True
+                warnings.append(
+                    f"{p}:{line_no}: last line is cut off ({len(raw)} bytes, no newline), "
+                    "as a crash mid-write leaves it; skipped"
+                )
+            else:
+                warnings.append(f"{p}:{line_no}: line {problem}; skipped")
+            continue
+        if event["v"] > SCHEMA_VERSION:
+            raise InputError(
+                f"trace schema version {event['v']} is newer than this marlm reads "
+                f"(up to {SCHEMA_VERSION}); upgrade marlm to read it",
+                source=p,
+                line=line_no,
+                field="v",
+            )
+        newest = max(newest, event["v"])
+        etype = event["type"]
+        required = EVENT_FIELDS.get(etype)
+        if required is None:
+            unknown_types[etype] += 1
+        else:
+            missing = [f for f in required if f not in event]
+            if missing:
+                n_skipped += 1
+                warnings.append(
+                    f"{p}:{line_no}: '{etype}' event lacks field(s) {', '.join(missing)}; skipped"
+                )
+                continue
+        events.append(event)
+
+    if unknown_types:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(unknown_types.items()))
+        warnings.append(f"{p}: unknown event types kept as they are: {kinds}")
+    if not events:
+        detail = f"; {warnings[0]}" if warnings else ""
+        raise InputError(
+            f"no usable event in the trace ({n_lines} non-empty lines){detail}",
+            source=p,
+        )
+    return TraceRead(
+        path=p,
+        events=events,
+        version=newest,
+        warnings=warnings,
+        truncated_last_line=truncated,
+        n_lines=n_lines,
+        n_skipped=n_skipped,
+    )
+
+
+__all__ = [
+    "EVENT_FIELDS",
+    "FAILURE_KINDS",
+    "ORDER_EVENTS",
+    "PLAN_SOURCES",
+    "SCHEMA_VERSION",
+    "TRACE_FILE",
+    "TraceRead",
+    "TraceWriter",
+    "read_trace",
+    "resolve_trace_path",
+    "to_jsonable",
+]
