@@ -1,0 +1,201 @@
+"""Metrics from hand-built traces whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marlm.eval.metrics import deliveries_over_time, recoveries, reward_curves, summarise
+from marlm.eval.trace import TraceWriter, read_trace
+
+
+def _step(step, actions, proposed=None, positions=None, rewards=None, overrides=(), lat=1.0, col=0):
+    return {
+        "v": 1,
+        "type": "step",
+        "step": step,
+        "actions": actions,
+        "proposed": proposed if proposed is not None else actions,
+        "positions": positions,
+        "rewards": rewards if rewards is not None else [0.0] * len(actions),
+        "overrides": list(overrides),
+        "collisions": col,
+        "latency_ms": lat,
+    }
+
+
+def _order(event, order, step, priority="normal", robot=None, **kw):
+    return {
+        "v": 1,
+        "type": "order",
+        "event": event,
+        "order": order,
+        "step": step,
+        "priority": priority,
+        "robot": robot,
+        **kw,
+    }
+
+
+def test_orders_throughput_on_time_and_latency_by_priority() -> None:
+    events = [{"v": 1, "type": "run_start", "config": {}, "agents": ["a", "b"]}]
+    events += [_step(t, [0, 0], lat=float(t + 1)) for t in range(10)]  # latencies 1..10 ms
+    events += [
+        _order("arrived", "O1", 0, "urgent"),
+        _order("delivered", "O1", 4, "urgent", "a"),  # on time, latency 4
+        _order("arrived", "O2", 1, "normal"),
+        _order("deadline_missed", "O2", 3, "normal"),
+        _order("delivered", "O2", 8, "normal", "b"),  # late, latency 7
+        _order("arrived", "O3", 2, "low", deadline=9),  # never delivered
+        _order("arrived", "O4", 2, "urgent", deadline=5),
+        _order("delivered", "O4", 5, "urgent", "b"),  # on deadline step: on time, latency 3
+    ]
+    m = summarise(events)
+    assert m["steps"] == 10
+    assert m["delivered"] == 3
+    assert m["orders_arrived"] == 4
+    assert m["on_time"] == 2 and m["on_time_rate"] == pytest.approx(0.5)
+    assert m["deadline_misses"] == 1
+    assert m["throughput_per_1000_steps"] == pytest.approx(300.0)
+    assert m["order_latency_mean_steps"] == {"urgent": 3.5, "normal": 7.0, "low": None}
+    assert m["step_latency_p50_ms"] == pytest.approx(5.5)
+    assert m["step_latency_p99_ms"] == pytest.approx(9.91)
+    assert m["llm_calls"] == 0 and m["llm_latency_p50_ms"] is None
+    for key in (
+        "delivered",
+        "collisions",
+        "steps",
+        "llm_calls",
+        "llm_fallbacks",
+        "shield_overrides",
+        "step_latency_p99_ms",
+    ):
+        assert key in m
+
+
+def test_llm_counts_tokens_fallbacks_and_shield_counts() -> None:
+    events = [
+        _step(0, [1, 0], proposed=[1, 2], overrides=["robot_1"], col=0),
+        _step(1, [0, 0], proposed=[3, 4], overrides=["robot_0", "robot_1"], col=2),
+    ]
+    for i, (lat, valid) in enumerate([(100.0, False), (200.0, True), (300.0, False)]):
+        events.append(
+            {
+                "v": 1,
+                "type": "llm_call",
+                "call_id": i,
+                "latency_ms": lat,
+                "valid": valid,
+                "prompt_tokens": 10,
+                "completion_tokens": 2,
+                "step_requested": 0,
+            }
+        )
+    events.append({"v": 1, "type": "plan", "step": 1, "assignments": [], "source": "llm"})
+    events.append({"v": 1, "type": "plan", "step": 1, "assignments": [], "source": "fallback"})
+    m = summarise(events)
+    assert m["llm_calls"] == 3 and m["llm_invalid"] == 2 and m["llm_fallbacks"] == 1
+    assert m["llm_latency_mean_ms"] == pytest.approx(200.0)
+    assert m["tokens"] == 36 and m["prompt_tokens"] == 30
+    assert m["shield_overrides"] == 3
+    assert m["shield_overrides_by_robot"] == {"robot_0": 1, "robot_1": 2}
+    assert m["collisions"] == 2
+
+
+def test_recovery_after_invalid_llm_answer_waits_for_a_real_plan() -> None:
+    events = [_step(t, [0, 0]) for t in range(20)]
+    events += [
+        {"v": 1, "type": "failure", "kind": "invalid_llm_answer", "step": 5},
+        {
+            "v": 1,
+            "type": "llm_call",
+            "call_id": 1,
+            "latency_ms": 5.0,
+            "valid": False,
+            "step_requested": 5,
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+        },
+        {
+            "v": 1,
+            "type": "llm_call",
+            "call_id": 2,
+            "latency_ms": 5.0,
+            "valid": False,
+            "step_requested": 5,
+            "prompt_tokens": 120,
+            "completion_tokens": 10,
+        },
+        {"v": 1, "type": "plan", "step": 6, "assignments": [], "source": "fallback"},
+        {
+            "v": 1,
+            "type": "llm_call",
+            "call_id": 3,
+            "latency_ms": 5.0,
+            "valid": True,
+            "step_requested": 9,
+            "prompt_tokens": 100,
+            "completion_tokens": 8,
+        },
+        {"v": 1, "type": "plan", "step": 11, "assignments": [], "source": "llm"},
+        {
+            "v": 1,
+            "type": "llm_call",
+            "call_id": 4,
+            "latency_ms": 5.0,
+            "valid": True,
+            "step_requested": 15,
+            "prompt_tokens": 999,
+            "completion_tokens": 1,
+        },
+    ]
+    (rec,) = recoveries(events)
+    assert rec.recovered and rec.end_step == 11 and rec.steps == 6
+    assert rec.actions == 3  # three calls in [5, 11], no shield changes
+    assert rec.tokens == 110 + 130 + 108
+    m = summarise(events)
+    assert m["recovery_by_kind"]["invalid_llm_answer"]["count"] == 1
+    assert m["recovery_steps_total"] == 6 and m["unrecovered"] == 0
+
+
+def test_deadlock_recovery_waits_until_stuck_robots_move() -> None:
+    # Two robots face each other; both propose moves and do not move at steps 3..5.
+    pos = {t: [[0, 0], [0, 1]] for t in range(0, 6)}
+    pos.update({6: [[1, 0], [0, 1]], 7: [[1, 0], [0, 0]], 8: [[1, 0], [0, 0]]})
+    events = []
+    for t in range(9):
+        proposed = [4, 3] if 3 <= t <= 5 else [0, 0]
+        actions = [0, 0] if 3 <= t <= 5 else [0, 0]
+        if t == 5:
+            actions = [0, 0]
+        events.append(_step(t, actions, proposed=proposed, positions=pos[t]))
+    events.append({"v": 1, "type": "failure", "kind": "deadlock_break", "step": 5})
+    (rec,) = recoveries(events)
+    assert rec.end_step == 7 and rec.steps == 2 and rec.recovered
+    assert rec.actions == 2  # step 5: both proposals changed by the shield
+
+
+def test_unrecovered_failure_runs_to_the_end() -> None:
+    events = [_step(t, [0]) for t in range(10)]
+    events.append({"v": 1, "type": "failure", "kind": "backend_error", "step": 4})
+    events.append({"v": 1, "type": "plan", "step": 5, "assignments": [], "source": "fallback"})
+    (rec,) = recoveries(events)
+    assert not rec.recovered and rec.end_step == 9 and rec.steps == 5
+
+
+def test_reward_curves_and_deliveries_over_time(tmp_path: Path) -> None:
+    with TraceWriter(tmp_path / "trace.jsonl") as t:
+        t.write("run_start", config={}, agents=["robot_0", "robot_1"])
+        t.write("step", step=0, actions=[0, 0], rewards=[-1.0, -1.0])
+        t.write("step", step=1, actions=[0, 0], rewards=[-1.0, None])
+        t.write("order", event="delivered", order="O1", step=1)
+        t.write("step", step=2, actions=[0, 0], rewards=[2.0, None])
+    events = read_trace(tmp_path / "trace.jsonl").events
+    curves = reward_curves(events)
+    assert list(curves) == ["robot_0", "robot_1"]
+    np.testing.assert_array_equal(curves["robot_0"], [-1.0, -1.0, 2.0])
+    np.testing.assert_array_equal(curves["robot_1"], [-1.0, np.nan, np.nan])
+    steps, delivered = deliveries_over_time(events)
+    assert steps.tolist() == [0, 1, 2] and delivered.tolist() == [0, 1, 1]

@@ -1,0 +1,100 @@
+"""Plots: the team curve says sum or mean; images and GIFs are real files of the right shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from marlm.eval.plots import (
+    moving_average,
+    plot_latency_histogram,
+    plot_llm_timeline,
+    plot_reward_curves,
+    plot_throughput,
+    save_episode_gif,
+    team_curve,
+)
+
+
+def test_team_curve_sum_is_minus_two_and_mean_is_minus_one() -> None:
+    curves = {"a": np.full(5, -1.0), "b": np.full(5, -1.0)}
+    np.testing.assert_array_equal(team_curve(curves, "sum"), np.full(5, -2.0))
+    np.testing.assert_array_equal(team_curve(curves, "mean"), np.full(5, -1.0))
+    # Per-agent curves add up to the team sum, also after smoothing (the average is linear).
+    rng = np.random.default_rng(0)
+    c = {"a": rng.normal(size=50), "b": rng.normal(size=50)}
+    np.testing.assert_allclose(
+        moving_average(c["a"], 7) + moving_average(c["b"], 7),
+        moving_average(team_curve(c, "sum"), 7),
+    )
+
+
+def test_team_curve_with_an_agent_that_finished_early() -> None:
+    curves = {"a": np.array([1.0, 1.0, 1.0]), "b": np.array([3.0])}
+    np.testing.assert_array_equal(team_curve(curves, "sum"), [4.0, 1.0, 1.0])
+    np.testing.assert_array_equal(team_curve(curves, "mean"), [2.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="'sum' or 'mean'"):
+        team_curve(curves, "max")  # type: ignore[arg-type]
+
+
+def test_moving_average_is_trailing_and_skips_nan() -> None:
+    np.testing.assert_allclose(moving_average(np.array([1.0, 3.0, 5.0, np.nan]), 2), [1, 2, 4, 5])
+
+
+def test_reward_plot_legend_names_the_team_rule(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    seen = {}
+    orig = plt.Axes.legend
+
+    def spy(self, *a, **k):
+        leg = orig(self, *a, **k)
+        seen["labels"] = [t.get_text() for t in leg.get_texts()]
+        return leg
+
+    plt.Axes.legend = spy
+    try:
+        out = plot_reward_curves(
+            {"robot_0": np.full(4, -1.0), "robot_1": np.full(4, -1.0)},
+            tmp_path / "r.png",
+            team="mean",
+        )
+    finally:
+        plt.Axes.legend = orig
+    assert seen["labels"] == ["robot_0", "robot_1", "team (mean of 2 agents)"]
+    with Image.open(out) as im:
+        assert im.format == "PNG" and im.size[0] > 200
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_gif_has_every_frame_in_order(tmp_path: Path) -> None:
+    frames = [np.full((6, 9, 3), 40 * i, dtype=np.uint8) for i in range(5)]  # non-square
+    path = save_episode_gif(frames, tmp_path / "episode.gif", fps=5)
+    with Image.open(path) as im:
+        assert im.n_frames == 5 and im.size == (9, 6)
+        im.seek(3)
+        assert im.convert("RGB").getpixel((0, 0)) == (120, 120, 120)
+    with pytest.raises(ValueError, match=r"frame 1: expected uint8\[H, W, 3\]"):
+        save_episode_gif([frames[0], frames[1].astype(np.float32)], tmp_path / "bad.gif")
+    with pytest.raises(ValueError, match="no frames"):
+        save_episode_gif([], tmp_path / "none.gif")
+
+
+def test_other_plots_write_pngs(tmp_path: Path) -> None:
+    plot_latency_histogram({"control step": [0.1, 0.2, 0.3], "LLM call": []}, tmp_path / "l.png")
+    plot_throughput(np.arange(100), np.arange(100) // 10, tmp_path / "t.png", window=20)
+    plot_llm_timeline(
+        [
+            {"step_requested": 3, "step_applied": 9, "valid": True, "fallback": False},
+            {"step_requested": 20, "step_applied": None, "valid": False, "fallback": True},
+        ],
+        tmp_path / "c.png",
+        n_steps=100,
+        failures=[(20, "invalid_llm_answer")],
+    )
+    for name in ("l.png", "t.png", "c.png"):
+        with Image.open(tmp_path / name) as im:
+            assert im.format == "PNG"
