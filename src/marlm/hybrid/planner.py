@@ -1,0 +1,420 @@
+"""The planner: order book in, robot-to-order assignments out. An LLM with a rule as its fallback.
+
+The planner is the low-rate, semantic layer. It sees the pending orders (with their free-text
+notes) and the idle robots, and answers which robot takes which order. It never moves a robot.
+
+- :class:`RulePlanner`: priority, then deadline, then the nearest idle robot. Instant, and the
+  fallback of every other planner.
+- :class:`LLMPlanner`: a chat model answers a JSON list of ``{robot, order}`` assignments, decoded
+  under a JSON schema whose enums are the currently valid ids. The answer is validated (ids valid,
+  each at most once); an invalid answer is retried once with the error text, then the rule decides.
+- :class:`AsyncPlanner`: runs any planner off the control thread, so a slow model never stalls
+  the robots.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from marlm.llm.backends import BackendError, ChatModel
+
+PRIORITY_RANK = {"urgent": 0, "normal": 1, "low": 2}
+PROMPT_VERSION = "assign-v1"
+
+
+class OrderView(Protocol):
+    """What a planner reads of an order (``marlm.envs.warehouse.Order`` satisfies it)."""
+
+    id: str
+    shelf: str
+    priority: str
+    arrival: int
+    deadline: int
+    note: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The situation a planner decides on.
+
+    Attributes:
+        step: control step at which the snapshot was taken.
+        pending: orders that arrived and are not assigned yet.
+        idle: ids of robots without a task, in agent order.
+        distance: ``distance[(robot, order_id)]`` = shortest-path steps from the robot to the
+            order's pick cell (``int``; a large number when unreachable).
+    """
+
+    step: int
+    pending: tuple[OrderView, ...]
+    idle: tuple[str, ...]
+    distance: dict[tuple[str, str], int]
+
+    def key(self) -> tuple[frozenset[str], frozenset[str]]:
+        """What makes two snapshots the same decision: the pending ids and the idle robots."""
+        return frozenset(o.id for o in self.pending), frozenset(self.idle)
+
+
+@dataclass
+class LLMCall:
+    """One model call, as recorded in the trace (``llm_call`` event)."""
+
+    messages: list[dict[str, str]]
+    raw: str
+    latency_ms: float
+    prompt_tokens: int
+    completion_tokens: int
+    valid: bool
+    error: str | None
+    attempt: int
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Plan:
+    """A planner's answer.
+
+    Attributes:
+        assignments: ``(robot, order_id)`` pairs; each robot and each order at most once.
+        source: ``"llm"``, ``"rule"`` or ``"fallback"`` (the rule, after the model failed).
+        calls: model calls made for this plan, in order.
+        snapshot: the snapshot it answers.
+        error: why the model's answer was not used, for a fallback.
+    """
+
+    assignments: list[tuple[str, str]]
+    source: str
+    snapshot: Snapshot
+    calls: list[LLMCall] = field(default_factory=list)
+    error: str | None = None
+
+
+class Planner(Protocol):
+    """Anything that turns a :class:`Snapshot` into a :class:`Plan`."""
+
+    name: str
+
+    def plan(self, snapshot: Snapshot) -> Plan: ...
+
+
+def rule_order(orders: Sequence[OrderView]) -> list[OrderView]:
+    """Orders by priority (urgent first), then deadline, then arrival, then id."""
+    return sorted(orders, key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id))
+
+
+def rule_assign(
+    snapshot: Snapshot, orders: Sequence[OrderView] | None = None
+) -> list[tuple[str, str]]:
+    """The rule: take orders in :func:`rule_order` and give each the nearest remaining idle robot.
+
+    Ties on distance go to the robot listed first. ``orders`` overrides the queue order.
+    """
+    queue = rule_order(snapshot.pending) if orders is None else list(orders)
+    free = list(snapshot.idle)
+    out: list[tuple[str, str]] = []
+    for order in queue:
+        if not free:
+            break
+        robot = min(
+            free, key=lambda r: (snapshot.distance.get((r, order.id), 10**9), free.index(r))
+        )
+        free.remove(robot)
+        out.append((robot, order.id))
+    return out
+
+
+class RulePlanner:
+    """Priority, then deadline, then nearest idle robot. Deterministic and instant."""
+
+    name = "rule"
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        """Assign by :func:`rule_assign`."""
+        return Plan(rule_assign(snapshot), "rule", snapshot)
+
+
+class _Assignment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    robot: str
+    order: str
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    assignments: list[_Assignment]
+
+
+def validate_answer(text: str, snapshot: Snapshot, n_required: int) -> list[tuple[str, str]]:
+    """Parse and check a model's answer; raise ``ValueError`` with a message for the model.
+
+    Checks: JSON object with exactly the key ``assignments``; every robot idle and every order
+    pending; each robot and each order at most once; ``n_required`` assignments.
+    """
+    try:
+        answer = _Answer.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "answer"
+        raise ValueError(f"invalid JSON answer at {where}: {first['msg']}") from e
+    idle = set(snapshot.idle)
+    pending = {o.id for o in snapshot.pending}
+    pairs = [(a.robot, a.order) for a in answer.assignments]
+    for robot, order in pairs:
+        if robot not in idle:
+            raise ValueError(f"robot {robot!r} is not an idle robot; idle robots: {sorted(idle)}")
+        if order not in pending:
+            raise ValueError(f"order {order!r} is not pending; pending orders: {sorted(pending)}")
+    robots = [r for r, _ in pairs]
+    orders = [o for _, o in pairs]
+    if len(set(robots)) != len(robots):
+        raise ValueError("a robot appears more than once; give each robot at most one order")
+    if len(set(orders)) != len(orders):
+        raise ValueError("an order appears more than once; give each order at most one robot")
+    if len(pairs) != n_required:
+        raise ValueError(f"expected {n_required} assignments, got {len(pairs)}")
+    return pairs
+
+
+def answer_schema(robots: Sequence[str], orders: Sequence[str], n: int) -> dict[str, Any]:
+    """JSON schema of an answer: exactly ``n`` ``{robot, order}`` pairs over the valid ids."""
+    return {
+        "type": "object",
+        "properties": {
+            "assignments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "robot": {"type": "string", "enum": list(robots)},
+                        "order": {"type": "string", "enum": list(orders)},
+                    },
+                    "required": ["robot", "order"],
+                    "additionalProperties": False,
+                },
+                "minItems": n,
+                "maxItems": n,
+            }
+        },
+        "required": ["assignments"],
+        "additionalProperties": False,
+    }
+
+
+SYSTEM_PROMPT = (
+    "You dispatch warehouse robots. Read each pending order's priority, deadline and note. "
+    "An order whose note says it is time-critical (a truck leaving, a line stopped, a patient "
+    "waiting) is urgent whatever its priority field says. Give the most urgent orders to the "
+    "nearest idle robots. Answer only with JSON: "
+    '{"assignments": [{"robot": "<robot id>", "order": "<order id>"}, ...]}'
+)
+
+
+def render_prompt(snapshot: Snapshot, orders: Sequence[OrderView]) -> str:
+    """The user message: pending orders with notes, idle robots with distances, in plain text."""
+    lines = [f"Step {snapshot.step}.", "Pending orders:"]
+    for o in orders:
+        note = " ".join(o.note.split())[:200] if o.note else "(no note)"
+        lines.append(
+            f"- {o.id}: priority {o.priority}, due at step {o.deadline}, shelf {o.shelf}. Note: {note}"
+        )
+    lines.append("Idle robots (distance in steps to each order's shelf):")
+    for r in snapshot.idle:
+        dists = ", ".join(f"{o.id} {snapshot.distance.get((r, o.id), '?')}" for o in orders)
+        lines.append(f"- {r}: {dists}")
+    n = min(len(snapshot.idle), len(orders))
+    lines.append(f"Assign exactly {n} orders, each robot at most once and each order at most once.")
+    return "\n".join(lines)
+
+
+class LLMPlanner:
+    """A chat model assigns idle robots to pending orders; the rule is its fallback.
+
+    Args:
+        model: any :class:`marlm.llm.backends.ChatModel` (embedded llama.cpp or an HTTP server).
+        max_orders: at most this many pending orders (first by the rule's order) go into the
+            prompt, which bounds its length and latency; the rest wait for the next call.
+        max_tokens: bound on the answer's length.
+        retries: retries after an invalid answer, each with the error text (default 1).
+
+    The model is called with temperature 0 and a JSON schema whose enums are the valid robot and
+    order ids, so a grammar-constrained backend cannot name an unknown id. The answer is still
+    validated here, whatever the backend promised. Backend failures (connection refused,
+    timeouts) end in the rule's plan with ``source="fallback"``; they never raise.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        max_orders: int = 6,
+        max_tokens: int = 160,
+        retries: int = 1,
+    ) -> None:
+        if max_orders < 1:
+            raise ValueError(f"max_orders must be >= 1, got {max_orders}")
+        self.model = model
+        self.max_orders = max_orders
+        self.max_tokens = max_tokens
+        self.retries = retries
+        self.prompt_version = PROMPT_VERSION
+
+    def messages(self, snapshot: Snapshot) -> tuple[list[dict[str, str]], list[OrderView]]:
+        """The chat messages for ``snapshot`` and the orders they show."""
+        orders = rule_order(snapshot.pending)[: self.max_orders]
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": render_prompt(snapshot, orders)},
+        ], orders
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        """Ask the model; validate; retry once with the error; else fall back to the rule."""
+        if not snapshot.pending or not snapshot.idle:
+            return Plan([], "rule", snapshot)
+        messages, orders = self.messages(snapshot)
+        n = min(len(snapshot.idle), len(orders))
+        schema = answer_schema(snapshot.idle, [o.id for o in orders], n)
+        calls: list[LLMCall] = []
+        error = None
+        for attempt in range(1 + self.retries):
+            t0 = time.perf_counter()
+            try:
+                result = self.model.chat(
+                    messages, schema=schema, max_tokens=self.max_tokens, temperature=0.0
+                )
+            except BackendError as e:
+                error = f"backend error: {e}"
+                calls.append(
+                    LLMCall(
+                        list(messages),
+                        "",
+                        (time.perf_counter() - t0) * 1e3,
+                        0,
+                        0,
+                        False,
+                        error,
+                        attempt,
+                    )
+                )
+                break  # the backend is down: retrying with the error text would not help
+            try:
+                if result.finish_reason == "length":
+                    raise ValueError(f"the answer was cut off at max_tokens={self.max_tokens}")
+                pairs = validate_answer(result.text, snapshot, n)
+            except ValueError as e:
+                error = str(e)
+                calls.append(self._record(messages, result, False, error, attempt))
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": result.text},
+                    {"role": "user", "content": f"That answer is invalid: {error}. Answer again."},
+                ]
+                continue
+            calls.append(self._record(messages, result, True, None, attempt))
+            return Plan(pairs, "llm", snapshot, calls)
+        return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
+
+    @staticmethod
+    def _record(messages, result, valid: bool, error: str | None, attempt: int) -> LLMCall:
+        return LLMCall(
+            messages=list(messages),
+            raw=result.text,
+            latency_ms=result.latency_s * 1e3,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            valid=valid,
+            error=error,
+            attempt=attempt,
+            finish_reason=result.finish_reason,
+        )
+
+
+class AsyncPlanner:
+    """Runs a planner on one worker thread so the control loop never waits for it.
+
+    At most one request is in flight. :meth:`submit` starts one (returns False when one is
+    already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
+    Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
+    """
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+        self.name = planner.name
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="marlm-planner")
+        self._future: Future[Plan] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is in flight."""
+        return self._future is not None and not self._future.done()
+
+    def submit(self, snapshot: Snapshot) -> bool:
+        """Start planning ``snapshot`` unless a request is in flight."""
+        with self._lock:
+            if self._future is not None:
+                return False
+            self._future = self._pool.submit(self._safe_plan, snapshot)
+            return True
+
+    def _safe_plan(self, snapshot: Snapshot) -> Plan:
+        try:
+            return self.planner.plan(snapshot)
+        except Exception as e:  # a planner bug must not stop the robots
+            return Plan(rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}")
+
+    def poll(self, wait: bool = False) -> Plan | None:
+        """The finished plan (once), or None. ``wait=True`` blocks until the request ends."""
+        with self._lock:
+            fut = self._future
+            if fut is None or (not wait and not fut.done()):
+                return None
+            self._future = None
+        return fut.result()
+
+    def close(self) -> None:
+        """Stop the worker (a running model call is left to finish in the background)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def plan_record(plan: Plan) -> dict[str, Any]:
+    """The trace fields of a plan (``plan`` event), JSON-ready."""
+    return {
+        "step_requested": plan.snapshot.step,
+        "assignments": [{"robot": r, "order": o} for r, o in plan.assignments],
+        "source": plan.source,
+        "error": plan.error,
+        "pending": [o.id for o in plan.snapshot.pending],
+        "idle": list(plan.snapshot.idle),
+    }
+
+
+def call_record(call: LLMCall) -> dict[str, Any]:
+    """The trace fields of one model call (``llm_call`` event), JSON-ready."""
+    return json.loads(json.dumps(call.__dict__, ensure_ascii=False))
+
+
+__all__ = [
+    "AsyncPlanner",
+    "LLMCall",
+    "LLMPlanner",
+    "Plan",
+    "Planner",
+    "RulePlanner",
+    "Snapshot",
+    "answer_schema",
+    "call_record",
+    "plan_record",
+    "rule_assign",
+    "rule_order",
+    "validate_answer",
+]
