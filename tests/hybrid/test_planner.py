@@ -20,7 +20,7 @@ from marlm.llm.backends import BackendError, ChatResult
 
 
 @dataclass(frozen=True)
-class O:
+class Ord:
     id: str
     priority: str
     deadline: int
@@ -33,7 +33,12 @@ def snap(pending, idle, distance):
     return Snapshot(step=5, pending=tuple(pending), idle=tuple(idle), distance=distance)
 
 
-ORDERS = [O("o1", "low", 50), O("o2", "urgent", 90), O("o3", "normal", 40), O("o4", "urgent", 60)]
+ORDERS = [
+    Ord("o1", "low", 50),
+    Ord("o2", "urgent", 90),
+    Ord("o3", "normal", 40),
+    Ord("o4", "urgent", 60),
+]
 DIST = {
     ("r0", "o1"): 1,
     ("r0", "o2"): 9,
@@ -153,9 +158,9 @@ def test_async_planner_never_blocks_the_caller():
 
 def test_real_embedded_model_gives_a_valid_complete_plan(embedded_model):
     orders = [
-        O("o1", "normal", 300, note="The truck for this route leaves at 11, load before then."),
-        O("o2", "low", 400, note="Restock, no rush."),
-        O("o3", "normal", 350, note="产线停机等这个零件"),
+        Ord("o1", "normal", 300, note="The truck for this route leaves at 11, load before then."),
+        Ord("o2", "low", 400, note="Restock, no rush."),
+        Ord("o3", "normal", 350, note="产线停机等这个零件"),
     ]
     s = snap(orders, ["r0", "r1"], {(r, o.id): 3 for r in ("r0", "r1") for o in orders})
     plan = LLMPlanner(embedded_model).plan(s)
