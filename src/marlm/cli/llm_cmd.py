@@ -1,5 +1,26 @@
-"""Commands: llm_cmd."""
+"""Commands: ``marlm llm serve``."""
 
 from __future__ import annotations
 
-from .app import app  # noqa: F401
+from pathlib import Path
+
+import typer
+
+from marlm.llm.server import serve as serve_model
+
+from .app import llm_app
+
+
+@llm_app.command("serve")
+def serve(
+    model: Path | None = typer.Option(
+        None, "--model", help="GGUF file; default: the embedded SmolLM2-135M-Instruct."
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="Loopback address to listen on."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    n_ctx: int = typer.Option(2048, "--n-ctx", help="Context window in tokens."),
+    n_threads: int | None = typer.Option(None, "--n-threads", help="CPU threads."),
+    alias: str = typer.Option("smollm2", "--alias", help="Model name clients send."),
+) -> None:
+    """Serve the model as an OpenAI-compatible server at http://HOST:PORT/v1 (loopback only)."""
+    serve_model(model, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads, model_alias=alias)

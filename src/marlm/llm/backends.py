@@ -286,8 +286,9 @@ class OpenAICompatible:
     ``response_format={"type": "json_schema", ...}`` (vLLM, Ollama, llama.cpp's C++ server, OpenAI),
     then ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server, whose request model
     accepts only ``text``/``json_object``), then plain prompting with the schema in the system
-    prompt. A mode is dropped when the server answers 400 or 422 to it; the first accepted mode is
-    kept for later calls. Every answer is validated client-side (:attr:`ChatResult.validation_error`).
+    prompt. A mode is dropped when the server answers 400 or 422 to it, or any error whose text
+    names ``response_format`` (llama-cpp-python's server reports its request-validation error as
+    HTTP 500); the first accepted mode is kept for later calls. Every answer is validated client-side (:attr:`ChatResult.validation_error`).
 
     Failures: connection errors and HTTP 5xx are retried ``max_retries`` times with exponential
     backoff (``backoff_s * 2**attempt``); other 4xx are not. A call that gets no complete answer
@@ -467,6 +468,11 @@ class OpenAICompatible:
             raise _Retryable(f"connection error: {e.__cause__ or e}") from e
         except openai.APIStatusError as e:
             detail = _short(e.response.text if e.response is not None else str(e))
+            if "response_format" in detail:
+                # llama-cpp-python 0.3.x answers a request-validation error with HTTP 500 (its
+                # error handler wraps fastapi's RequestValidationError); a complaint that names
+                # response_format is a rejected shape, not a server fault worth retrying.
+                raise _Rejected(f"HTTP {e.status_code}: {detail}") from e
             if e.status_code >= 500:
                 raise _Retryable(f"HTTP {e.status_code}: {detail}") from e
             if e.status_code in (400, 422):

@@ -1,0 +1,401 @@
+"""Log-likelihood scoring of a fixed set of option texts after a prompt.
+
+Instead of asking a model to *generate* an answer, score every allowed answer: the score of option
+``o`` after prompt ``p`` is ``log P(o | p) = sum_i log P(o_i | p, o_<i)`` over the tokens ``o_i``
+of ``o`` (SayCan-style scoring, Ahn et al. 2022, "Do As I Can, Not As I Say", section 3). The
+answer is the option with the highest score; it is one of the options by construction, whatever the
+prompt says.
+
+``calibrated`` subtracts the score the model gives the same prompt with a content-free input in
+place of the real one ("Calibrate Before Use", Zhao et al. 2021, section 5): a small model's
+preference for one label regardless of the input (majority-label, recency and common-token bias)
+shows in the content-free scores and cancels out.
+
+Backends:
+
+- the embedded llama-cpp-python model (:class:`marlm.llm.backends.EmbeddedModel`, anything with a
+  ``llama`` property and a ``lock``): the prompt is evaluated once, its KV cache reused across
+  options and across prompts that share a prefix (the few-shot block), and the log-softmax of the
+  next-token logits read after each token through ``llama_get_logits_ith``. This works on the
+  model's own ``Llama`` object, created without ``logits_all``.
+- an OpenAI-compatible server (anything with a ``base_url``, or a URL string): the legacy
+  completions endpoint with ``echo=True, logprobs=1, max_tokens=1`` returns the log-probability of
+  every prompt token (vLLM does). Before the first use, a probe checks that the values are the
+  log-probabilities of each token *given the tokens before it*: llama-cpp-python's server returns
+  them shifted by one position (abetlen/llama-cpp-python issue #1983) or refuses without
+  ``logits_all``. A server that fails the probe raises :class:`ScoringUnsupported`; callers fall
+  back to generation and say so once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .backends import BackendError
+
+#: Content-free inputs averaged for calibration (Zhao et al. 2021, section 5 uses "N/A", "" and
+#: "[MASK]").
+CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")
+
+
+class ScoringUnsupported(BackendError):
+    """The backend cannot return option log-likelihoods (no prompt log-probabilities, or wrong ones)."""
+
+
+@dataclass(frozen=True)
+class OptionScores:
+    """Scores of a fixed set of options after one prompt.
+
+    Attributes:
+        options: the option texts, in the order scored.
+        logprobs: ``float64[n_options]``, natural-log likelihood of each option's tokens after the
+            prompt (for :func:`calibrated`: minus the content-free log-probability, see there).
+        n_tokens: tokens in each option (``tuple[int, ...]``).
+        latency_s: wall time in seconds (``float``).
+        method: ``"embedded"``, ``"server-echo"`` or ``"calibrated(<method>)"``.
+        calls: backend calls made (one ``eval`` batch or one HTTP request each).
+    """
+
+    options: tuple[str, ...]
+    logprobs: np.ndarray
+    n_tokens: tuple[int, ...]
+    latency_s: float
+    method: str
+    calls: int = 1
+
+    @property
+    def best(self) -> str:
+        """The option with the highest score (the first one on ties)."""
+        return self.options[int(np.argmax(self.logprobs))]
+
+    def probabilities(self) -> np.ndarray:
+        """``float64[n_options]``: the scores renormalised over the options (softmax)."""
+        z = self.logprobs - self.logprobs.max()
+        p = np.exp(z)
+        return p / p.sum()
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    x = logits.astype(np.float64)
+    m = x.max()
+    return x - (m + math.log(np.exp(x - m).sum()))
+
+
+def _check_options(options: Sequence[str]) -> tuple[str, ...]:
+    opts = tuple(options)
+    if not opts:
+        raise ValueError("options is empty: give at least one option text to score")
+    if any(not o for o in opts):
+        raise ValueError("an option text is empty: every option needs at least one token")
+    return opts
+
+
+# --------------------------------------------------------------------------------------------
+# Embedded llama-cpp-python model
+# --------------------------------------------------------------------------------------------
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _last_logprobs(llama: Any) -> np.ndarray:
+    """Log-softmax of the logits of the last token the context decoded: ``float64[n_vocab]``."""
+    import llama_cpp
+
+    ptr = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
+    logits = np.ctypeslib.as_array(ptr, shape=(llama.n_vocab(),))
+    return _log_softmax(logits)
+
+
+def _eval_from(llama: Any, tokens: list[int]) -> int:
+    """Evaluate ``tokens`` reusing the KV cache for the prefix already decoded; return batches run.
+
+    At least the last token is decoded again, so its logits are the current ones.
+    """
+    keep = _common_prefix(list(llama.input_ids[: llama.n_tokens]), tokens)
+    keep = min(keep, len(tokens) - 1)
+    llama.n_tokens = keep  # Llama.eval drops the KV cache from n_tokens on
+    llama.eval(tokens[keep:])
+    return 1
+
+
+def _score_embedded(model: Any, prompt: str, options: tuple[str, ...]) -> OptionScores:
+    llama = model.llama
+    t0 = time.perf_counter()
+    with model.lock:
+        prompt_tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        option_tokens = [
+            llama.tokenize(o.encode("utf-8"), add_bos=False, special=False) for o in options
+        ]
+        if len(prompt_tokens) + max(len(t) for t in option_tokens) > llama.n_ctx():
+            raise ValueError(
+                f"prompt of {len(prompt_tokens)} tokens does not fit the context of "
+                f"{llama.n_ctx()} tokens: shorten the prompt or the few-shot block"
+            )
+        calls = _eval_from(llama, prompt_tokens)
+        after_prompt = _last_logprobs(llama)
+        scores = np.zeros(len(options), dtype=np.float64)
+        for k, toks in enumerate(option_tokens):
+            total = float(after_prompt[toks[0]])
+            if len(toks) > 1:
+                # log P(o_i | p, o_<i): decode the option one token at a time after the prompt.
+                llama.n_tokens = len(prompt_tokens)
+                for i in range(len(toks) - 1):
+                    llama.eval([toks[i]])
+                    calls += 1
+                    total += float(_last_logprobs(llama)[toks[i + 1]])
+                llama.n_tokens = len(prompt_tokens)
+            scores[k] = total
+    return OptionScores(
+        options=options,
+        logprobs=scores,
+        n_tokens=tuple(len(t) for t in option_tokens),
+        latency_s=time.perf_counter() - t0,
+        method="embedded",
+        calls=calls,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# OpenAI-compatible server
+# --------------------------------------------------------------------------------------------
+
+#: A text whose continuation is near-certain; with correct prompt log-probabilities its last
+#: tokens are likely, with values shifted by one position (each token scored against the
+#: distribution *after* it) they are not.
+_PROBE_TEXT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16"
+_PROBE_MIN_MEAN_LOGPROB = -1.0
+
+_probe_results: dict[str, str | None] = {}
+_probe_lock = threading.Lock()
+
+
+def _server_url(model: Any) -> str:
+    url = model if isinstance(model, str) else str(model.base_url)
+    url = url.rstrip("/")
+    if not url.endswith("/v1"):
+        url += "/v1"
+    return url
+
+
+def _server_model_name(model: Any) -> str:
+    for attr in ("model", "model_name"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return "default"
+
+
+def _echo_logprobs(model: Any, text: str, timeout_s: float) -> tuple[list[int], list[float | None]]:
+    """POST ``/completions`` with echo; return (text offsets, token log-probabilities)."""
+    import httpx
+
+    body = {
+        "model": _server_model_name(model),
+        "prompt": text,
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "echo": True,
+        "logprobs": 1,
+    }
+    try:
+        r = httpx.post(f"{_server_url(model)}/completions", json=body, timeout=timeout_s)
+    except httpx.HTTPError as e:
+        raise BackendError(f"server at {_server_url(model)} failed: {type(e).__name__}: {e}") from e
+    if r.status_code >= 400:
+        raise ScoringUnsupported(
+            f"server at {_server_url(model)} refused echo+logprobs "
+            f"(HTTP {r.status_code}: {r.text[:200]})"
+        )
+    try:
+        lp = r.json()["choices"][0]["logprobs"]
+        offsets = [int(o) for o in lp["text_offset"]]
+        values = [None if v is None else float(v) for v in lp["token_logprobs"]]
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise ScoringUnsupported(
+            f"server at {_server_url(model)} returned no prompt log-probabilities"
+        ) from e
+    if len(offsets) != len(values) or len(values) < 2:
+        raise ScoringUnsupported(f"server at {_server_url(model)} echoed no prompt tokens")
+    return offsets, values
+
+
+def _probe_server(model: Any, timeout_s: float) -> None:
+    """Check once per server URL that echoed log-probabilities are P(token | tokens before it)."""
+    url = _server_url(model)
+    with _probe_lock:
+        if url not in _probe_results:
+            try:
+                offsets, values = _echo_logprobs(model, _PROBE_TEXT, timeout_s)
+                tail = [
+                    v
+                    for o, v in zip(offsets, values, strict=True)
+                    if v is not None and len(_PROBE_TEXT) // 2 <= o < len(_PROBE_TEXT)
+                ]
+                mean = sum(tail) / len(tail) if tail else -math.inf
+                _probe_results[url] = (
+                    None
+                    if mean >= _PROBE_MIN_MEAN_LOGPROB
+                    else (
+                        f"server at {url} returns prompt log-probabilities that fail the probe "
+                        f"(mean {mean:.2f} on a counting sequence; llama-cpp-python's server "
+                        "shifts them by one token, abetlen/llama-cpp-python#1983)"
+                    )
+                )
+            except ScoringUnsupported as e:
+                _probe_results[url] = str(e)
+        reason = _probe_results[url]
+    if reason is not None:
+        raise ScoringUnsupported(reason)
+
+
+def _score_server(
+    model: Any, prompt: str, options: tuple[str, ...], timeout_s: float
+) -> OptionScores:
+    _probe_server(model, timeout_s)
+    t0 = time.perf_counter()
+    scores = np.zeros(len(options), dtype=np.float64)
+    n_tokens: list[int] = []
+    for k, option in enumerate(options):
+        full = prompt + option
+        offsets, values = _echo_logprobs(model, full, timeout_s)
+        # Tokens that start inside the option text (the one generated token starts at len(full)).
+        picked = [v for o, v in zip(offsets, values, strict=True) if len(prompt) <= o < len(full)]
+        if not picked or any(v is None for v in picked):
+            raise ScoringUnsupported(
+                f"server at {_server_url(model)}: no log-probability for option {option!r}"
+            )
+        scores[k] = float(sum(v for v in picked if v is not None))
+        n_tokens.append(len(picked))
+    return OptionScores(
+        options=options,
+        logprobs=scores,
+        n_tokens=tuple(n_tokens),
+        latency_s=time.perf_counter() - t0,
+        method="server-echo",
+        calls=len(options),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+
+def supports_scoring(model: Any) -> bool:
+    """Whether ``model`` is a kind :func:`score` knows (embedded ``llama``, or a server URL)."""
+    return hasattr(model, "llama") or isinstance(model, str) or hasattr(model, "base_url")
+
+
+def score(
+    model: Any, prompt: str, options: Sequence[str], *, timeout_s: float = 30.0
+) -> OptionScores:
+    """Log-likelihood of each option text after ``prompt``.
+
+    Args:
+        model: an :class:`~marlm.llm.backends.EmbeddedModel` (anything with ``llama`` and
+            ``lock``), an object with a ``base_url`` (OpenAI-compatible server), or a base URL.
+        prompt: the text before the option, exactly as the model should read it (chat-template
+            tokens such as ``<|im_start|>`` are parsed as special tokens).
+        options: the option texts; each is scored as the continuation of ``prompt``, so put the
+            separating space in the option (``" urgent"``), the way the model's tokenizer splits
+            words.
+        timeout_s: per-request timeout for a server, in seconds.
+
+    Returns:
+        :class:`OptionScores` with ``logprobs: float64[n_options]`` (natural log).
+
+    Raises:
+        ValueError: empty options, or a prompt longer than the embedded model's context.
+        ScoringUnsupported: the backend cannot return option log-likelihoods.
+        BackendError: the backend failed.
+    """
+    opts = _check_options(options)
+    if hasattr(model, "llama"):
+        return _score_embedded(model, prompt, opts)
+    if isinstance(model, str) or hasattr(model, "base_url"):
+        return _score_server(model, prompt, opts, timeout_s)
+    raise ScoringUnsupported(
+        f"{getattr(model, 'name', type(model).__name__)} offers no log-probabilities"
+    )
+
+
+def content_free_logprobs(
+    model: Any, prompts: Sequence[str], options: Sequence[str], *, timeout_s: float = 30.0
+) -> OptionScores:
+    """Mean content-free distribution over ``options``, as log-probabilities.
+
+    Each prompt in ``prompts`` is the real prompt with the input replaced by a content-free one
+    (see :data:`CONTENT_FREE_INPUTS`). Following Zhao et al. (2021, section 5), each prompt's
+    scores are renormalised over the options, the probabilities averaged, and the log taken:
+    ``log p_cf: float64[n_options]``.
+    """
+    opts = _check_options(options)
+    if not prompts:
+        raise ValueError("prompts is empty: give at least one content-free prompt")
+    t0 = time.perf_counter()
+    results = [score(model, p, opts, timeout_s=timeout_s) for p in prompts]
+    p_cf = np.mean([r.probabilities() for r in results], axis=0)
+    return OptionScores(
+        options=opts,
+        logprobs=np.log(p_cf),
+        n_tokens=results[0].n_tokens,
+        latency_s=time.perf_counter() - t0,
+        method=f"content-free({results[0].method})",
+        calls=sum(r.calls for r in results),
+    )
+
+
+def calibrated(
+    model: Any,
+    prompt: str,
+    options: Sequence[str],
+    content_free: OptionScores | Sequence[str],
+    *,
+    timeout_s: float = 30.0,
+) -> OptionScores:
+    """Contextual calibration: ``score(prompt) - log p_cf`` (Zhao et al. 2021, section 5).
+
+    The paper's correction ``W = diag(p_cf)^-1`` applied to the label probabilities is, in log
+    space, the subtraction of ``log p_cf`` from the log-likelihoods; renormalising either side
+    over the options only shifts all options by the same constant, so the decision is unchanged.
+
+    Args:
+        model, prompt, options, timeout_s: as for :func:`score`.
+        content_free: the content-free scores from :func:`content_free_logprobs` (compute once per
+            prompt template and reuse), or the content-free prompts to score now.
+
+    Returns:
+        :class:`OptionScores` whose ``logprobs`` are the calibrated scores and whose ``calls`` and
+        ``latency_s`` are those of this prompt alone when ``content_free`` was given precomputed.
+    """
+    opts = _check_options(options)
+    if not isinstance(content_free, OptionScores):
+        content_free = content_free_logprobs(model, list(content_free), opts, timeout_s=timeout_s)
+    if content_free.options != opts:
+        raise ValueError(
+            f"content-free scores are for options {content_free.options}, not {opts}: "
+            "compute them with the same options"
+        )
+    raw = score(model, prompt, opts, timeout_s=timeout_s)
+    return OptionScores(
+        options=opts,
+        logprobs=raw.logprobs - content_free.logprobs,
+        n_tokens=raw.n_tokens,
+        latency_s=raw.latency_s,
+        method=f"calibrated({raw.method})",
+        calls=raw.calls,
+    )

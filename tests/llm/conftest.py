@@ -1,0 +1,269 @@
+"""Fixtures for the LLM line: the real llama.cpp server on loopback, a fault-injecting HTTP server,
+the warehouse tools of the cases file, and a scripted model (a fault injector for exact-step tests).
+
+The embedded model itself comes from the session fixture ``embedded_model`` in tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from marlm.llm.backends import ChatResult
+from marlm.llm.tools import ToolRegistry
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------- scripted model
+
+
+class ScriptedModel:
+    """Returns exact texts in order (or from a function of the messages); records what it got.
+
+    Each script item is a text, a ``(text, finish_reason)`` pair, or an exception to raise.
+    """
+
+    name = "scripted"
+
+    def __init__(self, script: list[Any] | Callable[[list[dict[str, str]]], Any]) -> None:
+        self.script = script
+        self.received: list[list[dict[str, str]]] = []
+        self.schemas: list[Any] = []
+        self.kwargs: list[dict[str, Any]] = []
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0, seed=None):
+        self.received.append([dict(m) for m in messages])
+        self.schemas.append(schema)
+        self.kwargs.append({"max_tokens": max_tokens, "temperature": temperature, "seed": seed})
+        if callable(self.script):
+            item = self.script(messages)
+        else:
+            if not self.script:
+                raise AssertionError("scripted model ran out of replies")
+            item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        text, finish = item if isinstance(item, tuple) else (item, "stop")
+        return ChatResult(text=text, prompt_tokens=10, completion_tokens=5, finish_reason=finish)
+
+
+@pytest.fixture
+def scripted():
+    return ScriptedModel
+
+
+# ----------------------------------------------------------------------------- warehouse tools
+
+
+class WarehouseTools:
+    """The tools of the cases file, recording every call they receive."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.registry = ToolRegistry()
+        self.registry.register(self.robot_status, name="robot_status")
+        self.registry.register(self.order_status, name="order_status")
+        self.registry.register(self.assign, name="assign")
+
+    def robot_status(self, robot: int) -> str:
+        """Position and load of a robot."""
+        self.calls.append(("robot_status", {"robot": robot}))
+        if robot > 9:
+            raise ValueError(f"no robot {robot}\nknown robots: 1..9")
+        return f"robot {robot} at (2, 3), idle"
+
+    def order_status(self, order: str, verbose: bool = False) -> str:
+        """Status of an order: pending, assigned or delivered."""
+        self.calls.append(("order_status", {"order": order, "verbose": verbose}))
+        return "pending"
+
+    def assign(self, robot: int, order: str, note: str = "") -> str:
+        """Assign an order to a robot, with an optional note."""
+        self.calls.append(("assign", {"robot": robot, "order": order, "note": note}))
+        return f"robot {robot} assigned to {order}"
+
+
+@pytest.fixture
+def warehouse():
+    return WarehouseTools()
+
+
+# ----------------------------------------------------------------------------- real server
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """The embedded SmolLM2 served by llama_cpp.server on a free loopback port: yields base_url."""
+    port = free_port()
+    code = (
+        "from marlm.llm.server import serve; "
+        f"serve(host='127.0.0.1', port={port}, n_ctx=2048, n_threads=2)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 90
+    try:
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"llama server exited with {proc.returncode}: {err[-2000:]}")
+            try:
+                with urllib.request.urlopen(base + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("llama server did not come up within 90 s")
+            time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# ----------------------------------------------------------------------------- fault server
+
+
+def completion(content: str, finish: str = "stop") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fault",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fault",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+
+
+FINISH = '{"type": "finish", "answer": "ok"}'
+CUT = '{"type": "call_tool", "tool": "assign", "args": {"robot": 3, "order": '
+
+
+class FaultServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), FaultHandler)
+        self.stop = threading.Event()
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+    def base(self, mode: str) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/{mode}/v1"
+
+    def count(self, mode: str) -> int:
+        with self.lock:
+            return sum(1 for m, _ in self.requests if m == mode)
+
+    def bodies(self, mode: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for m, b in self.requests if m == mode]
+
+
+class FaultHandler(BaseHTTPRequestHandler):
+    """Modes by the first path segment: hang, 500, whitespace, truncated_body, truncated_content,
+    flaky (500 once per client, then a finish), picky (rejects both structured-output shapes)."""
+
+    server: FaultServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        mode = self.path.strip("/").split("/")[0]
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with self.server.lock:
+            self.server.requests.append((mode, body))
+            n = sum(1 for m, _ in self.server.requests if m == mode)
+        if mode == "hang":
+            self.server.stop.wait(120)
+            return
+        if mode == "500" or (mode == "flaky" and n % 2 == 1):
+            self._json(500, {"error": {"message": "injected server error"}})
+            return
+        if mode == "whitespace":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            end = time.monotonic() + 120
+            try:
+                while not self.server.stop.is_set() and time.monotonic() < end:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.02)
+            except OSError:
+                pass
+            return
+        if mode == "truncated_body":
+            data = json.dumps(completion(FINISH)).encode()[:60]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if mode == "truncated_content":
+            self._json(200, completion(CUT, "length"))
+            return
+        if mode == "picky":
+            rf = body.get("response_format") or {}
+            if rf.get("type") == "json_schema":
+                self._json(400, {"error": {"message": "response_format json_schema unsupported"}})
+                return
+            if rf.get("type") == "json_object":
+                self._json(500, {"error": {"message": "literal_error at response_format.type"}})
+                return
+        self._json(200, completion(FINISH))
+
+
+@pytest.fixture(scope="session")
+def fault_server():
+    server = FaultServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.stop.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def refused_url() -> str:
+    """A loopback URL where nothing listens (connections are refused)."""
+    return f"http://127.0.0.1:{free_port()}/v1"
