@@ -1,0 +1,315 @@
+"""Compiled training loops (numba) for GridWorld and GridRace.
+
+Why numba and not many environments stepped as numpy arrays: tabular Q-learning updates one table
+entry per step, and the textbook algorithm is *sequential* (each update sees the previous ones).
+Stepping thousands of environments as arrays changes the algorithm (batched, synchronous updates
+with a different epsilon per episode count) and so the converged numbers; a JIT keeps the exact
+algorithm of the plain loop and removes the interpreter. These loops make the same random draws in
+the same order as the plain-Python reference loops in :mod:`marlm.rl.train` (see
+:func:`marlm.rl.qlearning.epsilon_greedy`), so with one seed both give the same Q-tables; the tests
+check that, and ``benchmarks/bench_rl.py`` measures the speed ratio (several hundred times).
+
+The environment dynamics come from :mod:`marlm.envs.grid` (``GridWorld.transition_table`` and
+:func:`marlm.envs.grid.race_transition`, the function ``GridRace.step`` itself uses), so the
+compiled loops cannot drift from the environments.
+
+Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 individual, 2 mixed,
+3 difference. Learner kernels: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier
+1998). Each episode writes one row of the ``EpisodeLog`` arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from marlm.envs.grid import STAY, race_transition
+from marlm.rl.qlearning import _argmax_random_tie, _epsilon_greedy_row
+
+SHARED, INDIVIDUAL, MIXED, DIFFERENCE = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def gridworld_episodes(
+    q, next_state, reward, terminal, start, max_steps, eps, alpha, gamma, rng, returns, lengths
+):  # pragma: no cover - compiled
+    """Tabular Q-learning for ``len(eps)`` episodes on a table-given MDP (GridWorld).
+
+    ``q float64[S, A]`` (in place); ``eps, alpha float64[E]`` per episode; ``returns float64[E]``
+    and ``lengths int64[E]`` are filled. Same update as :func:`marlm.rl.qlearning.td_update`.
+    """
+    for ep in range(eps.shape[0]):
+        s = start
+        g = 0.0
+        t = 0
+        while True:
+            a = _epsilon_greedy_row(q[s], eps[ep], rng)
+            s_next = next_state[s, a]
+            r = reward[s, a]
+            terminated = terminal[s_next]
+            t += 1
+            truncated = (not terminated) and t >= max_steps
+            # Watkins & Dayan 1992: bootstrap unless terminated (truncation still bootstraps).
+            td_target = r + gamma * (1.0 - terminated) * q[s_next].max()
+            td_error = td_target - q[s, a]
+            q[s, a] += alpha[ep] * td_error
+            g += r
+            s = s_next
+            if terminated or truncated:
+                break
+        returns[ep] = g
+        lengths[ep] = t
+
+
+@njit(cache=True)
+def _credit(mode, weight, i, r_ind, team, p0, p1, a0, a1, act0, act1, moves, goal):
+    """Learning reward of agent ``i`` for one joint step (see marlm.rl.credit for the math)."""
+    if mode == SHARED:
+        return team
+    if mode == INDIVIDUAL:
+        return r_ind
+    if mode == MIXED:
+        return (1.0 - weight) * team + weight * r_ind
+    # Difference reward D_i = r(s, u) - r(s, (u_-i, stay_i)) (Wolpert & Tumer 2002).
+    if i == 0:
+        _, _, c0, c1 = race_transition(p0, p1, STAY, a1, act0, act1, moves, goal)
+    else:
+        _, _, c0, c1 = race_transition(p0, p1, a0, STAY, act0, act1, moves, goal)
+    return team - (c0 + c1)
+
+
+@njit(cache=True)
+def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight):
+    n0, n1, r0, r1 = race_transition(p0, p1, a0, a1, act0, act1, moves, goal)
+    team = r0 + r1
+    g0 = _credit(mode, weight, 0, r0, team, p0, p1, a0, a1, act0, act1, moves, goal)
+    g1 = _credit(mode, weight, 1, r1, team, p0, p1, a0, a1, act0, act1, moves, goal)
+    reached0 = act0 and n0 == goal
+    reached1 = act1 and n1 == goal
+    if end_any:
+        term0 = reached0 or reached1
+        term1 = term0
+    else:
+        term0 = reached0
+        term1 = reached1
+    return n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1
+
+
+@njit(cache=True)
+def _record(ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts):
+    if act0:
+        log_ret[ep, 0] += g0
+        log_own[ep, 0] += r0
+        log_acts[ep, 0, a0] += 1
+    if act1:
+        log_ret[ep, 1] += g1
+        log_own[ep, 1] += r1
+        log_acts[ep, 1, a1] += 1
+    log_team[ep] += team
+
+
+@njit(cache=True)
+def iql_race_episodes(
+    q0, q1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
+    eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Independent Q-learning on GridRace: one table per agent over the joint state (Tan 1993).
+
+    ``q0, q1 float64[n_cells**2, 5]`` in place; ``eps float64[E, 2]`` (per agent, so a frozen
+    partner can act with a fixed epsilon), ``alpha float64[E]``; ``learn0/1``: whether each agent
+    updates its table. Log arrays: ``ret/own float64[E, 2]``, ``team float64[E]``,
+    ``len int64[E]``, ``reached bool[E, 2]``, ``acts int64[E, 2, 5]``.
+    """
+    for ep in range(eps.shape[0]):
+        p0 = 0
+        p1 = 0
+        act0 = True
+        act1 = True
+        t = 0
+        while True:
+            o0 = p0 * n_cells + p1
+            o1 = p1 * n_cells + p0
+            a0 = _epsilon_greedy_row(q0[o0], eps[ep, 0], rng) if act0 else STAY
+            a1 = _epsilon_greedy_row(q1[o1], eps[ep, 1], rng) if act1 else STAY
+            n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
+                p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
+            )
+            t += 1
+            truncated = t >= max_steps
+            if act0 and learn0:
+                td_target = g0 + gamma * (1.0 - term0) * q0[n0 * n_cells + n1].max()
+                q0[o0, a0] += alpha[ep] * (td_target - q0[o0, a0])
+            if act1 and learn1:
+                td_target = g1 + gamma * (1.0 - term1) * q1[n1 * n_cells + n0].max()
+                q1[o1, a1] += alpha[ep] * (td_target - q1[o1, a1])
+            _record(
+                ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
+            )
+            log_reached[ep, 0] |= reached0
+            log_reached[ep, 1] |= reached1
+            act0 = act0 and not term0
+            act1 = act1 and not term1
+            p0 = n0
+            p1 = n1
+            if truncated or not (act0 or act1):
+                break
+        log_len[ep] = t
+
+
+@njit(cache=True)
+def vdn_race_episodes(
+    q0, q1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
+    eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Tabular VDN on GridRace (Sunehag et al. 2018): ``Q_tot = Q_0(o_0, a_0) + Q_1(o_1, a_1)``.
+
+    One joint TD target on the team reward, ``y = r_team + gamma * sum_i (1 - term_i) max Q_i(o_i')``,
+    and one shared error ``y - Q_tot`` applied to each acting agent's entry. Acting is
+    decentralised: each agent is epsilon-greedy on its own table. Arrays as
+    :func:`iql_race_episodes` (``mode`` and ``weight`` are ignored: VDN learns from the team reward).
+    """
+    for ep in range(eps.shape[0]):
+        p0 = 0
+        p1 = 0
+        act0 = True
+        act1 = True
+        t = 0
+        while True:
+            o0 = p0 * n_cells + p1
+            o1 = p1 * n_cells + p0
+            a0 = _epsilon_greedy_row(q0[o0], eps[ep, 0], rng) if act0 else STAY
+            a1 = _epsilon_greedy_row(q1[o1], eps[ep, 1], rng) if act1 else STAY
+            n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
+                p0, p1, a0, a1, act0, act1, moves, goal, end_any, SHARED, 0.0
+            )
+            t += 1
+            truncated = t >= max_steps
+            q_tot = 0.0
+            next_v = 0.0
+            if act0:
+                q_tot += q0[o0, a0]
+                next_v += (1.0 - term0) * q0[n0 * n_cells + n1].max()
+            if act1:
+                q_tot += q1[o1, a1]
+                next_v += (1.0 - term1) * q1[n1 * n_cells + n0].max()
+            td_target = team + gamma * next_v
+            td_error = td_target - q_tot
+            if act0 and learn0:
+                q0[o0, a0] += alpha[ep] * td_error
+            if act1 and learn1:
+                q1[o1, a1] += alpha[ep] * td_error
+            _record(
+                ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
+            )
+            log_reached[ep, 0] |= reached0
+            log_reached[ep, 1] |= reached1
+            act0 = act0 and not term0
+            act1 = act1 and not term1
+            p0 = n0
+            p1 = n1
+            if truncated or not (act0 or act1):
+                break
+        log_len[ep] = t
+
+
+@njit(cache=True)
+def jal_values(q, counts, o, out):  # pragma: no cover - compiled
+    """Expected value of each own action under the empirical model of the partner.
+
+    ``q float64[O, 5, 5]`` (own action, partner action), ``counts float64[O, 5]``; writes
+    ``out[a] = sum_b q[o, a, b] * counts[o, b] / sum_b counts[o, b]`` (uniform if no counts yet).
+    """
+    total = 0.0
+    for b in range(counts.shape[1]):
+        total += counts[o, b]
+    for a in range(q.shape[1]):
+        v = 0.0
+        for b in range(q.shape[2]):
+            w = counts[o, b] / total if total > 0.0 else 1.0 / q.shape[2]
+            v += q[o, a, b] * w
+        out[a] = v
+
+
+@njit(cache=True)
+def jal_race_episodes(
+    q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
+    eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Joint-action learners on GridRace (Claus & Boutilier 1998), a CTDE learner.
+
+    Training uses the partner's action: agent i learns ``Q_i(o_i, a_i, a_j)`` (``q0, q1
+    float64[O, 5, 5]``) and counts the partner's actions per state (``c0, c1 float64[O, 5]``).
+    Acting needs only the agent's own tables: epsilon-greedy on the expected value
+    :func:`jal_values`. Target: ``y = r_i + gamma * (1 - term_i) * max_a EV_i(o_i', a)``.
+    """
+    ev = np.empty(q0.shape[1])
+    for ep in range(eps.shape[0]):
+        p0 = 0
+        p1 = 0
+        act0 = True
+        act1 = True
+        t = 0
+        while True:
+            o0 = p0 * n_cells + p1
+            o1 = p1 * n_cells + p0
+            a0 = STAY
+            a1 = STAY
+            if act0:
+                jal_values(q0, c0, o0, ev)
+                a0 = _epsilon_greedy_row(ev, eps[ep, 0], rng)
+            if act1:
+                jal_values(q1, c1, o1, ev)
+                a1 = _epsilon_greedy_row(ev, eps[ep, 1], rng)
+            n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
+                p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
+            )
+            t += 1
+            truncated = t >= max_steps
+            if act0 and learn0:
+                c0[o0, a1] += 1.0
+                jal_values(q0, c0, n0 * n_cells + n1, ev)
+                td_target = g0 + gamma * (1.0 - term0) * ev.max()
+                q0[o0, a0, a1] += alpha[ep] * (td_target - q0[o0, a0, a1])
+            if act1 and learn1:
+                c1[o1, a0] += 1.0
+                jal_values(q1, c1, n1 * n_cells + n0, ev)
+                td_target = g1 + gamma * (1.0 - term1) * ev.max()
+                q1[o1, a1, a0] += alpha[ep] * (td_target - q1[o1, a1, a0])
+            _record(
+                ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
+            )
+            log_reached[ep, 0] |= reached0
+            log_reached[ep, 1] |= reached1
+            act0 = act0 and not term0
+            act1 = act1 and not term1
+            p0 = n0
+            p1 = n1
+            if truncated or not (act0 or act1):
+                break
+        log_len[ep] = t
+
+
+@njit(cache=True)
+def greedy_rollout_gridworld(q, next_state, terminal, start, max_steps):  # pragma: no cover
+    """Length of the greedy path from ``start`` (first maximum on ties); ``max_steps`` if it loops."""
+    s = start
+    for t in range(1, max_steps + 1):
+        s = next_state[s, np.argmax(q[s])]
+        if terminal[s]:
+            return t
+    return max_steps
+
+
+__all__ = [
+    "DIFFERENCE",
+    "INDIVIDUAL",
+    "MIXED",
+    "SHARED",
+    "greedy_rollout_gridworld",
+    "gridworld_episodes",
+    "iql_race_episodes",
+    "jal_race_episodes",
+    "jal_values",
+    "vdn_race_episodes",
+]
+_ = _argmax_random_tie

@@ -1,0 +1,63 @@
+"""Independent Q-learning (IQL): one Q-table per agent over the joint state.
+
+Each agent treats the others as part of the environment and runs tabular Q-learning on its own
+reward (Tan 1993, "Multi-agent reinforcement learning: independent vs. cooperative agents", ICML).
+The classic baseline: simple and decentralised, but every agent's target moves as the others learn
+(non-stationarity), and with a shared team reward an agent cannot tell its own contribution (the
+lazy agent). This is the readable, step-at-a-time implementation (the plain-Python reference);
+:func:`marlm.rl.fast.iql_race_episodes` is its compiled twin, draw for draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from marlm.rl.qlearning import epsilon_greedy, td_update
+
+
+class IndependentQLearners:
+    """One table per agent: ``q float64[n_agents, n_observations, n_actions]``, zeros at start.
+
+    Agents are named (``agents``, e.g. PettingZoo's ``possible_agents``); observations are integer
+    indices of the agent's own view of the joint state.
+    """
+
+    def __init__(self, agents: Sequence[str], n_observations: int, n_actions: int) -> None:
+        self.agents = list(agents)
+        self.q = np.zeros((len(self.agents), n_observations, n_actions))
+
+    def act(
+        self, obs: Mapping[str, int], epsilon: Sequence[float], rng: np.random.Generator
+    ) -> dict[str, int]:
+        """Epsilon-greedy action of every agent in ``obs``, drawn in ``self.agents`` order."""
+        return {
+            name: int(epsilon_greedy(self.q[i, obs[name]], epsilon[i], rng))
+            for i, name in enumerate(self.agents)
+            if name in obs
+        }
+
+    def update(
+        self,
+        obs: Mapping[str, int],
+        actions: Mapping[str, int],
+        rewards: Mapping[str, float],
+        next_obs: Mapping[str, int],
+        terminated: Mapping[str, bool],
+        *,
+        alpha: float,
+        gamma: float,
+        learn: Sequence[bool] | None = None,
+    ) -> None:
+        """One Q-learning update per acting agent on its own reward (truncation bootstraps)."""
+        for i, name in enumerate(self.agents):
+            if name in actions and (learn is None or learn[i]):
+                td_update(
+                    self.q[i], obs[name], actions[name], rewards[name], next_obs[name],
+                    terminated[name], alpha=alpha, gamma=gamma,
+                )  # fmt: skip
+
+    def tables(self) -> dict[str, np.ndarray]:
+        """The learned tables by name, for saving: ``{"q": float64[n_agents, O, A]}``."""
+        return {"q": self.q}

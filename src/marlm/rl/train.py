@@ -1,0 +1,680 @@
+"""Training runs on GridWorld and GridRace: configs, the loops, checkpoints, and the run folder.
+
+Two engines run the same algorithm with the same random draws:
+
+- ``engine="reference"``: the plain-Python loop over one environment through the Gymnasium /
+  PettingZoo API, one update at a time (:mod:`marlm.rl.independent`, :mod:`marlm.rl.ctde`);
+- ``engine="fast"`` (default): the compiled loops of :mod:`marlm.rl.fast`.
+
+With one seed both give the same tables and logs (tested); the fast one is several hundred times
+faster (``benchmarks/bench_rl.py``). Seeding happens once, at the top of a run
+(``numpy.random.default_rng(config.seed)``); the generator state travels in checkpoints.
+
+A run folder (:func:`save_gridworld_run`, :func:`save_race_run`) holds ``tables.npz``,
+``episodes.npz`` (per-episode logs), ``metrics.json``, ``curves.png`` (per-agent returns and the
+team curve, labelled sum) and ``findings.json`` (diagnostics, see :mod:`marlm.eval.diagnose`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marlm.envs.grid import STAY, GridRace, GridWorld, move_table
+from marlm.errors import InputError
+from marlm.rl import fast
+from marlm.rl.checkpoint import load_checkpoint, restore_rng, save_checkpoint
+from marlm.rl.credit import (
+    MODE_CODES,
+    assign_rewards,
+    check_mix_weight,
+    check_reward_mode,
+    difference_rewards,
+)
+from marlm.rl.ctde import JointActionLearners, VDNLearner
+from marlm.rl.independent import IndependentQLearners
+from marlm.rl.qlearning import (
+    EpsilonSchedule,
+    LearningRateSchedule,
+    check_discount,
+    epsilon_greedy,
+    greedy_action,
+    td_update,
+)
+
+GRIDWORLD_LEARNERS = ("q",)
+RACE_LEARNERS = ("iql", "vdn", "jal")
+ENGINES = ("fast", "reference")
+ProgressFn = Callable[[int, int], None]  # (episodes done, total)
+
+
+def _check_choice(value: str, allowed: tuple[str, ...], option: str, name: str) -> str:
+    if value not in allowed:
+        raise InputError(
+            f"unknown {name} {value!r}; allowed: {', '.join(allowed)}", source=option, field=name
+        )
+    return value
+
+
+def _check_episodes(episodes: int) -> int:
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes <= 0:
+        raise InputError(
+            f"must be a positive whole number, got {episodes!r}",
+            source="--episodes",
+            field="episodes",
+        )
+    return episodes
+
+
+# --------------------------------------------------------------------------------------------
+# Configs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridWorldConfig:
+    """Tabular Q-learning on GridWorld. Defaults are the issue's: they reach V(start) = 0.7285.
+
+    Raises:
+        InputError: episodes <= 0, gamma outside [0, 1], alpha or epsilon settings out of range.
+    """
+
+    learner: str = "q"
+    episodes: int = 3000
+    alpha: float = 0.1
+    gamma: float = 0.95
+    epsilon_start: float = 0.9
+    epsilon_decay: float = 0.99
+    epsilon_floor: float = 0.02
+    seed: int = 0
+    size: int = 4
+    max_steps: int = 100
+
+    def __post_init__(self) -> None:
+        _check_choice(self.learner, GRIDWORLD_LEARNERS, "--learner", "learner")
+        _check_episodes(self.episodes)
+        check_discount(self.gamma, source="--gamma")
+        self.epsilon()
+        self.learning_rate()
+
+    def epsilon(self) -> EpsilonSchedule:
+        return EpsilonSchedule(self.epsilon_start, self.epsilon_decay, self.epsilon_floor)
+
+    def learning_rate(self) -> LearningRateSchedule:
+        return LearningRateSchedule(self.alpha)
+
+
+@dataclass(frozen=True)
+class RaceConfig:
+    """A two-agent learner on GridRace. Defaults are the issue's IQL baseline (30000 episodes).
+
+    ``learner``: ``iql`` | ``vdn`` | ``jal``; ``reward``: ``shared`` | ``individual`` | ``mixed`` |
+    ``difference`` (``vdn`` learns from the team reward, so it takes ``shared`` only);
+    ``mix_weight``: weight of the individual part in ``mixed``; ``end``: ``any`` | ``all``.
+
+    Raises:
+        InputError: an unknown learner, reward mode or end, episodes <= 0, gamma outside [0, 1], ...
+    """
+
+    learner: str = "iql"
+    reward: str = "shared"
+    mix_weight: float = 0.5
+    episodes: int = 30000
+    alpha: float = 0.05
+    gamma: float = 0.95
+    epsilon_start: float = 0.6
+    epsilon_decay: float = 0.999
+    epsilon_floor: float = 0.02
+    seed: int = 0
+    size: int = 4
+    end: str = "any"
+    max_steps: int = 50
+
+    def __post_init__(self) -> None:
+        _check_choice(self.learner, RACE_LEARNERS, "--learner", "learner")
+        check_reward_mode(self.reward)
+        check_mix_weight(self.mix_weight)
+        _check_choice(self.end, ("any", "all"), "--end", "end")
+        _check_episodes(self.episodes)
+        check_discount(self.gamma, source="--gamma")
+        if self.learner == "vdn" and self.reward != "shared":
+            raise InputError(
+                f"vdn learns from the team reward; use --reward shared, not {self.reward!r}",
+                source="--reward",
+                field="reward",
+            )
+        self.epsilon()
+        self.learning_rate()
+
+    def epsilon(self) -> EpsilonSchedule:
+        return EpsilonSchedule(self.epsilon_start, self.epsilon_decay, self.epsilon_floor)
+
+    def learning_rate(self) -> LearningRateSchedule:
+        return LearningRateSchedule(self.alpha)
+
+
+# --------------------------------------------------------------------------------------------
+# GridWorld
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GridWorldResult:
+    """A GridWorld run: ``q float64[S, 4]``, ``returns float64[E]``, ``lengths int64[E]``."""
+
+    config: GridWorldConfig
+    q: np.ndarray
+    returns: np.ndarray
+    lengths: np.ndarray
+    episode: int  # episodes completed
+    rng: np.random.Generator
+
+    @property
+    def value_start(self) -> float:
+        """``V(start) = max_a Q(start, a)``."""
+        return float(self.q[0].max())
+
+    def greedy_path(self) -> list[int]:
+        """Cells visited by the greedy policy from the start (ties: lowest action index)."""
+        env = GridWorld(self.config.size, self.config.max_steps)
+        obs, _ = env.reset()
+        path = [obs]
+        for _ in range(self.config.max_steps):
+            obs, _, terminated, truncated, _ = env.step(greedy_action(self.q[obs]))
+            path.append(obs)
+            if terminated or truncated:
+                break
+        return path
+
+    @property
+    def greedy_path_length(self) -> int:
+        """Steps of the greedy path to the goal (``max_steps`` if it never arrives)."""
+        return len(self.greedy_path()) - 1
+
+
+def _gridworld_reference(res: GridWorldResult, n: int) -> None:
+    """The plain loop: one env, one transition at a time, through the Gymnasium API."""
+    cfg = res.config
+    env = GridWorld(cfg.size, cfg.max_steps)
+    eps = cfg.epsilon().values(n, res.episode)
+    alpha = cfg.learning_rate().values(n, res.episode)
+    for k in range(n):
+        obs, _ = env.reset()
+        ep_return, t = 0.0, 0
+        while True:
+            action = int(epsilon_greedy(res.q[obs], eps[k], res.rng))
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            td_update(
+                res.q, obs, action, reward, next_obs, terminated, alpha=alpha[k], gamma=cfg.gamma
+            )
+            ep_return += reward
+            t += 1
+            obs = next_obs
+            if terminated or truncated:
+                break
+        res.returns[res.episode + k] = ep_return
+        res.lengths[res.episode + k] = t
+
+
+def _gridworld_fast(res: GridWorldResult, n: int) -> None:
+    cfg = res.config
+    env = GridWorld(cfg.size, cfg.max_steps)
+    next_state, reward, terminal = env.transition_table()
+    start = res.episode
+    ret = np.zeros(n)
+    lengths = np.zeros(n, dtype=np.int64)
+    fast.gridworld_episodes(
+        res.q, next_state, reward, terminal, env.start, cfg.max_steps,
+        cfg.epsilon().values(n, start), cfg.learning_rate().values(n, start), cfg.gamma,
+        res.rng, ret, lengths,
+    )  # fmt: skip
+    res.returns[start : start + n] = ret
+    res.lengths[start : start + n] = lengths
+
+
+def _run_chunks(
+    res: Any,
+    total: int,
+    step: Callable[[Any, int], None],
+    *,
+    chunk: int,
+    progress: ProgressFn | None,
+    checkpoint: Path | None,
+    save: Callable[[Any, Path], None],
+    stop_after: int | None,
+) -> None:
+    end = total if stop_after is None else min(total, stop_after)
+    while res.episode < end:
+        n = min(chunk, end - res.episode)
+        step(res, n)
+        res.episode += n
+        if checkpoint is not None:
+            save(res, checkpoint)
+        if progress is not None:
+            progress(res.episode, total)
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def _check_resume_config(meta: dict[str, Any], config: Any, path: Path) -> None:
+    """The checkpoint must come from the same setup (except the number of episodes)."""
+    saved = meta["config"]
+    for key, value in _config_dict(config).items():
+        if key == "episodes":
+            continue
+        if saved.get(key) != value:
+            what = "environment shape" if key in ("size", "learner") else "setting"
+            raise InputError(
+                f"checkpoint has {what} {key}={saved.get(key)!r} but this run has {key}={value!r}; "
+                f"resume with the same {key} or start a new run",
+                source=path,
+                field="checkpoint",
+            )
+    if meta["episode"] > config.episodes:
+        raise InputError(
+            f"checkpoint already has {meta['episode']} episodes, more than --episodes {config.episodes}",
+            source=path,
+            field="episodes",
+        )
+
+
+def _save_gridworld_checkpoint(res: GridWorldResult, path: Path) -> None:
+    save_checkpoint(
+        path, kind="gridworld", config=_config_dict(res.config), episode=res.episode, rng=res.rng,
+        arrays={"q": res.q, "returns": res.returns[: res.episode], "lengths": res.lengths[: res.episode]},
+    )  # fmt: skip
+
+
+def train_gridworld(
+    config: GridWorldConfig,
+    *,
+    engine: str = "fast",
+    chunk: int = 1000,
+    progress: ProgressFn | None = None,
+    checkpoint: str | Path | None = None,
+    resume: str | Path | None = None,
+    stop_after: int | None = None,
+) -> GridWorldResult:
+    """Tabular Q-learning on GridWorld (Watkins & Dayan 1992).
+
+    Args:
+        config: the run's settings.
+        engine: ``"fast"`` (compiled) or ``"reference"`` (plain Python); same result for one seed.
+        chunk: episodes between progress calls and checkpoints.
+        progress: called as ``progress(done, total)`` after each chunk.
+        checkpoint: a ``.npz`` path rewritten atomically after each chunk.
+        resume: a checkpoint to continue from (same config except ``episodes``).
+        stop_after: stop once this many episodes are done (to simulate an interruption).
+
+    Raises:
+        InputError: unknown engine; a resume checkpoint of another kind, shape or setting.
+    """
+    _check_choice(engine, ENGINES, "--engine", "engine")
+    env = GridWorld(config.size, config.max_steps)
+    n_states, n_actions = env.observation_space.n, env.action_space.n
+    res = GridWorldResult(
+        config, np.zeros((n_states, n_actions)), np.zeros(config.episodes),
+        np.zeros(config.episodes, dtype=np.int64), 0, np.random.default_rng(config.seed),
+    )  # fmt: skip
+    if resume is not None:
+        meta, arrays = load_checkpoint(resume, kind="gridworld")
+        _check_resume_config(meta, config, Path(resume))
+        if arrays["q"].shape != res.q.shape:
+            raise InputError(
+                f"checkpoint Q-table has shape {arrays['q'].shape}, this run needs {res.q.shape}",
+                source=resume,
+                field="checkpoint",
+            )
+        res.q[:] = arrays["q"]
+        res.episode = meta["episode"]
+        res.returns[: res.episode] = arrays["returns"]
+        res.lengths[: res.episode] = arrays["lengths"]
+        res.rng = restore_rng(meta["rng_state"])
+    step = _gridworld_fast if engine == "fast" else _gridworld_reference
+    _run_chunks(
+        res, config.episodes, step, chunk=chunk, progress=progress,
+        checkpoint=Path(checkpoint) if checkpoint else None, save=_save_gridworld_checkpoint,
+        stop_after=stop_after,
+    )  # fmt: skip
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# GridRace
+# --------------------------------------------------------------------------------------------
+
+RACE_LOG_FIELDS = (
+    "learn_return",
+    "own_return",
+    "team_return",
+    "length",
+    "reached",
+    "action_counts",
+)
+
+
+@dataclass
+class RaceLog:
+    """Per-episode logs of a GridRace run (E episodes, 2 agents, 5 actions).
+
+    ``learn_return float64[E, 2]``: sum of the reward each agent learned from (its credit mode);
+    ``own_return float64[E, 2]``: sum of each agent's *individual* reward, its own contribution;
+    ``team_return float64[E]``: sum of the team reward (= ``own_return.sum(axis=1)``);
+    ``length int64[E]``; ``reached bool[E, 2]``: the agent reached the goal;
+    ``action_counts int64[E, 2, 5]``: how often each agent took each action.
+    """
+
+    learn_return: np.ndarray
+    own_return: np.ndarray
+    team_return: np.ndarray
+    length: np.ndarray
+    reached: np.ndarray
+    action_counts: np.ndarray
+
+    @classmethod
+    def zeros(cls, episodes: int) -> RaceLog:
+        return cls(
+            np.zeros((episodes, 2)), np.zeros((episodes, 2)), np.zeros(episodes),
+            np.zeros(episodes, dtype=np.int64), np.zeros((episodes, 2), dtype=bool),
+            np.zeros((episodes, 2, 5), dtype=np.int64),
+        )  # fmt: skip
+
+    def arrays(self, upto: int | None = None) -> dict[str, np.ndarray]:
+        return {f: getattr(self, f)[:upto] for f in RACE_LOG_FIELDS}
+
+
+@dataclass
+class RaceResult:
+    """A GridRace run: the learner's tables (``q``, and ``counts`` for jal) and its logs."""
+
+    config: RaceConfig
+    tables: dict[str, np.ndarray]
+    log: RaceLog
+    episode: int
+    rng: np.random.Generator
+    agents: list[str] = field(default_factory=lambda: list(GridRace.possible_agents))
+
+
+def _race_tables(learner: str, n_obs: int) -> dict[str, np.ndarray]:
+    if learner == "jal":
+        return {"q": np.zeros((2, n_obs, 5, 5)), "counts": np.zeros((2, n_obs, 5))}
+    return {"q": np.zeros((2, n_obs, 5))}
+
+
+def _race_epsilons(cfg: RaceConfig, n: int, first: int, frozen: tuple[bool, bool]) -> np.ndarray:
+    e = cfg.epsilon().values(n, first)
+    cols = [np.full(n, cfg.epsilon_floor) if frozen[i] else e for i in range(2)]
+    return np.ascontiguousarray(np.stack(cols, axis=1))
+
+
+def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True)) -> None:
+    cfg = res.config
+    first = res.episode
+    moves = move_table(cfg.size)
+    n_cells = cfg.size * cfg.size
+    goal = n_cells - 1
+    eps = _race_epsilons(cfg, n, first, (not learn[0], not learn[1]))
+    alpha = cfg.learning_rate().values(n, first)
+    part = RaceLog.zeros(n)
+    common = (
+        moves, goal, n_cells, cfg.max_steps, cfg.end == "any", MODE_CODES[cfg.reward],
+        cfg.mix_weight, learn[0], learn[1], eps, alpha, cfg.gamma, res.rng,
+        part.learn_return, part.own_return, part.team_return, part.length, part.reached,
+        part.action_counts,
+    )  # fmt: skip
+    q = res.tables["q"]
+    if cfg.learner == "iql":
+        fast.iql_race_episodes(q[0], q[1], *common)
+    elif cfg.learner == "vdn":
+        fast.vdn_race_episodes(q[0], q[1], *common)
+    else:
+        c = res.tables["counts"]
+        fast.jal_race_episodes(q[0], q[1], c[0], c[1], *common)
+    for f in RACE_LOG_FIELDS:
+        getattr(res.log, f)[first : first + n] = getattr(part, f)
+
+
+def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True)) -> None:
+    """The plain loop: one PettingZoo env, one joint step at a time."""
+    cfg = res.config
+    env = GridRace(cfg.size, end=cfg.end, reward="individual", max_steps=cfg.max_steps)
+    names = env.possible_agents
+    n_obs = env.observation_space(names[0]).n
+    learner: Any
+    if cfg.learner == "iql":
+        learner = IndependentQLearners(names, n_obs, 5)
+    elif cfg.learner == "vdn":
+        learner = VDNLearner(names, n_obs, 5)
+    else:
+        learner = JointActionLearners(names, n_obs, 5)
+        learner.counts = res.tables["counts"]
+    learner.q = res.tables["q"]  # share storage: the result's tables are the learner's
+    eps = _race_epsilons(cfg, n, res.episode, (not learn[0], not learn[1]))
+    alpha = cfg.learning_rate().values(n, res.episode)
+    log = res.log
+    for k in range(n):
+        ep = res.episode + k
+        obs, _ = env.reset()
+        while env.agents:
+            actions = learner.act(obs, eps[k], res.rng)
+            diff = difference_rewards(env, actions, STAY) if cfg.reward == "difference" else None
+            next_obs, _, terms, _, infos = env.step(actions)
+            acting = list(actions)
+            team = infos[acting[0]]["team_reward"]
+            individual = [infos[a]["individual_reward"] for a in acting]
+            learn_r = assign_rewards(
+                cfg.reward, team, individual, weight=cfg.mix_weight,
+                difference=[diff[a] for a in acting] if diff else None,
+            )  # fmt: skip
+            rewards = dict(zip(acting, learn_r.tolist(), strict=True))
+            if cfg.learner == "vdn":
+                learner.update(
+                    obs,
+                    actions,
+                    team,
+                    next_obs,
+                    terms,
+                    alpha=alpha[k],
+                    gamma=cfg.gamma,
+                    learn=learn,
+                )
+            elif cfg.learner == "jal":
+                learner.update(
+                    obs, actions, rewards, next_obs, terms, alpha=alpha[k], gamma=cfg.gamma,
+                    stay=STAY, learn=learn,
+                )  # fmt: skip
+            else:
+                learner.update(
+                    obs,
+                    actions,
+                    rewards,
+                    next_obs,
+                    terms,
+                    alpha=alpha[k],
+                    gamma=cfg.gamma,
+                    learn=learn,
+                )
+            for a in acting:
+                i = names.index(a)
+                log.learn_return[ep, i] += rewards[a]
+                log.own_return[ep, i] += infos[a]["individual_reward"]
+                log.action_counts[ep, i, actions[a]] += 1
+                log.reached[ep, i] |= terms[a] and infos[a]["cell"] == env.goal
+            log.team_return[ep] += team
+            log.length[ep] += 1
+            obs = {a: next_obs[a] for a in env.agents}
+
+
+def _save_race_checkpoint(res: RaceResult, path: Path) -> None:
+    save_checkpoint(
+        path, kind="race", config=_config_dict(res.config), episode=res.episode, rng=res.rng,
+        arrays={**{f"table_{k}": v for k, v in res.tables.items()}, **res.log.arrays(res.episode)},
+    )  # fmt: skip
+
+
+def train_race(
+    config: RaceConfig,
+    *,
+    engine: str = "fast",
+    chunk: int = 1000,
+    progress: ProgressFn | None = None,
+    checkpoint: str | Path | None = None,
+    resume: str | Path | None = None,
+    stop_after: int | None = None,
+) -> RaceResult:
+    """Train two agents on GridRace with ``config.learner`` and ``config.reward``.
+
+    Arguments as :func:`train_gridworld`. Raises :class:`InputError` for an unknown engine or a
+    resume checkpoint of another kind, learner, grid shape or setting.
+    """
+    _check_choice(engine, ENGINES, "--engine", "engine")
+    n_obs = (config.size * config.size) ** 2
+    res = RaceResult(
+        config, _race_tables(config.learner, n_obs), RaceLog.zeros(config.episodes), 0,
+        np.random.default_rng(config.seed),
+    )  # fmt: skip
+    if resume is not None:
+        meta, arrays = load_checkpoint(resume, kind="race")
+        _check_resume_config(meta, config, Path(resume))
+        for name, table in res.tables.items():
+            saved = arrays.get(f"table_{name}")
+            if saved is None or saved.shape != table.shape:
+                got = None if saved is None else saved.shape
+                raise InputError(
+                    f"checkpoint table {name!r} has shape {got}, this run needs {table.shape}",
+                    source=resume,
+                    field="checkpoint",
+                )
+            table[:] = saved
+        res.episode = meta["episode"]
+        for f in RACE_LOG_FIELDS:
+            getattr(res.log, f)[: res.episode] = arrays[f]
+        res.rng = restore_rng(meta["rng_state"])
+    step = _race_fast if engine == "fast" else _race_reference
+    _run_chunks(
+        res, config.episodes, step, chunk=chunk, progress=progress,
+        checkpoint=Path(checkpoint) if checkpoint else None, save=_save_race_checkpoint,
+        stop_after=stop_after,
+    )  # fmt: skip
+    return res
+
+
+def fixed_partner_run(result: RaceResult, agent: int, *, seed: int | None = None) -> RaceLog:
+    """Agent ``agent`` learns from scratch while its partner is frozen at its final table.
+
+    The partner acts epsilon-greedily with the floor epsilon and does not update: from the
+    learner's side the environment is stationary. Used by the non-stationarity detector to compare
+    against the joint run. Returns the fixed-partner run's logs (same number of episodes).
+    """
+    cfg = result.config
+    fresh = _race_tables(cfg.learner, (cfg.size * cfg.size) ** 2)
+    for name, table in fresh.items():
+        table[1 - agent] = result.tables[name][1 - agent]
+    rng = np.random.default_rng(cfg.seed + 1 if seed is None else seed)
+    res = RaceResult(cfg, fresh, RaceLog.zeros(cfg.episodes), 0, rng)
+    learn = (agent == 0, agent == 1)
+    _race_fast(res, cfg.episodes, learn)
+    return res.log
+
+
+# --------------------------------------------------------------------------------------------
+# Run folders
+# --------------------------------------------------------------------------------------------
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def _window(n: int) -> int:
+    return max(1, n // 10)
+
+
+def gridworld_metrics(res: GridWorldResult) -> dict[str, Any]:
+    """Metrics of a GridWorld run, fixed names (``value_start``, ``greedy_path_length``, ...)."""
+    w = _window(res.episode)
+    return {
+        "env": GridWorld.metadata["name"],
+        "config": _config_dict(res.config),
+        "episodes": res.episode,
+        "value_start": res.value_start,
+        "greedy_path_length": res.greedy_path_length,
+        "charts/episodic_return": float(res.returns[res.episode - w : res.episode].mean()),
+        "charts/episodic_length": float(res.lengths[res.episode - w : res.episode].mean()),
+    }
+
+
+def race_metrics(res: RaceResult) -> dict[str, Any]:
+    """Metrics of a GridRace run: per agent first, then the team (labelled ``sum``)."""
+    log, n = res.log, res.episode
+    w = _window(n)
+    out: dict[str, Any] = {
+        "env": GridRace.metadata["name"],
+        "config": _config_dict(res.config),
+        "episodes": n,
+        "team_curve": "sum",
+        "window": w,
+    }
+    for i, agent in enumerate(res.agents):
+        out[f"charts/{agent}/return"] = float(log.own_return[n - w : n, i].mean())
+        out[f"charts/{agent}/learning_return"] = float(log.learn_return[n - w : n, i].mean())
+        out[f"charts/{agent}/reached_goal_rate"] = float(log.reached[n - w : n, i].mean())
+    out["charts/team_return_sum"] = float(log.team_return[n - w : n].mean())
+    out["charts/team_return_sum_first_window"] = float(log.team_return[:w].mean())
+    out["charts/episodic_length"] = float(log.length[n - w : n].mean())
+    return out
+
+
+def save_gridworld_run(
+    res: GridWorldResult, out: str | Path, findings: list[dict] | None = None
+) -> Path:
+    """Write the run folder of a GridWorld run; returns its path."""
+    from marlm.eval.plots import plot_reward_curves
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "tables.npz", q=res.q)
+    np.savez(
+        out / "episodes.npz", returns=res.returns[: res.episode], length=res.lengths[: res.episode]
+    )
+    metrics = gridworld_metrics(res)
+    _write_json(out / "metrics.json", metrics)
+    plot_reward_curves(
+        {"agent": res.returns[: res.episode]}, out / "curves.png", team="sum",
+        smooth=_window(res.episode) // 2 or 1, xlabel="episode", title="GridWorld return per episode",
+    )  # fmt: skip
+    _write_json(out / "findings.json", findings or [])
+    return out
+
+
+def save_race_run(res: RaceResult, out: str | Path, findings: list[dict] | None = None) -> Path:
+    """Write the run folder of a GridRace run; returns its path.
+
+    ``curves.png`` plots each agent's own (individual) return per episode and the team return,
+    labelled ``team (sum of 2 agents)``: the per-agent curves add up to it.
+    """
+    from marlm.eval.plots import plot_reward_curves
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "tables.npz", **res.tables)
+    np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
+    _write_json(out / "metrics.json", race_metrics(res))
+    own = res.log.own_return[: res.episode]
+    plot_reward_curves(
+        {agent: own[:, i] for i, agent in enumerate(res.agents)}, out / "curves.png", team="sum",
+        smooth=max(1, _window(res.episode) // 5), xlabel="episode",
+        title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
+    )  # fmt: skip
+    _write_json(out / "findings.json", findings or [])
+    return out
