@@ -1,0 +1,68 @@
+"""Multi-robot warehouse: layouts, orders, collision dynamics, the ParallelEnv and rendering.
+
+See :class:`marlm.envs.warehouse.env.WarehouseEnv` for the environment contract.
+"""
+
+from marlm.envs.warehouse.dynamics import (
+    ACTION_NAMES,
+    DOWN,
+    LEFT,
+    MOVES,
+    RIGHT,
+    STAY,
+    UP,
+    resolve_moves,
+)
+from marlm.envs.warehouse.env import OBS_SIZE, REWARD_PARTS, RewardWeights, WarehouseEnv
+from marlm.envs.warehouse.layout import (
+    FLOOR,
+    SHELF,
+    STATION,
+    UNREACHABLE,
+    WALL,
+    Layout,
+    list_layouts,
+    load_layout,
+    parse_layout,
+)
+from marlm.envs.warehouse.orders import (
+    PRIORITIES,
+    Order,
+    generate_orders,
+    load_notes,
+    load_orders,
+    parse_order,
+)
+from marlm.envs.warehouse.render import render_ansi, render_rgb
+
+__all__ = [
+    "ACTION_NAMES",
+    "DOWN",
+    "FLOOR",
+    "LEFT",
+    "MOVES",
+    "OBS_SIZE",
+    "PRIORITIES",
+    "REWARD_PARTS",
+    "RIGHT",
+    "SHELF",
+    "STATION",
+    "STAY",
+    "UNREACHABLE",
+    "UP",
+    "WALL",
+    "Layout",
+    "Order",
+    "RewardWeights",
+    "WarehouseEnv",
+    "generate_orders",
+    "list_layouts",
+    "load_layout",
+    "load_notes",
+    "load_orders",
+    "parse_layout",
+    "parse_order",
+    "render_ansi",
+    "render_rgb",
+    "resolve_moves",
+]

@@ -1,0 +1,571 @@
+"""The multi-robot warehouse as a PettingZoo ParallelEnv."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from marlm.envs.warehouse.dynamics import MOVES, STAY, resolve_moves
+from marlm.envs.warehouse.layout import Layout, load_layout
+from marlm.envs.warehouse.orders import PRIORITY_RANK, Order, generate_orders, load_orders
+from marlm.envs.warehouse.render import render_ansi, render_rgb
+from marlm.errors import InputError
+
+OBS_SIZE = 16
+"""Length of one robot's observation vector (see :class:`WarehouseEnv`)."""
+
+ROBOT_STATE_SIZE = 6
+ORDER_STATE_SIZE = 6
+
+ORDER_STATUSES = ("future", "pending", "assigned", "picked", "delivered")
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weights of the named reward parts (all non-negative; the sign is fixed by the part).
+
+    Attributes:
+        step_cost: subtracted each step from a robot that has a task.
+        progress: per cell of shortest-path distance gained towards the robot's target
+            (negative when it moves away).
+        pick: added when the robot picks its order's shelf.
+        delivery: added when the robot drops the order at a station.
+        blocked_move: subtracted when the robot's move was refused (wall, shelf, edge or robot).
+    """
+
+    step_cost: float = 0.01
+    progress: float = 0.1
+    pick: float = 0.5
+    delivery: float = 1.0
+    blocked_move: float = 0.05
+
+
+REWARD_PARTS = tuple(RewardWeights.__dataclass_fields__)
+
+
+class WarehouseEnv(ParallelEnv):
+    """Robots fetch shelves for orders and bring them to stations.
+
+    Description:
+        A grid warehouse (:mod:`marlm.envs.warehouse.layout`) with ``n_robots`` robots. Orders
+        (:mod:`marlm.envs.warehouse.orders`) appear at their arrival step. A robot assigned to an
+        order drives to the shelf's access cell (pick on arrival, it now carries the shelf), then
+        to the station nearest to that access cell (drop on arrival: the order is delivered and
+        the robot is idle again). With ``auto_assign=True`` the env assigns arrived orders itself
+        at the end of every step and at reset: pending orders sorted by (priority urgent < normal
+        < low, deadline, arrival, id) each go to the idle robot with the shortest path to the
+        shelf's access cell (ties: lowest robot index). With ``auto_assign=False`` the caller
+        assigns with :meth:`assign` (the planner does this).
+
+    Action Space:
+        ``Discrete(5)`` per robot: 0 stay, 1 up (row - 1), 2 down (row + 1), 3 left (col - 1),
+        4 right (col + 1). A robot missing from the action dict stays. Moves are resolved jointly
+        by :func:`marlm.envs.warehouse.dynamics.resolve_moves` (RWARE rules: refused moves into
+        walls, shelves, edges and standing robots; swaps refused; lowest index wins a contested
+        cell; chains and rotations move).
+
+    Observation Space:
+        ``Box(-1, 1, (16,), float32)`` per robot:
+
+        * 0-1: offset to the current target ``(drow / H, dcol / W)``; 0, 0 without a task.
+        * 2-5: neighbour up, down, left, right is blocked by wall, shelf or the map edge.
+        * 6-9: neighbour up, down, left, right is occupied by another robot.
+        * 10-13: moving up, down, left, right shortens the shortest-path distance to the target.
+        * 14: carrying a shelf (0/1).
+        * 15: has a task (0/1).
+
+        ``state()`` is ``Box(0, 1, (6 * n_robots + 6,), float32)``: per robot ``row / (H-1)``,
+        ``col / (W-1)``, carrying, has_task, ``target_row / (H-1)``, ``target_col / (W-1)``
+        (target 0, 0 without a task); then the order book as fractions of all orders: future,
+        pending, assigned-or-picked, delivered, deadline missed; then ``step / max_steps``.
+
+    Rewards:
+        Per robot, the sum of the named parts of :class:`RewardWeights`: ``step_cost``
+        (``-w.step_cost`` while the robot has a task), ``progress`` (``w.progress`` x cells of
+        shortest-path distance gained towards the target held at the start of the step),
+        ``pick`` (``+w.pick``), ``delivery`` (``+w.delivery``), ``blocked_move``
+        (``-w.blocked_move`` when a requested move was refused). The team reward is the sum over
+        robots.
+
+    Episode End:
+        Terminated (all robots) when every order is delivered. Truncated (all robots, not
+        terminated) when ``max_steps`` steps have been taken. All robots leave ``agents`` then,
+        and later ``step()`` calls return empty dicts.
+
+    Information:
+        ``infos[agent]`` after ``reset()`` and ``step()`` has exactly these keys:
+
+        * "reward_parts" (dict[str, float]): the signed reward parts of this step, keyed by the
+          :class:`RewardWeights` field names.
+        * "team_reward" (float): the sum of all robots' rewards this step.
+        * "collided" (bool): this robot's move was refused because of another robot.
+        * "blocked" (bool): this robot's move was refused by a wall, a shelf or the map edge.
+        * "position" (tuple[int, int]): (row, col) after the step.
+        * "task" (str | None): the order id the robot works on.
+        * "carrying" (bool): the robot carries a shelf.
+
+    Arguments:
+        layout ("small"): a shipped layout name, a map file path or a :class:`Layout`.
+        orders (None): None (``n_orders`` generated from the seed at every reset), a list of
+            :class:`Order`, or a JSONL file path.
+        n_orders (20): generated orders per episode when ``orders`` is None.
+        n_robots (None): robots; None means the layout's default (its 'R' cells).
+        max_steps (500): time limit (truncation). Generated arrivals fall in the first 80%.
+        auto_assign (True): the env assigns orders itself (see Description).
+        reward_weights (None): :class:`RewardWeights` or a dict of its fields.
+        seed (None): seed used by the first ``reset()`` without a seed.
+        render_mode (None): "rgb_array" or "ansi".
+
+    References:
+        Papoudakis, Christianos, Schäfer, Albrecht (2021), "Benchmarking Multi-Agent Deep
+        Reinforcement Learning Algorithms in Cooperative Tasks", NeurIPS Datasets and Benchmarks
+        (the RWARE environment: layouts, collision rules).
+
+    Version History:
+        * v0: initial version.
+    """
+
+    metadata = {
+        "name": "warehouse_v0",
+        "render_modes": ["rgb_array", "ansi"],
+        "is_parallelizable": True,
+        "render_fps": 5,
+    }
+
+    def __init__(
+        self,
+        layout: str | Path | Layout = "small",
+        orders: None | list[Order] | str | Path = None,
+        n_orders: int = 20,
+        n_robots: int | None = None,
+        max_steps: int = 500,
+        auto_assign: bool = True,
+        reward_weights: RewardWeights | dict | None = None,
+        seed: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
+        self._fixed_orders = self._load_order_argument(orders)
+        self.n_orders = _positive_int(n_orders, "n_orders", allow_zero=True)
+        self.n_robots = _positive_int(
+            self.layout.default_robots if n_robots is None else n_robots, "n_robots"
+        )
+        self.layout.place_robots(self.n_robots, np.random.default_rng(0))  # checks the count
+        self.max_steps = _positive_int(max_steps, "max_steps")
+        self.auto_assign = bool(auto_assign)
+        if isinstance(reward_weights, dict):
+            try:
+                reward_weights = RewardWeights(**reward_weights)
+            except TypeError as e:
+                raise InputError(str(e), source="reward_weights", field="reward_weights") from e
+        self.reward_weights = reward_weights or RewardWeights()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InputError(
+                f"unknown render_mode {render_mode!r}; use one of {self.metadata['render_modes']}",
+                source="render_mode",
+                field="render_mode",
+            )
+        self.render_mode = render_mode
+        self._init_seed = seed
+        self._rng: np.random.Generator | None = None
+
+        self.possible_agents = [f"robot_{i}" for i in range(self.n_robots)]
+        self.agents: list[str] = []
+        self._index = {agent: i for i, agent in enumerate(self.possible_agents)}
+        self._observation_space = spaces.Box(-1.0, 1.0, (OBS_SIZE,), np.float32)
+        self._action_space = spaces.Discrete(len(MOVES))
+        self.state_space = spaces.Box(
+            0.0, 1.0, (ROBOT_STATE_SIZE * self.n_robots + ORDER_STATE_SIZE,), np.float32
+        )
+        self._blocked4 = self._static_blocked_table()
+        self._closer_cache: dict[tuple[int, int], np.ndarray] = {}
+        self._reset_state([])
+
+    # ----------------------------------------------------------------- spaces
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return self._action_space
+
+    # ------------------------------------------------------------ PettingZoo
+    def reset(
+        self, seed: int | None = None, options: dict | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+        """Start an episode. ``seed`` re-seeds; without it the generator continues (the first
+        reset uses the constructor's seed). Returns ``(observations, infos)``."""
+        if seed is not None or self._rng is None:
+            self._rng = np.random.default_rng(seed if seed is not None else self._init_seed)
+        if self._fixed_orders is None:
+            horizon = max(1, int(0.8 * self.max_steps))
+            orders = generate_orders(self.layout, self.n_orders, self._rng, horizon)
+        else:
+            orders = self._fixed_orders
+        self._reset_state(orders)
+        self._pos = np.array(self.layout.place_robots(self.n_robots, self._rng), dtype=np.int64)
+        self.agents = list(self.possible_agents)
+        events: list[dict] = []
+        self._advance_clock(events)
+        self._last_events = events
+        zero_parts = np.zeros((self.n_robots, len(REWARD_PARTS)))
+        no = np.zeros(self.n_robots, dtype=bool)
+        return self._observations(), self._infos(zero_parts, no, no)
+
+    def step(self, actions: dict[str, int]) -> tuple[dict, dict, dict, dict, dict]:
+        """Advance one step; see the class docstring for the order of effects.
+
+        Raises:
+            ValueError: an action outside 0..4 or an unknown agent name.
+        """
+        if not self.agents:
+            return {}, {}, {}, {}, {}
+        joint = self._joint_action(actions)
+        events, self._pending_events = self._pending_events, []
+        old_pos, old_target = self._pos, list(self._target)
+        self._pos, blocked, collided = resolve_moves(old_pos, joint, self.layout.free)
+        parts = self._reward_parts(old_pos, old_target, (blocked | collided))
+        self._advance_tasks(parts, events)
+        self._step_count += 1
+        self._advance_clock(events)
+        self._last_events = events
+
+        rewards_arr = parts.sum(axis=1)
+        done = len(self._delivered) == len(self._orders)
+        cut = not done and self._step_count >= self.max_steps
+        observations = self._observations()
+        infos = self._infos(parts, collided, blocked)
+        rewards = {a: float(rewards_arr[i]) for i, a in enumerate(self.possible_agents)}
+        terminations = dict.fromkeys(self.possible_agents, done)
+        truncations = dict.fromkeys(self.possible_agents, cut)
+        if done or cut:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def state(self) -> np.ndarray:
+        """Global state, float32[6 * n_robots + 6] (layout in the class docstring)."""
+        h, w = max(self.layout.height - 1, 1), max(self.layout.width - 1, 1)
+        robots = np.zeros((self.n_robots, ROBOT_STATE_SIZE), dtype=np.float32)
+        robots[:, 0] = self._pos[:, 0] / h
+        robots[:, 1] = self._pos[:, 1] / w
+        robots[:, 2] = self._carrying
+        for i, target in enumerate(self._target):
+            if target is not None:
+                robots[i, 3:6] = (1.0, target[0] / h, target[1] / w)
+        counts = {s: 0 for s in ORDER_STATUSES}
+        for status in self._status.values():
+            counts[status] += 1
+        total = max(len(self._orders), 1)
+        book = [
+            counts["future"],
+            counts["pending"],
+            counts["assigned"] + counts["picked"],
+            counts["delivered"],
+            len(self._missed),
+        ]
+        tail = np.array([*(x / total for x in book), self._step_count / self.max_steps])
+        return np.concatenate([robots.ravel(), tail.astype(np.float32)])
+
+    def render(self) -> np.ndarray | str | None:
+        """``rgb_array``: uint8[H*16, W*16, 3]; ``ansi``: str; None without a render mode."""
+        if self.render_mode == "rgb_array":
+            open_ = ("pending", "assigned")
+            requested = {self._orders[o].shelf for o, s in self._status.items() if s in open_}
+            return render_rgb(self.layout, self._pos, self._carrying, requested)
+        if self.render_mode == "ansi":
+            return render_ansi(self.layout, self._pos, self._carrying)
+        return None
+
+    def close(self) -> None:
+        pass
+
+    # ----------------------------------------------------------- planner API
+    @property
+    def step_count(self) -> int:
+        """Steps taken in this episode."""
+        return self._step_count
+
+    @property
+    def robot_positions(self) -> np.ndarray:
+        """int64[n_robots, 2] (row, col), a copy."""
+        return self._pos.copy()
+
+    @property
+    def orders(self) -> dict[str, Order]:
+        """All orders of the episode by id (including future ones)."""
+        return dict(self._orders)
+
+    @property
+    def last_events(self) -> list[dict]:
+        """Events of the last ``step()`` (or ``reset()``): dicts ``{"type", "order", "robot",
+        "step"}`` with type ``order_arrived | assigned | picked | delivered | deadline_missed``.
+        Assignments made with :meth:`assign` between steps are reported in the next step's list
+        (their ``step`` is the step count when they were made)."""
+        return list(self._last_events)
+
+    @property
+    def delivered(self) -> list[tuple[str, int]]:
+        """``(order id, delivery step)`` in delivery order."""
+        return list(self._delivered.items())
+
+    @property
+    def missed_deadlines(self) -> list[str]:
+        """Ids of orders not delivered by their deadline, in the order the deadlines passed."""
+        return list(self._missed)
+
+    def order_status(self, order_id: str) -> str:
+        """``"future" | "pending" | "assigned" | "picked" | "delivered"``. Raises KeyError."""
+        return self._status[order_id]
+
+    def pending_orders(self) -> list[Order]:
+        """Arrived, unassigned orders, by arrival then id."""
+        return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
+
+    def idle_robots(self) -> list[str]:
+        """Robots without a task, in index order."""
+        return [a for i, a in enumerate(self.possible_agents) if self._task[i] is None]
+
+    def target_of(self, agent: str) -> tuple[int, int] | None:
+        """The cell the robot is heading for, or None when idle."""
+        return self._target[self._agent_index(agent)]
+
+    def task_of(self, agent: str) -> str | None:
+        """The robot's order id, or None when idle."""
+        return self._task[self._agent_index(agent)]
+
+    def carrying(self, agent: str) -> bool:
+        """Whether the robot carries a shelf."""
+        return bool(self._carrying[self._agent_index(agent)])
+
+    def assign(self, agent: str, order_id: str) -> None:
+        """Give a pending order to an idle robot.
+
+        Raises:
+            ValueError: unknown robot or order, robot busy, order not pending (future, taken or
+                delivered), the shelf is unreachable from the robot, or the episode is over.
+        """
+        i = self._agent_index(agent)
+        if not self.agents:
+            raise ValueError("the episode is over; call reset() first")
+        if order_id not in self._orders:
+            raise ValueError(f"unknown order {order_id!r}")
+        if self._task[i] is not None:
+            raise ValueError(f"{agent} is busy with order {self._task[i]!r}")
+        if self._status[order_id] != "pending":
+            raise ValueError(f"order {order_id!r} is {self._status[order_id]}, not pending")
+        if self._path_length(i, order_id) < 0:
+            raise ValueError(f"{agent} cannot reach shelf {self._orders[order_id].shelf}")
+        self._assign(i, order_id, self._pending_events)
+
+    # -------------------------------------------------------------- internals
+    def _reset_state(self, orders: list[Order]) -> None:
+        self._orders = {o.id: o for o in orders}
+        self._status = dict.fromkeys(self._orders, "future")
+        self._by_arrival = sorted(orders, key=lambda o: o.arrival)
+        self._by_deadline = sorted(orders, key=lambda o: o.deadline)
+        self._next_arrival = self._next_deadline = 0
+        self._delivered: dict[str, int] = {}
+        self._missed: list[str] = []
+        self._step_count = 0
+        self._pos = np.zeros((self.n_robots, 2), dtype=np.int64)
+        self._carrying = np.zeros(self.n_robots, dtype=bool)
+        self._task: list[str | None] = [None] * self.n_robots
+        self._target: list[tuple[int, int] | None] = [None] * self.n_robots
+        self._pending_events: list[dict] = []
+        self._last_events: list[dict] = []
+
+    def _load_order_argument(self, orders) -> list[Order] | None:
+        if orders is None:
+            return None
+        if isinstance(orders, str | Path):
+            return load_orders(orders, self.layout)
+        fixed, seen = [], set()
+        for k, order in enumerate(orders):
+            try:
+                shelf = self.layout.shelf_name(order.shelf)
+            except KeyError as e:
+                raise InputError(e.args[0], source="orders", line=k + 1, field="shelf") from None
+            if order.id in seen:
+                raise InputError(
+                    f"duplicate id {order.id!r}", source="orders", line=k + 1, field="id"
+                )
+            seen.add(order.id)
+            fixed.append(order.model_copy(update={"shelf": shelf}))
+        return fixed
+
+    def _agent_index(self, agent: str) -> int:
+        try:
+            return self._index[agent]
+        except KeyError:
+            raise ValueError(
+                f"unknown robot {agent!r}; robots are {self.possible_agents}"
+            ) from None
+
+    def _joint_action(self, actions: dict[str, int]) -> np.ndarray:
+        joint = np.full(self.n_robots, STAY, dtype=np.int64)
+        for agent, action in actions.items():
+            a = int(action)
+            if not 0 <= a < len(MOVES):
+                raise ValueError(f"action {action!r} for {agent} is not in 0..{len(MOVES) - 1}")
+            joint[self._agent_index(agent)] = a
+        return joint
+
+    def _path_length(self, i: int, order_id: str) -> int:
+        access = self.layout.access[self._orders[order_id].shelf]
+        return int(self.layout.distance_from(access)[tuple(self._pos[i])])
+
+    def _assign(self, i: int, order_id: str, events: list[dict]) -> None:
+        self._task[i] = order_id
+        self._target[i] = self.layout.access[self._orders[order_id].shelf]
+        self._status[order_id] = "assigned"
+        events.append(self._event("assigned", order_id, i))
+
+    def _event(self, kind: str, order_id: str, robot: int | None) -> dict:
+        agent = None if robot is None else self.possible_agents[robot]
+        return {"type": kind, "order": order_id, "robot": agent, "step": self._step_count}
+
+    def _reward_parts(self, old_pos, old_target, refused: np.ndarray) -> np.ndarray:
+        """float64[n, len(REWARD_PARTS)]: step_cost, progress, (pick, delivery later), blocked."""
+        w = self.reward_weights
+        parts = np.zeros((self.n_robots, len(REWARD_PARTS)))
+        for i, target in enumerate(old_target):
+            if target is None:
+                continue
+            dist = self.layout.distance_from(target)
+            before, after = dist[tuple(old_pos[i])], dist[tuple(self._pos[i])]
+            gain = int(before - after) if before >= 0 and after >= 0 else 0
+            parts[i, 0] = -w.step_cost
+            parts[i, 1] = w.progress * gain
+        parts[:, 4] = np.where(refused, -w.blocked_move, 0.0)
+        return parts
+
+    def _advance_tasks(self, parts: np.ndarray, events: list[dict]) -> None:
+        """Pick or drop for robots standing on their target (at most one per robot per step)."""
+        for i, order_id in enumerate(self._task):
+            if order_id is None or tuple(self._pos[i]) != self._target[i]:
+                continue
+            if not self._carrying[i]:
+                self._carrying[i] = True
+                self._target[i] = self.layout.drop[self._orders[order_id].shelf]
+                self._status[order_id] = "picked"
+                parts[i, 2] = self.reward_weights.pick
+                events.append(self._event("picked", order_id, i))
+            else:
+                self._carrying[i] = False
+                self._task[i] = self._target[i] = None
+                self._status[order_id] = "delivered"
+                self._delivered[order_id] = self._step_count + 1
+                parts[i, 3] = self.reward_weights.delivery
+                events.append(
+                    {**self._event("delivered", order_id, i), "step": self._step_count + 1}
+                )
+
+    def _advance_clock(self, events: list[dict]) -> None:
+        """Arrivals and deadline misses at the current step count, then auto-assignment."""
+        t = self._step_count
+        while (
+            self._next_arrival < len(self._by_arrival)
+            and self._by_arrival[self._next_arrival].arrival <= t
+        ):
+            order = self._by_arrival[self._next_arrival]
+            self._status[order.id] = "pending"
+            events.append(self._event("order_arrived", order.id, None))
+            self._next_arrival += 1
+        while (
+            self._next_deadline < len(self._by_deadline)
+            and self._by_deadline[self._next_deadline].deadline < t
+        ):
+            order = self._by_deadline[self._next_deadline]
+            if self._status[order.id] != "delivered":
+                self._missed.append(order.id)
+                events.append(self._event("deadline_missed", order.id, None))
+            self._next_deadline += 1
+        if self.auto_assign:
+            self._auto_assign(events)
+
+    def _auto_assign(self, events: list[dict]) -> None:
+        """Pending orders by (priority, deadline, arrival, id) to the nearest idle robot."""
+        pending = sorted(
+            self.pending_orders(),
+            key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id),
+        )
+        idle = [i for i in range(self.n_robots) if self._task[i] is None]
+        for order in pending:
+            dist = self.layout.distance_from(self.layout.access[order.shelf])
+            reachable = [i for i in idle if dist[tuple(self._pos[i])] >= 0]
+            if not reachable:
+                continue
+            best = min(reachable, key=lambda i: (int(dist[tuple(self._pos[i])]), i))
+            self._assign(best, order.id, events)
+            idle.remove(best)
+            if not idle:
+                break
+
+    def _static_blocked_table(self) -> np.ndarray:
+        """bool[H, W, 4]: neighbour up/down/left/right is a wall, a shelf or off the map."""
+        padded = np.pad(self.layout.free, 1, constant_values=False)
+        h, w = self.layout.height, self.layout.width
+        table = np.zeros((h, w, 4), dtype=bool)
+        for k, (dr, dc) in enumerate(MOVES[1:]):
+            table[:, :, k] = ~padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
+        return table
+
+    def _closer_table(self, target: tuple[int, int]) -> np.ndarray:
+        """bool[H, W, 4]: stepping up/down/left/right from a cell shortens the distance to
+        ``target`` (cached per target)."""
+        table = self._closer_cache.get(target)
+        if table is None:
+            dist = self.layout.distance_from(target).astype(np.int64)
+            padded = np.pad(dist, 1, constant_values=-1)
+            h, w = dist.shape
+            table = np.zeros((h, w, 4), dtype=bool)
+            for k, (dr, dc) in enumerate(MOVES[1:]):
+                nb = padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
+                table[:, :, k] = (nb >= 0) & (dist >= 0) & (nb < dist)
+            self._closer_cache[target] = table
+        return table
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        h, w = self.layout.height, self.layout.width
+        occupied = np.zeros((h + 2, w + 2), dtype=bool)
+        occupied[self._pos[:, 0] + 1, self._pos[:, 1] + 1] = True
+        obs = np.zeros((self.n_robots, OBS_SIZE), dtype=np.float32)
+        for i, (r, c) in enumerate(self._pos):
+            obs[i, 2:6] = self._blocked4[r, c]
+            obs[i, 6:10] = occupied[r + 1 + MOVES[1:, 0], c + 1 + MOVES[1:, 1]]
+            target = self._target[i]
+            if target is not None:
+                obs[i, 0:2] = ((target[0] - r) / h, (target[1] - c) / w)
+                obs[i, 10:14] = self._closer_table(target)[r, c]
+                obs[i, 15] = 1.0
+            obs[i, 14] = self._carrying[i]
+        return {a: obs[i] for i, a in enumerate(self.possible_agents)}
+
+    def _infos(self, parts: np.ndarray, collided: np.ndarray, blocked: np.ndarray) -> dict:
+        team = float(parts.sum())
+        return {
+            a: {
+                "reward_parts": dict(zip(REWARD_PARTS, map(float, parts[i]), strict=True)),
+                "team_reward": team,
+                "collided": bool(collided[i]),
+                "blocked": bool(blocked[i]),
+                "position": (int(self._pos[i, 0]), int(self._pos[i, 1])),
+                "task": self._task[i],
+                "carrying": bool(self._carrying[i]),
+            }
+            for i, a in enumerate(self.possible_agents)
+        }
+
+
+def _positive_int(value: Any, name: str, allow_zero: bool = False) -> int:
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise InputError(f"must be an integer >= {low}, got {value!r}", source=name, field=name)
+    return int(value)
+
+
+__all__ = ["OBS_SIZE", "REWARD_PARTS", "RewardWeights", "WarehouseEnv"]
