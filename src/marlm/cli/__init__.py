@@ -12,7 +12,7 @@ import sys
 
 from marlm.errors import InputError
 
-from . import bench, demo, eval_cmd, llm_cmd, train  # noqa: F401  (register commands)
+from . import bench, demo, eval_cmd, evaluation, llm_cmd, train  # noqa: F401  (register commands)
 from .app import app
 
 

@@ -1,0 +1,176 @@
+"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval, hybrid.compare)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .app import app
+
+_err = Console(stderr=True)
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+@app.command("report")
+def report(
+    run_folder: Annotated[
+        Path, typer.Argument(help="Run folder holding trace.jsonl (or a trace file).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="HTML file to write [default: RUN_FOLDER/report.html]."),
+    ] = None,
+) -> None:
+    """Write one self-contained HTML page: metrics, plots, LLM calls, diagnostics, animation."""
+    from marlm.eval.report import write_report
+
+    path, warnings = write_report(run_folder, out)
+    for w in warnings:
+        _err.print(f"warning: {w}", markup=False, highlight=False)
+    print(path)
+
+
+@app.command("replay")
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Trace file or run folder to replay.")],
+    scheme: Annotated[
+        str,
+        typer.Option(
+            "--scheme",
+            help="llm: re-run the LLM planner at every recorded decision; rule: the rule planner; "
+            "rl: batch Q-learning over the recorded transitions.",
+        ),
+    ] = "llm",
+    llm: Annotated[
+        str,
+        typer.Option("--llm", help="'embedded', a .gguf file, or an OpenAI-compatible base URL."),
+    ] = "embedded",
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Replay at most this many decisions.")
+    ] = None,
+    sweeps: Annotated[int, typer.Option("--sweeps", min=1, help="rl: passes over the data.")] = 20,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the full replay report as JSON here.")
+    ] = None,
+) -> None:
+    """Replay a recorded run under another scheme, without stepping the environment."""
+    from marlm.hybrid.compare import replay_trace
+
+    result, warnings = replay_trace(trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps)
+    for w in warnings:
+        _err.print(f"warning: {w}", markup=False, highlight=False)
+    console = Console()
+    if scheme == "rl":
+        table = Table(title=f"RL replay: batch Q-learning over {trace} ({result['state_source']})")
+        cols = [
+            "agent",
+            "transitions",
+            "return",
+            "reward_mean",
+            "reward_var",
+            "td_error_mean_abs",
+            "v_start",
+            "greedy_agreement",
+        ]
+        for c in cols:
+            table.add_column(c, justify="left" if c == "agent" else "right")
+        for row in result["agents"]:
+            table.add_row(*[_fmt(row[c]) for c in cols])
+        console.print(table)
+        console.print(
+            f"team return (sum) {_fmt(result['return_sum'])}, variance of per-agent returns "
+            f"{_fmt(result['return_var_across_agents'])}"
+        )
+    else:
+        table = Table(title=f"{scheme} replay of {result['decisions']} recorded decisions")
+        table.add_column("figure")
+        table.add_column("replayed", justify="right")
+        table.add_column("recorded", justify="right")
+        rec = result["recorded"]
+        table.add_row("exact agreement", _fmt(result["exact_agreement"]), "1")
+        table.add_row("pair agreement (Jaccard)", _fmt(result["pair_agreement"]), "1")
+        table.add_row("valid rate", _fmt(result["valid_rate"]), _fmt(1 - rec["fallback_rate"]))
+        table.add_row("fallback rate", _fmt(result["fallback_rate"]), _fmt(rec["fallback_rate"]))
+        table.add_row(
+            "calls per decision",
+            _fmt(result["calls_per_decision"]),
+            _fmt(rec["calls_per_decision"]),
+        )
+        for key in ("mean", "p50", "p95"):
+            table.add_row(
+                f"latency {key} (ms)", _fmt(result["latency_ms"][key]), _fmt(rec["latency_ms"][key])
+            )
+        table.add_row(
+            "tokens per decision (mean)",
+            _fmt(result["tokens"]["mean"]),
+            _fmt(rec["tokens"]["mean"]),
+        )
+        console.print(table)
+    console.print(f"measured: {result['measured']}", markup=False, highlight=False)
+    console.print(f"estimated: {result['estimated']}", markup=False, highlight=False)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {k: v for k, v in result.items() if not k.startswith("_")}
+        out.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+        print(out)
+
+
+@app.command("compare")
+def compare(
+    layout: Annotated[
+        str, typer.Option("--layout", help="Shipped layout name or map file.")
+    ] = "small",
+    orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
+    robots: Annotated[int | None, typer.Option("--robots", min=1)] = None,
+    steps: Annotated[int, typer.Option("--steps", min=1)] = 400,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the order stream and the layout start.")
+    ] = 1,
+    llm: Annotated[str, typer.Option("--llm")] = "embedded",
+    schemes: Annotated[
+        str | None,
+        typer.Option("--schemes", help="Comma-separated subset of the schemes (default: all)."),
+    ] = None,
+    llm_only_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--llm-only-steps",
+            min=1,
+            help="Cap steps for the LLM-only scheme (it calls the model every step).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for the runs, table and plots.")
+    ] = Path("runs/compare"),
+) -> None:
+    """Run the same seeded orders and layout under each scheme; print one table, write plots."""
+    from marlm.hybrid.compare import SCHEMES, compare_schemes, format_table
+
+    names = [s.strip() for s in schemes.split(",")] if schemes else list(SCHEMES)
+    result = compare_schemes(
+        layout=layout,
+        orders=orders,
+        n_robots=robots,
+        steps=steps,
+        seed=seed,
+        llm=llm,
+        schemes=names,
+        llm_only_steps=llm_only_steps,
+        out_dir=out,
+        progress=lambda msg: _err.print(msg, markup=False, highlight=False),
+    )
+    print(format_table(result))
+    print(f"\nwritten: {result['files']['table']}", file=sys.stderr)
