@@ -1,5 +1,165 @@
-"""Commands: train."""
+"""Commands: ``marlm train gridworld``, ``marlm train race``, ``marlm diagnose RUN_FOLDER``.
+
+No logic here: options are passed to :mod:`marlm.rl.train` and :mod:`marlm.eval.diagnose`, which
+validate them (bad values raise :class:`marlm.errors.InputError`, exit code 2).
+"""
 
 from __future__ import annotations
 
-from .app import app  # noqa: F401
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from marlm.errors import InputError
+
+from .app import app, train_app
+
+console = Console()
+
+EPISODES = typer.Option(
+    None, "--episodes", help="Episodes to train (default: the issue's setting)."
+)
+SEED = typer.Option(0, "--seed", help="Seed of the run's random generator.")
+ENGINE = typer.Option("fast", "--engine", help="fast (compiled) or reference (plain Python).")
+CHECKPOINT = typer.Option(None, "--checkpoint", help="Checkpoint file rewritten atomically.")
+RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
+CHUNK = typer.Option(
+    1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
+)
+
+
+def _progress() -> tuple[Progress, callable]:
+    bar = Progress(
+        TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=False,
+    )  # fmt: skip
+    task = bar.add_task("episodes", total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return bar, update
+
+
+def _table(title: str, rows: dict[str, object]) -> None:
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in rows.items():
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    console.print(table)
+
+
+def _llm_reward_fn():
+    """The LLM reward function on the embedded model (imported only when asked for)."""
+    try:
+        from marlm.llm.backends import EmbeddedModel
+        from marlm.llm.reward import LLMReward
+    except ImportError as e:  # pragma: no cover - depends on the installed extras
+        raise InputError(f"the LLM reward is not available: {e}", source="--reward") from e
+    return LLMReward(EmbeddedModel(), task="reach the goal cell in as few steps as possible")
+
+
+@train_app.command("gridworld")
+def train_gridworld_cmd(
+    learner: str = typer.Option("q", "--learner", help="q (tabular Q-learning)."),
+    reward: str = typer.Option(
+        "env", "--reward", help="env (the env's reward) or llm (LLMReward)."
+    ),
+    episodes: int = EPISODES,
+    seed: int = SEED,
+    alpha: float = typer.Option(0.1, "--alpha", help="Learning rate."),
+    gamma: float = typer.Option(0.95, "--gamma", help="Discount in [0, 1]."),
+    epsilon: float = typer.Option(0.9, "--epsilon", help="Initial exploration rate."),
+    epsilon_decay: float = typer.Option(0.99, "--epsilon-decay", help="Multiplier per episode."),
+    epsilon_floor: float = typer.Option(0.02, "--epsilon-floor", help="Lowest exploration rate."),
+    out: Path = typer.Option(Path("runs/gridworld"), "--out", help="Run folder to write."),
+    engine: str = ENGINE,
+    checkpoint: Path | None = CHECKPOINT,
+    resume: Path | None = RESUME,
+    chunk: int = CHUNK,
+) -> None:
+    """Tabular Q-learning on the 4x4 GridWorld."""
+    from marlm.rl.train import GridWorldConfig, run_gridworld
+
+    if reward not in ("env", "llm"):
+        raise InputError(
+            f"unknown reward {reward!r}; allowed: env, llm", source="--reward", field="reward"
+        )
+    config = GridWorldConfig(
+        learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
+        epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
+    )  # fmt: skip
+    reward_fn = _llm_reward_fn() if reward == "llm" else None
+    bar, update = _progress()
+    with bar:
+        _, metrics = run_gridworld(
+            config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
+            chunk=chunk, reward_fn=reward_fn,
+        )  # fmt: skip
+    _table("GridWorld", {k: v for k, v in metrics.items() if k != "config"})
+    console.print(f"run folder: {out}")
+
+
+@train_app.command("race")
+def train_race_cmd(
+    learner: str = typer.Option("iql", "--learner", help="iql, vdn or jal."),
+    reward: str = typer.Option(
+        "shared", "--reward", help="shared, individual, mixed or difference."
+    ),
+    mix_weight: float = typer.Option(
+        0.5, "--mix-weight", help="Weight of the individual part (mixed)."
+    ),
+    episodes: int = EPISODES,
+    seed: int = SEED,
+    end: str = typer.Option("any", "--end", help="any (classic) or all: when the episode ends."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Learning rate."),
+    gamma: float = typer.Option(0.95, "--gamma", help="Discount in [0, 1]."),
+    epsilon: float = typer.Option(0.6, "--epsilon", help="Initial exploration rate."),
+    epsilon_decay: float = typer.Option(0.999, "--epsilon-decay", help="Multiplier per episode."),
+    epsilon_floor: float = typer.Option(0.02, "--epsilon-floor", help="Lowest exploration rate."),
+    out: Path = typer.Option(Path("runs/race"), "--out", help="Run folder to write."),
+    diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Run the detectors."),
+    engine: str = ENGINE,
+    checkpoint: Path | None = CHECKPOINT,
+    resume: Path | None = RESUME,
+    chunk: int = CHUNK,
+) -> None:
+    """Two agents on GridRace: IQL, VDN or joint-action learners, with a credit-assignment mode."""
+    from marlm.rl.train import RaceConfig, run_race
+
+    config = RaceConfig(
+        learner=learner, reward=reward, mix_weight=mix_weight,
+        episodes=30000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
+        epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
+        seed=seed, end=end,
+    )  # fmt: skip
+    bar, update = _progress()
+    with bar:
+        _, metrics, findings = run_race(
+            config, out, diagnose=diagnose, engine=engine, progress=update,
+            checkpoint=checkpoint, resume=resume, chunk=chunk,
+        )  # fmt: skip
+    _table(f"GridRace {learner} / {reward}", {k: v for k, v in metrics.items() if k != "config"})
+    for finding in findings:
+        console.print(f"[yellow]finding[/] {finding}")
+    if diagnose and not findings:
+        console.print("no findings")
+    console.print(f"run folder: {out}")
+
+
+@app.command("diagnose")
+def diagnose_cmd(
+    run_folder: Path = typer.Argument(..., help="A folder written by marlm train."),
+) -> None:
+    """Re-read a training run and print the diagnostics' findings."""
+    from marlm.eval.diagnose import diagnose_run
+
+    findings = diagnose_run(run_folder)
+    for finding in findings:
+        typer.echo(str(finding))
+    if not findings:
+        typer.echo("no findings")

@@ -174,6 +174,7 @@ class GridWorldResult:
     lengths: np.ndarray
     episode: int  # episodes completed
     rng: np.random.Generator
+    reward_table: np.ndarray | None = None  # float64[S, 4] replacing the env reward (LLM reward)
 
     @property
     def value_start(self) -> float:
@@ -198,6 +199,27 @@ class GridWorldResult:
         return len(self.greedy_path()) - 1
 
 
+def gridworld_state_text(env: GridWorld, cell: int) -> str:
+    """The text an LLM reward function sees for a GridWorld cell."""
+    row, col = divmod(cell, env.size)
+    last = env.size - 1
+    return (
+        f"{env.size}x{env.size} grid, rows and columns counted from 0 at the top-left; the agent is "
+        f"at row {row}, column {col}; the goal is at row {last}, column {last}"
+    )
+
+
+def llm_reward_table(env: GridWorld, reward_fn: Callable[[str], float]) -> np.ndarray:
+    """``float64[S, 4]``: the reward of each (state, action) scored by ``reward_fn`` on the text of
+    the cell it leads to (:func:`gridworld_state_text`). An LLM reward (``marlm.llm.reward.LLMReward``)
+    caches by text, so this costs one evaluation per distinct cell."""
+    next_state, _, _ = env.transition_table()
+    per_cell = np.array(
+        [float(reward_fn(gridworld_state_text(env, c))) for c in range(next_state.shape[0])]
+    )
+    return per_cell[next_state]
+
+
 def _gridworld_reference(res: GridWorldResult, n: int) -> None:
     """The plain loop: one env, one transition at a time, through the Gymnasium API."""
     cfg = res.config
@@ -210,6 +232,8 @@ def _gridworld_reference(res: GridWorldResult, n: int) -> None:
         while True:
             action = int(epsilon_greedy(res.q[obs], eps[k], res.rng))
             next_obs, reward, terminated, truncated, _ = env.step(action)
+            if res.reward_table is not None:
+                reward = float(res.reward_table[obs, action])
             td_update(
                 res.q, obs, action, reward, next_obs, terminated, alpha=alpha[k], gamma=cfg.gamma
             )
@@ -226,6 +250,8 @@ def _gridworld_fast(res: GridWorldResult, n: int) -> None:
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
     next_state, reward, terminal = env.transition_table()
+    if res.reward_table is not None:
+        reward = res.reward_table
     start = res.episode
     ret = np.zeros(n)
     lengths = np.zeros(n, dtype=np.int64)
@@ -302,6 +328,7 @@ def train_gridworld(
     checkpoint: str | Path | None = None,
     resume: str | Path | None = None,
     stop_after: int | None = None,
+    reward_fn: Callable[[str], float] | None = None,
 ) -> GridWorldResult:
     """Tabular Q-learning on GridWorld (Watkins & Dayan 1992).
 
@@ -313,6 +340,8 @@ def train_gridworld(
         checkpoint: a ``.npz`` path rewritten atomically after each chunk.
         resume: a checkpoint to continue from (same config except ``episodes``).
         stop_after: stop once this many episodes are done (to simulate an interruption).
+        reward_fn: state text -> reward (e.g. ``marlm.llm.reward.LLMReward``) replacing the env's
+            reward; termination still comes from the env (see :func:`llm_reward_table`).
 
     Raises:
         InputError: unknown engine; a resume checkpoint of another kind, shape or setting.
@@ -324,6 +353,8 @@ def train_gridworld(
         config, np.zeros((n_states, n_actions)), np.zeros(config.episodes),
         np.zeros(config.episodes, dtype=np.int64), 0, np.random.default_rng(config.seed),
     )  # fmt: skip
+    if reward_fn is not None:
+        res.reward_table = llm_reward_table(env, reward_fn)
     if resume is not None:
         meta, arrays = load_checkpoint(resume, kind="gridworld")
         _check_resume_config(meta, config, Path(resume))
@@ -678,3 +709,47 @@ def save_race_run(res: RaceResult, out: str | Path, findings: list[dict] | None 
     )  # fmt: skip
     _write_json(out / "findings.json", findings or [])
     return out
+
+
+def run_gridworld(
+    config: GridWorldConfig, out: str | Path, **kwargs: Any
+) -> tuple[GridWorldResult, dict[str, Any]]:
+    """Train on GridWorld and write the run folder; returns the result and its metrics.
+
+    ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
+    """
+    res = train_gridworld(config, **kwargs)
+    save_gridworld_run(res, out)
+    return res, gridworld_metrics(res)
+
+
+def run_race(
+    config: RaceConfig, out: str | Path, *, diagnose: bool = True, **kwargs: Any
+) -> tuple[RaceResult, dict[str, Any], list[Any]]:
+    """Train on GridRace, run the diagnostics, and write the run folder.
+
+    With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
+    joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
+    detector can compare. Returns ``(result, metrics, findings)``.
+    """
+    from marlm.eval.diagnose import detect_lazy_agent, detect_non_stationarity
+
+    res = train_race(config, **kwargs)
+    findings: list[Any] = []
+    out = Path(out)
+    if diagnose:
+        n = res.episode
+        log = res.log
+        findings += detect_lazy_agent(
+            log.team_return[:n], log.own_return[:n], res.agents,
+            reached=log.reached[:n], action_counts=log.action_counts[:n],
+        )  # fmt: skip
+        if n == config.episodes:
+            alone = {
+                a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
+            }
+            out.mkdir(parents=True, exist_ok=True)
+            np.savez(out / "fixed_partner.npz", **alone)
+            findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
+    save_race_run(res, out, [f.to_dict() for f in findings])
+    return res, race_metrics(res), findings

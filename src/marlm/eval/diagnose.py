@@ -1,0 +1,210 @@
+"""Detectors for the known failure modes of multi-agent learners: the checklist, in code.
+
+- :func:`detect_lazy_agent`: the team return rises while one agent's own contribution stays near
+  zero, or its actions collapse to one repeated action (Sunehag et al. 2018, "Value-Decomposition
+  Networks for Cooperative Multi-Agent Learning", section 1: the lazy agent). Fix: give agents
+  their own sub-rewards (credit assignment: individual or difference rewards).
+- :func:`detect_non_stationarity`: an agent's return oscillates when all agents learn together but
+  not when it learns alone against a fixed partner (Hernandez-Leal et al. 2017, "A Survey of
+  Learning in Multiagent Environments: Dealing with Non-Stationarity"). Fix: centralised training
+  (CTDE: ``--learner vdn`` or ``--learner jal``).
+
+The detectors read per-episode arrays only; :func:`diagnose_run` reads them from a run folder
+(``episodes.npz``, ``metrics.json``, optional ``fixed_partner.npz``) written by ``marlm train``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from marlm.errors import InputError
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis: what (``kind``), who (``agent``), the evidence, and what to do."""
+
+    kind: str
+    agent: str | None
+    message: str
+    suggestion: str
+    evidence: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        who = f" [{self.agent}]" if self.agent else ""
+        return f"{self.kind}{who}: {self.message}. Suggestion: {self.suggestion}"
+
+
+def _window(n: int, window: int | None) -> int:
+    return max(1, n // 10) if window is None else max(1, min(window, n))
+
+
+def detect_lazy_agent(
+    team_return: np.ndarray,
+    own_return: np.ndarray,
+    agents: Sequence[str],
+    *,
+    reached: np.ndarray | None = None,
+    action_counts: np.ndarray | None = None,
+    window: int | None = None,
+    min_rise: float = 0.05,
+    max_share: float = 0.1,
+    max_action_share: float = 0.9,
+) -> list[Finding]:
+    """Name each agent that lets the others do the work while the team return rises.
+
+    Args:
+        team_return: ``float64[E]`` team return per episode.
+        own_return: ``float64[E, N]`` each agent's own (individual) return per episode.
+        agents: the N agent names.
+        reached: ``bool[E, N]`` whether each agent achieved the task (GridRace: reached the goal);
+            if given, an agent's contribution is its share of the team's achievements.
+        action_counts: ``int64[E, N, A]`` actions taken per episode, for the collapse check.
+        window: episodes compared at the start and the end (default: a tenth of E).
+        min_rise: the team return must rise by at least this much from the first to the last window.
+        max_share: an agent with a smaller share of the achievements (or of the absolute own
+            return, without ``reached``) in the last window is lazy.
+        max_action_share: an agent whose most frequent action exceeds this share is collapsed.
+
+    Returns:
+        One finding per lazy agent (empty if the team return did not rise or all contribute).
+    """
+    team = np.asarray(team_return, dtype=np.float64)
+    own = np.asarray(own_return, dtype=np.float64)
+    n = team.shape[0]
+    w = _window(n, window)
+    first, last = float(team[:w].mean()), float(team[n - w :].mean())
+    if n < 2 or last - first < min_rise:
+        return []
+    if reached is not None:
+        contrib = np.asarray(reached, dtype=np.float64)[n - w :].mean(axis=0)
+        unit = "of the goal arrivals"
+    else:
+        contrib = np.abs(own[n - w :]).mean(axis=0)
+        unit = "of the absolute own return"
+    total = float(contrib.sum())
+    findings = []
+    for i, agent in enumerate(agents):
+        share = float(contrib[i] / total) if total > 0 else 0.0
+        action_share = 0.0
+        if action_counts is not None:
+            counts = np.asarray(action_counts)[n - w :, i].sum(axis=0)
+            action_share = float(counts.max() / max(counts.sum(), 1))
+        low = share < max_share
+        collapsed = action_share > max_action_share
+        if not (low or collapsed):
+            continue
+        reason = (
+            f"makes {share:.0%} {unit} in the last {w} episodes"
+            if low
+            else f"repeats one action {action_share:.0%} of the time in the last {w} episodes"
+        )
+        findings.append(
+            Finding(
+                kind="lazy_agent",
+                agent=agent,
+                message=f"{agent} {reason} while the team return rose from {first:.2f} to {last:.2f}",
+                suggestion="give each agent its own sub-reward (--reward individual or --reward "
+                "difference) so its own contribution is credited",
+                evidence={
+                    "team_return_first": first,
+                    "team_return_last": last,
+                    "contribution_share": share,
+                    "own_return_last": float(own[n - w :, i].mean()),
+                    "top_action_share": action_share,
+                },
+            )
+        )
+    return findings
+
+
+def oscillation(returns: np.ndarray, block: int | None = None) -> float:
+    """How much a return curve swings late in training: the standard deviation of the block means
+    (blocks of ``block`` episodes, default E/50) over the second half of ``returns float64[E]``."""
+    x = np.asarray(returns, dtype=np.float64)
+    half = x[x.shape[0] // 2 :]
+    b = block or max(1, x.shape[0] // 50)
+    k = half.shape[0] // b
+    if k < 2:
+        return 0.0
+    return float(half[: k * b].reshape(k, b).mean(axis=1).std())
+
+
+def detect_non_stationarity(
+    joint_return: np.ndarray,
+    alone_return: dict[str, np.ndarray],
+    agents: Sequence[str],
+    *,
+    ratio: float = 2.0,
+    min_oscillation: float = 0.02,
+) -> list[Finding]:
+    """Name each agent whose return oscillates together but not alone against a fixed partner.
+
+    Args:
+        joint_return: ``float64[E, N]`` per-agent returns when all agents learn together.
+        alone_return: ``{agent: float64[E]}`` the agent's returns when it learns alone against its
+            partners frozen (a stationary environment).
+        ratio: the joint oscillation must exceed ``ratio`` times the alone one.
+        min_oscillation: and be at least this large (in return units).
+    """
+    joint = np.asarray(joint_return, dtype=np.float64)
+    findings = []
+    for i, agent in enumerate(agents):
+        if agent not in alone_return:
+            continue
+        together = oscillation(joint[:, i])
+        alone = oscillation(alone_return[agent])
+        if together >= min_oscillation and together > ratio * alone:
+            findings.append(
+                Finding(
+                    kind="non_stationarity",
+                    agent=agent,
+                    message=f"{agent}'s return oscillates {together:.3f} when learning together "
+                    f"but {alone:.3f} alone against a fixed partner",
+                    suggestion="the partners' learning moves its target: use centralised training "
+                    "with decentralised execution (--learner vdn or --learner jal)",
+                    evidence={"oscillation_together": together, "oscillation_alone": alone},
+                )
+            )
+    return findings
+
+
+def diagnose_run(folder: str | Path) -> list[Finding]:
+    """Re-read a run folder written by ``marlm train`` and run the detectors that apply.
+
+    Raises:
+        InputError: the folder or its ``episodes.npz`` / ``metrics.json`` is missing or unreadable.
+    """
+    folder = Path(folder)
+    try:
+        metrics = json.loads((folder / "metrics.json").read_text())
+        with np.load(folder / "episodes.npz") as data:
+            episodes = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"not a marlm run folder (needs metrics.json and episodes.npz): {e}",
+            source=folder,
+            field="RUN_FOLDER",
+        ) from e
+    if "own_return" not in episodes or metrics.get("env") != "gridrace_v0":
+        # single-agent run: nothing multi-agent to diagnose
+        return []
+    agents = [f"agent_{i}" for i in range(episodes["own_return"].shape[1])]
+    findings = detect_lazy_agent(
+        episodes["team_return"], episodes["own_return"], agents,
+        reached=episodes.get("reached"), action_counts=episodes.get("action_counts"),
+    )  # fmt: skip
+    alone_path = folder / "fixed_partner.npz"
+    if alone_path.is_file():
+        with np.load(alone_path) as data:
+            alone = {k: data[k] for k in data.files}
+        findings += detect_non_stationarity(episodes["own_return"], alone, agents)
+    return findings
