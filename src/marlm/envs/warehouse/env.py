@@ -93,7 +93,8 @@ class WarehouseEnv(ParallelEnv):
         robots.
 
     Episode End:
-        Terminated (all robots) when every order is delivered. Truncated (all robots, not
+        Terminated (all robots) when every order is delivered (an episode without orders only
+        ends by the time limit). Truncated (all robots, not
         terminated) when ``max_steps`` steps have been taken. All robots leave ``agents`` then,
         and later ``step()`` calls return empty dicts.
 
@@ -235,7 +236,7 @@ class WarehouseEnv(ParallelEnv):
         self._last_events = events
 
         rewards_arr = parts.sum(axis=1)
-        done = len(self._delivered) == len(self._orders)
+        done = bool(self._orders) and len(self._delivered) == len(self._orders)
         cut = not done and self._step_count >= self.max_steps
         observations = self._observations()
         infos = self._infos(parts, collided, blocked)
