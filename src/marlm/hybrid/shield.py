@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 #: Action ids and their (drow, dcol) moves, the same as the warehouse environment's.
 STAY, UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3, 4
@@ -83,6 +84,9 @@ class Shield:
         self.deadlock_breaks = 0
         self._held = np.zeros(self.n_robots, dtype=np.int64)
         self._rng = np.random.default_rng(self.seed)
+        # Scratch occupancy grids of the compiled kernels: -1 everywhere between calls.
+        self._cell_of = np.full(self.free.shape, -1, dtype=np.int64)
+        self._claim = np.full(self.free.shape, -1, dtype=np.int64)
 
     def _static_ok(self, cells: np.ndarray) -> np.ndarray:
         """``bool[n]``: cell inside the map and free of walls and shelves."""
@@ -101,13 +105,21 @@ class Shield:
         """Make the proposed joint action safe.
 
         Args:
-            positions: ``int[n_robots, 2]`` current (row, col) of every robot; distinct cells.
+            positions: ``int[n_robots, 2]`` current (row, col) of every robot; distinct cells
+                inside the map.
             proposed: ``int[n_robots]`` proposed action ids (0..4); other values count as STAY.
             priority: optional ``float[n_robots]``; when two robots claim one cell, the higher
                 priority moves (ties: lower index). Default: lower index first.
 
         Returns:
             :class:`ShieldResult` whose ``actions`` move every robot exactly as given.
+
+        Raises:
+            ValueError: shapes disagree with ``n_robots``, or a position lies outside the map.
+
+        Cost: O(n_robots) per step plus one O(n_robots) pass per round of conflict resolution
+        (rounds are few unless a long chain of robots is blocked from its far end); the map size
+        does not enter, because the occupancy grids are allocated once and cleaned after use.
         """
         positions = np.asarray(positions, dtype=np.int64)
         proposed = np.asarray(proposed, dtype=np.int64)
@@ -117,113 +129,154 @@ class Shield:
                 f"expected positions of shape ({n}, 2) and proposed of shape ({n},), "
                 f"got {positions.shape} and {proposed.shape}"
             )
+        h, w = self.free.shape
+        if n and (positions.min() < 0 or positions[:, 0].max() >= h or positions[:, 1].max() >= w):
+            raise ValueError(f"positions must lie inside the {h}x{w} map")
         actions = np.where((proposed >= 0) & (proposed < len(MOVES)), proposed, STAY)
-        reasons: list[str | None] = [None] * n
         if priority is None:
             order = np.arange(n)
         else:
             order = np.lexsort((np.arange(n), -np.asarray(priority, dtype=float)))
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n)
+        codes = np.zeros(n, dtype=np.int8)
 
-        # 1. Static obstacles.
-        targets = positions + MOVES[actions]
-        bad = (actions != STAY) & ~self._static_ok(targets)
-        actions[bad] = STAY
-        for i in np.flatnonzero(bad):
-            reasons[i] = REASON_STATIC
-
-        wanted_move = actions != STAY
-        actions = self._resolve_robot_conflicts(positions, actions, rank, reasons)
+        # 1. Static obstacles, then conflicts between robots (compiled, see _resolve_kernel).
+        wanted_move = _static_kernel(positions, actions, self.free, codes)
+        _resolve_kernel(positions, actions, order, codes, self._cell_of, self._claim)
 
         # 2. Deadlock: robots held by other robots for k steps in a row get a yield move.
         held = wanted_move & (actions == STAY)
         self._held = np.where(held, self._held + 1, 0)
         breaks = 0
-        for i in order[::-1]:  # lowest priority yields first
-            if self._held[i] < self.deadlock_steps:
-                continue
-            yield_action = self._yield_move(i, positions, actions)
-            if yield_action is not None:
-                actions[i] = yield_action
-                reasons[i] = REASON_YIELD
-                self._held[i] = 0
-                breaks += 1
-                break  # one yield per step keeps the joint action easy to verify
-        if breaks:
-            actions = self._resolve_robot_conflicts(positions, actions, rank, reasons)
+        if (self._held >= self.deadlock_steps).any():
+            for i in order[::-1]:  # lowest priority yields first
+                if self._held[i] < self.deadlock_steps:
+                    continue
+                yield_action = self._yield_move(i, positions, actions)
+                if yield_action is not None:
+                    actions[i] = yield_action
+                    codes[i] = _CODE_YIELD
+                    self._held[i] = 0
+                    breaks += 1
+                    break  # one yield per step keeps the joint action easy to verify
+            if breaks:
+                _resolve_kernel(positions, actions, order, codes, self._cell_of, self._claim)
 
         overridden = actions != proposed
-        for i in np.flatnonzero(~overridden):
-            reasons[i] = None
+        codes[~overridden] = 0
         self.overrides += overridden
         self.deadlock_breaks += breaks
-        return ShieldResult(actions, overridden, reasons, breaks)
-
-    def _resolve_robot_conflicts(
-        self,
-        positions: np.ndarray,
-        actions: np.ndarray,
-        rank: np.ndarray,
-        reasons: list[str | None],
-    ) -> np.ndarray:
-        """Turn moves that conflict with other robots into STAY until none is left.
-
-        Rules, applied until nothing changes (at most ``n`` rounds, since STAY only spreads):
-        two robots claiming one cell -> the better-ranked one keeps its move; a swap -> both stay;
-        a move into the cell of a robot that stays -> stay. Chains and rotations of three or
-        more robots keep moving, as the environment executes them.
-        """
-        actions = actions.copy()
-        n = len(actions)
-        cell_of = {tuple(p): i for i, p in enumerate(positions.tolist())}
-        for _ in range(n + 1):
-            changed = False
-            targets = positions + MOVES[actions]
-            claim: dict[tuple[int, int], int] = {}
-            for i in np.argsort(rank):
-                if actions[i] == STAY:
-                    continue
-                t = (int(targets[i, 0]), int(targets[i, 1]))
-                j = cell_of.get(t)
-                loses_claim = t in claim
-                blocked_by_stayer = j is not None and actions[j] == STAY
-                swap = j is not None and tuple(targets[j]) == tuple(positions[i])
-                if loses_claim or blocked_by_stayer or swap:
-                    actions[i] = STAY
-                    reasons[i] = REASON_ROBOT
-                    changed = True
-                    if swap and actions[j] != STAY:
-                        actions[j] = STAY
-                        reasons[j] = REASON_ROBOT
-                else:
-                    claim[t] = int(i)
-            # Staying robots also hold their own cell against earlier claims of this round.
-            for t, i in claim.items():
-                j = cell_of.get(t)
-                if j is not None and j != i and actions[j] == STAY and actions[i] != STAY:
-                    actions[i] = STAY
-                    reasons[i] = REASON_ROBOT
-                    changed = True
-            if not changed:
-                return actions
-        return actions  # pragma: no cover - the loop converges within n rounds
+        return ShieldResult(actions, overridden, [_REASONS[c] for c in codes.tolist()], breaks)
 
     def _yield_move(self, i: int, positions: np.ndarray, actions: np.ndarray) -> int | None:
         """A move for robot ``i`` into a free, unoccupied cell no other robot enters; else None."""
-        occupied = {tuple(p) for p in positions.tolist()}
-        entered = {tuple(p) for p in (positions + MOVES[actions]).tolist()}
+        h, w = self.free.shape
+        taken = np.zeros((h, w), dtype=bool)
+        taken[positions[:, 0], positions[:, 1]] = True
+        entered = positions + MOVES[actions]
+        taken[entered[:, 0], entered[:, 1]] = True
         options = []
+        r, c = int(positions[i, 0]), int(positions[i, 1])
         for a in (UP, DOWN, LEFT, RIGHT):
-            cell = positions[i] + MOVES[a]
-            if not self._static_ok(cell[None, :])[0]:
-                continue
-            if tuple(cell) in occupied or tuple(cell) in entered:
-                continue
-            options.append(a)
+            nr, nc = r + int(MOVES[a, 0]), c + int(MOVES[a, 1])
+            if 0 <= nr < h and 0 <= nc < w and self.free[nr, nc] and not taken[nr, nc]:
+                options.append(a)
         if not options:
             return None
         return int(self._rng.choice(options))
+
+
+_CODE_STATIC, _CODE_ROBOT, _CODE_YIELD = 1, 2, 3
+_REASONS = (None, REASON_STATIC, REASON_ROBOT, REASON_YIELD)
+
+
+@njit(cache=True)
+def _static_kernel(positions, actions, free, codes):  # pragma: no cover - compiled
+    """Rule 1: a move off the map or into a wall/shelf becomes STAY (code static), in place.
+
+    Returns ``bool[n]``: robots that still want to move afterwards.
+    """
+    h, w = free.shape
+    n = actions.shape[0]
+    wanted = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        a = actions[i]
+        if a == STAY:
+            continue
+        r = positions[i, 0] + MOVES[a, 0]
+        c = positions[i, 1] + MOVES[a, 1]
+        if r < 0 or r >= h or c < 0 or c >= w or not free[r, c]:
+            actions[i] = STAY
+            codes[i] = _CODE_STATIC
+        else:
+            wanted[i] = True
+    return wanted
+
+
+@njit(cache=True)
+def _resolve_kernel(positions, actions, order, codes, cell_of, claim):  # pragma: no cover
+    """Turn moves that conflict with other robots into STAY until none is left, in place.
+
+    Rules, applied in rounds until nothing changes (at most ``n + 1`` rounds, since STAY only
+    spreads), robots visited in ``order`` (best priority first):
+
+    - a robot claiming a cell already claimed this round stays (the better-ranked one keeps it);
+    - a move into the cell of a robot that stays is refused;
+    - a swap (i enters j's cell while j enters i's) stops both;
+    - after the visit, a claim on the cell of a robot that now stays is withdrawn.
+
+    Chains and rotations of three or more robots keep moving, as the environment executes them.
+    ``cell_of`` and ``claim`` are ``int64[H, W]`` scratch grids holding -1 everywhere; they are
+    filled for the robots' cells only and restored to -1 before returning, so the cost does not
+    depend on the map size. Same visiting order and the same per-round snapshot of targets as
+    the dict-based reference (:mod:`marlm.scale.reference_shield`), hence the same result.
+    """
+    n = actions.shape[0]
+    targets = np.empty((n, 2), dtype=np.int64)
+    claimed = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        cell_of[positions[i, 0], positions[i, 1]] = i
+    for _ in range(n + 1):
+        changed = False
+        for i in range(n):
+            targets[i, 0] = positions[i, 0] + MOVES[actions[i], 0]
+            targets[i, 1] = positions[i, 1] + MOVES[actions[i], 1]
+        n_claimed = 0
+        for k in range(n):
+            i = order[k]
+            if actions[i] == STAY:
+                continue
+            tr = targets[i, 0]
+            tc = targets[i, 1]
+            j = cell_of[tr, tc]
+            loses_claim = claim[tr, tc] >= 0
+            blocked_by_stayer = j >= 0 and actions[j] == STAY
+            swap = j >= 0 and targets[j, 0] == positions[i, 0] and targets[j, 1] == positions[i, 1]
+            if loses_claim or blocked_by_stayer or swap:
+                actions[i] = STAY
+                codes[i] = _CODE_ROBOT
+                changed = True
+                if swap and actions[j] != STAY:
+                    actions[j] = STAY
+                    codes[j] = _CODE_ROBOT
+            else:
+                claim[tr, tc] = i
+                claimed[n_claimed] = i
+                n_claimed += 1
+        # Staying robots also hold their own cell against earlier claims of this round.
+        for k in range(n_claimed):
+            i = claimed[k]
+            tr = targets[i, 0]
+            tc = targets[i, 1]
+            claim[tr, tc] = -1
+            j = cell_of[tr, tc]
+            if j >= 0 and j != i and actions[j] == STAY and actions[i] != STAY:
+                actions[i] = STAY
+                codes[i] = _CODE_ROBOT
+                changed = True
+        if not changed:
+            break
+    for i in range(n):
+        cell_of[positions[i, 0], positions[i, 1]] = -1
 
 
 def is_safe(positions: np.ndarray, actions: np.ndarray, free: np.ndarray) -> tuple[bool, str]:
