@@ -85,7 +85,7 @@ def test_console_check_can_fail(tmp_path: Path) -> None:
 
 def test_report_renders_in_headless_chromium(run_folder: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "marlm.cli", "report", str(run_folder)],
+        [str(Path(sys.executable).parent / "marlm"), "report", str(run_folder)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,0 +1,89 @@
+"""Replay of a real recorded run: the rule replayed on its own trace agrees everywhere; the
+embedded model and batch Q-learning run on the same trace; the CLI reads it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from marlm.hybrid.compare import replay_trace
+from marlm.hybrid.controller import run, run_config
+from marlm.hybrid.planner import LLMPlanner, RulePlanner
+
+MARLM = str(Path(sys.executable).parent / "marlm")
+
+
+@pytest.fixture(scope="module")
+def rule_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rule_run")
+    config = run_config(
+        layout="small", steps=120, seed=5, planner="rule", executor="greedy", gif=False
+    )
+    run(config, out, planner=RulePlanner())
+    return out
+
+
+def test_rule_replayed_on_its_own_trace_agrees_at_every_decision(rule_run: Path) -> None:
+    report, warnings = replay_trace(rule_run, scheme="rule")
+    assert warnings == []
+    assert report["decisions"] >= 3
+    assert report["exact_agreement"] == 1.0 and report["pair_agreement"] == 1.0
+    assert report["valid_rate"] == 1.0 and report["fallback_rate"] == 0.0
+    assert report["tokens"]["mean"] == 0
+
+
+def test_rl_replay_on_a_real_trace(rule_run: Path) -> None:
+    report, _ = replay_trace(rule_run, scheme="rl", sweeps=5)
+    agents = report["agents"]
+    assert [a["agent"] for a in agents] == [f"robot_{i}" for i in range(len(agents))]
+    assert all(a["transitions"] == 119 for a in agents)  # 120 steps, the last has no next state
+    assert report["return_sum"] == pytest.approx(sum(a["return"] for a in agents))
+
+
+def test_embedded_model_replays_two_recorded_decisions(rule_run: Path, embedded_model) -> None:
+    report, _ = replay_trace(rule_run, scheme="llm", limit=2, planner=LLMPlanner(embedded_model))
+    assert report["decisions"] == 2
+    for row in report["rows"]:
+        assert row["calls"] >= 1 and row["tokens"] > 0 and row["latency_ms"] > 0
+        assert row["replayed_source"] in ("llm", "fallback")
+        assert row["valid"] == (row["replayed_source"] == "llm")
+    assert 0.0 <= report["pair_agreement"] <= 1.0
+
+
+def test_cli_replay_and_report_exit_codes(rule_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "replay.json"
+    proc = subprocess.run(
+        [MARLM, "replay", str(rule_run), "--scheme", "rule", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "exact agreement" in proc.stdout
+    assert json.loads(out.read_text(encoding="utf-8"))["exact_agreement"] == 1.0
+
+    empty = tmp_path / "empty_run"
+    empty.mkdir()
+    proc = subprocess.run(
+        [MARLM, "report", str(empty)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("marlm: error: ")
+    assert "run folder has no trace.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    (newer / "trace.jsonl").write_text('{"v": 99, "type": "run_start", "config": {}}\n')
+    proc = subprocess.run(
+        [MARLM, "replay", str(newer), "--scheme", "rl"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 2 and "schema version 99 is newer" in proc.stderr
