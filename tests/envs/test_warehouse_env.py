@@ -257,5 +257,7 @@ def test_bad_constructor_arguments_raise_input_error():
         WarehouseEnv(
             "small", orders=[Order(id="a", shelf="0,0", priority="low", arrival=0, deadline=3)]
         )
+    with pytest.raises(InputError, match="field 'map': the map has no shelf"):
+        WarehouseEnv(parse_layout("P.R\n"))
     with pytest.raises(InputError, match="field 'render_mode'"):
         WarehouseEnv("small", render_mode="human")

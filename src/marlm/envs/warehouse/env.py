@@ -153,6 +153,12 @@ class WarehouseEnv(ParallelEnv):
         self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
         self._fixed_orders = self._load_order_argument(orders)
         self.n_orders = _positive_int(n_orders, "n_orders", allow_zero=True)
+        if orders is None and self.n_orders and not self.layout.shelves:
+            raise InputError(
+                "the map has no shelf to generate orders for; add an 'S' cell or pass orders=[]",
+                source=self.layout.source,
+                field="map",
+            )
         self.n_robots = _positive_int(
             self.layout.default_robots if n_robots is None else n_robots, "n_robots"
         )

@@ -209,6 +209,8 @@ def generate_orders(
     """
     if n < 0 or horizon < 1:
         raise ValueError(f"need n >= 0 and horizon >= 1, got n={n}, horizon={horizon}")
+    if n and not layout.shelves:
+        raise ValueError(f"layout {layout.name!r} has no shelves to order from")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     notes = load_notes() if notes is None else notes
     by_tone = {p: [x["text"] for x in notes if x.get("tone") == p] for p in PRIORITIES}
