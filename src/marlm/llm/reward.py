@@ -180,8 +180,8 @@ class LLMReward:
             return None
         counts = Counter(scores)
         best, n_best = sorted(counts.items(), key=lambda kv: (-kv[1], abs(kv[0]), kv[0]))[0]
-        disagreement = 1.0 - n_best / len(scores)
-        if disagreement > self.max_disagreement:
+        disagreement = (len(scores) - n_best) / len(scores)
+        if disagreement > self.max_disagreement + 1e-9:  # 1/3 must not exceed 1/3 by rounding
             self.disagreements += 1
             return None
         return float(best)
