@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from marlm.envs.grid import STAY, race_transition
-from marlm.rl.qlearning import _argmax_random_tie, _epsilon_greedy_row
+from marlm.rl.qlearning import _epsilon_greedy_at, _epsilon_greedy_row, _row_max
 
 SHARED, INDIVIDUAL, MIXED, DIFFERENCE = 0, 1, 2, 3
 
@@ -43,14 +43,14 @@ def gridworld_episodes(
         g = 0.0
         t = 0
         while True:
-            a = _epsilon_greedy_row(q[s], eps[ep], rng)
+            a = _epsilon_greedy_at(q, s, eps[ep], rng)
             s_next = next_state[s, a]
             r = reward[s, a]
             terminated = terminal[s_next]
             t += 1
             truncated = (not terminated) and t >= max_steps
             # Watkins & Dayan 1992: bootstrap unless terminated (truncation still bootstraps).
-            td_target = r + gamma * (1.0 - terminated) * q[s_next].max()
+            td_target = r + gamma * (1.0 - terminated) * _row_max(q, s_next)
             td_error = td_target - q[s, a]
             q[s, a] += alpha[ep] * td_error
             g += r
@@ -129,18 +129,18 @@ def iql_race_episodes(
         while True:
             o0 = p0 * n_cells + p1
             o1 = p1 * n_cells + p0
-            a0 = _epsilon_greedy_row(q0[o0], eps[ep, 0], rng) if act0 else STAY
-            a1 = _epsilon_greedy_row(q1[o1], eps[ep, 1], rng) if act1 else STAY
+            a0 = _epsilon_greedy_at(q0, o0, eps[ep, 0], rng) if act0 else STAY
+            a1 = _epsilon_greedy_at(q1, o1, eps[ep, 1], rng) if act1 else STAY
             n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
                 p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
             )
             t += 1
             truncated = t >= max_steps
             if act0 and learn0:
-                td_target = g0 + gamma * (1.0 - term0) * q0[n0 * n_cells + n1].max()
+                td_target = g0 + gamma * (1.0 - term0) * _row_max(q0, n0 * n_cells + n1)
                 q0[o0, a0] += alpha[ep] * (td_target - q0[o0, a0])
             if act1 and learn1:
-                td_target = g1 + gamma * (1.0 - term1) * q1[n1 * n_cells + n0].max()
+                td_target = g1 + gamma * (1.0 - term1) * _row_max(q1, n1 * n_cells + n0)
                 q1[o1, a1] += alpha[ep] * (td_target - q1[o1, a1])
             _record(
                 ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
@@ -177,8 +177,8 @@ def vdn_race_episodes(
         while True:
             o0 = p0 * n_cells + p1
             o1 = p1 * n_cells + p0
-            a0 = _epsilon_greedy_row(q0[o0], eps[ep, 0], rng) if act0 else STAY
-            a1 = _epsilon_greedy_row(q1[o1], eps[ep, 1], rng) if act1 else STAY
+            a0 = _epsilon_greedy_at(q0, o0, eps[ep, 0], rng) if act0 else STAY
+            a1 = _epsilon_greedy_at(q1, o1, eps[ep, 1], rng) if act1 else STAY
             n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
                 p0, p1, a0, a1, act0, act1, moves, goal, end_any, SHARED, 0.0
             )
@@ -188,10 +188,10 @@ def vdn_race_episodes(
             next_v = 0.0
             if act0:
                 q_tot += q0[o0, a0]
-                next_v += (1.0 - term0) * q0[n0 * n_cells + n1].max()
+                next_v += (1.0 - term0) * _row_max(q0, n0 * n_cells + n1)
             if act1:
                 q_tot += q1[o1, a1]
-                next_v += (1.0 - term1) * q1[n1 * n_cells + n0].max()
+                next_v += (1.0 - term1) * _row_max(q1, n1 * n_cells + n0)
             td_target = team + gamma * next_v
             td_error = td_target - q_tot
             if act0 and learn0:
@@ -312,4 +312,3 @@ __all__ = [
     "jal_values",
     "vdn_race_episodes",
 ]
-_ = _argmax_random_tie

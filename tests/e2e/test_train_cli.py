@@ -1,0 +1,78 @@
+"""The train and diagnose commands as a user runs them (real process, real files)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-c", "from marlm.cli import main; main()"]
+
+
+def run(*args, cwd):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_train_gridworld_writes_the_run_folder(tmp_path):
+    p = run("train", "gridworld", "--out", "gw", "--seed", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    metrics = json.loads((tmp_path / "gw" / "metrics.json").read_text())
+    assert abs(metrics["value_start"] - 0.7285) < 0.005 and metrics["greedy_path_length"] == 6
+    assert (tmp_path / "gw" / "curves.png").stat().st_size > 1000
+    assert "value_start" in p.stdout
+
+
+def test_train_race_then_diagnose(tmp_path):
+    p = run("train", "race", "--out", "race", "--episodes", "30000", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "lazy_agent" in p.stdout
+    d = run("diagnose", "race", cwd=tmp_path)
+    assert d.returncode == 0 and d.stdout.startswith("lazy_agent [agent_")
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [(["train", "race", "--learner", "ppo"], "allowed: iql, vdn, jal"),
+     (["train", "race", "--reward", "selfish"], "allowed: shared, individual, mixed, difference"),
+     (["train", "gridworld", "--episodes", "0"], "episodes"),
+     (["train", "gridworld", "--gamma", "2"], "gamma"),
+     (["diagnose", "nowhere"], "RUN_FOLDER")],
+)  # fmt: skip
+def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
+    p = run(*args, cwd=tmp_path)
+    assert p.returncode == 2
+    assert needle in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in p.stderr
+
+
+def test_resume_from_checkpoint_of_another_shape_exits_2(tmp_path):
+    assert (
+        run(
+            "train",
+            "race",
+            "--episodes",
+            "10",
+            "--checkpoint",
+            "ck.npz",
+            "--out",
+            "a",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
+    p = run(
+        "train",
+        "race",
+        "--learner",
+        "jal",
+        "--episodes",
+        "20",
+        "--resume",
+        "ck.npz",
+        "--out",
+        "b",
+        cwd=tmp_path,
+    )
+    assert p.returncode == 2 and "learner" in p.stderr
