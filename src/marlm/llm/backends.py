@@ -128,8 +128,8 @@ class EmbeddedModel:
         n_ctx: context window in tokens.
         n_threads: CPU threads for inference; ``None`` lets llama.cpp choose.
         seed: the sampler's seed (only matters for temperature > 0).
-        timeout_s: wall-time limit of one call in seconds (checked at every generated token);
-            ``None`` for no limit. Exceeding it raises :class:`BackendTimeout`.
+        timeout_s: wall-time limit of one call in seconds, checked at every generated token (the
+            call then streams); ``None`` for no limit. Exceeding it raises :class:`BackendTimeout`.
 
     Raises:
         BackendError: the file is missing or llama.cpp cannot load it.
@@ -191,6 +191,38 @@ class EmbeddedModel:
             self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return self._grammars[key]
 
+    def _stream_until(self, kwargs: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """Generate token by token (``stream=True``), stopping with :class:`BackendTimeout` once
+        ``deadline`` passes; returns a non-streaming-shaped response.
+
+        Streaming is the way to interrupt: an exception raised in a logits processor is swallowed
+        by llama-cpp-python's ctypes sampler callback. Usage comes from the context: completion
+        tokens are counted per streamed token, prompt tokens are what the context held besides.
+        """
+        parts: list[str] = []
+        finish = "stop"
+        n_completion = 0
+        stream = self._llm.create_chat_completion(**kwargs, stream=True)
+        try:
+            for chunk in stream:
+                if time.perf_counter() > deadline:
+                    raise BackendTimeout(f"{self.name} did not finish within {self.timeout_s} s")
+                choice = chunk["choices"][0]
+                piece = choice.get("delta", {}).get("content")
+                if piece:
+                    parts.append(piece)
+                    n_completion += 1
+                finish = choice.get("finish_reason") or finish
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        n_prompt = max(int(getattr(self._llm, "n_tokens", 0)) - n_completion, 0)
+        return {
+            "choices": [{"message": {"content": "".join(parts)}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_completion},
+        }
+
     def chat(
         self,
         messages: list[Message],
@@ -212,12 +244,13 @@ class EmbeddedModel:
             kwargs["grammar"] = self._grammar(schema)
         with self._lock:
             t0 = time.perf_counter()
-            if self.timeout_s is not None:
-                kwargs["logits_processor"] = _deadline_processor(t0 + self.timeout_s)
             try:
-                out = self._llm.create_chat_completion(**kwargs)
-            except _DeadlinePassed as e:
-                raise BackendTimeout(f"{self.name} did not finish within {self.timeout_s} s") from e
+                if self.timeout_s is None:
+                    out = self._llm.create_chat_completion(**kwargs)
+                else:
+                    out = self._stream_until(kwargs, t0 + self.timeout_s)
+            except BackendTimeout:
+                raise
             except Exception as e:
                 raise BackendError(f"{self.name} failed: {type(e).__name__}: {e}") from e
             latency = time.perf_counter() - t0
@@ -237,20 +270,6 @@ class EmbeddedModel:
         )
 
 
-class _DeadlinePassed(Exception):
-    pass
-
-
-def _deadline_processor(deadline: float) -> Any:
-    """A llama-cpp-python logits processor list that stops generation once ``deadline`` passes."""
-    from llama_cpp import LogitsProcessorList
-
-    def check(input_ids: Any, scores: Any) -> Any:
-        if time.perf_counter() > deadline:
-            raise _DeadlinePassed
-        return scores
-
-    return LogitsProcessorList([check])
 
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
