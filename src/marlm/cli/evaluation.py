@@ -135,7 +135,7 @@ def compare(
     ] = "small",
     orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
     robots: Annotated[int | None, typer.Option("--robots", min=1)] = None,
-    steps: Annotated[int, typer.Option("--steps", min=1)] = 400,
+    steps: Annotated[int, typer.Option("--steps", min=1)] = 300,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the order stream and the layout start.")
     ] = 1,
@@ -145,13 +145,13 @@ def compare(
         typer.Option("--schemes", help="Comma-separated subset of the schemes (default: all)."),
     ] = None,
     llm_only_steps: Annotated[
-        int | None,
+        int,
         typer.Option(
             "--llm-only-steps",
             min=1,
             help="Cap steps for the LLM-only scheme (it calls the model every step).",
         ),
-    ] = None,
+    ] = 30,
     out: Annotated[
         Path, typer.Option("--out", help="Folder for the runs, table and plots.")
     ] = Path("runs/compare"),
