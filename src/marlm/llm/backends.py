@@ -270,8 +270,6 @@ class EmbeddedModel:
         )
 
 
-
-
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 _MODE_ORDER: tuple[str, ...] = ("json_schema", "json_object", "prompt")
 
