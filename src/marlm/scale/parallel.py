@@ -1,0 +1,259 @@
+"""Run seeds or episodes as Ray tasks: a local Ray by default, an existing cluster with ``address``.
+
+:func:`map_seeds` is the one entry point the commands use (``--workers N`` / ``--address``):
+``map_seeds(fn, seeds, workers=N, address=None)`` returns ``[fn(s) for s in seeds]`` in seed order.
+Every task gets its seed and nothing else random, and ``fn`` must derive all its randomness from
+that seed (the marlm convention), so a seed's result is the same whichever worker runs it and
+whether it runs under Ray or serially; ``tests/scale/test_parallel.py`` checks that equality.
+
+Bad settings fail before any work starts, with an :class:`InputError` naming the option:
+``--workers`` below 1, an ``--address`` that does not answer, and a map whose distance tables
+would not fit in memory on the workers (:func:`check_layout_fits`).
+
+Ray (Moritz et al. 2018, "Ray: A Distributed Framework for Emerging AI Applications", OSDI).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from marlm.envs.warehouse.batched import available_memory_bytes
+from marlm.envs.warehouse.layout import Layout, load_layout
+from marlm.errors import InputError
+
+T = TypeVar("T")
+
+#: Object store of a local Ray started here (bytes). Results are small (Q-tables, metrics).
+LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
+#: Seconds to wait for an ``--address`` to answer before giving up.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_workers(workers: int | None) -> int:
+    """The number of workers, or an :class:`InputError` naming ``--workers``.
+
+    ``None`` means 1 (serial, no Ray).
+    """
+    if workers is None:
+        return 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(
+            f"must be a whole number >= 1 (1 runs serially without Ray), got {workers!r}",
+            field="--workers",
+        )
+    return workers
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of ``host:port`` or ``ray://host:port``; None for ``"auto"``."""
+    if address == "auto":
+        return None
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InputError(
+            f"got {address!r}; give host:port of a Ray head (e.g. 10.0.0.5:6379), "
+            "ray://host:10001, or 'auto'",
+            field="--address",
+        )
+    return host.strip("[]"), int(port)
+
+
+def check_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse an ``--address`` that does not accept a TCP connection within ``timeout_s``.
+
+    Raises:
+        InputError: malformed address, or nothing answers there (field ``--address``).
+    """
+    hp = _host_port(address)
+    if hp is None:
+        return
+    try:
+        with socket.create_connection(hp, timeout=timeout_s):
+            pass
+    except OSError as e:
+        raise InputError(
+            f"cannot reach a Ray head at {address!r} ({e.strerror or type(e).__name__}); "
+            "start one with 'ray start --head' or drop --address to use a local Ray",
+            field="--address",
+        ) from e
+
+
+def layout_memory_bytes(layout: Layout) -> int:
+    """Bytes one process needs for ``layout``'s distance tables (all access cells + stations).
+
+    ``int32[H, W]`` per table, counted twice (the layout's cache and the env's stacked copy).
+    """
+    targets = len(set(layout.access.values())) + len(layout.stations)
+    return 2 * targets * layout.height * layout.width * 4
+
+
+def check_layout_fits(
+    layout: str | Path | Layout, workers: int = 1, available: int | None = None
+) -> Layout:
+    """Load ``layout`` and refuse it when ``workers`` copies of its tables exceed memory.
+
+    Args:
+        layout: layout name, map file or :class:`Layout`.
+        workers: processes that will each hold the tables.
+        available: bytes available (default: 80% of this machine's available memory; on a
+            cluster each node is assumed to have as much).
+
+    Raises:
+        InputError: the map does not fit (field ``layout``, says how much it needs).
+    """
+    lay = layout if isinstance(layout, Layout) else load_layout(layout)
+    need = layout_memory_bytes(lay) * max(1, workers)
+    if available is None:
+        avail = available_memory_bytes()
+        available = None if avail is None else int(0.8 * avail)
+    if available is not None and need > available:
+        raise InputError(
+            f"a {lay.height}x{lay.width} map with {len(lay.access)} shelves needs about "
+            f"{need / 2**20:.0f} MiB of distance tables for {workers} worker(s), but only "
+            f"{available / 2**20:.0f} MiB are available; use a smaller map or fewer workers",
+            source=lay.source,
+            field="layout",
+        )
+    return lay
+
+
+def _ensure_ray(workers: int, address: str | None):
+    """Connect to ``address`` or start a local Ray with ``workers`` CPUs (reused if running)."""
+    import ray
+
+    if ray.is_initialized():
+        return ray
+    try:
+        if address is not None:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(
+                num_cpus=workers,
+                include_dashboard=False,
+                object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise InputError(
+            f"could not start or join Ray ({e}); check --address or run without it",
+            field="--address" if address is not None else "--workers",
+        ) from e
+    return ray
+
+
+def _call(fn: Callable[[int], T], seed: int) -> T:
+    """The Ray task body: ``fn(seed)`` (``ray.remote`` takes plain functions only)."""
+    return fn(seed)
+
+
+def map_seeds(
+    fn: Callable[[int], T],
+    seeds: Iterable[int],
+    *,
+    workers: int | None = 1,
+    address: str | None = None,
+    num_cpus_per_task: float = 1.0,
+) -> list[T]:
+    """``[fn(seed) for seed in seeds]``, as Ray tasks when ``workers > 1`` or ``address`` is set.
+
+    Args:
+        fn: a picklable function of one seed (module-level functions and ``functools.partial``
+            of them are); all its randomness must come from the seed.
+        seeds: the seeds, in the order the results come back.
+        workers: tasks running at once: the CPUs of a local Ray, or the concurrency on a cluster.
+            1 (or None) without ``address`` runs serially in this process without Ray.
+        address: a Ray head ``host:port`` / ``ray://host:port`` / ``"auto"``; None starts a
+            local Ray (or reuses one already initialised in this process).
+        num_cpus_per_task: CPUs Ray reserves per task.
+
+    Returns:
+        The results in seed order.
+
+    Raises:
+        InputError: ``workers`` < 1 or an unreachable ``address``, before any task runs.
+        Exception: whatever ``fn`` raised for the first failing seed (Ray's wrapper removed).
+    """
+    workers = check_workers(workers)
+    seeds = list(seeds)
+    if address is not None:
+        check_address(address)
+    if workers == 1 and address is None:
+        return [fn(s) for s in seeds]
+    ray = _ensure_ray(workers, address)
+    task = ray.remote(num_cpus=num_cpus_per_task, max_retries=0)(_call)
+    fn_ref = ray.put(fn)  # shipped once, not once per seed
+    results: list[Any] = [None] * len(seeds)
+    pending: dict[Any, int] = {}
+    queue = list(enumerate(seeds))
+    try:
+        while queue or pending:
+            while queue and len(pending) < workers:  # at most `workers` tasks in flight
+                i, s = queue.pop(0)
+                pending[task.remote(fn_ref, s)] = i
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                results[pending.pop(ref)] = ray.get(ref)
+    except ray.exceptions.RayTaskError as e:
+        for ref in pending:
+            ray.cancel(ref)
+        cause = e.as_instanceof_cause()
+        raise (cause.cause if getattr(cause, "cause", None) is not None else cause) from None
+    return results
+
+
+def train_seed(
+    seed: int, *, layout: str = "small", episodes: int = 60, max_steps: int = 400, **kwargs: Any
+) -> dict[str, Any]:
+    """Train the warehouse executor with one seed; a picklable summary (Ray task body).
+
+    Returns:
+        ``{"seed", "q" (float64[512, 5]), "episode_returns", "deliveries", "updates"}``.
+    """
+    from marlm.hybrid.executor import train_executor
+
+    policy, stats = train_executor(
+        layout=layout, episodes=episodes, max_steps=max_steps, seed=seed, **kwargs
+    )
+    return {
+        "seed": seed,
+        "q": policy.q,
+        "episode_returns": stats.episode_returns,
+        "deliveries": stats.deliveries,
+        "updates": stats.updates,
+    }
+
+
+def train_seeds(
+    seeds: Sequence[int],
+    *,
+    workers: int | None = 1,
+    address: str | None = None,
+    layout: str = "small",
+    **train_kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Train one executor per seed (:func:`train_seed`), spread over Ray when asked.
+
+    Checks ``workers``, ``address`` and that the layout fits in memory before any training.
+    """
+    import functools
+
+    workers = check_workers(workers)
+    check_layout_fits(layout, workers)
+    fn = functools.partial(train_seed, layout=layout, **train_kwargs)
+    return map_seeds(fn, seeds, workers=workers, address=address)
+
+
+__all__ = [
+    "check_address",
+    "check_layout_fits",
+    "check_workers",
+    "layout_memory_bytes",
+    "map_seeds",
+    "train_seed",
+    "train_seeds",
+]
