@@ -53,7 +53,7 @@ def _write_sample(path: Path) -> list[dict]:
             attempt=0,
             fallback=False,
         )
-        trace.write("run_end", step=1, reason="steps")
+        trace.write("run_end", step=1, reason="time_limit")
     return read_trace(path).events
 
 
@@ -69,7 +69,7 @@ def test_round_trip_keeps_types_values_and_unicode(tmp_path: Path) -> None:
     assert step["positions"] == [[2, 3], [0, 6]]
     assert isinstance(step["latency_ms"], float)
     assert call["messages"][0]["content"] == "货架A-3 已送达 🚚"
-    assert end == {"v": 1, "type": "run_end", "step": 1, "reason": "steps"}
+    assert end == {"v": 1, "type": "run_end", "step": 1, "reason": "time_limit"}
     text = path.read_text(encoding="utf-8")
     assert "货架A-3 已送达 🚚" in text and "\\u" not in text  # characters, not escapes
     assert len(text.splitlines()) == 4

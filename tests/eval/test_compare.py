@@ -1,0 +1,96 @@
+"""`compare_schemes` on the schemes that need no model (real env, real policy, real shield), and
+the LLM move executor's error handling with a scripted model as fault injector."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marlm.errors import InputError
+from marlm.hybrid.compare import LLMMoveExecutor, compare_schemes, format_table
+from marlm.llm.backends import BackendError, ChatResult
+
+
+def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
+    lines: list[str] = []
+    result = compare_schemes(
+        steps=150,
+        seed=1,
+        schemes=["rules", "rl_no_shield", "rl_shield"],
+        out_dir=tmp_path,
+        progress=lines.append,
+    )
+    rows = {r["scheme"]: r for r in result["rows"]}
+    assert list(rows) == ["rules", "rl_no_shield", "rl_shield"]
+    assert rows["rules"]["collisions"] == 0 and rows["rl_shield"]["collisions"] == 0
+    assert rows["rl_no_shield"]["collisions"] > 0  # what the policy alone would do
+    assert rows["rl_no_shield"]["shield_overrides"] == 0
+    assert all(r["llm_calls"] == 0 and r["steps"] == 150 for r in rows.values())
+    assert any("trained on seed 0; table seed 1" in n for n in result["notes"])
+    saved = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))
+    assert [r["scheme"] for r in saved["rows"]] == list(rows)
+    table = (tmp_path / "compare.txt").read_text(encoding="utf-8")
+    assert table == format_table(result) + "\n"
+    assert table.splitlines()[0].split()[:3] == ["scheme", "delivered", "on-time"]
+    assert (tmp_path / "compare.png").is_file()
+    for name in rows:
+        assert (tmp_path / name / "trace.jsonl").is_file() and (
+            tmp_path / name / "metrics.json"
+        ).is_file()
+    assert any(line.startswith("running rl_shield") for line in lines)
+
+
+def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown scheme"):
+        compare_schemes(schemes=["rules", "magic"], out_dir=tmp_path)
+
+
+class Scripted:
+    """Returns fixed texts in order; raises BackendError for the text None."""
+
+    def __init__(self, texts: list[str | None]) -> None:
+        self.texts = list(texts)
+        self.seen: list[list[dict]] = []
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0, seed=None):
+        self.seen.append(messages)
+        text = self.texts.pop(0)
+        if text is None:
+            raise BackendError("connection refused")
+        return ChatResult(text, prompt_tokens=100, completion_tokens=10, latency_s=0.5)
+
+
+def _obs(has_task: bool, closer: int | None = None) -> np.ndarray:
+    o = np.zeros(16, dtype=np.float32)
+    o[15] = float(has_task)
+    if closer is not None:
+        o[10 + closer] = 1.0
+    return o
+
+
+def test_llm_move_executor_applies_valid_moves_and_stays_on_errors() -> None:
+    agents = ["robot_0", "robot_1", "robot_2"]
+    obs = {"robot_0": _obs(True, 3), "robot_1": _obs(False), "robot_2": _obs(True, 0)}
+    model = Scripted(
+        [
+            '{"moves": [{"robot": "robot_2", "action": "up"}, {"robot": "robot_0", "action": "right"}]}',
+            '{"moves": [{"robot": "robot_0", "action": "right"}]}',  # robot_2 missing
+            "not json",
+            None,
+        ]
+    )
+    ex = LLMMoveExecutor(model)
+    rng = np.random.default_rng(0)
+    assert ex.act(obs, agents, rng).tolist() == [4, 0, 1]
+    user = model.seen[0][1]["content"]
+    assert "robot_0: closer: right" in user and "robot_1" not in user  # idle robots not sent
+    for _ in range(3):
+        assert ex.act(obs, agents, rng).tolist() == [0, 0, 0]
+    assert ex.calls == 4 and ex.invalid == 3
+    assert ex.prompt_tokens == 300 and ex.completion_tokens == 30
+    # Nobody busy: no call at all.
+    idle = {a: _obs(False) for a in agents}
+    assert ex.act(idle, agents, rng).tolist() == [0, 0, 0] and ex.calls == 4
