@@ -111,3 +111,22 @@ def test_report_without_a_trace_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="run folder has no trace.jsonl"):
         write_report(tmp_path)
     assert not (tmp_path / "report.html").exists()
+
+
+def test_report_shows_diagnostics_replay_and_compare_files(tmp_path: Path) -> None:
+    import json
+
+    _run_folder(tmp_path, gif=False)
+    (tmp_path / "diagnostics.json").write_text(
+        json.dumps([{"kind": "lazy_agent", "agent": "robot_1", "message": "returns near 0"}])
+    )
+    (tmp_path / "replay.json").write_text(json.dumps({"exact_agreement": 0.75, "rows": []}))
+    (tmp_path / "compare.json").write_text(
+        json.dumps(
+            {"columns": ["scheme", "delivered"], "rows": [{"scheme": "rules", "delivered": 7}]}
+        )
+    )
+    html = write_report(tmp_path)[0].read_text(encoding="utf-8")
+    assert "<b>lazy_agent</b>" in html and "returns near 0" in html
+    assert "Offline replay" in html and "0.75" in html
+    assert "Scheme comparison" in html and "<td>rules</td>" in html

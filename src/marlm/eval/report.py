@@ -138,14 +138,18 @@ def _diagnostics(run_dir: Path, events: list[dict[str, Any]], warnings: list[str
         mod = importlib.import_module("marlm.eval.diagnose")
     except ImportError:
         return None
-    for name in ("diagnose", "diagnose_events", "run_diagnostics"):
+    # diagnose_run(folder) reads the run folder itself; other entry points take the events.
+    for name, arg in (("diagnose_run", run_dir), ("diagnose_events", events)):
         fn = getattr(mod, name, None)
-        if callable(fn):
-            try:
-                return fn(events)
-            except Exception as e:  # a detector bug must not cost the user the report
-                warnings.append(f"diagnostics failed ({type(e).__name__}: {e}); left out")
-                return None
+        if not callable(fn):
+            continue
+        try:
+            return fn(arg)
+        except InputError:
+            return None  # the detectors do not apply to this kind of run folder
+        except Exception as e:  # a detector bug must not cost the user the report
+            warnings.append(f"diagnostics failed ({type(e).__name__}: {e}); left out")
+            return None
     return None
 
 
