@@ -1,5 +1,190 @@
-"""Commands: demo."""
+"""Commands: ``marlm demo`` (the hybrid warehouse end to end) and ``marlm train warehouse``."""
 
 from __future__ import annotations
 
-from .app import app  # noqa: F401
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from marlm.hybrid import DEFAULT_TRAINING, build_planner, cached_policy
+from marlm.hybrid.controller import run, run_config
+from marlm.hybrid.executor import (
+    GreedyExecutor,
+    QExecutor,
+    RandomExecutor,
+    evaluate_executor,
+    train_executor,
+)
+
+from .app import app, train_app
+
+console = Console(stderr=True)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+    return str(v)
+
+
+def metrics_table(m: dict, title: str) -> Table:
+    """The demo's table of figures, from a metrics dict."""
+    t = Table(title=title, show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    lat = m.get("order_latency_mean_steps") or {}
+    rows = [
+        ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}"),
+        ("throughput per 1000 steps", _fmt(m.get("throughput_per_1000_steps"))),
+        ("on-time rate", _fmt(m.get("on_time_rate"))),
+        *[
+            (f"mean order latency, {p} (steps)", _fmt(lat.get(p)))
+            for p in ("urgent", "normal", "low")
+        ],
+        ("deadline misses", _fmt(m.get("deadline_misses"))),
+        ("collisions", _fmt(m.get("collisions"))),
+        ("shield overrides", _fmt(m.get("shield_overrides"))),
+        ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
+        ("LLM calls", _fmt(m.get("llm_calls"))),
+        ("LLM fallbacks", _fmt(m.get("llm_fallbacks"))),
+        ("mean LLM latency (ms)", _fmt(m.get("llm_latency_mean_ms"))),
+        ("control step p50 (ms)", _fmt(m.get("step_latency_p50_ms"))),
+        ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
+        ("steps", _fmt(m.get("steps"))),
+    ]
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+@app.command()
+def demo(
+    layout: Annotated[str, typer.Option(help="Shipped layout name or a map file.")] = "small",
+    orders: Annotated[
+        str | None, typer.Option(help="JSONL order file (default: the shipped sample).")
+    ] = None,
+    robots: Annotated[int | None, typer.Option(help="Robots (default: the map's R cells).")] = None,
+    steps: Annotated[int, typer.Option(help="Time limit in control steps.")] = 600,
+    seed: Annotated[int, typer.Option(help="Seed of the environment, policy and shield.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/demo-<time>).")] = None,
+    llm: Annotated[
+        str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
+    ] = "embedded",
+    llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
+    planner: Annotated[str, typer.Option(help="llm or rule.")] = "llm",
+    executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
+    shield: Annotated[
+        bool, typer.Option(help="Filter every joint action through the shield.")
+    ] = True,
+    sync: Annotated[
+        bool, typer.Option(help="Wait for the planner inside the step (reproducible trace).")
+    ] = False,
+    tick_ms: Annotated[
+        float, typer.Option(help="Control period in ms (0 = as fast as possible).")
+    ] = 40.0,
+    policy: Annotated[
+        Path | None, typer.Option(help="Executor Q-table (.npz); default: cached or trained now.")
+    ] = None,
+    gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
+) -> None:
+    """Run the hybrid warehouse: LLM planner, RL executor, rule shield. Writes one run folder."""
+    config = run_config(
+        layout=layout,
+        orders=orders,
+        n_robots=robots,
+        steps=steps,
+        seed=seed,
+        planner=planner,
+        executor=executor,
+        shield=shield,
+        sync_planner=sync,
+        tick_ms=tick_ms,
+        gif=gif,
+    )
+    out = out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
+    with _progress() as bar:
+        q = None
+        if config.executor == "rl":
+            if policy is not None:
+                q = QExecutor.load(policy)
+            else:
+                task = bar.add_task(
+                    "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]
+                )
+                q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
+                bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
+        console.print(
+            f"loading planner: {config.planner} ({llm if config.planner == 'llm' else 'rule'})"
+        )
+        plan = (
+            build_planner(config.planner, llm, model_name=llm_model)
+            if config.planner == "llm"
+            else build_planner("rule")
+        )
+        task = bar.add_task("warehouse", total=config.steps)
+        result = run(
+            config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i)
+        )
+    Console().print(
+        metrics_table(result.metrics, f"marlm demo: {result.metrics['scheme']} on {layout}")
+    )
+    console.print(f"run folder: {result.out_dir}")
+
+
+@train_app.command("warehouse")
+def train_warehouse(
+    layout: Annotated[str, typer.Option(help="Layout to train on.")] = "small",
+    episodes: Annotated[int, typer.Option(help="Training episodes.")] = DEFAULT_TRAINING[
+        "episodes"
+    ],
+    max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = DEFAULT_TRAINING[
+        "max_steps"
+    ],
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz).")] = Path(
+        "runs/executor.npz"
+    ),
+) -> None:
+    """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
+    with _progress() as bar:
+        task = bar.add_task("training", total=episodes)
+        q, stats = train_executor(
+            layout=layout,
+            episodes=episodes,
+            max_steps=max_steps,
+            seed=seed,
+            progress=lambda i, n: bar.update(task, completed=i),
+        )
+    path = q.save(out)
+    t = Table(title=f"executor on {layout} ({stats.updates} updates in {stats.seconds:.1f} s)")
+    for col in ("policy", "delivered / episode", "delivery rate", "robot conflicts / episode"):
+        t.add_column(col)
+    for name, ex in (
+        ("rl (trained)", q),
+        ("greedy", GreedyExecutor()),
+        ("random", RandomExecutor()),
+    ):
+        r = evaluate_executor(ex, layout=layout)
+        t.add_row(
+            name, f"{r['delivered']:.1f}", f"{r['delivery_rate']:.2f}", f"{r['collisions']:.1f}"
+        )
+    Console().print(t)
+    console.print(f"saved: {path}")

@@ -1,0 +1,143 @@
+"""`marlm demo` end to end, through the installed console script, on the embedded defaults."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from marlm.eval.trace import read_trace
+
+MARLM = [sys.executable, "-m", "marlm.cli"]
+
+
+def marlm(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*MARLM, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """One short demo run with the real embedded model; the policy cache lives in the tmp dir."""
+    root = tmp_path_factory.mktemp("demo")
+    out = root / "run"
+    proc = marlm(
+        "demo",
+        "--steps",
+        "300",
+        "--tick-ms",
+        "0",
+        "--sync",
+        "--seed",
+        "0",
+        "--out",
+        str(out),
+        cwd=root,
+        env={"MARLM_CACHE": str(root / "cache")},
+    )
+    return proc, out
+
+
+def test_demo_writes_a_complete_run_folder(demo_run):
+    proc, out = demo_run
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for name in ("trace.jsonl", "metrics.json", "reward_curves.png", "episode.gif"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "episode.gif").read_bytes()[:6] in (b"GIF87a", b"GIF89a")
+    assert (out / "reward_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    metrics = json.loads((out / "metrics.json").read_text())
+    for key in (
+        "delivered",
+        "collisions",
+        "steps",
+        "llm_calls",
+        "llm_fallbacks",
+        "shield_overrides",
+        "step_latency_p99_ms",
+    ):
+        assert key in metrics, key
+    # The table is printed with the figures of metrics.json.
+    assert "orders delivered" in proc.stdout and "control step p99" in proc.stdout
+
+
+def test_demo_delivers_without_collisions_and_calls_the_llm_rarely(demo_run):
+    _, out = demo_run
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["steps"] == 300 or m["delivered"] == m["orders_total"]
+    assert m["delivered"] > 0
+    assert m["collisions"] == 0
+    assert 0 < m["llm_calls"] < m["steps"] / 5  # called on change, never every step
+
+
+def test_demo_trace_matches_its_metrics(demo_run):
+    _, out = demo_run
+    trace = read_trace(out / "trace.jsonl")
+    assert not trace.truncated_last_line and not trace.warnings
+    m = json.loads((out / "metrics.json").read_text())
+    types = [e["type"] for e in trace.events]
+    assert types[0] == "run_start" and types[-1] == "run_end"
+    assert types.count("step") == m["steps"]
+    assert types.count("llm_call") == m["llm_calls"]
+    delivered = [e for e in trace.events if e["type"] == "order" and e["event"] == "delivered"]
+    assert len(delivered) == m["delivered"]
+    for call in trace.of_type("llm_call"):
+        assert call["messages"] and call["latency_ms"] > 0 and "valid" in call
+
+
+BAD_MAPS = {
+    "unknown character": ("#####\n#R.Z#\n#P..#\n#####\n", "'Z'"),
+    "no station": ("#####\n#R.S#\n#...#\n#####\n", "station"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_MAPS))
+def test_bad_map_is_one_line_exit_2_and_no_complete_run_folder(tmp_path, case):
+    text, needle = BAD_MAPS[case]
+    map_file = tmp_path / "bad_map.txt"
+    map_file.write_text(text)
+    out = tmp_path / "run"
+    proc = marlm(
+        "demo", "--layout", str(map_file), "--planner", "rule", "--out", str(out), cwd=tmp_path
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("marlm: error:")]
+    assert len(lines) == 1 and "bad_map.txt" in lines[0] and needle in lines[0], proc.stderr
+    assert not (out / "metrics.json").exists()
+
+
+def test_bad_order_file_names_file_line_and_field(tmp_path):
+    orders = tmp_path / "orders.jsonl"
+    good = {"id": "A", "shelf": "?", "priority": "urgent", "arrival": 0, "deadline": 50, "note": ""}
+    orders.write_text(
+        json.dumps(good) + "\n" + json.dumps({**good, "id": "B", "priority": "asap"}) + "\n"
+    )
+    proc = marlm(
+        "demo",
+        "--orders",
+        str(orders),
+        "--planner",
+        "rule",
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "orders.jsonl:" in proc.stderr
+
+
+def test_bad_option_value_exits_2(tmp_path):
+    proc = marlm("demo", "--steps", "0", "--planner", "rule", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--steps" in proc.stderr and "Traceback" not in proc.stderr
