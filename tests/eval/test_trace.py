@@ -216,3 +216,14 @@ def test_run_folder_without_trace_and_missing_file(tmp_path: Path) -> None:
 def test_writer_rejects_reserved_field_names(tmp_path: Path) -> None:
     with TraceWriter(tmp_path / "t.jsonl") as trace, pytest.raises(ValueError, match="'v'"):
         trace.write("step", v=2)
+
+
+def test_parquet_round_trip(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow is in the dev extra; CI installs it")
+    from marlm.eval.trace import read_parquet, write_parquet
+
+    events = _write_sample(tmp_path / "trace.jsonl")
+    path = write_parquet(events, tmp_path / "trace.parquet")
+    back = read_parquet(path)
+    assert back == events  # key order aside, every event comes back equal
+    assert [list(e)[:2] for e in back] == [["v", "type"]] * len(events)
