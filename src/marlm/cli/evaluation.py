@@ -75,18 +75,18 @@ def replay(
     console = Console()
     if scheme == "rl":
         table = Table(title=f"RL replay: batch Q-learning over {trace} ({result['state_source']})")
-        cols = [
-            "agent",
-            "transitions",
-            "return",
-            "reward_mean",
-            "reward_var",
-            "td_error_mean_abs",
-            "v_start",
-            "greedy_agreement",
-        ]
-        for c in cols:
-            table.add_column(c, justify="left" if c == "agent" else "right")
+        cols = {
+            "agent": "agent",
+            "transitions": "n",
+            "return": "return",
+            "reward_mean": "r mean",
+            "reward_var": "r var",
+            "td_error_mean_abs": "|TD err|",
+            "v_start": "V(s0) est.",
+            "greedy_agreement": "greedy agr. est.",
+        }
+        for c, header in cols.items():
+            table.add_column(header, justify="left" if c == "agent" else "right")
         for row in result["agents"]:
             table.add_row(*[_fmt(row[c]) for c in cols])
         console.print(table)
