@@ -131,10 +131,12 @@ def parse_action(text: str, *, finish_reason: str = "stop") -> Action | ActionEr
             line, col = _line_col(text, error.pos)
             cut = error.pos >= len(text.rstrip()) or finish_reason == "length"
             if cut:
+                end_line, end_col = _line_col(text, len(text))
                 return ActionError(
                     "truncated",
-                    "Your reply was cut off before the JSON object was complete "
-                    f"(it ends at line {line} column {col}). Send a shorter action. {ACTION_HELP}",
+                    "Your reply was cut off before the JSON object was complete (it stops at "
+                    f"line {end_line} column {end_col}; {error.msg} at line {line} column {col}). "
+                    f"Send a shorter action. {ACTION_HELP}",
                     error.pos,
                     line,
                     col,

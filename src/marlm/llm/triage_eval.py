@@ -1,0 +1,201 @@
+"""Measure a triage mode on labelled notes, without tuning on the notes reported.
+
+Two protocols, named in every result (``protocol``):
+
+- ``"cross-validation"`` (default): stratified k-fold over the labelled notes; the few-shot
+  examples for each fold are drawn from the other folds only, so no note is ever in the prompt
+  that classifies it.
+- ``"held-out"``: the few-shot examples come from a separate file (``examples``); every labelled
+  note is a test note. Examples whose text equals a test note are dropped.
+
+The class set is the labels present in the notes (e.g. ``urgent, normal`` for the development
+set), in :data:`marlm.llm.triage.URGENCY_CLASSES` order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .triage import URGENCY_CLASSES, LabelledNote, Triage, clean_note
+
+
+def stratified_folds(notes: Sequence[LabelledNote], k: int, seed: int) -> list[list[int]]:
+    """Indices of ``notes`` split into ``k`` folds with the labels spread evenly.
+
+    Within each label the notes are shuffled by ``numpy.random.default_rng(seed)`` and dealt to
+    the folds in turn.
+    """
+    if not 2 <= k <= len(notes):
+        raise ValueError(f"folds must be between 2 and the number of notes ({len(notes)}), got {k}")
+    rng = np.random.default_rng(seed)
+    folds: list[list[int]] = [[] for _ in range(k)]
+    turn = 0
+    for label in sorted({n.label for n in notes}):
+        idx = [i for i, n in enumerate(notes) if n.label == label]
+        for i in rng.permutation(idx):
+            folds[turn % k].append(int(i))
+            turn += 1
+    return [sorted(f) for f in folds]
+
+
+def metrics(
+    labels: Sequence[str], predicted: Sequence[str], classes: Sequence[str]
+) -> dict[str, Any]:
+    """Accuracy, precision/recall/F1 of ``urgent``, and the confusion matrix.
+
+    ``confusion[true][predicted]`` counts notes; precision is ``None`` when nothing was predicted
+    ``urgent`` (recall likewise when no note is ``urgent``).
+    """
+    n = len(labels)
+    confusion = {t: {p: 0 for p in classes} for t in classes}
+    for t, p in zip(labels, predicted, strict=True):
+        confusion[t][p] += 1
+    tp = sum(1 for t, p in zip(labels, predicted, strict=True) if t == p == "urgent")
+    pred_pos = sum(1 for p in predicted if p == "urgent")
+    true_pos = sum(1 for t in labels if t == "urgent")
+    precision = tp / pred_pos if pred_pos else None
+    recall = tp / true_pos if true_pos else None
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if precision is not None and recall is not None and precision + recall > 0
+        else None
+    )
+    majority = max((sum(1 for t in labels if t == c) for c in classes), default=0)
+    return {
+        "n_notes": n,
+        "accuracy": sum(1 for t, p in zip(labels, predicted, strict=True) if t == p) / n
+        if n
+        else None,
+        "majority_baseline_accuracy": majority / n if n else None,
+        "urgent_precision": precision,
+        "urgent_recall": recall,
+        "urgent_f1": f1,
+        "confusion": confusion,
+    }
+
+
+def evaluate_triage(
+    notes: Sequence[LabelledNote],
+    model: Any,
+    mode: str,
+    *,
+    examples: Sequence[LabelledNote] | None = None,
+    folds: int = 5,
+    per_class: int = 4,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Classify every note with ``mode`` and measure the result.
+
+    Args:
+        notes: the labelled test notes.
+        model: the backend (see :class:`marlm.llm.triage.Triage`).
+        mode: ``"generate"``, ``"score"`` or ``"calibrated"``.
+        examples: few-shot pool from another file (protocol ``held-out``); ``None`` for k-fold
+            cross-validation over ``notes``.
+        folds: k of the cross-validation.
+        per_class: few-shot examples per class.
+        seed: seed of the folds and of the example draw.
+
+    Returns:
+        A JSON-ready dict: ``protocol``, ``mode``, ``classes``, :func:`metrics` fields,
+        ``latency_ms`` (``mean``, ``p50``, ``p95``, ``max`` over model calls), ``calls``
+        (``model``, ``content_free``, ``cache_hits``, ``fallbacks``), ``modes_used``,
+        ``prompt_version``, ``wall_s`` and ``predictions`` (one entry per note).
+    """
+    classes = tuple(c for c in URGENCY_CLASSES if any(n.label == c for n in notes))
+    t_start = time.perf_counter()
+    predicted: dict[int, Any] = {}
+    runs: list[tuple[Triage, list[int]]] = []
+    if examples is not None:
+        texts = {clean_note(n.note) for n in notes}
+        pool = [e for e in examples if clean_note(e.note) not in texts]
+        protocol = "held-out"
+        runs.append(
+            (
+                Triage(
+                    model, mode=mode, examples=pool, classes=classes, per_class=per_class, seed=seed
+                ),
+                list(range(len(notes))),
+            )
+        )
+    else:
+        protocol = "cross-validation"
+        for fold in stratified_folds(notes, folds, seed):
+            train = [notes[i] for i in range(len(notes)) if i not in set(fold)]
+            tri = Triage(
+                model, mode=mode, examples=train, classes=classes, per_class=per_class, seed=seed
+            )
+            runs.append((tri, fold))
+    for tri, test_idx in runs:
+        for i in test_idx:
+            d = tri.classify(notes[i].note)
+            predicted[i] = d
+    order = range(len(notes))
+    labels = [notes[i].label for i in order]
+    preds = [predicted[i].label for i in order]
+    lat = np.array([x for tri, _ in runs for x in tri.stats.latencies_s], dtype=np.float64) * 1e3
+    out: dict[str, Any] = {
+        "task": "triage",
+        "protocol": protocol,
+        "folds": folds if protocol == "cross-validation" else None,
+        "mode": mode,
+        "model": runs[0][0].model_name,
+        "prompt_version": runs[0][0].prompt_version,
+        "classes": list(classes),
+        "per_class": per_class,
+        "seed": seed,
+        **metrics(labels, preds, classes),
+        "latency_ms": {
+            "mean": float(lat.mean()) if lat.size else None,
+            "p50": float(np.percentile(lat, 50)) if lat.size else None,
+            "p95": float(np.percentile(lat, 95)) if lat.size else None,
+            "max": float(lat.max()) if lat.size else None,
+        },
+        "calls": {
+            "model": sum(t.stats.model_calls for t, _ in runs),
+            "content_free": sum(t.stats.content_free_calls for t, _ in runs),
+            "cache_hits": sum(t.stats.cache_hits for t, _ in runs),
+            "fallbacks": sum(t.stats.fallbacks for t, _ in runs),
+        },
+        "modes_used": sorted({predicted[i].mode for i in order}),
+        "wall_s": time.perf_counter() - t_start,
+        "predictions": [
+            {
+                "id": notes[i].id,
+                "label": notes[i].label,
+                "predicted": predicted[i].label,
+                "source": predicted[i].source,
+                "mode": predicted[i].mode,
+                "scores": predicted[i].scores,
+            }
+            for i in order
+        ],
+    }
+    return out
+
+
+def write_json(data: dict[str, Any], path: str | Path) -> Path:
+    """Write ``data`` as JSON atomically (temp file in the same folder, then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=2)
+            f.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+__all__ = ["evaluate_triage", "metrics", "stratified_folds", "write_json"]
