@@ -1,5 +1,41 @@
-"""Commands: bench."""
+"""Commands: ``marlm bench`` (speed figures, each against a baseline measured in the same run)."""
 
 from __future__ import annotations
 
-from .app import app  # noqa: F401
+from typing import Annotated
+
+import typer
+
+from marlm.errors import InputError
+
+from .app import app
+
+
+@app.command("bench")
+def bench(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shorter runs (each benchmark well under a minute).")
+    ] = False,
+    only: Annotated[
+        str | None,
+        typer.Option("--only", help="Comma-separated subset of: env, shield, planner, train."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every benchmark.")] = 0,
+) -> None:
+    """Run the speed benchmarks and print each figure with its same-run baseline and ratio."""
+    from marlm.scale.benchmarks import BENCHMARKS
+
+    names = [n.strip() for n in only.split(",")] if only else list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        raise InputError(
+            f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}",
+            field="--only",
+        )
+    for name in names:
+        try:
+            figure = BENCHMARKS[name](quick=quick, seed=seed)
+        except ModuleNotFoundError as e:
+            print(f"{name}: skipped ({e.name} is not installed; pip install 'marlm[bench]')")
+            continue
+        print("\n".join(figure.lines()), flush=True)
