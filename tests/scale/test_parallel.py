@@ -93,3 +93,35 @@ def test_a_map_too_large_for_memory_is_refused_before_any_work():
 def test_one_worker_runs_serially_without_ray():
     fn = functools.partial(_fails_on_three)
     assert map_seeds(fn, [1, 2], workers=1) == [10, 20]
+
+
+def test_train_warehouse_command_runs_seeds_on_ray_and_saves_one_policy_each(local_ray, tmp_path):
+    from typer.testing import CliRunner
+
+    from marlm.cli import app
+    from marlm.hybrid.executor import QExecutor
+
+    out = tmp_path / "exec.npz"
+    args = ["train", "warehouse", "--seeds", "2", "--seed", "5", "--workers", "2"]
+    args += ["--episodes", "2", "--max-steps", "40", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "seed 5:" in result.output and "seed 6:" in result.output
+    q5 = QExecutor.load(tmp_path / "exec-seed5.npz").q
+    serial = train_seed(5, layout="small", episodes=2, max_steps=40)
+    assert np.array_equal(q5, serial["q"])
+
+
+@pytest.mark.parametrize(
+    ("option", "field"),
+    [(["--workers", "0"], "--workers"), (["--address", "127.0.0.1:1"], "--address")],
+)
+def test_train_warehouse_command_refuses_bad_ray_options_with_exit_2(option, field, tmp_path):
+    import subprocess
+
+    cmd = [sys.executable, "-m", "marlm", "train", "warehouse", "--seeds", "2", *option]
+    cmd += ["--out", str(tmp_path / "x.npz")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"field '{field}'" in proc.stderr
+    assert list(tmp_path.iterdir()) == []  # no work was done

@@ -162,8 +162,26 @@ def train_warehouse(
     out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz).")] = Path(
         "runs/executor.npz"
     ),
+    seeds: Annotated[
+        int, typer.Option(help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).")
+    ] = 1,
+    workers: Annotated[int, typer.Option(help="Ray tasks at once (1: serial, no Ray).")] = 1,
+    address: Annotated[
+        str | None, typer.Option(help="Ray head host:port to join (default: local Ray).")
+    ] = None,
 ) -> None:
     """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
+    if seeds > 1 or workers != 1 or address is not None:
+        from marlm.scale.parallel import train_warehouse_seeds
+
+        rows = train_warehouse_seeds(
+            range(seed, seed + seeds), out, workers=workers, address=address, layout=layout,
+            episodes=episodes, max_steps=max_steps,
+        )  # fmt: skip
+        for r in rows:
+            print(f"seed {r['seed']}: delivered {r['delivered_last']} in the last episode, "
+                  f"{r['updates']} updates, saved {r['path']}")  # fmt: skip
+        return
     with _progress() as bar:
         task = bar.add_task("training", total=episodes)
         q, stats = train_executor(

@@ -248,6 +248,47 @@ def train_seeds(
     return map_seeds(fn, seeds, workers=workers, address=address)
 
 
+def train_warehouse_seeds(
+    seeds: Sequence[int],
+    out: str | Path,
+    *,
+    workers: int | None = 1,
+    address: str | None = None,
+    layout: str = "small",
+    **train_kwargs: Any,
+) -> list[dict[str, Any]]:
+    """``marlm train warehouse --seeds/--workers/--address``: one policy per seed, saved.
+
+    Trains with :func:`train_seeds` and writes seed ``s``'s table next to ``out`` as
+    ``<stem>-seed<s>.npz`` (atomically, :meth:`QExecutor.save`).
+
+    Returns:
+        Per seed, in seed order: ``{"seed", "path", "delivered_last" (orders delivered in the last
+        episode), "updates"}``.
+    """
+    from marlm.hybrid.executor import QExecutor
+
+    seeds = list(seeds)
+    if not seeds:
+        raise InputError("give at least one seed", field="--seeds")
+    out = Path(out)
+    rows = []
+    for r in train_seeds(seeds, workers=workers, address=address, layout=layout, **train_kwargs):
+        info = {"layout": str(layout), "seed": r["seed"], "updates": r["updates"], **train_kwargs}
+        path = QExecutor(q=r["q"], info=info).save(
+            out.with_name(f"{out.stem}-seed{r['seed']}{out.suffix or '.npz'}")
+        )
+        rows.append(
+            {
+                "seed": r["seed"],
+                "path": path,
+                "delivered_last": int(r["deliveries"][-1]),
+                "updates": r["updates"],
+            }
+        )
+    return rows
+
+
 __all__ = [
     "check_address",
     "check_layout_fits",
@@ -256,4 +297,5 @@ __all__ = [
     "map_seeds",
     "train_seed",
     "train_seeds",
+    "train_warehouse_seeds",
 ]
