@@ -1,5 +1,112 @@
-"""Commands: eval_cmd."""
+"""Commands: ``marlm eval triage``."""
 
 from __future__ import annotations
 
-from .app import app  # noqa: F401
+import warnings
+from pathlib import Path
+
+import typer
+
+from marlm.errors import InputError
+
+from .app import eval_app
+
+
+def _backend(llm: str):
+    from marlm.llm.backends import EmbeddedModel, OpenAICompatible
+
+    if llm == "embedded":
+        return EmbeddedModel()
+    if llm.startswith(("http://", "https://")):
+        return OpenAICompatible(llm)
+    raise InputError(
+        f"use 'embedded' or an http(s) URL of an OpenAI-compatible server, got {llm!r}",
+        source="--llm",
+    )
+
+
+@eval_app.command("triage")
+def triage(
+    notes: Path = typer.Option(
+        ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
+    ),
+    mode: str = typer.Option("calibrated", "--mode", help="generate, score or calibrated."),
+    llm: str = typer.Option(
+        "embedded", "--llm", help="'embedded' or the URL of an OpenAI-compatible server."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the result as JSON here."),
+    examples: Path | None = typer.Option(
+        None,
+        "--examples",
+        help="Few-shot examples from this file (held-out protocol); default: k-fold cross-validation on --notes.",
+    ),
+    folds: int = typer.Option(5, "--folds", help="k of the cross-validation."),
+    per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the folds and the example draw."),
+) -> None:
+    """Urgency triage accuracy of one decision mode on labelled notes; never tuned on them."""
+    from marlm.llm.triage import MODES, load_labelled_notes
+    from marlm.llm.triage_eval import evaluate_triage, write_json
+
+    if mode not in MODES:
+        raise InputError(f"use one of {', '.join(MODES)}, got {mode!r}", source="--mode")
+    labelled = load_labelled_notes(notes)
+    pool = load_labelled_notes(examples) if examples is not None else None
+    if pool is None and not 2 <= folds <= len(labelled):
+        raise InputError(
+            f"must be between 2 and {len(labelled)} (the number of notes), got {folds}",
+            source="--folds",
+        )
+    if per_class < 1:
+        raise InputError(f"must be 1 or more, got {per_class}", source="--per-class")
+    model = _backend(llm)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = evaluate_triage(
+            labelled, model, mode, examples=pool, folds=folds, per_class=per_class, seed=seed
+        )
+    for w in caught:
+        typer.echo(f"warning: {w.message}", err=True)
+    result["warnings"] = [str(w.message) for w in caught]
+    result["notes_file"] = str(notes)
+    _print(result)
+    if out is not None:
+        write_json(result, out)
+        typer.echo(f"wrote {out}")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _print(r: dict) -> None:
+    proto = r["protocol"] + (f" ({r['folds']} folds)" if r["folds"] else "")
+    typer.echo(
+        f"triage  mode={r['mode']}  modes used={','.join(r['modes_used'])}  model={r['model']}"
+    )
+    typer.echo(
+        f"protocol: {proto}; prompt {r['prompt_version']}; {r['per_class']} examples per class"
+    )
+    typer.echo(
+        f"accuracy {_pct(r['accuracy'])} on {r['n_notes']} notes "
+        f"(always-majority baseline {_pct(r['majority_baseline_accuracy'])})"
+    )
+    typer.echo(
+        f"urgent: precision {_pct(r['urgent_precision'])}  recall {_pct(r['urgent_recall'])}  "
+        f"F1 {_pct(r['urgent_f1'])}"
+    )
+    classes = r["classes"]
+    typer.echo("confusion (rows true, columns predicted):")
+    typer.echo("  " + " " * 8 + "".join(f"{c:>8}" for c in classes))
+    for t in classes:
+        typer.echo("  " + f"{t:<8}" + "".join(f"{r['confusion'][t][p]:>8}" for p in classes))
+    lat = r["latency_ms"]
+    if lat["mean"] is not None:
+        typer.echo(
+            f"latency per note: mean {lat['mean']:.0f} ms, p95 {lat['p95']:.0f} ms, max {lat['max']:.0f} ms"
+        )
+    c = r["calls"]
+    typer.echo(
+        f"calls: {c['model']} model, {c['content_free']} content-free, "
+        f"{c['cache_hits']} cache hits, {c['fallbacks']} fallbacks"
+    )

@@ -1,0 +1,110 @@
+"""``marlm eval triage`` as a user runs it: real command, real model, real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from marlm.llm.triage import dev_notes_path
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from marlm.cli import main; main()", "eval", "triage", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def small_notes(tmp_path):
+    """12 development notes (6 urgent, 6 normal, English and Chinese)."""
+    rows = [json.loads(x) for x in dev_notes_path().read_text(encoding="utf-8").splitlines()]
+    pick = rows[:6] + rows[15:21]
+    p = tmp_path / "notes.jsonl"
+    p.write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in pick) + "\n", encoding="utf-8"
+    )
+    return p
+
+
+def test_eval_triage_cross_validates_and_writes_json(small_notes, tmp_path):
+    out = tmp_path / "res" / "triage.json"
+    r = run(
+        "--notes",
+        str(small_notes),
+        "--mode",
+        "calibrated",
+        "--folds",
+        "3",
+        "--per-class",
+        "2",
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    assert "protocol: cross-validation (3 folds)" in r.stdout
+    assert "confusion" in r.stdout and "latency per note" in r.stdout
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["protocol"] == "cross-validation" and data["mode"] == "calibrated"
+    assert data["n_notes"] == 12 and len(data["predictions"]) == 12
+    assert data["classes"] == ["urgent", "normal"]
+    assert sum(sum(row.values()) for row in data["confusion"].values()) == 12
+    assert data["calls"]["model"] == 12  # one call per distinct note
+    assert data["calls"]["content_free"] == 3 * 3  # three content-free inputs per fold
+    assert 0.0 <= data["accuracy"] <= 1.0
+    assert data["latency_ms"]["mean"] > 0
+    assert {p["predicted"] for p in data["predictions"]} <= {"urgent", "normal"}
+
+
+def test_eval_triage_held_out_examples_file(small_notes, tmp_path):
+    out = tmp_path / "held.json"
+    examples = tmp_path / "ex.jsonl"
+    rows = [json.loads(x) for x in dev_notes_path().read_text(encoding="utf-8").splitlines()]
+    # The first two rows are also test notes: they must be dropped from the few-shot pool.
+    ex = rows[:2] + rows[10:14] + rows[30:34]
+    examples.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in ex), encoding="utf-8")
+    r = run(
+        "--notes",
+        str(small_notes),
+        "--mode",
+        "score",
+        "--examples",
+        str(examples),
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["protocol"] == "held-out" and data["folds"] is None
+    assert data["calls"]["content_free"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "vote"], "--mode"),
+        (["--folds", "1"], "--folds"),
+        (["--llm", "ftp://x"], "--llm"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(small_notes, args, message):
+    r = run("--notes", str(small_notes), *args)
+    assert r.returncode == 2
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_notes_file_names_the_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(
+        '{"id": "a", "note": "x", "priority": "urgent"}\n{"id": "b", "note": "y"}\n',
+        encoding="utf-8",
+    )
+    r = run("--notes", str(p))
+    assert r.returncode == 2
+    assert f"{p}:2" in r.stderr and "priority" in r.stderr and "Traceback" not in r.stderr
