@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from marlm.errors import InputError
 from marlm.hybrid import DEFAULT_TRAINING, build_planner, cached_policy
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.executor import (
@@ -89,7 +90,7 @@ def demo(
         str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
     ] = "embedded",
     llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
-    planner: Annotated[str, typer.Option(help="llm or rule.")] = "llm",
+    planner: Annotated[str, typer.Option(help="llm, rule or team.")] = "llm",
     executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
     shield: Annotated[
         bool, typer.Option(help="Filter every joint action through the shield.")
@@ -106,6 +107,11 @@ def demo(
     gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
 ) -> None:
     """Run the hybrid warehouse: LLM planner, RL executor, rule shield. Writes one run folder."""
+    if executor == "llm":
+        raise InputError(
+            "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
+            field="--executor",
+        )
     config = run_config(
         layout=layout,
         orders=orders,
@@ -132,13 +138,9 @@ def demo(
                 q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
                 bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
         console.print(
-            f"loading planner: {config.planner} ({llm if config.planner == 'llm' else 'rule'})"
+            f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else "")
         )
-        plan = (
-            build_planner(config.planner, llm, model_name=llm_model)
-            if config.planner == "llm"
-            else build_planner("rule")
-        )
+        plan = build_planner(config.planner, llm, model_name=llm_model)
         task = bar.add_task("warehouse", total=config.steps)
         result = run(
             config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i)

@@ -53,13 +53,25 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
     )
 
 
+#: Planner names ``--planner`` accepts.
+PLANNERS = ("llm", "rule", "team")
+
+
 def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
-    """A planner by name: ``"rule"`` or ``"llm"`` (on the backend :func:`make_model` builds)."""
+    """A planner by name, on the backend :func:`make_model` builds from ``llm``.
+
+    ``"llm"``: one model call assigns robots (:class:`LLMPlanner`); ``"rule"``: no model;
+    ``"team"``: a coordinator ranks and a dispatcher assigns (:class:`TeamPlanner`).
+    """
     if name == "rule":
         return RulePlanner()
     if name == "llm":
         return LLMPlanner(make_model(llm, **model_kwargs))
-    raise InputError(f"got {name!r}; allowed: llm, rule", field="--planner")
+    if name == "team":
+        from .team_planner import TeamPlanner
+
+        return TeamPlanner(make_model(llm, **model_kwargs))
+    raise InputError(f"got {name!r}; allowed: {', '.join(PLANNERS)}", field="--planner")
 
 
 def cache_dir() -> Path:

@@ -42,8 +42,8 @@ from marlm.hybrid.planner import (
 )
 from marlm.hybrid.shield import Shield
 
-PlannerName = Literal["llm", "rule"]
-ExecutorName = Literal["rl", "greedy", "random"]
+PlannerName = Literal["llm", "rule", "team"]
+ExecutorName = Literal["rl", "greedy", "random", "llm"]
 
 
 class RunConfig(BaseModel):
@@ -56,8 +56,10 @@ class RunConfig(BaseModel):
         n_robots: robots to use (default: the layout's ``R`` cells).
         steps: time limit in control steps (> 0).
         seed: seeds the environment, the executor's generator and the shield.
-        planner: ``"llm"`` (model + rule fallback) or ``"rule"``.
-        executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path) or ``"random"``.
+        planner: ``"llm"`` (model + rule fallback), ``"rule"``, or ``"team"`` (coordinator and
+            dispatcher agents + rule fallback).
+        executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
+            ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
         sync_planner: wait for the planner inside the step (reproducible traces) instead of
             running it on its own thread (real-time behaviour).
@@ -292,7 +294,9 @@ class Controller:
 
 
 def make_executor(name: ExecutorName, policy: QExecutor | None = None) -> Any:
-    """An executor by name; ``"rl"`` needs a trained ``policy``."""
+    """An executor by name; ``"rl"`` needs a trained ``policy``; ``"llm"`` is built by the caller."""
+    if name == "llm":
+        raise ValueError("executor 'llm' needs an executor object passed to run()")
     if name == "rl":
         if policy is None:
             raise ValueError("executor 'rl' needs a trained policy")
@@ -306,6 +310,7 @@ def run(
     *,
     planner: Planner,
     policy: QExecutor | None = None,
+    executor: Any | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Run one episode under ``config`` and write the run folder.
@@ -319,6 +324,8 @@ def run(
         out_dir: the run folder (created; existing files are replaced).
         planner: the planner to use (build it with :func:`marlm.hybrid.build_planner`).
         policy: the trained Q-table, for ``executor="rl"``.
+        executor: an executor object that replaces the one ``config.executor`` names (needed
+            for ``"llm"``); it must have ``act(observations, agents, rng) -> int64[n]``.
         progress: called as ``progress(step, config.steps)`` after every step.
 
     Returns:
@@ -338,7 +345,8 @@ def run(
     out = Path(out_dir)  # created only once the inputs are known to be good
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
-    executor = make_executor(config.executor, policy)
+    if executor is None:
+        executor = make_executor(config.executor, policy)
     shield = (
         Shield(env.layout.free, len(env.possible_agents), seed=config.seed)
         if config.shield

@@ -1,0 +1,204 @@
+"""``--planner team``: a coordinator that ranks orders and a dispatcher that assigns robots.
+
+Two role agents on one backend (:class:`marlm.llm.team.Team`), each with its own context:
+
+- the **coordinator** reads the pending orders and their notes and sends a ranking of order ids
+  (most urgent first); its ``done`` message carries the final ranking and ends the run;
+- the **dispatcher** reads the ranking and the robots' distances and proposes
+  ``{robot, order}`` assignments.
+
+The coordinator has the final word: only orders in its final ranking are served, in its order.
+For each of them the dispatcher's robot is used when that robot is still free; otherwise the
+nearest free idle robot takes it. Every id is decoded under a schema whose enums are the valid
+ids and checked again here. When the team ends without the coordinator's ``done`` (``max_rounds``,
+``backend_error``, ``timeout``) the rule plans instead (``source="fallback"``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from marlm.llm.backends import ChatModel
+from marlm.llm.team import Role, Team, TeamMessage
+
+from .planner import LLMCall, Plan, Snapshot, render_prompt, rule_assign, rule_order
+
+PROMPT_VERSION = "team-v1"
+
+COORDINATOR = (
+    "You rank pending warehouse orders, most urgent first. An order whose note says it is "
+    "time-critical (a truck leaving, a line stopped, a patient waiting) is urgent whatever its "
+    'priority field says. Your content is {"ranking": [order ids]}. Send your ranking to the '
+    "dispatcher with phase 'decide'; after reading the dispatcher's reply, send phase 'done' with "
+    "the final ranking."
+)
+DISPATCHER = (
+    "You assign idle robots to the coordinator's ranked orders: the first orders get the nearest "
+    'robots. Your content is {"assignments": [{"robot": id, "order": id}]}; send it to the '
+    "coordinator with phase 'execute'."
+)
+
+
+def _ranking_schema(orders: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "ranking": {
+                "type": "array",
+                "items": {"enum": orders},
+                "minItems": 1,
+                "maxItems": len(orders),
+            }
+        },
+        "required": ["ranking"],
+        "additionalProperties": False,
+    }
+
+
+def _assignment_schema(robots: list[str], orders: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "assignments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"robot": {"enum": robots}, "order": {"enum": orders}},
+                    "required": ["robot", "order"],
+                    "additionalProperties": False,
+                },
+                "maxItems": min(len(robots), len(orders)),
+            }
+        },
+        "required": ["assignments"],
+        "additionalProperties": False,
+    }
+
+
+def _unique(msg: TeamMessage, key: str, field: str | None = None) -> str | None:
+    """A domain check the schema cannot express: no id twice."""
+    items = msg.content.get(key, []) if isinstance(msg.content, dict) else []
+    values = [i if field is None else i.get(field) for i in items]
+    if len(set(values)) != len(values):
+        return f"an id appears twice in {key}; list each at most once"
+    return None
+
+
+def merge(ranking: list[str], proposal: list[dict], snapshot: Snapshot) -> list[tuple[str, str]]:
+    """Final assignments: the coordinator's ranking decides which orders and in which order; the
+    dispatcher's robot is kept when still free, else the nearest free idle robot is taken."""
+    by_id = {o.id: o for o in snapshot.pending}
+    queue = [by_id[i] for i in dict.fromkeys(ranking) if i in by_id]
+    wish = {p["order"]: p["robot"] for p in proposal if p.get("robot") in snapshot.idle}
+    free = list(snapshot.idle)
+    out: list[tuple[str, str]] = []
+    for order in queue:
+        if not free:
+            break
+        robot = wish.get(order.id)
+        if robot not in free:
+            robot = min(
+                free, key=lambda r: (snapshot.distance.get((r, order.id), 10**9), free.index(r))
+            )
+        free.remove(robot)
+        out.append((robot, order.id))
+    return out
+
+
+class TeamPlanner:
+    """The two-role team as a :class:`marlm.hybrid.planner.Planner`.
+
+    Args:
+        model: the shared chat backend.
+        max_orders: orders shown (first by the rule's order), bounding prompt length.
+        max_rounds: team rounds (each role speaks once a round).
+        max_tokens: bound on each reply.
+    """
+
+    name = "team"
+
+    def __init__(
+        self, model: ChatModel, *, max_orders: int = 6, max_rounds: int = 2, max_tokens: int = 96
+    ) -> None:
+        self.model = model
+        self.max_orders = max_orders
+        self.max_rounds = max_rounds
+        self.max_tokens = max_tokens
+        self.prompt_version = PROMPT_VERSION
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        """Run the team on ``snapshot``; fall back to the rule unless the coordinator is done."""
+        if not snapshot.pending or not snapshot.idle:
+            return Plan([], "rule", snapshot)
+        orders = rule_order(snapshot.pending)[: self.max_orders]
+        ids = [o.id for o in orders]
+        team = Team(
+            self.model,
+            [
+                Role(
+                    "coordinator",
+                    COORDINATOR,
+                    content_schema=_ranking_schema(ids),
+                    validate=lambda m: _unique(m, "ranking"),
+                ),
+                Role(
+                    "dispatcher",
+                    DISPATCHER,
+                    content_schema=_assignment_schema(list(snapshot.idle), ids),
+                    validate=lambda m: (
+                        _unique(m, "assignments", "robot") or _unique(m, "assignments", "order")
+                    ),
+                ),
+            ],
+            coordinator="coordinator",
+            max_rounds=self.max_rounds,
+            max_retry=1,
+            max_tokens=self.max_tokens,
+        )
+        t0 = time.perf_counter()
+        result = team.run(render_prompt(snapshot, orders))
+        elapsed_ms = (time.perf_counter() - t0) * 1e3
+        calls = self._calls(result, elapsed_ms)
+        if result.reason != "done":
+            error = f"team ended with {result.reason}: {result.detail}".strip(": ")
+            return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
+        proposals = [
+            m.content.get("assignments", [])
+            for m in result.messages
+            if m.sender == "dispatcher" and isinstance(m.content, dict)
+        ]
+        pairs = merge(
+            result.answer.get("ranking", []), proposals[-1] if proposals else [], snapshot
+        )
+        return Plan(pairs, "llm", snapshot, calls)
+
+    @staticmethod
+    def _calls(result, elapsed_ms: float) -> list[LLMCall]:
+        """One trace record per model call; each carries the role's context and the raw reply."""
+        out = []
+        replies = {
+            role: [m["content"] for m in ctx if m["role"] == "assistant"]
+            for role, ctx in result.contexts.items()
+        }
+        flat = [(role, text) for role, texts in replies.items() for text in texts]
+        for i, stats in enumerate(result.calls):
+            role, raw = flat[i] if i < len(flat) else ("?", "")
+            out.append(
+                LLMCall(
+                    messages=result.contexts.get(role, []),
+                    raw=raw,
+                    latency_ms=stats.latency_s * 1e3,
+                    prompt_tokens=stats.prompt_tokens,
+                    completion_tokens=stats.completion_tokens,
+                    valid=result.reason == "done",
+                    error=None if result.reason == "done" else result.reason,
+                    attempt=i,
+                    finish_reason=stats.finish_reason,
+                )
+            )
+        if not out:  # a backend failure before any reply still shows in the trace
+            out.append(
+                LLMCall([], "", elapsed_ms, 0, 0, False, f"{result.reason}: {result.detail}", 0)
+            )
+        return out
