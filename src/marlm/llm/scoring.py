@@ -29,9 +29,12 @@ Backends:
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -201,8 +204,6 @@ def _server_model_name(model: Any) -> str:
 
 def _echo_logprobs(model: Any, text: str, timeout_s: float) -> tuple[list[int], list[float | None]]:
     """POST ``/completions`` with echo; return (text offsets, token log-probabilities)."""
-    import httpx
-
     body = {
         "model": _server_model_name(model),
         "prompt": text,
@@ -211,17 +212,25 @@ def _echo_logprobs(model: Any, text: str, timeout_s: float) -> tuple[list[int], 
         "echo": True,
         "logprobs": 1,
     }
+    url = f"{_server_url(model)}/completions"
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     try:
-        r = httpx.post(f"{_server_url(model)}/completions", json=body, timeout=timeout_s)
-    except httpx.HTTPError as e:
-        raise BackendError(f"server at {_server_url(model)} failed: {type(e).__name__}: {e}") from e
-    if r.status_code >= 400:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            payload = r.read()
+    except urllib.error.HTTPError as e:
+        detail = e.read()[:200].decode("utf-8", errors="replace")
         raise ScoringUnsupported(
-            f"server at {_server_url(model)} refused echo+logprobs "
-            f"(HTTP {r.status_code}: {r.text[:200]})"
-        )
+            f"server at {_server_url(model)} refused echo+logprobs (HTTP {e.code}: {detail})"
+        ) from e
+    except (OSError, TimeoutError) as e:
+        raise BackendError(f"server at {_server_url(model)} failed: {type(e).__name__}: {e}") from e
     try:
-        lp = r.json()["choices"][0]["logprobs"]
+        lp = json.loads(payload)["choices"][0]["logprobs"]
         offsets = [int(o) for o in lp["text_offset"]]
         values = [None if v is None else float(v) for v in lp["token_logprobs"]]
     except (KeyError, IndexError, TypeError, ValueError) as e:
