@@ -192,7 +192,8 @@ class BatchedWarehouseEnv:
             )
 
         self._free = np.ascontiguousarray(self.layout.free, dtype=np.bool_)
-        self._tid: dict[tuple[int, int], int] = {}
+        self._tid: dict[tuple[int, int], int] = {}  # target cell -> table index
+        self._tables: list[np.ndarray] = []
         self._cells = np.zeros((0, 2), dtype=np.int64)
         self._dist = np.zeros((0, self.layout.height, self.layout.width), dtype=np.int32)
         self._rngs: list[np.random.Generator | None] = [None] * self.n_envs
@@ -248,6 +249,7 @@ class BatchedWarehouseEnv:
                 raise InputError(f"{len(seeds)} seeds for {self.n_envs} envs", field="seed")
         for i in envs:
             self._reset_one(int(i), seeds[int(i)])
+        self._start(envs)
         return self.observations()
 
     def step(self, actions: np.ndarray) -> BatchedStep:
@@ -291,8 +293,10 @@ class BatchedWarehouseEnv:
         final = self.observations()
         obs = final
         if self.autoreset and (terminated.any() or truncated.any()):
-            for i in np.flatnonzero(terminated | truncated):
+            ended = np.flatnonzero(terminated | truncated)
+            for i in ended:
                 self._reset_one(int(i), None)
+            self._start(ended)
             obs = self.observations()
         return BatchedStep(
             obs, rewards, parts, terminated, truncated, collided, blocked, delivered, final
@@ -329,19 +333,24 @@ class BatchedWarehouseEnv:
         return fixed
 
     def _target_id(self, cell: tuple[int, int]) -> int:
-        """Index of ``cell``'s distance table in ``self._dist`` (added on first use)."""
+        """Index of ``cell``'s distance table (added on first use; see :meth:`_stack_tables`)."""
         cell = (int(cell[0]), int(cell[1]))
         tid = self._tid.get(cell)
         if tid is None:
             tid = len(self._tid)
             self._tid[cell] = tid
-            table = self.layout.distance_from(cell)
-            self._dist = np.concatenate([self._dist, table[None].astype(np.int32)])
-            self._cells = np.concatenate([self._cells, np.array([cell], dtype=np.int64)])
+            self._tables.append(self.layout.distance_from(cell))
         return tid
 
+    def _stack_tables(self) -> None:
+        """Rebuild the kernels' ``int32[T, H, W]`` distance stack and target cells if they grew."""
+        if len(self._tables) != len(self._dist):
+            self._dist = np.stack(self._tables).astype(np.int32)
+            self._cells = np.array(list(self._tid), dtype=np.int64).reshape(-1, 2)
+
     def _reset_one(self, i: int, seed: int | None) -> None:
-        """``WarehouseEnv.reset(seed)`` for env ``i``: same draws from the same generator."""
+        """``WarehouseEnv.reset(seed)`` for env ``i`` up to its clock (see :meth:`_start`): the
+        same draws from the same generator."""
         if seed is not None or self._rngs[i] is None:
             self._rngs[i] = np.random.default_rng(seed)
         rng = self._rngs[i]
@@ -380,11 +389,17 @@ class BatchedWarehouseEnv:
             ),
         )
         self._done[i] = False
-        _clock_one(
-            i, 0, self.positions, self._dist, self.task, self._target, self.status,
-            self._access_tid, self._arrival, self._deadline, self._by_arrival, self._by_deadline,
-            self._by_rule, self._next_arrival, self._next_deadline, self.n_missed,
-        )  # fmt: skip
+
+    def _start(self, envs) -> None:
+        """After :meth:`_reset_one` of ``envs``: orders arriving at step 0 and their assignment."""
+        self._stack_tables()
+        for i in envs:
+            _clock_one(
+                int(i), 0, self.positions, self._dist, self.task, self._target, self.status,
+                self._access_tid, self._arrival, self._deadline, self._by_arrival,
+                self._by_deadline, self._by_rule, self._next_arrival, self._next_deadline,
+                self.n_missed,
+            )  # fmt: skip
 
 
 # ---------------------------------------------------------------------- compiled kernels
