@@ -8,6 +8,7 @@ for recovery cost, are in docs/metrics.md; the key names of :func:`summarise` ar
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -88,59 +89,75 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
         One :class:`Recovery` per failure, in trace order.
     """
     steps = sorted(_of(events, "step"), key=lambda e: e["step"])
-    plans = _of(events, "plan")
-    calls = _of(events, "llm_call")
-    last_step = steps[-1]["step"] if steps else 0
+    nums = [int(e["step"]) for e in steps]
+    good_plans = sorted(int(p["step"]) for p in _of(events, "plan") if p["source"] != "fallback")
+    calls = sorted(
+        (
+            int(c["step_requested"]),
+            int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0),
+        )
+        for c in _of(events, "llm_call")
+        if c.get("step_requested") is not None
+    )
+    call_steps = [c[0] for c in calls]
+    token_prefix = np.concatenate([[0], np.cumsum([c[1] for c in calls], dtype=np.int64)])
+    # Robot actions the shield changed, per step, as a prefix sum over the sorted steps.
+    changed = [
+        sum(1 for a, b in zip(ev.get("proposed") or [], ev["actions"], strict=False) if a != b)
+        for ev in steps
+    ]
+    changed_prefix = np.concatenate([[0], np.cumsum(changed, dtype=np.int64)])
+    # next_move[i][r]: index of the first step after i at which robot r is in another cell than
+    # at step i (None: never). One backward pass; steps without positions count as "no change".
+    next_move: list[list[int | None]] = [[] for _ in steps]
+    carry: list[int | None] = []
+    carry_pos: list[Any] = []
+    for i in range(len(steps) - 1, -1, -1):
+        pos = steps[i].get("positions")
+        if pos is None:
+            next_move[i] = list(carry)
+            continue
+        row = []
+        for r, cell in enumerate(pos):
+            if (
+                r < len(carry_pos)
+                and carry_pos[r] is not None
+                and list(carry_pos[r][0]) != list(cell)
+            ):
+                row.append(carry_pos[r][1])  # the next recorded cell differs: it moved there
+            else:
+                row.append(carry[r] if r < len(carry) else None)
+        next_move[i] = row
+        carry = row
+        carry_pos = [(cell, i) for cell in pos]
+    last_step = nums[-1] if nums else 0
     ends = _of(events, "run_end")
     if ends:
         last_step = max(last_step, int(ends[-1]["step"]))
-
-    # Positions before each step, to tell who moved.
-    prev_by_step: dict[int, list[Any] | None] = {}
-    prev: list[Any] | None = None
-    for ev in steps:
-        prev_by_step[ev["step"]] = prev
-        prev = ev.get("positions", prev)
 
     out: list[Recovery] = []
     for failure in _of(events, "failure"):
         s = int(failure["step"])
         kind = str(failure["kind"])
-        # Condition 1: first non-fallback plan at or after s.
+        # Condition 1: first plan from the configured planner (not the fallback) at or after s.
         plan_ok_at: int | None = s
         if kind in LLM_SIDE_FAILURES:
-            ok = [
-                int(p["step"]) for p in plans if p["source"] != "fallback" and int(p["step"]) >= s
-            ]
-            plan_ok_at = min(ok) if ok else None
-        # Condition 2: robots stuck at s have all moved.
-        at_s = next((e for e in steps if e["step"] >= s), None)
-        waiting = _stuck_robots(at_s, prev_by_step.get(at_s["step"])) if at_s else set()
+            k = bisect.bisect_left(good_plans, s)
+            plan_ok_at = good_plans[k] if k < len(good_plans) else None
+        # Condition 2: every robot stuck at s has changed cell since.
+        i0 = bisect.bisect_left(nums, s)
         moved_at: int | None = s
-        if waiting:
-            moved_at = None
-            start_pos = {i: list(at_s["positions"][i]) for i in waiting}
-            remaining = set(waiting)
-            for ev in steps:
-                if ev["step"] <= at_s["step"] or ev.get("positions") is None:
-                    continue
-                remaining = {i for i in remaining if list(ev["positions"][i]) == start_pos[i]}
-                if not remaining:
-                    moved_at = int(ev["step"])
-                    break
+        if i0 < len(steps):
+            prev = steps[i0 - 1].get("positions") if i0 > 0 else None
+            stuck = _stuck_robots(steps[i0], prev)
+            if stuck:
+                later = [next_move[i0][r] if r < len(next_move[i0]) else None for r in stuck]
+                moved_at = None if None in later else max(nums[j] for j in later)
         recovered = plan_ok_at is not None and moved_at is not None
         e = max(plan_ok_at, moved_at) if recovered else last_step  # type: ignore[type-var]
         e = max(e, s)
-        overridden = sum(
-            sum(1 for a, b in zip(ev.get("proposed", []), ev["actions"], strict=False) if a != b)
-            for ev in steps
-            if s <= ev["step"] <= e
-        )
-        window_calls = [c for c in calls if s <= int(c.get("step_requested", s - 1)) <= e]
-        tokens = sum(
-            int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0)
-            for c in window_calls
-        )
+        lo, hi = bisect.bisect_left(nums, s), bisect.bisect_right(nums, e)
+        c_lo, c_hi = bisect.bisect_left(call_steps, s), bisect.bisect_right(call_steps, e)
         out.append(
             Recovery(
                 kind=kind,
@@ -148,8 +165,8 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
                 end_step=int(e),
                 recovered=recovered,
                 steps=int(e - s),
-                actions=overridden + len(window_calls),
-                tokens=tokens,
+                actions=int(changed_prefix[hi] - changed_prefix[lo]) + (c_hi - c_lo),
+                tokens=int(token_prefix[c_hi] - token_prefix[c_lo]),
             )
         )
     return out
