@@ -87,3 +87,28 @@ def test_cli_replay_and_report_exit_codes(rule_run: Path, tmp_path: Path) -> Non
         check=False,
     )
     assert proc.returncode == 2 and "schema version 99 is newer" in proc.stderr
+
+
+def test_embedded_model_replayed_on_its_own_trace_gives_the_same_answers(
+    tmp_path: Path, embedded_model
+) -> None:
+    """Record a run whose planner is the embedded model (temperature 0, in-step planner), then
+    replay the same model on the trace: the rebuilt situation must give the same prompt (same
+    token count) and the same assignments at every replayed decision."""
+    config = run_config(
+        layout="small",
+        steps=12,
+        seed=2,
+        planner="llm",
+        executor="greedy",
+        sync_planner=True,
+        gif=False,
+    )
+    run(config, tmp_path, planner=LLMPlanner(embedded_model))
+    report, _ = replay_trace(tmp_path, scheme="llm", limit=2, planner=LLMPlanner(embedded_model))
+    assert report["decisions"] >= 1
+    for row in report["rows"]:
+        assert row["recorded_source"] in ("llm", "fallback") and row["recorded_calls"] >= 1
+        assert row["tokens"] == row["recorded_tokens"] > 0
+        assert row["exact"], row
+    assert report["exact_agreement"] == 1.0

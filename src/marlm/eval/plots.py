@@ -235,39 +235,51 @@ def plot_llm_timeline(
     failures: Sequence[tuple[int, str]] = (),
     title: str | None = None,
 ) -> Path:
-    """LLM calls on the control-step timeline: a bar from the step requested to the step applied.
+    """LLM calls on the control-step timeline: when each was asked, how long it took, how it ended.
+
+    Each call is a marker at its ``step_requested`` (x) and its ``latency_ms`` (y, log scale),
+    green when valid, red when invalid, orange when the planner fell back to the rule after it; a
+    thin line runs on to ``step_applied`` when the plan took effect later than it was asked for.
 
     Args:
         calls: dicts with ``step_requested``, ``step_applied`` (may be ``None``: never applied),
             ``latency_ms``, ``valid`` and ``fallback``.
         n_steps: the run length, for the x-axis.
-        failures: ``(step, kind)`` pairs drawn as red markers.
+        failures: ``(step, kind)`` pairs drawn as faint red vertical lines.
     """
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    for i, c in enumerate(calls):
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    for step, _kind in failures:
+        ax.axvline(step, color="red", alpha=0.25, lw=1)
+    any_latency = False
+    for c in calls:
         start = c.get("step_requested")
         if start is None:
             continue
-        end = c.get("step_applied")
-        end = start if end is None else end
+        latency = float(c.get("latency_ms") or 0.0)
+        y = max(latency, 1e-3)
+        any_latency = any_latency or latency > 0
         color = "tab:green" if c.get("valid") else "tab:red"
         if c.get("fallback"):
             color = "tab:orange"
-        ax.plot([start, max(end, start + 0.5)], [i, i], color=color, lw=4, solid_capstyle="butt")
-    for step, _kind in failures:
-        ax.axvline(step, color="red", alpha=0.3, lw=1)
-    ax.set_xlabel("control step (bar: requested → applied)")
-    ax.set_ylabel("LLM call #")
+        end = c.get("step_applied")
+        if end is not None and end > start:
+            ax.plot([start, end], [y, y], color=color, lw=1, alpha=0.6)
+        ax.plot([start], [y], marker="o", color=color, ms=5, linestyle="none")
+    if any_latency:
+        ax.set_yscale("log")
+    ax.set_xlabel("control step (marker: asked; line: until its plan took effect)")
+    ax.set_ylabel("LLM call latency (ms)")
     if n_steps:
         ax.set_xlim(0, n_steps)
-    from matplotlib.lines import Line2D
-
     handles = [
-        Line2D([], [], color="tab:green", lw=4, label="valid"),
-        Line2D([], [], color="tab:red", lw=4, label="invalid"),
-        Line2D([], [], color="tab:orange", lw=4, label="fallback"),
+        Line2D([], [], color="tab:green", marker="o", linestyle="none", label="valid"),
+        Line2D([], [], color="tab:red", marker="o", linestyle="none", label="invalid"),
+        Line2D([], [], color="tab:orange", marker="o", linestyle="none", label="then fallback"),
+        Line2D([], [], color="red", alpha=0.4, label="failure event"),
     ]
-    ax.legend(handles=handles, fontsize=8, loc="upper left")
+    ax.legend(handles=handles, fontsize=8, loc="best")
     ax.grid(alpha=0.3)
     ax.set_title(title or f"LLM calls on the control timeline (n = {len(calls)})")
     return _save(fig, path)

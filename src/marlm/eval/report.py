@@ -243,6 +243,39 @@ def _llm_calls_html(events: list[dict[str, Any]], limit: int = 50) -> str:
     return "".join(parts) + more
 
 
+def _replay_html(replay: dict[str, Any]) -> str:
+    """The replay's headline figures as a table (LLM/rule replay), or its per-agent rows (RL)."""
+    if replay.get("agents"):
+        cols = ["agent", "transitions", "return", "reward_var", "v_start", "greedy_agreement"]
+        body = _table([[a.get(c) for c in cols] for a in replay["agents"]], cols)
+    else:
+        rec = replay.get("recorded") or {}
+        rows = [
+            ("decisions", replay.get("decisions"), None),
+            ("exact agreement", replay.get("exact_agreement"), None),
+            ("pair agreement (Jaccard)", replay.get("pair_agreement"), None),
+            ("valid rate", replay.get("valid_rate"), None),
+            ("fallback rate", replay.get("fallback_rate"), rec.get("fallback_rate")),
+            (
+                "latency p50 (ms)",
+                (replay.get("latency_ms") or {}).get("p50"),
+                (rec.get("latency_ms") or {}).get("p50"),
+            ),
+            (
+                "tokens per decision",
+                (replay.get("tokens") or {}).get("mean"),
+                (rec.get("tokens") or {}).get("mean"),
+            ),
+        ]
+        body = _table(rows, ["figure", "replayed", "recorded"])
+    notes = "".join(
+        f'<p class="muted">{_e(k)}: {_e(replay[k])}</p>'
+        for k in ("measured", "estimated")
+        if k in replay
+    )
+    return body + notes
+
+
 def render_report(
     trace: TraceRead,
     *,
@@ -329,9 +362,7 @@ def render_report(
 
     if replay is not None:
         parts.append("<h2>Offline replay</h2>")
-        parts.append(
-            f"<pre>{_e(json.dumps({k: v for k, v in replay.items() if k != 'rows'}, indent=1, ensure_ascii=False))}</pre>"
-        )
+        parts.append(_replay_html(replay))
     if compare is not None and isinstance(compare, dict) and compare.get("rows"):
         parts.append("<h2>Scheme comparison</h2>")
         cols = list(compare.get("columns") or compare["rows"][0].keys())
