@@ -199,3 +199,51 @@ def test_reward_curves_and_deliveries_over_time(tmp_path: Path) -> None:
     np.testing.assert_array_equal(curves["robot_1"], [-1.0, np.nan, np.nan])
     steps, delivered = deliveries_over_time(events)
     assert steps.tolist() == [0, 1, 2] and delivered.tolist() == [0, 1, 1]
+
+
+def test_online_signals_agree_with_the_offline_summary_on_a_real_run(tmp_path: Path) -> None:
+    from marlm.eval.metrics import OnlineSignals
+    from marlm.hybrid.controller import run, run_config
+    from marlm.hybrid.planner import RulePlanner
+
+    run(
+        run_config(steps=200, seed=4, planner="rule", executor="greedy", gif=False),
+        tmp_path,
+        planner=RulePlanner(),
+    )
+    events = read_trace(tmp_path).events
+    online = OnlineSignals(window=10_000)  # window covers the run: figures must equal summarise's
+    for e in events:
+        online.update(e)
+    now, full = online.snapshot(), summarise(events)
+    for key in (
+        "delivered",
+        "on_time_rate",
+        "throughput_per_1000_steps",
+        "collisions",
+        "shield_overrides",
+        "llm_calls",
+        "tokens",
+        "step_latency_p50_ms",
+        "step_latency_p99_ms",
+    ):
+        assert now[key] == pytest.approx(full[key]), key
+    assert now["step"] == 199
+
+
+def test_online_signals_window_and_open_failures() -> None:
+    from marlm.eval.metrics import OnlineSignals
+
+    sig = OnlineSignals(window=10)
+    for t in range(30):
+        sig.update(_step(t, [0], lat=100.0 if t < 20 else 1.0))
+        if t in (5, 25):
+            sig.update(_order("delivered", f"O{t}", t))
+    snap = sig.snapshot()
+    assert snap["step_latency_p99_ms"] == 1.0  # the slow steps left the window
+    assert snap["throughput_per_1000_steps"] == 100.0  # 1 delivery in the last 10 steps
+    sig.update({"type": "failure", "kind": "backend_error", "step": 30})
+    sig.update({"type": "plan", "step": 31, "source": "fallback", "assignments": []})
+    assert sig.snapshot()["open_failures"] == 1
+    sig.update({"type": "plan", "step": 40, "source": "llm", "assignments": []})
+    assert sig.snapshot()["open_failures"] == 0
