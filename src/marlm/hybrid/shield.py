@@ -147,24 +147,27 @@ class Shield:
 
         # 1. Static obstacles, then conflicts between robots (compiled, see _resolve_kernel).
         wanted_move = _static_kernel(positions, actions, self.free, codes)
+        wanted = actions.copy()
         _resolve_kernel(positions, actions, order, codes, self._cell_of, self._claim)
 
-        # 2. Deadlock: robots held by other robots for k steps in a row get a yield move.
+        # 2. Deadlock: a robot held by another robot for k steps in a row -> one yield move.
         held = wanted_move & (actions == STAY)
         self._held = np.where(held, self._held + 1, 0)
         breaks = 0
         if (self._held >= self.deadlock_steps).any():
-            for i in order[::-1]:  # lowest priority yields first
-                if self._held[i] < self.deadlock_steps:
-                    continue
-                yield_action = self._yield_move(i, positions, actions)
-                if yield_action is not None:
-                    actions[i] = yield_action
-                    codes[i] = _CODE_YIELD
-                    self._held[i] = 0
-                    breaks += 1
-                    break  # one yield per step keeps the joint action easy to verify
-            if breaks:
+            # The rule of choose_yield (the blocker or the held robot steps aside), with the
+            # search compiled; the generator draws exactly as choose_yield draws.
+            robot, mask, held_robot = _choose_yield_kernel(
+                self._held, self.deadlock_steps, order, positions, wanted, actions, self.free,
+                self._cell_of, self._claim,
+            )  # fmt: skip
+            if robot >= 0:
+                options = [a for a in (UP, DOWN, LEFT, RIGHT) if mask & (1 << a)]
+                side = [a for a in options if _axis(a) != _axis(int(wanted[held_robot]))]
+                actions[robot] = int(self._rng.choice(side or options))
+                codes[robot] = _CODE_YIELD
+                self._held[held_robot] = 0
+                breaks = 1
                 _resolve_kernel(positions, actions, order, codes, self._cell_of, self._claim)
 
         overridden = actions != proposed
@@ -173,26 +176,136 @@ class Shield:
         self.deadlock_breaks += breaks
         return ShieldResult(actions, overridden, [_REASONS[c] for c in codes.tolist()], breaks)
 
-    def _yield_move(self, i: int, positions: np.ndarray, actions: np.ndarray) -> int | None:
-        """A move for robot ``i`` into a free, unoccupied cell no other robot enters; else None."""
-        h, w = self.free.shape
-        taken = np.zeros((h, w), dtype=bool)
-        taken[positions[:, 0], positions[:, 1]] = True
-        entered = positions + MOVES[actions]
-        taken[entered[:, 0], entered[:, 1]] = True
-        options = []
-        r, c = int(positions[i, 0]), int(positions[i, 1])
-        for a in (UP, DOWN, LEFT, RIGHT):
-            nr, nc = r + int(MOVES[a, 0]), c + int(MOVES[a, 1])
-            if 0 <= nr < h and 0 <= nc < w and self.free[nr, nc] and not taken[nr, nc]:
-                options.append(a)
-        if not options:
-            return None
-        return int(self._rng.choice(options))
+
+def yield_options(
+    robot: int, positions: np.ndarray, actions: np.ndarray, free: np.ndarray
+) -> list[int]:
+    """Moves of ``robot`` into a free cell that no robot occupies now or enters with ``actions``."""
+    h, w = free.shape
+    taken = {tuple(p) for p in positions.tolist()} | {
+        tuple(p) for p in (positions + MOVES[actions]).tolist()
+    }
+    r, c = int(positions[robot, 0]), int(positions[robot, 1])
+    out = []
+    for a in (UP, DOWN, LEFT, RIGHT):
+        cell = (r + int(MOVES[a, 0]), c + int(MOVES[a, 1]))
+        if 0 <= cell[0] < h and 0 <= cell[1] < w and free[cell] and cell not in taken:
+            out.append(a)
+    return out
+
+
+def choose_yield(
+    held_steps: np.ndarray,
+    k: int,
+    order: np.ndarray,
+    positions: np.ndarray,
+    wanted: np.ndarray,
+    actions: np.ndarray,
+    free: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[int, int, int] | None:
+    """Pick one yield move that breaks a deadlock: ``(robot, action, held_robot)`` or None.
+
+    For each robot held for at least ``k`` steps (lowest priority first), look at the robot in
+    the cell it wants (the blocker). Of the two, the one with lower priority steps aside into a
+    free cell nobody occupies or enters, off the held robot's line of travel when it can; if it
+    cannot move at all, the other tries. So a robot carrying an
+    order that waits behind an idle robot gets the idle robot out of its way, instead of being
+    sent aside itself and coming back to the same standoff.
+
+    Args:
+        held_steps: ``int[n]`` consecutive steps each robot has been held.
+        k: threshold (``deadlock_steps``).
+        order: ``int[n]`` robot indices from highest to lowest priority.
+        positions: ``int[n, 2]``; wanted: ``int[n]`` actions after the static check;
+        actions: ``int[n]`` the current safe joint action; free: ``bool[H, W]``.
+    """
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    cell_of = {tuple(p): j for j, p in enumerate(positions.tolist())}
+    for i in order[::-1]:
+        if held_steps[i] < k:
+            continue
+        target = tuple((positions[i] + MOVES[wanted[i]]).tolist())
+        j = cell_of.get(target)
+        if j is None or j == i:
+            candidates = [int(i)]
+        else:
+            candidates = [int(j), int(i)] if rank[j] > rank[i] else [int(i), int(j)]
+        for robot in candidates:
+            options = yield_options(robot, positions, actions, free)
+            if not options:
+                continue
+            # Prefer stepping off the held robot's line of travel (perpendicular moves); a
+            # blocker that moves along that line only stands in the way again a step later.
+            side = [a for a in options if _axis(a) != _axis(int(wanted[i]))]
+            return robot, int(rng.choice(side or options)), int(i)
+    return None
+
+
+def _axis(action: int) -> int:
+    """0 for up/down, 1 for left/right, -1 for stay."""
+    return -1 if action == STAY else (0 if action in (UP, DOWN) else 1)
 
 
 _CODE_STATIC, _CODE_ROBOT, _CODE_YIELD = 1, 2, 3
 _REASONS = (None, REASON_STATIC, REASON_ROBOT, REASON_YIELD)
+
+
+@njit(cache=True)
+def _choose_yield_kernel(
+    held, k, order, positions, wanted, actions, free, cell_of, taken
+):  # pragma: no cover - compiled
+    """:func:`choose_yield`'s search: ``(robot, options bitmask, held_robot)`` or ``(-1, 0, -1)``.
+
+    Same visiting order and candidates as :func:`choose_yield`; bit ``a`` of the mask is set
+    when action ``a`` moves ``robot`` into a free cell no robot occupies or enters. ``cell_of``
+    and ``taken`` are ``int64[H, W]`` grids holding -1; both are restored before returning.
+    """
+    h, w = free.shape
+    n = actions.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    for idx in range(n):
+        rank[order[idx]] = idx
+    for j in range(n):
+        cell_of[positions[j, 0], positions[j, 1]] = j
+        taken[positions[j, 0], positions[j, 1]] = 1
+        taken[positions[j, 0] + MOVES[actions[j], 0], positions[j, 1] + MOVES[actions[j], 1]] = 1
+    robot, mask, held_robot = -1, 0, -1
+    candidates = np.empty(2, dtype=np.int64)
+    for idx in range(n - 1, -1, -1):
+        i = order[idx]
+        if held[i] < k:
+            continue
+        tr = positions[i, 0] + MOVES[wanted[i], 0]
+        tc = positions[i, 1] + MOVES[wanted[i], 1]
+        j = cell_of[tr, tc] if 0 <= tr < h and 0 <= tc < w else -1
+        n_cand = 1
+        candidates[0] = i
+        if j >= 0 and j != i:
+            n_cand = 2
+            if rank[j] > rank[i]:
+                candidates[0], candidates[1] = j, i
+            else:
+                candidates[1] = j
+        for c_idx in range(n_cand):
+            m = 0
+            cand = candidates[c_idx]
+            for a in range(1, 5):
+                r = positions[cand, 0] + MOVES[a, 0]
+                c = positions[cand, 1] + MOVES[a, 1]
+                if 0 <= r < h and 0 <= c < w and free[r, c] and taken[r, c] < 0:
+                    m |= 1 << a
+            if m:
+                robot, mask, held_robot = cand, m, i
+                break
+        if robot >= 0:
+            break
+    for j in range(n):
+        cell_of[positions[j, 0], positions[j, 1]] = -1
+        taken[positions[j, 0], positions[j, 1]] = -1
+        taken[positions[j, 0] + MOVES[actions[j], 0], positions[j, 1] + MOVES[actions[j], 1]] = -1
+    return robot, mask, held_robot
 
 
 @njit(cache=True)

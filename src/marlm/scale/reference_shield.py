@@ -13,16 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from marlm.hybrid.shield import (
-    DOWN,
-    LEFT,
     MOVES,
     REASON_ROBOT,
     REASON_STATIC,
     REASON_YIELD,
-    RIGHT,
     STAY,
-    UP,
     ShieldResult,
+    choose_yield,
 )
 
 
@@ -113,23 +110,22 @@ class ReferenceShield:
             reasons[i] = REASON_STATIC
 
         wanted_move = actions != STAY
+        wanted = actions.copy()
         actions = self._resolve_robot_conflicts(positions, actions, rank, reasons)
 
-        # 2. Deadlock: robots held by other robots for k steps in a row get a yield move.
+        # 2. Deadlock: the same rule as the compiled shield (shared code).
         held = wanted_move & (actions == STAY)
         self._held = np.where(held, self._held + 1, 0)
         breaks = 0
-        for i in order[::-1]:  # lowest priority yields first
-            if self._held[i] < self.deadlock_steps:
-                continue
-            yield_action = self._yield_move(i, positions, actions)
-            if yield_action is not None:
-                actions[i] = yield_action
-                reasons[i] = REASON_YIELD
-                self._held[i] = 0
-                breaks += 1
-                break  # one yield per step keeps the joint action easy to verify
-        if breaks:
+        pick = choose_yield(
+            self._held, self.deadlock_steps, order, positions, wanted, actions, self.free, self._rng
+        )
+        if pick is not None:
+            robot, action, held_robot = pick
+            actions[robot] = action
+            reasons[robot] = REASON_YIELD
+            self._held[held_robot] = 0
+            breaks = 1
             actions = self._resolve_robot_conflicts(positions, actions, rank, reasons)
 
         overridden = actions != proposed
@@ -187,19 +183,3 @@ class ReferenceShield:
             if not changed:
                 return actions
         return actions  # pragma: no cover - the loop converges within n rounds
-
-    def _yield_move(self, i: int, positions: np.ndarray, actions: np.ndarray) -> int | None:
-        """A move for robot ``i`` into a free, unoccupied cell no other robot enters; else None."""
-        occupied = {tuple(p) for p in positions.tolist()}
-        entered = {tuple(p) for p in (positions + MOVES[actions]).tolist()}
-        options = []
-        for a in (UP, DOWN, LEFT, RIGHT):
-            cell = positions[i] + MOVES[a]
-            if not self._static_ok(cell[None, :])[0]:
-                continue
-            if tuple(cell) in occupied or tuple(cell) in entered:
-                continue
-            options.append(a)
-        if not options:
-            return None
-        return int(self._rng.choice(options))
