@@ -58,7 +58,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("tokens", "tokens"),
     ("step_latency_p50_ms", "step p50 ms"),
     ("step_latency_p99_ms", "step p99 ms"),
-    ("recovery_steps_total", "recovery steps"),
+    ("recovery_steps_mean", "recov steps/failure"),
     ("failures", "failures"),
     ("steps", "steps"),
     ("wall_s", "wall s"),
