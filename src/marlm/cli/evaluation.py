@@ -152,6 +152,14 @@ def compare(
             help="Cap steps for the LLM-only scheme (it calls the model every step).",
         ),
     ] = 30,
+    spread_seeds: Annotated[
+        int,
+        typer.Option(
+            "--spread-seeds",
+            min=1,
+            help="Also run the schemes without a model on this many seeds (delivered mean±sd).",
+        ),
+    ] = 5,
     out: Annotated[
         Path, typer.Option("--out", help="Folder for the runs, table and plots.")
     ] = Path("runs/compare"),
@@ -169,6 +177,7 @@ def compare(
         llm=llm,
         schemes=names,
         llm_only_steps=llm_only_steps,
+        spread_seeds=spread_seeds,
         out_dir=out,
         progress=lambda msg: _err.print(msg, markup=False, highlight=False),
     )

@@ -24,9 +24,9 @@ planner (through :func:`planner_decider`) or learns from it offline (:func:`marl
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -62,6 +62,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("failures", "failures"),
     ("steps", "steps"),
     ("wall_s", "wall s"),
+    ("delivered_spread", "delivered over seeds"),
 )
 
 
@@ -342,6 +343,7 @@ def compare_schemes(
     llm_only_steps: int | None = 30,
     tick_ms: float = 0.0,
     sync_planner: bool = True,
+    spread_seeds: int = 5,
     out_dir: str | Path = "runs/compare",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -356,6 +358,10 @@ def compare_schemes(
         tick_ms, sync_planner: the controller's timing. The default (``sync_planner=True``, no
             tick) makes every row reproducible: the planner answers within the step it was asked
             in, so LLM latency shows in the latency and wall-time columns, not in deliveries.
+        spread_seeds: schemes without a model also run on seeds ``seed + 1 ..
+            seed + spread_seeds - 1``; their row gets ``delivered_spread`` (mean ± standard
+            deviation of delivered over those seeds), to tell a real gap from seed noise. Rows
+            with a model get none (it would cost minutes per seed). 1 turns it off.
         out_dir: each scheme's run folder goes to ``out_dir/<scheme>``; the table to
             ``out_dir/compare.json`` and ``out_dir/compare.txt``, the plot to ``compare.png``.
         progress: called with one line of text per scheme.
@@ -373,7 +379,6 @@ def compare_schemes(
     say = progress or (lambda _msg: None)
     planners_ok = _supported("planner")
     executors_ok = _supported("executor")
-    executors_ok.add("llm")  # LLMMoveExecutor below, whatever the controller offers
     available = [
         name
         for name, s in SCHEMES.items()
@@ -419,15 +424,6 @@ def compare_schemes(
         s = SCHEMES[name]
         n_steps = min(steps, llm_only_steps) if (name == "llm_only" and llm_only_steps) else steps
         move_executor = LLMMoveExecutor(model) if s["executor"] == "llm" else None
-        executor_name = s["executor"]
-        if move_executor is not None and "llm" not in _supported("executor"):
-            # The controller has no "llm" executor name yet: run() uses the object passed as the
-            # policy for executor "rl" as it is, so the LLM executor goes in that slot.
-            executor_name = "rl"
-            notes.append(
-                f"{name}: LLM move executor ran in the controller's 'rl' executor slot (its "
-                "trace's config says executor rl)"
-            )
         config = run_config(
             layout=layout,
             orders=orders,
@@ -436,7 +432,7 @@ def compare_schemes(
             steps=n_steps,
             seed=seed,
             planner=s["planner"],
-            executor=executor_name,
+            executor=s["executor"],
             shield=s["shield"],
             sync_planner=sync_planner,
             tick_ms=tick_ms,
@@ -446,7 +442,11 @@ def compare_schemes(
             planner = LLMPlanner(model)
         elif s["planner"] == "rule":
             planner = build_planner("rule")
-        else:  # a planner the controller knows by name (e.g. team)
+        elif s["planner"] == "team":
+            from .team_planner import TeamPlanner
+
+            planner = TeamPlanner(model)  # shares the one loaded model
+        else:
             planner = build_planner(s["planner"], llm=llm)
         say(
             f"running {name} ({s['planner']} planner, {s['executor']} executor, "
@@ -454,11 +454,7 @@ def compare_schemes(
         )
         kwargs: dict[str, Any] = {"planner": planner, "policy": policy}
         if move_executor is not None:
-            params = inspect.signature(run).parameters
-            if executor_name == "rl":
-                kwargs["policy"] = move_executor
-            elif "executor" in params:
-                kwargs["executor"] = move_executor
+            kwargs["executor"] = move_executor
         t0 = time.perf_counter()
         result = run(config, out / name, **kwargs)
         wall = time.perf_counter() - t0
@@ -474,6 +470,17 @@ def compare_schemes(
             )
             row["llm_move_calls"] = move_executor.calls
             row["llm_move_invalid"] = move_executor.invalid
+        uses_llm = s["planner"] != "rule" or s["executor"] == "llm"
+        if spread_seeds > 1 and not uses_llm:
+            # The same scheme on other seeds (cheap without a model): is a gap between rows noise?
+            delivered = [m.get("delivered") or 0]
+            for extra in range(1, spread_seeds):
+                other = config.model_copy(update={"seed": seed + extra})
+                extra_run = run(other, out / "spread" / f"{name}-seed{seed + extra}", **kwargs)
+                delivered.append(extra_run.metrics.get("delivered") or 0)
+            row["delivered_spread"] = (
+                f"{statistics.mean(delivered):.1f}±{statistics.stdev(delivered):.1f}"
+            )
         rows.append(row)
         say(
             f"  {name}: delivered {m.get('delivered')}, collisions {m.get('collisions')}, "
