@@ -115,3 +115,24 @@ def test_no_collision_after_the_shield_for_any_proposal(world):
         assert ok, why
         assert (res.overridden == (res.actions != actions)).all()
         pos = pos + MOVES[res.actions]
+
+
+def test_an_idle_blocker_steps_aside_for_a_robot_with_a_task():
+    # Robot 0 (carrying, high priority) wants to pass robot 1, which stays idle in a corridor
+    # with a pocket above robot 1. Sending robot 0 aside would only repeat the standoff.
+    free = np.zeros((2, 5), dtype=bool)
+    free[1, :] = True
+    free[0, 2] = True
+    shield = Shield(free, 2, deadlock_steps=2, seed=0)
+    pos = np.array([[1, 1], [1, 2]])
+    priority = np.array([2.0, 0.0])
+    moved_aside = None
+    for step in range(4):
+        res = shield.filter(pos, np.array([RIGHT, STAY]), priority)
+        ok, why = is_safe(pos, res.actions, free)
+        assert ok, why
+        if res.deadlock_breaks:
+            moved_aside = (step, res.actions.tolist(), res.reasons)
+        pos = pos + MOVES[res.actions]
+    assert moved_aside == (1, [STAY, UP], ["robot", "yield"])
+    assert pos.tolist() == [[1, 3], [0, 2]]  # robot 0 went past

@@ -118,6 +118,17 @@ def _priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
     )
 
 
+def failure_kind(error: str | None) -> str:
+    """Trace ``failure`` kind of a fallback plan's error: timeout, backend_error or
+    invalid_llm_answer (the planners' error texts start with the reason)."""
+    error = error or ""
+    if error.startswith(("timeout", "team ended with timeout")):
+        return "timeout"
+    if error.startswith(("backend", "team ended with backend_error")):
+        return "backend_error"
+    return "invalid_llm_answer"
+
+
 def order_event(env: WarehouseEnv, event: str, order_id: str, robot: str | None, step: int) -> dict:
     """Fields of a trace ``order`` event (see docs/trace-schema.md)."""
     order = env.orders[order_id]
@@ -219,12 +230,7 @@ class Controller:
         record["applied"] = [{"robot": r, "order": o} for r, o in applied]
         self._emit("plan", step=step, **record)
         if plan.source == "fallback":
-            kind = (
-                "backend_error"
-                if (plan.error or "").startswith("backend")
-                else "invalid_llm_answer"
-            )
-            self._emit("failure", kind=kind, step=step, detail=plan.error)
+            self._emit("failure", kind=failure_kind(plan.error), step=step, detail=plan.error)
 
     def _maybe_plan(self) -> None:
         if self.async_planner is not None:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from marlm.llm.backends import BackendError, ChatModel
+from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 
 PRIORITY_RANK = {"urgent": 0, "normal": 1, "low": 2}
 PROMPT_VERSION = "assign-v1"
@@ -291,8 +291,8 @@ class LLMPlanner:
                 result = self.model.chat(
                     messages, schema=schema, max_tokens=self.max_tokens, temperature=0.0
                 )
-            except BackendError as e:
-                error = f"backend error: {e}"
+            except BackendError as e:  # BackendTimeout included
+                error = f"{'timeout' if isinstance(e, BackendTimeout) else 'backend error'}: {e}"
                 calls.append(
                     LLMCall(
                         list(messages),

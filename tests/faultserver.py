@@ -1,0 +1,128 @@
+"""A fault-injecting OpenAI-compatible HTTP server on loopback, for exact-step failure tests.
+
+Modes by the first path segment of the base URL: hang (accepts, never answers), 500, whitespace
+(streams spaces forever), truncated_body, truncated_content, flaky (500 once, then an answer),
+picky (rejects both structured-output shapes). The fixtures that start it are in conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def completion(content: str, finish: str = "stop") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fault",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fault",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+
+
+FINISH = '{"type": "finish", "answer": "ok"}'
+CUT = '{"type": "call_tool", "tool": "assign", "args": {"robot": 3, "order": '
+
+
+class FaultServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), FaultHandler)
+        self.stop = threading.Event()
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+    def base(self, mode: str) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/{mode}/v1"
+
+    def count(self, mode: str) -> int:
+        with self.lock:
+            return sum(1 for m, _ in self.requests if m == mode)
+
+    def bodies(self, mode: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for m, b in self.requests if m == mode]
+
+
+class FaultHandler(BaseHTTPRequestHandler):
+    """Modes by the first path segment: hang, 500, whitespace, truncated_body, truncated_content,
+    flaky (500 once per client, then a finish), picky (rejects both structured-output shapes)."""
+
+    server: FaultServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        mode = self.path.strip("/").split("/")[0]
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with self.server.lock:
+            self.server.requests.append((mode, body))
+            n = sum(1 for m, _ in self.server.requests if m == mode)
+        if mode == "hang":
+            self.server.stop.wait(120)
+            return
+        if mode == "500" or (mode == "flaky" and n % 2 == 1):
+            self._json(500, {"error": {"message": "injected server error"}})
+            return
+        if mode == "whitespace":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            end = time.monotonic() + 120
+            try:
+                while not self.server.stop.is_set() and time.monotonic() < end:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.02)
+            except OSError:
+                pass
+            return
+        if mode == "truncated_body":
+            data = json.dumps(completion(FINISH)).encode()[:60]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if mode == "truncated_content":
+            self._json(200, completion(CUT, "length"))
+            return
+        if mode == "picky":
+            rf = body.get("response_format") or {}
+            if rf.get("type") == "json_schema":
+                self._json(400, {"error": {"message": "response_format json_schema unsupported"}})
+                return
+            if rf.get("type") == "json_object":
+                self._json(500, {"error": {"message": "literal_error at response_format.type"}})
+                return
+        self._json(200, completion(FINISH))
