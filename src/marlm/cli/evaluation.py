@@ -51,7 +51,7 @@ def replay(
         typer.Option(
             "--scheme",
             help="llm: re-run the LLM planner at every recorded decision; rule: the rule planner; "
-            "rl: batch Q-learning over the recorded transitions.",
+            "team: the team planner; rl: batch Q-learning over the recorded transitions.",
         ),
     ] = "llm",
     llm: Annotated[

@@ -166,11 +166,11 @@ def replay_trace(
     sweeps: int = 20,
     planner: Any | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Replay a recorded trace under ``scheme`` (``llm``, ``rule`` or ``rl``).
+    """Replay a recorded trace under ``scheme`` (``llm``, ``rule``, ``team`` or ``rl``).
 
     Args:
         trace: trace file or run folder.
-        scheme: ``llm``/``rule``: re-decide every recorded planner decision with that planner;
+        scheme: ``llm``/``rule``/``team``: re-decide every recorded planner decision with that planner;
             ``rl``: batch Q-learning over the recorded transitions.
         llm: backend for ``scheme="llm"`` (see :func:`marlm.hybrid.make_model`).
         limit: replay at most this many decisions. sweeps: passes over the data for ``rl``.
@@ -183,8 +183,8 @@ def replay_trace(
     Raises:
         InputError: unknown scheme, unreadable trace, or nothing to replay.
     """
-    if scheme not in ("llm", "rule", "rl"):
-        raise InputError(f"got {scheme!r}; allowed: llm, rule, rl", field="--scheme")
+    if scheme not in ("llm", "rule", "team", "rl"):
+        raise InputError(f"got {scheme!r}; allowed: llm, rule, team, rl", field="--scheme")
     read = read_trace(trace)
     if scheme == "rl":
         return replay_rl(read.events, sweeps=sweeps), read.warnings
