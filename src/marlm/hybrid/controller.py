@@ -40,6 +40,7 @@ from marlm.hybrid.planner import (
     call_record,
     plan_record,
 )
+from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.shield import Shield
 
 PlannerName = Literal["llm", "rule", "team"]
@@ -199,6 +200,8 @@ class Controller:
         self.events: list[dict[str, Any]] = []
         self._last_key: tuple | None = None
         self._call_id = 0
+        self.in_flight_since: int | None = None  # step at which the running request was made
+        self.last_overridden = np.zeros(len(env.possible_agents), dtype=bool)
 
     def _emit(self, type_: str, **fields: Any) -> None:
         self.trace.write(type_, **fields)
@@ -236,6 +239,7 @@ class Controller:
         if self.async_planner is not None:
             done = self.async_planner.poll()
             if done is not None:
+                self.in_flight_since = None
                 self._apply(done)
         snap = snapshot_of(self.env)
         if not snap.pending or not snap.idle:
@@ -248,6 +252,7 @@ class Controller:
             self._apply(self.planner.plan(snap))
         elif self.async_planner.submit(snap):
             self._last_key = key
+            self.in_flight_since = snap.step
 
     # -- control ----------------------------------------------------------------------------
     def step(self, observations: dict[str, np.ndarray]) -> tuple[dict, dict, dict, dict, dict]:
@@ -264,6 +269,7 @@ class Controller:
             res = self.shield.filter(env.robot_positions, proposed, _priority(env, agents))
             actions = res.actions
             overrides = [agents[i] for i in np.flatnonzero(res.overridden)]
+            self.last_overridden = res.overridden
             breaks = res.deadlock_breaks
         latency_ms = (time.perf_counter() - t0) * 1e3
         step = env.step_count
@@ -288,6 +294,15 @@ class Controller:
         for e in env.last_events:
             self._emit("order", **env_order_event(env, e))
         return out
+
+    def status(self) -> str:
+        """One line for the episode animation: step, deliveries, what the planner is doing."""
+        env = self.env
+        if self.in_flight_since is not None:
+            planner = f"{self.planner.name}: thinking since step {self.in_flight_since}"
+        else:
+            planner = f"{self.planner.name}: idle"
+        return f"step {env.step_count}  delivered {len(env.delivered)}/{len(env.orders)}  {planner}"
 
     def close(self, wait: bool = True) -> None:
         """Apply a plan still in flight (when ``wait``) and stop the planner thread."""
@@ -346,7 +361,6 @@ def run(
         n_robots=config.n_robots,
         max_steps=config.steps,
         auto_assign=False,
-        render_mode="rgb_array" if config.gif else None,
     )
     out = Path(out_dir)  # created only once the inputs are known to be good
     out.mkdir(parents=True, exist_ok=True)
@@ -390,7 +404,9 @@ def run(
         try:
             while env.agents:
                 if config.gif:
-                    frames.append(env.render())
+                    frames.append(
+                        render_frame(env, status=ctl.status(), overridden=ctl.last_overridden)
+                    )
                 obs, _, terms, truncs, _ = ctl.step(obs)
                 if progress is not None:
                     progress(env.step_count, config.steps)
