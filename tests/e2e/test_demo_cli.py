@@ -94,50 +94,90 @@ def test_demo_trace_matches_its_metrics(demo_run):
         assert call["messages"] and call["latency_ms"] > 0 and "valid" in call
 
 
+def run_main(argv: list[str], capsys) -> tuple[int, str]:
+    """Run the real ``marlm`` entry point in process; return (exit code, stderr)."""
+    from marlm.cli import main
+
+    old = sys.argv
+    sys.argv = ["marlm", *argv]
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    finally:
+        sys.argv = old
+    return code, capsys.readouterr().err
+
+
+GOOD_MAP = "#######\n#R.S.P#\n#R....#\n#######\n"
 BAD_MAPS = {
-    "unknown character": ("#####\n#R.Z#\n#P..#\n#####\n", "'Z'"),
-    "no station": ("#####\n#R.S#\n#...#\n#####\n", "station"),
+    "unknown character": ("#####\n#R.Z#\n#P..#\n#####\n", [], "'Z'"),
+    "no station": ("#####\n#R.S#\n#...#\n#####\n", [], "station"),
+    "unreachable shelf": ("#######\n#R.P###\n#...#S#\n#######\n", [], "S2-5"),
+    "more robots than free cells": (GOOD_MAP, ["--robots", "50"], "robots"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_MAPS))
-def test_bad_map_is_one_line_exit_2_and_no_complete_run_folder(tmp_path, case):
-    text, needle = BAD_MAPS[case]
+def test_bad_map_is_one_line_exit_2_and_no_complete_run_folder(tmp_path, capsys, case):
+    text, extra, needle = BAD_MAPS[case]
     map_file = tmp_path / "bad_map.txt"
     map_file.write_text(text)
     out = tmp_path / "run"
-    proc = marlm(
-        "demo", "--layout", str(map_file), "--planner", "rule", "--out", str(out), cwd=tmp_path
+    code, err = run_main(
+        ["demo", "--layout", str(map_file), "--planner", "rule", "--out", str(out), *extra], capsys
     )
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("marlm: error:")]
-    assert len(lines) == 1 and "bad_map.txt" in lines[0] and needle in lines[0], proc.stderr
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("marlm: error:"), err
+    assert "bad_map.txt" in lines[0] and needle in lines[0], err
     assert not (out / "metrics.json").exists()
 
 
-def test_bad_order_file_names_file_line_and_field(tmp_path):
+GOOD_ORDER = {"id": "A", "shelf": "S1-3", "priority": "urgent", "arrival": 0, "deadline": 50}
+BAD_ORDERS = {
+    "unknown shelf": ({"shelf": "S9-9"}, "shelf"),
+    "bad priority": ({"priority": "asap"}, "priority"),
+    "duplicate id": ({"id": "A"}, "id"),
+    "deadline before arrival": ({"arrival": 30, "deadline": 10}, "deadline"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ORDERS))
+def test_bad_order_file_names_file_line_and_field(tmp_path, capsys, case):
+    change, field = BAD_ORDERS[case]
+    map_file = tmp_path / "map.txt"
+    map_file.write_text(GOOD_MAP)
     orders = tmp_path / "orders.jsonl"
-    good = {"id": "A", "shelf": "?", "priority": "urgent", "arrival": 0, "deadline": 50, "note": ""}
-    orders.write_text(
-        json.dumps(good) + "\n" + json.dumps({**good, "id": "B", "priority": "asap"}) + "\n"
-    )
-    proc = marlm(
-        "demo",
-        "--orders",
-        str(orders),
-        "--planner",
-        "rule",
-        "--out",
-        str(tmp_path / "r"),
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
-    assert "orders.jsonl:" in proc.stderr
+    second = {**GOOD_ORDER, "id": "B", **change}
+    orders.write_text(json.dumps(GOOD_ORDER) + "\n" + json.dumps(second) + "\n")
+    out = tmp_path / "run"
+    code, err = run_main(
+        ["demo", "--layout", str(map_file), "--orders", str(orders), "--planner", "rule",
+         "--out", str(out)],
+        capsys,
+    )  # fmt: skip
+    assert code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "orders.jsonl:2:" in lines[0] and f"'{field}'" in lines[0], err
+    assert not (out / "metrics.json").exists()
 
 
-def test_bad_option_value_exits_2(tmp_path):
+def test_order_file_that_is_not_utf8_names_the_line(tmp_path, capsys):
+    orders = tmp_path / "orders.jsonl"
+    orders.write_bytes(json.dumps(GOOD_ORDER).encode() + b"\n" + b'{"id": "\xff\xfe"}\n')
+    map_file = tmp_path / "map.txt"
+    map_file.write_text(GOOD_MAP)
+    code, err = run_main(["demo", "--layout", str(map_file), "--orders", str(orders),
+                          "--planner", "rule", "--out", str(tmp_path / "run")], capsys)  # fmt: skip
+    assert code == 2 and "Traceback" not in err
+    assert "orders.jsonl:2" in err and "UTF-8" in err
+
+
+def test_bad_option_value_exits_2_through_the_console_script(tmp_path):
     proc = marlm("demo", "--steps", "0", "--planner", "rule", cwd=tmp_path)
     assert proc.returncode == 2
     assert "--steps" in proc.stderr and "Traceback" not in proc.stderr

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from marlm.errors import InputError
 from marlm.hybrid import DEFAULT_TRAINING, build_planner, cached_policy
-from marlm.hybrid.controller import run, run_config
+from marlm.hybrid.controller import make_env, run, run_config
 from marlm.hybrid.executor import (
     GreedyExecutor,
     QExecutor,
@@ -125,6 +125,7 @@ def demo(
         tick_ms=tick_ms,
         gif=gif,
     )
+    make_env(config)  # check the map, orders and robot count before any other work
     out = out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
     with _progress() as bar:
         q = None

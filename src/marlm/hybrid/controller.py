@@ -314,6 +314,22 @@ class Controller:
             self.async_planner.close()
 
 
+def make_env(config: RunConfig) -> WarehouseEnv:
+    """The environment of a run (``auto_assign=False``: the planner assigns).
+
+    Building it checks the map, the order file and the robot count, so callers build it first
+    to fail before any other work. Raises :class:`InputError` naming the file, line and field.
+    """
+    return WarehouseEnv(
+        layout=config.layout,
+        orders=config.orders,
+        n_orders=config.n_orders,
+        n_robots=config.n_robots,
+        max_steps=config.steps,
+        auto_assign=False,
+    )
+
+
 def make_executor(name: ExecutorName, policy: QExecutor | None = None) -> Any:
     """An executor by name; ``"rl"`` needs a trained ``policy``; ``"llm"`` is built by the caller."""
     if name == "llm":
@@ -354,14 +370,7 @@ def run(
     """
     import json
 
-    env = WarehouseEnv(
-        layout=config.layout,
-        orders=config.orders,
-        n_orders=config.n_orders,
-        n_robots=config.n_robots,
-        max_steps=config.steps,
-        auto_assign=False,
-    )
+    env = make_env(config)
     out = Path(out_dir)  # created only once the inputs are known to be good
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
