@@ -38,3 +38,65 @@ def test_backend_fault_falls_back_to_the_rule_and_robots_keep_moving(
         assert first_plan["step"] > first_plan["step_requested"]
     kinds = {f["kind"] for f in events if f["type"] == "failure"} - {"deadlock_break"}
     assert kinds == {reason.replace(" ", "_")}
+
+
+class SlowModel:
+    """Fault injector: a valid but late answer (the first pair of ids the schema allows)."""
+
+    name = "slow"
+
+    def __init__(self, delay_s: float):
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0, seed=None):
+        import json
+        import time
+
+        from marlm.llm.backends import ChatResult
+
+        self.calls += 1
+        time.sleep(self.delay_s)
+        items = schema["properties"]["assignments"]["items"]["properties"]
+        n = schema["properties"]["assignments"]["minItems"]
+        pairs = [
+            {"robot": r, "order": o}
+            for r, o in zip(items["robot"]["enum"][:n], items["order"]["enum"][:n], strict=True)
+        ]
+        return ChatResult(json.dumps({"assignments": pairs}), 10, 10, self.delay_s, "stop", "slow")
+
+
+def test_past_the_deadline_the_rule_stands_in_and_the_late_answer_still_counts(tmp_path):
+    model = SlowModel(delay_s=0.6)
+    config = run_config(
+        steps=300,
+        tick_ms=5,
+        planner="llm",
+        executor="greedy",
+        gif=False,
+        seed=2,
+        plan_deadline_s=0.1,
+    )
+    result = run(config, tmp_path / "deadline", planner=LLMPlanner(model))
+    events = read_trace(result.files["trace"]).events
+    plans = [e for e in events if e["type"] == "plan"]
+    sources = [p["source"] for p in plans]
+    assert "deadline" in sources and "llm" in sources
+    first_deadline = next(p for p in plans if p["source"] == "deadline")
+    first_llm = next(p for p in plans if p["source"] == "llm")
+    # The rule stood in before the model's first answer arrived, and robots got work from it.
+    assert first_deadline["step"] < first_llm["step"]
+    assert first_deadline["applied"]
+    assert result.metrics["planner_deadlines"] == sources.count("deadline")
+    assert result.metrics["delivered"] > 0 and result.metrics["collisions"] == 0
+    kinds = [e["kind"] for e in events if e["type"] == "failure"]
+    assert kinds.count("planner_deadline") == sources.count("deadline")
+
+
+def test_without_a_deadline_idle_robots_wait_for_the_model(tmp_path):
+    model = SlowModel(delay_s=0.3)
+    config = run_config(steps=120, tick_ms=5, planner="llm", executor="greedy", gif=False, seed=2)
+    result = run(config, tmp_path / "wait", planner=LLMPlanner(model))
+    plans = [e for e in read_trace(result.files["trace"]).events if e["type"] == "plan"]
+    assert plans and {p["source"] for p in plans} == {"llm"}
+    assert all(p["step"] > p["step_requested"] for p in plans)  # answers arrive steps later

@@ -66,6 +66,7 @@ def metrics_table(m: dict, title: str) -> Table:
         ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
         ("LLM calls", _fmt(m.get("llm_calls"))),
         ("LLM fallbacks", _fmt(m.get("llm_fallbacks"))),
+        ("rule stand-ins past the LLM deadline", _fmt(m.get("planner_deadlines"))),
         ("mean LLM latency (ms)", _fmt(m.get("llm_latency_mean_ms"))),
         ("control step p50 (ms)", _fmt(m.get("step_latency_p50_ms"))),
         ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
@@ -101,6 +102,12 @@ def demo(
     tick_ms: Annotated[
         float, typer.Option(help="Control period in ms (0 = as fast as possible).")
     ] = 40.0,
+    plan_deadline: Annotated[
+        float,
+        typer.Option(
+            help="Seconds to wait for the LLM before the rule assigns idle robots (0: wait)."
+        ),
+    ] = 2.0,
     policy: Annotated[
         Path | None, typer.Option(help="Executor Q-table (.npz); default: cached or trained now.")
     ] = None,
@@ -124,6 +131,7 @@ def demo(
         sync_planner=sync,
         tick_ms=tick_ms,
         gif=gif,
+        plan_deadline_s=plan_deadline,
     )
     make_env(config)  # check the map, orders and robot count before any other work
     out = out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")

@@ -39,6 +39,7 @@ from marlm.hybrid.planner import (
     Snapshot,
     call_record,
     plan_record,
+    rule_assign,
 )
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.shield import Shield
@@ -66,6 +67,8 @@ class RunConfig(BaseModel):
             running it on its own thread (real-time behaviour).
         tick_ms: control period in milliseconds; the loop sleeps out the rest of each tick
             (0 runs as fast as possible). Real robots have a control period; so does the demo.
+        plan_deadline_s: with an asynchronous planner, seconds after which the rule assigns the
+            idle robots instead of waiting longer for the model (0: wait for the model).
         gif: record frames and write ``episode.gif``.
     """
 
@@ -82,10 +85,11 @@ class RunConfig(BaseModel):
     shield: bool = True
     sync_planner: bool = False
     tick_ms: float = Field(0.0, ge=0)
+    plan_deadline_s: float = Field(0.0, ge=0)
     gif: bool = True
 
 
-_OPTION_OF = {"n_robots": "robots", "sync_planner": "sync"}
+_OPTION_OF = {"n_robots": "robots", "sync_planner": "sync", "plan_deadline_s": "plan_deadline"}
 
 
 def run_config(**settings: Any) -> RunConfig:
@@ -187,6 +191,7 @@ class Controller:
         trace: TraceWriter,
         *,
         sync_planner: bool = False,
+        plan_deadline_s: float = 0.0,
         seed: int = 0,
     ) -> None:
         self.env = env
@@ -201,6 +206,9 @@ class Controller:
         self._last_key: tuple | None = None
         self._call_id = 0
         self.in_flight_since: int | None = None  # step at which the running request was made
+        self.plan_deadline_s = plan_deadline_s
+        self._in_flight_t0 = 0.0
+        self._stand_in_key: tuple | None = None  # the situation the rule last stood in for
         self.last_overridden = np.zeros(len(env.possible_agents), dtype=bool)
 
     def _emit(self, type_: str, **fields: Any) -> None:
@@ -244,6 +252,9 @@ class Controller:
         snap = snapshot_of(self.env)
         if not snap.pending or not snap.idle:
             return
+        if self.in_flight_since is not None:
+            self._maybe_stand_in(snap)
+            return
         key = snap.key()
         if key == self._last_key:
             return
@@ -253,6 +264,25 @@ class Controller:
         elif self.async_planner.submit(snap):
             self._last_key = key
             self.in_flight_since = snap.step
+            self._in_flight_t0 = time.perf_counter()
+            self._stand_in_key = None
+
+    def _maybe_stand_in(self, snap: Snapshot) -> None:
+        """Past the planning deadline the rule stands in for the late model: it assigns the idle
+        robots, and again whenever the situation changes, until the model answers. A slow model
+        so costs at most ``plan_deadline_s`` of idle time per request; its late answer is still
+        applied for the robots and orders that are free when it arrives."""
+        if self.plan_deadline_s <= 0 or snap.key() == self._stand_in_key:
+            return
+        waited = time.perf_counter() - self._in_flight_t0
+        if waited < self.plan_deadline_s:
+            return
+        self._stand_in_key = snap.key()
+        error = (
+            f"planner deadline: no answer after {waited:.2f} s (deadline {self.plan_deadline_s} s)"
+        )
+        self._emit("failure", kind="planner_deadline", step=self.env.step_count, detail=error)
+        self._apply(Plan(rule_assign(snap), "deadline", snap, [], error))
 
     # -- control ----------------------------------------------------------------------------
     def step(self, observations: dict[str, np.ndarray]) -> tuple[dict, dict, dict, dict, dict]:
@@ -391,6 +421,7 @@ def run(
             shield,
             trace,
             sync_planner=config.sync_planner,
+            plan_deadline_s=config.plan_deadline_s,
             seed=config.seed,
         )
         obs, _ = env.reset(seed=config.seed)
@@ -433,6 +464,9 @@ def run(
     metrics["scheme"] = f"{config.planner}+{config.executor}" + ("+shield" if config.shield else "")
     metrics["deadlock_breaks"] = shield.deadlock_breaks if shield is not None else 0
     metrics["orders_total"] = len(env.orders)
+    metrics["planner_deadlines"] = sum(
+        1 for e in events if e["type"] == "plan" and e["source"] == "deadline"
+    )
     curves = reward_curves(events)
     if curves:
         files["reward_curves"] = plot_reward_curves(
