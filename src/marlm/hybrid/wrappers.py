@@ -1,0 +1,60 @@
+"""The shield as a PettingZoo wrapper: safety composed around the raw dynamics, not inside them.
+
+``ShieldWrapper(WarehouseEnv(...))`` is itself a ``ParallelEnv``: any learner or script that
+steps it gets the shield's guarantees (no robot moves into a wall or shelf, no two robots in one
+cell, no swaps) without the environment knowing about it. The hybrid controller uses the
+:class:`marlm.hybrid.shield.Shield` directly because it also records the overrides in its trace;
+both apply the same rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pettingzoo.utils.wrappers import BaseParallelWrapper
+
+from marlm.envs.warehouse import WarehouseEnv
+
+from .shield import Shield
+
+
+class ShieldWrapper(BaseParallelWrapper):
+    """Filter every joint action through a :class:`Shield` before the wrapped env steps.
+
+    Args:
+        env: a :class:`WarehouseEnv` (or a wrapper around one).
+        deadlock_steps: the shield's deadlock threshold k.
+        seed: seed of the shield's yield choices.
+
+    Information:
+        Adds ``infos[agent]["shield_override"]`` (bool): the agent's action was replaced.
+        Robots carrying an order get priority for contested cells, then robots with a task.
+    """
+
+    def __init__(self, env: WarehouseEnv, *, deadlock_steps: int = 4, seed: int | None = None):
+        super().__init__(env)
+        base = env.unwrapped
+        self.shield = Shield(base.layout.free, len(base.possible_agents), deadlock_steps, seed)
+
+    def reset(self, seed=None, options=None):
+        self.shield.reset()
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        base = self.env.unwrapped
+        agents = list(base.agents)
+        index = {a: i for i, a in enumerate(base.possible_agents)}
+        proposed = np.zeros(len(base.possible_agents), dtype=np.int64)  # absent robots stay
+        for agent, action in actions.items():
+            proposed[index[agent]] = int(action)
+        priority = np.array(
+            [2.0 * base.carrying(a) + (base.task_of(a) is not None) for a in base.possible_agents]
+        )
+        result = self.shield.filter(base.robot_positions, proposed, priority)
+        safe = {a: int(result.actions[index[a]]) for a in agents}
+        obs, rewards, terms, truncs, infos = self.env.step(safe)
+        for agent in infos:
+            infos[agent] = {
+                **infos[agent],
+                "shield_override": bool(result.overridden[index[agent]]),
+            }
+        return obs, rewards, terms, truncs, infos
