@@ -276,10 +276,10 @@ def run_notes_only(
     out_dir: str | Path,
     *,
     layout: str = "small",
-    n_orders: int = 30,
+    n_orders: int = 40,
     n_robots: int | None = 2,
-    steps: int = 500,
-    horizon: int = 300,
+    steps: int = 600,
+    horizon: int = 200,
     seed: int = 1,
     notes: Sequence[LabelledNote] | str | Path | None = None,
 ) -> list[dict[str, Any]]:
