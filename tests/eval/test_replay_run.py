@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from marlm.eval.trace import read_trace
 from marlm.hybrid.compare import replay_trace
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.planner import LLMPlanner, RulePlanner
@@ -39,8 +40,10 @@ def test_rule_replayed_on_its_own_trace_agrees_at_every_decision(rule_run: Path)
 def test_rl_replay_on_a_real_trace(rule_run: Path) -> None:
     report, _ = replay_trace(rule_run, scheme="rl", sweeps=5)
     agents = report["agents"]
+    n_steps = sum(1 for e in read_trace(rule_run).events if e["type"] == "step")
+    assert n_steps == 120
     assert [a["agent"] for a in agents] == [f"robot_{i}" for i in range(len(agents))]
-    assert all(a["transitions"] == 119 for a in agents)  # 120 steps, the last has no next state
+    assert all(a["transitions"] == n_steps - 1 for a in agents)  # the last step has no next state
     assert report["return_sum"] == pytest.approx(sum(a["return"] for a in agents))
 
 
