@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 CLI = [sys.executable, "-c", "from marlm.cli import main; main()"]
@@ -22,6 +23,30 @@ def test_train_gridworld_writes_the_run_folder(tmp_path):
     assert abs(metrics["value_start"] - 0.7285) < 0.005 and metrics["greedy_path_length"] == 6
     assert (tmp_path / "gw" / "curves.png").stat().st_size > 1000
     assert "value_start" in p.stdout
+
+
+def test_train_gridworld_with_the_llm_reward_costs_one_evaluation_per_state(tmp_path):
+    # The real embedded model (SmolLM2-135M) scores every cell the agent steps into; the cache
+    # keeps the cost at <= 16 cells x 3 paraphrased samples whatever the number of steps.
+    p = run(
+        "train", "gridworld", "--reward", "llm", "--llm-samples", "3", "--episodes", "5",
+        "--out", "gwllm", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    metrics = json.loads((tmp_path / "gwllm" / "metrics.json").read_text())
+    calls, hits = metrics["llm/reward_calls"], metrics["llm/reward_cache_hits"]
+    distinct, k = metrics["reward/distinct_states"], metrics["llm/reward_samples"]
+    assert k == 3 and 1 <= distinct <= 16
+    assert calls == k * metrics["llm/reward_evaluations"] <= distinct * k
+    assert metrics["llm/reward_evaluations"] == distinct  # one evaluation per distinct state
+    with np.load(tmp_path / "gwllm" / "episodes.npz") as episodes:
+        steps = int(episodes["length"].sum())
+        assert np.isfinite(episodes["returns"]).all()
+    # every step asked the reward function once: a cache hit or a new evaluation
+    assert hits == steps - distinct and hits > 0
+    assert np.isfinite(metrics["value_start"])
+    for name in ("llm/reward_calls", "llm/reward_cache_hits"):
+        assert name in p.stdout
 
 
 def test_train_race_then_diagnose(tmp_path):

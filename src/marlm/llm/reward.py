@@ -189,6 +189,7 @@ class LLMReward:
     def stats(self) -> dict[str, int]:
         """Counters under fixed names (``llm/reward_calls``, ``llm/reward_cache_hits``, ...)."""
         return {
+            "llm/reward_samples": self.k,  # model calls per evaluation: calls <= k * evaluations
             "llm/reward_calls": self.calls,
             "llm/reward_cache_hits": self.cache_hits,
             "llm/reward_evaluations": self.evaluations,

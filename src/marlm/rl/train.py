@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -174,7 +174,8 @@ class GridWorldResult:
     lengths: np.ndarray
     episode: int  # episodes completed
     rng: np.random.Generator
-    reward_table: np.ndarray | None = None  # float64[S, 4] replacing the env reward (LLM reward)
+    reward_fn: RewardFunction | None = None  # replaces the env reward (e.g. an LLM reward)
+    reward_states: set[str] = field(default_factory=set)  # distinct texts given to reward_fn
 
     @property
     def value_start(self) -> float:
@@ -209,15 +210,21 @@ def gridworld_state_text(env: GridWorld, cell: int) -> str:
     )
 
 
-def llm_reward_table(env: GridWorld, reward_fn: Callable[[str], float]) -> np.ndarray:
-    """``float64[S, 4]``: the reward of each (state, action) scored by ``reward_fn`` on the text of
-    the cell it leads to (:func:`gridworld_state_text`). An LLM reward (``marlm.llm.reward.LLMReward``)
-    caches by text, so this costs one evaluation per distinct cell."""
-    next_state, _, _ = env.transition_table()
-    per_cell = np.array(
-        [float(reward_fn(gridworld_state_text(env, c))) for c in range(next_state.shape[0])]
-    )
-    return per_cell[next_state]
+class RewardFunction(Protocol):
+    """State text in, reward out (``marlm.llm.reward.LLMReward`` is one).
+
+    Optional methods, used when present: ``reset()`` at the start of every episode (an LLM reward
+    falls back to the previous reward, which must not leak across episodes) and ``stats()`` ->
+    ``{name: int}`` counters copied into ``metrics.json`` (e.g. ``llm/reward_calls``).
+    """
+
+    def __call__(self, state_text: str) -> float: ...
+
+
+def reward_function_stats(reward_fn: Any) -> dict[str, int]:
+    """``reward_fn.stats()`` if it has one, else ``{}``."""
+    stats = getattr(reward_fn, "stats", None)
+    return dict(stats()) if callable(stats) else {}
 
 
 def _gridworld_reference(res: GridWorldResult, n: int) -> None:
@@ -232,8 +239,45 @@ def _gridworld_reference(res: GridWorldResult, n: int) -> None:
         while True:
             action = int(epsilon_greedy(res.q[obs], eps[k], res.rng))
             next_obs, reward, terminated, truncated, _ = env.step(action)
-            if res.reward_table is not None:
-                reward = float(res.reward_table[obs, action])
+            td_update(
+                res.q, obs, action, reward, next_obs, terminated, alpha=alpha[k], gamma=cfg.gamma
+            )
+            ep_return += reward
+            t += 1
+            obs = next_obs
+            if terminated or truncated:
+                break
+        res.returns[res.episode + k] = ep_return
+        res.lengths[res.episode + k] = t
+
+
+def _gridworld_reward_fn_loop(res: GridWorldResult, n: int) -> None:
+    """The plain loop with the reward of each step taken from ``res.reward_fn``.
+
+    The reward of a transition is ``reward_fn(text of the cell it leads to)``
+    (:func:`gridworld_state_text`); termination and truncation still come from the env. The
+    function is called on every step and ``reset()`` at every episode start, because an LLM reward
+    is stateful (no verdict -> the previous reward), so it cannot be tabulated ahead of the run; its
+    own cache keeps the model cost at one evaluation per distinct cell. Random draws are those of
+    :func:`_gridworld_reference`.
+    """
+    cfg = res.config
+    env = GridWorld(cfg.size, cfg.max_steps)
+    reward_fn = res.reward_fn
+    reset = getattr(reward_fn, "reset", None)
+    eps = cfg.epsilon().values(n, res.episode)
+    alpha = cfg.learning_rate().values(n, res.episode)
+    for k in range(n):
+        obs, _ = env.reset()
+        if callable(reset):
+            reset()
+        ep_return, t = 0.0, 0
+        while True:
+            action = int(epsilon_greedy(res.q[obs], eps[k], res.rng))
+            next_obs, _, terminated, truncated, _ = env.step(action)
+            text = gridworld_state_text(env, next_obs)
+            res.reward_states.add(text)
+            reward = float(reward_fn(text))
             td_update(
                 res.q, obs, action, reward, next_obs, terminated, alpha=alpha[k], gamma=cfg.gamma
             )
@@ -250,8 +294,6 @@ def _gridworld_fast(res: GridWorldResult, n: int) -> None:
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
     next_state, reward, terminal = env.transition_table()
-    if res.reward_table is not None:
-        reward = res.reward_table
     start = res.episode
     ret = np.zeros(n)
     lengths = np.zeros(n, dtype=np.int64)
@@ -341,7 +383,8 @@ def train_gridworld(
         resume: a checkpoint to continue from (same config except ``episodes``).
         stop_after: stop once this many episodes are done (to simulate an interruption).
         reward_fn: state text -> reward (e.g. ``marlm.llm.reward.LLMReward``) replacing the env's
-            reward; termination still comes from the env (see :func:`llm_reward_table`).
+            reward; termination still comes from the env. A Python callable with state, so the
+            run takes the plain loop whatever ``engine`` says (:func:`_gridworld_reward_fn_loop`).
 
     Raises:
         InputError: unknown engine; a resume checkpoint of another kind, shape or setting.
@@ -352,9 +395,8 @@ def train_gridworld(
     res = GridWorldResult(
         config, np.zeros((n_states, n_actions)), np.zeros(config.episodes),
         np.zeros(config.episodes, dtype=np.int64), 0, np.random.default_rng(config.seed),
+        reward_fn=reward_fn,
     )  # fmt: skip
-    if reward_fn is not None:
-        res.reward_table = llm_reward_table(env, reward_fn)
     if resume is not None:
         meta, arrays = load_checkpoint(resume, kind="gridworld")
         _check_resume_config(meta, config, Path(resume))
@@ -369,7 +411,10 @@ def train_gridworld(
         res.returns[: res.episode] = arrays["returns"]
         res.lengths[: res.episode] = arrays["lengths"]
         res.rng = restore_rng(meta["rng_state"])
-    step = _gridworld_fast if engine == "fast" else _gridworld_reference
+    if reward_fn is not None:
+        step = _gridworld_reward_fn_loop
+    else:
+        step = _gridworld_fast if engine == "fast" else _gridworld_reference
     _run_chunks(
         res, config.episodes, step, chunk=chunk, progress=progress,
         checkpoint=Path(checkpoint) if checkpoint else None, save=_save_gridworld_checkpoint,
@@ -634,7 +679,7 @@ def _window(n: int) -> int:
 def gridworld_metrics(res: GridWorldResult) -> dict[str, Any]:
     """Metrics of a GridWorld run, fixed names (``value_start``, ``greedy_path_length``, ...)."""
     w = _window(res.episode)
-    return {
+    out: dict[str, Any] = {
         "env": GridWorld.metadata["name"],
         "config": _config_dict(res.config),
         "episodes": res.episode,
@@ -643,6 +688,11 @@ def gridworld_metrics(res: GridWorldResult) -> dict[str, Any]:
         "charts/episodic_return": float(res.returns[res.episode - w : res.episode].mean()),
         "charts/episodic_length": float(res.lengths[res.episode - w : res.episode].mean()),
     }
+    if res.reward_fn is not None:
+        # A tabular task costs at most one evaluation (k model calls) per distinct state.
+        out["reward/distinct_states"] = len(res.reward_states)
+        out.update(reward_function_stats(res.reward_fn))
+    return out
 
 
 def race_metrics(res: RaceResult) -> dict[str, Any]:
