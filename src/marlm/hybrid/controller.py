@@ -435,6 +435,7 @@ def run(
             planner=getattr(planner, "name", "?"),
             prompt_version=getattr(planner, "prompt_version", None),
             orders=[o.model_dump() for o in env.orders.values()],
+            positions=env.robot_positions.tolist(),
         )
         for e in env.last_events:
             ctl._emit("order", **env_order_event(env, e))
