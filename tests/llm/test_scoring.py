@@ -55,13 +55,19 @@ def test_embedded_scores_match_a_full_sequence_reference(embedded_model, referen
     assert np.all(got.logprobs < 0)
 
 
-def test_scores_after_other_prompts_reuse_the_cache_without_changing_the_answer(embedded_model):
-    first = score(embedded_model, PROMPT, OPTIONS)
+def test_scores_do_not_depend_on_what_was_scored_before(embedded_model):
+    prefix = PROMPT[: PROMPT.index("Note:")]
+    first = score(embedded_model, PROMPT, OPTIONS, cache_prefix=prefix)
+    plain = score(embedded_model, PROMPT, OPTIONS)
     score(embedded_model, "Something else entirely, 全然不同的文字。", OPTIONS)
-    score(embedded_model, PROMPT[:-10], OPTIONS)  # a shared prefix is kept in the KV cache
-    again = score(embedded_model, PROMPT, OPTIONS)
-    np.testing.assert_allclose(again.logprobs, first.logprobs, atol=0.15)
-    assert again.best == first.best
+    other = score(embedded_model, prefix + 'Note: "x"\nUrgency:', OPTIONS, cache_prefix=prefix)
+    again = score(embedded_model, PROMPT, OPTIONS, cache_prefix=prefix)
+    assert other.calls == 3  # prefix alone, then the rest, then the 4-token option
+    assert again.calls == 2  # the prefix stayed in the KV cache: the rest, the option
+    np.testing.assert_array_equal(again.logprobs, first.logprobs)
+    np.testing.assert_array_equal(score(embedded_model, PROMPT, OPTIONS).logprobs, plain.logprobs)
+    # With or without a cached prefix: the same model, split into batches differently.
+    np.testing.assert_allclose(first.logprobs, plain.logprobs, atol=0.15)
 
 
 def test_a_longer_option_is_less_likely_than_its_own_prefix(embedded_model):

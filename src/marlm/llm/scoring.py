@@ -15,7 +15,7 @@ Backends:
 
 - the embedded llama-cpp-python model (:class:`marlm.llm.backends.EmbeddedModel`, anything with a
   ``llama`` property and a ``lock``): the prompt is evaluated once, its KV cache reused across
-  options and across prompts that share a prefix (the few-shot block), and the log-softmax of the
+  options and across prompts that share a declared prefix (the few-shot block), and the log-softmax of the
   next-token logits read after each token through ``llama_get_logits_ith``. This works on the
   model's own ``Llama`` object, created without ``logits_all``.
 - an OpenAI-compatible server (anything with a ``base_url``, or a URL string): the legacy
@@ -35,6 +35,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,15 +106,6 @@ def _check_options(options: Sequence[str]) -> tuple[str, ...]:
 # --------------------------------------------------------------------------------------------
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _last_logprobs(llama: Any) -> np.ndarray:
     """Log-softmax of the logits of the last token the context decoded: ``float64[n_vocab]``."""
     import llama_cpp
@@ -123,23 +115,91 @@ def _last_logprobs(llama: Any) -> np.ndarray:
     return _log_softmax(logits)
 
 
-def _eval_from(llama: Any, tokens: list[int]) -> int:
-    """Evaluate ``tokens`` reusing the KV cache for the prefix already decoded; return batches run.
+def _decode_all_logits(llama: Any, tokens: list[int]) -> list[np.ndarray]:
+    """Decode ``tokens`` after the current context, keeping the logits of every position.
 
-    At least the last token is decoded again, so its logits are the current ones.
+    ``Llama.eval`` keeps only the last position's logits unless the model was created with
+    ``logits_all``; this builds the batch itself (llama.cpp's ``llama_batch`` with every
+    ``logits`` flag set) and returns ``float64[n_vocab]`` log-softmax rows, one per token.
     """
-    keep = _common_prefix(list(llama.input_ids[: llama.n_tokens]), tokens)
-    keep = min(keep, len(tokens) - 1)
-    llama.n_tokens = keep  # Llama.eval drops the KV cache from n_tokens on
-    llama.eval(tokens[keep:])
-    return 1
+    import llama_cpp
+
+    n_past, n = llama.n_tokens, len(tokens)
+    llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
+    batch = llama_cpp.llama_batch_init(n, 0, 1)
+    try:
+        batch.n_tokens = n
+        for i, tok in enumerate(tokens):
+            batch.token[i] = tok
+            batch.pos[i] = n_past + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = True
+        if llama_cpp.llama_decode(llama.ctx, batch) != 0:
+            raise BackendError("llama_decode failed while scoring an option")
+        n_vocab = llama.n_vocab()
+        rows = [
+            _log_softmax(
+                np.ctypeslib.as_array(
+                    llama_cpp.llama_get_logits_ith(llama.ctx, i), shape=(n_vocab,)
+                )
+            )
+            for i in range(n)
+        ]
+    finally:
+        llama_cpp.llama_batch_free(batch)
+    llama.input_ids[n_past : n_past + n] = tokens
+    llama.n_tokens = n_past + n
+    return rows
 
 
-def _score_embedded(model: Any, prompt: str, options: tuple[str, ...]) -> OptionScores:
+#: Per Llama object: the prefix tokens last evaluated alone by :func:`_eval_prompt`.
+_prefix_state: weakref.WeakKeyDictionary[Any, tuple[int, ...]] = weakref.WeakKeyDictionary()
+
+
+def _eval_prompt(llama: Any, prefix_tokens: list[int], rest_tokens: list[int]) -> int:
+    """Evaluate ``prefix_tokens + rest_tokens``; return the number of decode batches.
+
+    Deterministic: the same tokens give the same logits whatever was decoded before. The prefix
+    is evaluated alone (once, then kept in the KV cache while the context still holds it) and
+    the rest always in one batch after it; llama.cpp's results depend slightly on how tokens are
+    split into batches, so nothing else is reused.
+    """
+    calls = 0
+    prefix = tuple(prefix_tokens)
+    held = tuple(int(t) for t in llama.input_ids[: min(llama.n_tokens, len(prefix))])
+    if not prefix or held != prefix or _prefix_state.get(llama) != prefix:
+        llama.reset()
+        _prefix_state.pop(llama, None)
+        if prefix:
+            llama.eval(list(prefix))
+            _prefix_state[llama] = prefix
+            calls += 1
+    llama.n_tokens = len(prefix)  # Llama.eval drops the KV cache from n_tokens on
+    llama.eval(list(rest_tokens))
+    return calls + 1
+
+
+def _score_embedded(
+    model: Any, prompt: str, options: tuple[str, ...], cache_prefix: str | None
+) -> OptionScores:
     llama = model.llama
     t0 = time.perf_counter()
     with model.lock:
         prompt_tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        n_prefix = 0
+        if cache_prefix and prompt.startswith(cache_prefix):
+            # The prompt's own tokens up to where the prefix's tokenisation departs from them
+            # (a prefix ending in "\n\n" tokenises differently from the same text in context).
+            alone = llama.tokenize(cache_prefix.encode("utf-8"), add_bos=True, special=True)
+            while (
+                n_prefix < min(len(alone), len(prompt_tokens))
+                and alone[n_prefix] == prompt_tokens[n_prefix]
+            ):
+                n_prefix += 1
+        prefix_tokens, rest_tokens = prompt_tokens[:n_prefix], prompt_tokens[n_prefix:]
+        if not rest_tokens:  # the last prompt token must be decoded now, for its logits
+            prefix_tokens, rest_tokens = prefix_tokens[:-1], prefix_tokens[-1:]
         option_tokens = [
             llama.tokenize(o.encode("utf-8"), add_bos=False, special=False) for o in options
         ]
@@ -148,18 +208,17 @@ def _score_embedded(model: Any, prompt: str, options: tuple[str, ...]) -> Option
                 f"prompt of {len(prompt_tokens)} tokens does not fit the context of "
                 f"{llama.n_ctx()} tokens: shorten the prompt or the few-shot block"
             )
-        calls = _eval_from(llama, prompt_tokens)
+        calls = _eval_prompt(llama, prefix_tokens, rest_tokens)
         after_prompt = _last_logprobs(llama)
         scores = np.zeros(len(options), dtype=np.float64)
         for k, toks in enumerate(option_tokens):
             total = float(after_prompt[toks[0]])
             if len(toks) > 1:
-                # log P(o_i | p, o_<i): decode the option one token at a time after the prompt.
+                # log P(o_i | p, o_<i) for i >= 2: one batch over o_1..o_{k-1} with all logits.
                 llama.n_tokens = len(prompt_tokens)
-                for i in range(len(toks) - 1):
-                    llama.eval([toks[i]])
-                    calls += 1
-                    total += float(_last_logprobs(llama)[toks[i + 1]])
+                rows = _decode_all_logits(llama, toks[:-1])
+                calls += 1
+                total += float(sum(rows[i][toks[i + 1]] for i in range(len(toks) - 1)))
                 llama.n_tokens = len(prompt_tokens)
             scores[k] = total
     return OptionScores(
@@ -310,7 +369,12 @@ def supports_scoring(model: Any) -> bool:
 
 
 def score(
-    model: Any, prompt: str, options: Sequence[str], *, timeout_s: float = 30.0
+    model: Any,
+    prompt: str,
+    options: Sequence[str],
+    *,
+    cache_prefix: str | None = None,
+    timeout_s: float = 30.0,
 ) -> OptionScores:
     """Log-likelihood of each option text after ``prompt``.
 
@@ -322,6 +386,9 @@ def score(
         options: the option texts; each is scored as the continuation of ``prompt``, so put the
             separating space in the option (``" urgent"``), the way the model's tokenizer splits
             words.
+        cache_prefix: a start of ``prompt`` shared by many calls (the few-shot block), kept in
+            the embedded model's KV cache between calls. Scores are the same whatever was scored
+            before, and the same as without ``cache_prefix`` up to float rounding.
         timeout_s: per-request timeout for a server, in seconds.
 
     Returns:
@@ -334,7 +401,7 @@ def score(
     """
     opts = _check_options(options)
     if hasattr(model, "llama"):
-        return _score_embedded(model, prompt, opts)
+        return _score_embedded(model, prompt, opts, cache_prefix)
     if isinstance(model, str) or hasattr(model, "base_url"):
         return _score_server(model, prompt, opts, timeout_s)
     raise ScoringUnsupported(
@@ -343,7 +410,12 @@ def score(
 
 
 def content_free_logprobs(
-    model: Any, prompts: Sequence[str], options: Sequence[str], *, timeout_s: float = 30.0
+    model: Any,
+    prompts: Sequence[str],
+    options: Sequence[str],
+    *,
+    cache_prefix: str | None = None,
+    timeout_s: float = 30.0,
 ) -> OptionScores:
     """Mean content-free distribution over ``options``, as log-probabilities.
 
@@ -356,7 +428,9 @@ def content_free_logprobs(
     if not prompts:
         raise ValueError("prompts is empty: give at least one content-free prompt")
     t0 = time.perf_counter()
-    results = [score(model, p, opts, timeout_s=timeout_s) for p in prompts]
+    results = [
+        score(model, p, opts, cache_prefix=cache_prefix, timeout_s=timeout_s) for p in prompts
+    ]
     p_cf = np.mean([r.probabilities() for r in results], axis=0)
     return OptionScores(
         options=opts,
@@ -374,6 +448,7 @@ def calibrated(
     options: Sequence[str],
     content_free: OptionScores | Sequence[str],
     *,
+    cache_prefix: str | None = None,
     timeout_s: float = 30.0,
 ) -> OptionScores:
     """Contextual calibration: ``score(prompt) - log p_cf`` (Zhao et al. 2021, section 5).
@@ -393,13 +468,15 @@ def calibrated(
     """
     opts = _check_options(options)
     if not isinstance(content_free, OptionScores):
-        content_free = content_free_logprobs(model, list(content_free), opts, timeout_s=timeout_s)
+        content_free = content_free_logprobs(
+            model, list(content_free), opts, cache_prefix=cache_prefix, timeout_s=timeout_s
+        )
     if content_free.options != opts:
         raise ValueError(
             f"content-free scores are for options {content_free.options}, not {opts}: "
             "compute them with the same options"
         )
-    raw = score(model, prompt, opts, timeout_s=timeout_s)
+    raw = score(model, prompt, opts, cache_prefix=cache_prefix, timeout_s=timeout_s)
     return OptionScores(
         options=opts,
         logprobs=raw.logprobs - content_free.logprobs,

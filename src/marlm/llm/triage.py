@@ -204,24 +204,30 @@ def _quote(note: str) -> str:
     return json.dumps(note, ensure_ascii=False)
 
 
+def render_prefix(examples: Sequence[LabelledNote], classes: Sequence[str]) -> str:
+    """The part of the score-mode prompt shared by every note: instruction and few-shot block."""
+    lines = [_instruction(classes), f"Answer with one of: {', '.join(classes)}.", ""]
+    for ex in examples:
+        lines += [f"Note: {_quote(clean_note(ex.note))}", f"Urgency: {ex.label}", ""]
+    return "\n".join(lines) + "\n"
+
+
 def render_prompt(note: str, examples: Sequence[LabelledNote], classes: Sequence[str]) -> str:
     """The completion prompt for the score modes; the answer follows as ``" <class>"``.
 
-    ``note`` is already cleaned. Layout::
+    ``note`` is already cleaned. Layout (:func:`render_prefix`, then the note)::
 
-        <instruction>
+        Is the order urgent, normal or low?
+        Answer with one of: urgent, normal, low.
 
         Note: "<example note>"
         Urgency: <label>
+
         ...
         Note: "<note>"
         Urgency:
     """
-    lines = [_instruction(classes), f"Answer with one of: {', '.join(classes)}.", ""]
-    for ex in examples:
-        lines += [f"Note: {_quote(clean_note(ex.note))}", f"Urgency: {ex.label}", ""]
-    lines += [f"Note: {_quote(note)}", "Urgency:"]
-    return "\n".join(lines)
+    return render_prefix(examples, classes) + f"Note: {_quote(note)}\nUrgency:"
 
 
 def render_messages(
@@ -382,6 +388,7 @@ class Triage:
         self.prompt_version = PROMPT_VERSION
         self.stats = TriageStats()
         self._options = tuple(f" {c}" for c in self.classes)
+        self._prefix = render_prefix(self.examples, self.classes)
         self._cache: dict[str, TriageDecision] = {}
         self._content_free: OptionScores | None = None
         self._scoring_ok = True
@@ -449,14 +456,16 @@ class Triage:
                 prompts = [
                     render_prompt(cf, self.examples, self.classes) for cf in CONTENT_FREE_INPUTS
                 ]
-                self._content_free = content_free_logprobs(self.model, prompts, self._options)
+                self._content_free = content_free_logprobs(
+                    self.model, prompts, self._options, cache_prefix=self._prefix
+                )
                 self.stats.content_free_calls += len(prompts)
             return self._content_free
 
     def _decide_by_score(self, text: str, mode: str, truncated: bool) -> TriageDecision:
         prompt = render_prompt(text, self.examples, self.classes)
         cf = self.content_free() if mode == "calibrated" else None
-        result = score(self.model, prompt, self._options)
+        result = score(self.model, prompt, self._options, cache_prefix=self._prefix)
         self.stats.model_calls += 1
         self.stats.latencies_s.append(result.latency_s)
         logprobs = result.logprobs if cf is None else result.logprobs - cf.logprobs
@@ -517,6 +526,7 @@ __all__ = [
     "load_labelled_notes",
     "parse_answer",
     "render_messages",
+    "render_prefix",
     "render_prompt",
     "select_examples",
 ]
