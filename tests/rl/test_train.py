@@ -34,12 +34,16 @@ def test_gridworld_compiled_equals_plain_loop():
 
 
 @pytest.mark.parametrize(
-    "learner,reward,end",
-    [("iql", "shared", "any"), ("iql", "difference", "all"), ("iql", "mixed", "any"),
-     ("vdn", "shared", "all"), ("jal", "individual", "any"), ("jal", "difference", "all")],
+    "learner,reward,end,counterfactual",
+    [("iql", "shared", "any", "absent"), ("iql", "difference", "all", "absent"),
+     ("iql", "difference", "any", "stay"), ("iql", "difference", "any", "average"),
+     ("iql", "mixed", "any", "absent"), ("vdn", "shared", "all", "absent"),
+     ("jal", "individual", "any", "absent"), ("jal", "difference", "all", "stay")],
 )  # fmt: skip
-def test_race_compiled_equals_plain_loop(learner, reward, end):
-    cfg = RaceConfig(learner=learner, reward=reward, end=end, episodes=60, seed=5)
+def test_race_compiled_equals_plain_loop(learner, reward, end, counterfactual):
+    cfg = RaceConfig(
+        learner=learner, reward=reward, end=end, counterfactual=counterfactual, episodes=60, seed=5
+    )
     fast, ref = train_race(cfg), train_race(cfg, engine="reference")
     for name in fast.tables:
         np.testing.assert_array_equal(fast.tables[name], ref.tables[name])
@@ -96,7 +100,8 @@ def test_checkpoint_of_another_shape_is_rejected(tmp_path):
      ({"episodes": 0}, "episodes"), ({"episodes": -5}, "episodes"),
      ({"gamma": 1.01}, "gamma"), ({"gamma": -0.1}, "gamma"),
      ({"learner": "vdn", "reward": "individual"}, "--reward shared"),
-     ({"end": "first"}, "allowed: any, all")],
+     ({"end": "first"}, "allowed: any, all"),
+     ({"counterfactual": "zero"}, "allowed: absent, stay, average")],
 )  # fmt: skip
 def test_race_bad_input(kwargs, match):
     with pytest.raises(InputError, match=match):

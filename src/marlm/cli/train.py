@@ -136,6 +136,9 @@ def train_race_cmd(
     mix_weight: float = typer.Option(
         0.5, "--mix-weight", help="Weight of the individual part (mixed)."
     ),
+    counterfactual: str = typer.Option(
+        "absent", "--counterfactual", help="difference: absent (agent removed), stay or average."
+    ),
     episodes: int = EPISODES,
     seed: int = SEED,
     end: str = typer.Option("any", "--end", help="any (classic) or all: when the episode ends."),
@@ -155,7 +158,7 @@ def train_race_cmd(
     from marlm.rl.train import RaceConfig, run_race
 
     config = RaceConfig(
-        learner=learner, reward=reward, mix_weight=mix_weight,
+        learner=learner, reward=reward, mix_weight=mix_weight, counterfactual=counterfactual,
         episodes=30000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
         seed=seed, end=end,

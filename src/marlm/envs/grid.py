@@ -310,16 +310,24 @@ class GridRace(ParallelEnv):
             out.append(int(actions[name]))
         return out[0], out[1]
 
-    def simulate(self, actions: dict[str, int]) -> tuple[np.ndarray, np.ndarray, float]:
+    def simulate(
+        self, actions: dict[str, int], *, absent: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray, float]:
         """The outcome of ``actions`` from the current state, **without** changing the env.
 
         Used for counterfactuals (difference rewards re-simulate the step with one agent taking
-        ``STAY``). Returns ``(cells int64[2], individual_rewards float64[2], team_reward)``.
+        ``STAY``, or with one agent ``absent``: removed from the world for this step, so it neither
+        moves, nor is rewarded, nor blocks anyone; its action may be left out of ``actions``).
+        Returns ``(cells int64[2], individual_rewards float64[2], team_reward)``.
         """
-        a0, a1 = self._joint(actions)
+        if absent is not None and absent not in self.possible_agents:
+            raise ValueError(f"absent must be one of {self.possible_agents}, got {absent!r}")
+        active = [
+            bool(self._active[i]) and name != absent for i, name in enumerate(self.possible_agents)
+        ]
+        a0, a1 = self._joint({**actions, **({absent: STAY} if absent else {})})
         n0, n1, r0, r1 = race_transition(
-            self._cells[0], self._cells[1], a0, a1, self._active[0], self._active[1],
-            self.moves, self.goal,
+            self._cells[0], self._cells[1], a0, a1, active[0], active[1], self.moves, self.goal,
         )  # fmt: skip
         return np.array([n0, n1], dtype=np.int64), np.array([r0, r1]), float(r0 + r1)
 

@@ -14,7 +14,7 @@ The environment dynamics come from :mod:`marlm.envs.grid` (``GridWorld.transitio
 compiled loops cannot drift from the environments.
 
 Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 individual, 2 mixed,
-3 difference. Learner kernels: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier
+3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`). Learner kernels: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier
 1998). Each episode writes one row of the ``EpisodeLog`` arrays.
 """
 
@@ -26,7 +26,8 @@ from numba import njit
 from marlm.envs.grid import STAY, race_transition
 from marlm.rl.qlearning import _epsilon_greedy_at, _epsilon_greedy_row, _row_max
 
-SHARED, INDIVIDUAL, MIXED, DIFFERENCE = 0, 1, 2, 3
+SHARED, INDIVIDUAL, MIXED, DIFFERENCE = 0, 1, 2, 3  # DIFFERENCE: counterfactual "stay"
+DIFFERENCE_ABSENT, DIFFERENCE_AVERAGE = 4, 5  # counterfactuals "absent" and "average"
 
 
 @njit(cache=True)
@@ -62,6 +63,12 @@ def gridworld_episodes(
 
 
 @njit(cache=True)
+def _team_reward(p0, p1, a0, a1, act0, act1, moves, goal):  # pragma: no cover - compiled
+    _, _, r0, r1 = race_transition(p0, p1, a0, a1, act0, act1, moves, goal)
+    return r0 + r1
+
+
+@njit(cache=True)
 def _credit(mode, weight, i, r_ind, team, p0, p1, a0, a1, act0, act1, moves, goal):
     """Learning reward of agent ``i`` for one joint step (see marlm.rl.credit for the math)."""
     if mode == SHARED:
@@ -70,12 +77,22 @@ def _credit(mode, weight, i, r_ind, team, p0, p1, a0, a1, act0, act1, moves, goa
         return r_ind
     if mode == MIXED:
         return (1.0 - weight) * team + weight * r_ind
-    # Difference reward D_i = r(s, u) - r(s, (u_-i, stay_i)) (Wolpert & Tumer 2002).
-    if i == 0:
-        _, _, c0, c1 = race_transition(p0, p1, STAY, a1, act0, act1, moves, goal)
-    else:
-        _, _, c0, c1 = race_transition(p0, p1, a0, STAY, act0, act1, moves, goal)
-    return team - (c0 + c1)
+    # Difference reward D_i = r(s, u) - r(s, counterfactual_i) (Wolpert & Tumer 2002).
+    if mode == DIFFERENCE_ABSENT:  # agent i removed from the world for this step
+        if i == 0:
+            return team - _team_reward(p0, p1, a0, a1, False, act1, moves, goal)
+        return team - _team_reward(p0, p1, a0, a1, act0, False, moves, goal)
+    if mode == DIFFERENCE:  # agent i takes the default action stay
+        if i == 0:
+            return team - _team_reward(p0, p1, STAY, a1, act0, act1, moves, goal)
+        return team - _team_reward(p0, p1, a0, STAY, act0, act1, moves, goal)
+    base = 0.0  # DIFFERENCE_AVERAGE: mean over agent i's 5 actions
+    for b in range(5):
+        if i == 0:
+            base += _team_reward(p0, p1, b, a1, act0, act1, moves, goal)
+        else:
+            base += _team_reward(p0, p1, a0, b, act0, act1, moves, goal)
+    return team - base / 5.0
 
 
 @njit(cache=True)
@@ -302,6 +319,8 @@ def greedy_rollout_gridworld(q, next_state, terminal, start, max_steps):  # prag
 
 __all__ = [
     "DIFFERENCE",
+    "DIFFERENCE_ABSENT",
+    "DIFFERENCE_AVERAGE",
     "INDIVIDUAL",
     "MIXED",
     "SHARED",

@@ -31,11 +31,12 @@ from marlm.errors import InputError
 from marlm.rl import fast
 from marlm.rl.checkpoint import load_checkpoint, restore_rng, save_checkpoint
 from marlm.rl.credit import (
-    MODE_CODES,
     assign_rewards,
+    check_counterfactual,
     check_mix_weight,
     check_reward_mode,
     difference_rewards,
+    mode_code,
 )
 from marlm.rl.ctde import JointActionLearners, VDNLearner
 from marlm.rl.independent import IndependentQLearners
@@ -116,7 +117,9 @@ class RaceConfig:
 
     ``learner``: ``iql`` | ``vdn`` | ``jal``; ``reward``: ``shared`` | ``individual`` | ``mixed`` |
     ``difference`` (``vdn`` learns from the team reward, so it takes ``shared`` only);
-    ``mix_weight``: weight of the individual part in ``mixed``; ``end``: ``any`` | ``all``.
+    ``mix_weight``: weight of the individual part in ``mixed``; ``counterfactual``: ``absent`` |
+    ``stay`` | ``average``, the counterfactual of ``difference`` (see :mod:`marlm.rl.credit` for why
+    ``absent`` is the default); ``end``: ``any`` | ``all``.
 
     Raises:
         InputError: an unknown learner, reward mode or end, episodes <= 0, gamma outside [0, 1], ...
@@ -125,6 +128,7 @@ class RaceConfig:
     learner: str = "iql"
     reward: str = "shared"
     mix_weight: float = 0.5
+    counterfactual: str = "absent"
     episodes: int = 30000
     alpha: float = 0.05
     gamma: float = 0.95
@@ -140,6 +144,7 @@ class RaceConfig:
         _check_choice(self.learner, RACE_LEARNERS, "--learner", "learner")
         check_reward_mode(self.reward)
         check_mix_weight(self.mix_weight)
+        check_counterfactual(self.counterfactual)
         _check_choice(self.end, ("any", "all"), "--end", "end")
         _check_episodes(self.episodes)
         check_discount(self.gamma, source="--gamma")
@@ -501,7 +506,7 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
     alpha = cfg.learning_rate().values(n, first)
     part = RaceLog.zeros(n)
     common = (
-        moves, goal, n_cells, cfg.max_steps, cfg.end == "any", MODE_CODES[cfg.reward],
+        moves, goal, n_cells, cfg.max_steps, cfg.end == "any", mode_code(cfg.reward, cfg.counterfactual),
         cfg.mix_weight, learn[0], learn[1], eps, alpha, cfg.gamma, res.rng,
         part.learn_return, part.own_return, part.team_return, part.length, part.reached,
         part.action_counts,
@@ -541,7 +546,11 @@ def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, T
         obs, _ = env.reset()
         while env.agents:
             actions = learner.act(obs, eps[k], res.rng)
-            diff = difference_rewards(env, actions, STAY) if cfg.reward == "difference" else None
+            diff = None
+            if cfg.reward == "difference":
+                diff = difference_rewards(
+                    env, actions, counterfactual=cfg.counterfactual, default_action=STAY
+                )
             next_obs, _, terms, _, infos = env.step(actions)
             acting = list(actions)
             team = infos[acting[0]]["team_reward"]
