@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from marlm.eval.diagnose import detect_lazy_agent, detect_non_stationarity, diagnose_run
+from marlm.eval.diagnose import (
+    detect_lazy_agent,
+    detect_non_stationarity,
+    diagnose_run,
+    dominant_sequence,
+)
 from marlm.rl.train import RaceConfig, fixed_partner_run, run_race, train_race
 
 AGENTS = ["agent_0", "agent_1"]
@@ -16,6 +21,7 @@ def _lazy(res):
     return detect_lazy_agent(
         res.log.team_return[:n], res.log.own_return[:n], AGENTS,
         reached=res.log.reached[:n], action_counts=res.log.action_counts[:n],
+        action_sequences=res.log.actions[:n],
     )  # fmt: skip
 
 
@@ -66,6 +72,46 @@ def test_lazy_agent_detector_on_collapsed_actions():
     assert (
         detect_lazy_agent(team[::-1].copy(), own, AGENTS, reached=reached, action_counts=acts) == []
     )
+
+
+def _episodes(pattern, n, steps=6):
+    """``int8[n, steps]`` holding ``pattern`` cycled, padded with -1 after ``steps`` actions."""
+    out = np.full((n, 8), -1, dtype=np.int8)
+    out[:, :steps] = [pattern[t % len(pattern)] for t in range(steps)]
+    return out
+
+
+def test_dominant_sequence_known_answer():
+    seqs = np.concatenate([_episodes([2, 3], 3), _episodes([4], 1, steps=2)])
+    sequence, share, rows = dominant_sequence(seqs)
+    assert sequence == (2, 3, 2, 3, 2, 3) and share == 0.75
+    assert rows.tolist() == [True, True, True, False]
+
+
+def test_lazy_agent_detector_on_a_repeated_action_sequence():
+    # agent_1 walks left, right, left, ... (each action 50%: the frequency check cannot see it)
+    # in 80% of the last episodes and never arrives then; in the other 20% it arrives, so its
+    # share of the arrivals (1/6) is above max_share: only the repeated sequence names it.
+    n = 100
+    team = np.linspace(0.0, 1.0, n)
+    own = np.stack([team, np.zeros(n)], axis=1)
+    seqs = np.zeros((n, 2, 8), dtype=np.int8)
+    seqs[:, 0] = _episodes([3, 1], n)  # agent_0: right, down, ... a path to the goal
+    seqs[:, 1] = _episodes([2, 3], n)
+    seqs[::5, 1] = _episodes([1, 3], n // 5)
+    reached = np.ones((n, 2), dtype=bool)
+    reached[:, 1] = False
+    reached[::5, 1] = True
+    counts = np.stack([(seqs == a).sum(axis=2) for a in range(5)], axis=2)
+    kw = dict(reached=reached, action_counts=counts)
+    assert detect_lazy_agent(team, own, AGENTS, **kw) == []  # without sequences: missed
+    findings = detect_lazy_agent(team, own, AGENTS, action_sequences=seqs, **kw)
+    assert [f.agent for f in findings] == ["agent_1"]
+    assert "repeats one action sequence [2, 3, 2, 3, 2, 3] in 80%" in findings[0].message
+    assert findings[0].evidence["top_sequence_share"] == pytest.approx(0.8)
+    # The same repetition that reaches the goal is a converged policy, not a lazy agent.
+    reached[:, 1] = True
+    assert detect_lazy_agent(team, own, AGENTS, action_sequences=seqs, **kw) == []
 
 
 def test_non_stationarity_detector():

@@ -113,15 +113,19 @@ def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight):
 
 
 @njit(cache=True)
-def _record(ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts):
+def _record(
+    ep, t, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts, log_seq
+):  # pragma: no cover - compiled
     if act0:
         log_ret[ep, 0] += g0
         log_own[ep, 0] += r0
         log_acts[ep, 0, a0] += 1
+        log_seq[ep, 0, t] = a0
     if act1:
         log_ret[ep, 1] += g1
         log_own[ep, 1] += r1
         log_acts[ep, 1, a1] += 1
+        log_seq[ep, 1, t] = a1
     log_team[ep] += team
 
 
@@ -129,13 +133,15 @@ def _record(ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_
 def iql_race_episodes(
     q0, q1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
     eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+    log_seq,
 ):  # pragma: no cover - compiled  # fmt: skip
     """Independent Q-learning on GridRace: one table per agent over the joint state (Tan 1993).
 
     ``q0, q1 float64[n_cells**2, 5]`` in place; ``eps float64[E, 2]`` (per agent, so a frozen
     partner can act with a fixed epsilon), ``alpha float64[E]``; ``learn0/1``: whether each agent
     updates its table. Log arrays: ``ret/own float64[E, 2]``, ``team float64[E]``,
-    ``len int64[E]``, ``reached bool[E, 2]``, ``acts int64[E, 2, 5]``.
+    ``len int64[E]``, ``reached bool[E, 2]``, ``acts int64[E, 2, 5]``, ``seq int8[E, 2, T]`` (the
+    action taken at each step, -1 where the agent did not act; prefilled with -1 by the caller).
     """
     for ep in range(eps.shape[0]):
         p0 = 0
@@ -160,8 +166,9 @@ def iql_race_episodes(
                 td_target = g1 + gamma * (1.0 - term1) * _row_max(q1, n1 * n_cells + n0)
                 q1[o1, a1] += alpha[ep] * (td_target - q1[o1, a1])
             _record(
-                ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
-            )
+                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1,
+                log_ret, log_own, log_team, log_acts, log_seq,
+            )  # fmt: skip
             log_reached[ep, 0] |= reached0
             log_reached[ep, 1] |= reached1
             act0 = act0 and not term0
@@ -177,6 +184,7 @@ def iql_race_episodes(
 def vdn_race_episodes(
     q0, q1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
     eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+    log_seq,
 ):  # pragma: no cover - compiled  # fmt: skip
     """Tabular VDN on GridRace (Sunehag et al. 2018): ``Q_tot = Q_0(o_0, a_0) + Q_1(o_1, a_1)``.
 
@@ -216,8 +224,9 @@ def vdn_race_episodes(
             if act1 and learn1:
                 q1[o1, a1] += alpha[ep] * td_error
             _record(
-                ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
-            )
+                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1,
+                log_ret, log_own, log_team, log_acts, log_seq,
+            )  # fmt: skip
             log_reached[ep, 0] |= reached0
             log_reached[ep, 1] |= reached1
             act0 = act0 and not term0
@@ -251,6 +260,7 @@ def jal_values(q, counts, o, out):  # pragma: no cover - compiled
 def jal_race_episodes(
     q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
     eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+    log_seq,
 ):  # pragma: no cover - compiled  # fmt: skip
     """Joint-action learners on GridRace (Claus & Boutilier 1998), a CTDE learner.
 
@@ -293,8 +303,9 @@ def jal_race_episodes(
                 td_target = g1 + gamma * (1.0 - term1) * ev.max()
                 q1[o1, a1, a0] += alpha[ep] * (td_target - q1[o1, a1, a0])
             _record(
-                ep, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts
-            )
+                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1,
+                log_ret, log_own, log_team, log_acts, log_seq,
+            )  # fmt: skip
             log_reached[ep, 0] |= reached0
             log_reached[ep, 1] |= reached1
             act0 = act0 and not term0

@@ -439,6 +439,7 @@ RACE_LOG_FIELDS = (
     "length",
     "reached",
     "action_counts",
+    "actions",
 )
 
 
@@ -450,7 +451,9 @@ class RaceLog:
     ``own_return float64[E, 2]``: sum of each agent's *individual* reward, its own contribution;
     ``team_return float64[E]``: sum of the team reward (= ``own_return.sum(axis=1)``);
     ``length int64[E]``; ``reached bool[E, 2]``: the agent reached the goal;
-    ``action_counts int64[E, 2, 5]``: how often each agent took each action.
+    ``action_counts int64[E, 2, 5]``: how often each agent took each action;
+    ``actions int8[E, 2, T]``: the action each agent took at each step (T = ``max_steps``), -1
+    after its last step (for the repeated-sequence check of the lazy-agent detector).
     """
 
     learn_return: np.ndarray
@@ -459,13 +462,15 @@ class RaceLog:
     length: np.ndarray
     reached: np.ndarray
     action_counts: np.ndarray
+    actions: np.ndarray
 
     @classmethod
-    def zeros(cls, episodes: int) -> RaceLog:
+    def zeros(cls, episodes: int, max_steps: int) -> RaceLog:
         return cls(
             np.zeros((episodes, 2)), np.zeros((episodes, 2)), np.zeros(episodes),
             np.zeros(episodes, dtype=np.int64), np.zeros((episodes, 2), dtype=bool),
             np.zeros((episodes, 2, 5), dtype=np.int64),
+            np.full((episodes, 2, max_steps), -1, dtype=np.int8),
         )  # fmt: skip
 
     def arrays(self, upto: int | None = None) -> dict[str, np.ndarray]:
@@ -504,12 +509,12 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
     goal = n_cells - 1
     eps = _race_epsilons(cfg, n, first, (not learn[0], not learn[1]))
     alpha = cfg.learning_rate().values(n, first)
-    part = RaceLog.zeros(n)
+    part = RaceLog.zeros(n, cfg.max_steps)
     common = (
-        moves, goal, n_cells, cfg.max_steps, cfg.end == "any", mode_code(cfg.reward, cfg.counterfactual),
-        cfg.mix_weight, learn[0], learn[1], eps, alpha, cfg.gamma, res.rng,
+        moves, goal, n_cells, cfg.max_steps, cfg.end == "any",
+        mode_code(cfg.reward, cfg.counterfactual), cfg.mix_weight, learn[0], learn[1], eps, alpha, cfg.gamma, res.rng,
         part.learn_return, part.own_return, part.team_return, part.length, part.reached,
-        part.action_counts,
+        part.action_counts, part.actions,
     )  # fmt: skip
     q = res.tables["q"]
     if cfg.learner == "iql":
@@ -592,6 +597,7 @@ def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, T
                 log.learn_return[ep, i] += rewards[a]
                 log.own_return[ep, i] += infos[a]["individual_reward"]
                 log.action_counts[ep, i, actions[a]] += 1
+                log.actions[ep, i, log.length[ep]] = actions[a]
                 log.reached[ep, i] |= terms[a] and infos[a]["cell"] == env.goal
             log.team_return[ep] += team
             log.length[ep] += 1
@@ -623,7 +629,7 @@ def train_race(
     _check_choice(engine, ENGINES, "--engine", "engine")
     n_obs = (config.size * config.size) ** 2
     res = RaceResult(
-        config, _race_tables(config.learner, n_obs), RaceLog.zeros(config.episodes), 0,
+        config, _race_tables(config.learner, n_obs), RaceLog.zeros(config.episodes, config.max_steps), 0,
         np.random.default_rng(config.seed),
     )  # fmt: skip
     if resume is not None:
@@ -641,7 +647,8 @@ def train_race(
             table[:] = saved
         res.episode = meta["episode"]
         for f in RACE_LOG_FIELDS:
-            getattr(res.log, f)[: res.episode] = arrays[f]
+            if f in arrays:  # checkpoints older than the ``actions`` log lack it (left at -1)
+                getattr(res.log, f)[: res.episode] = arrays[f]
         res.rng = restore_rng(meta["rng_state"])
     step = _race_fast if engine == "fast" else _race_reference
     _run_chunks(
@@ -664,7 +671,7 @@ def fixed_partner_run(result: RaceResult, agent: int, *, seed: int | None = None
     for name, table in fresh.items():
         table[1 - agent] = result.tables[name][1 - agent]
     rng = np.random.default_rng(cfg.seed + 1 if seed is None else seed)
-    res = RaceResult(cfg, fresh, RaceLog.zeros(cfg.episodes), 0, rng)
+    res = RaceResult(cfg, fresh, RaceLog.zeros(cfg.episodes, cfg.max_steps), 0, rng)
     learn = (agent == 0, agent == 1)
     _race_fast(res, cfg.episodes, learn)
     return res.log
@@ -802,6 +809,7 @@ def run_race(
         findings += detect_lazy_agent(
             log.team_return[:n], log.own_return[:n], res.agents,
             reached=log.reached[:n], action_counts=log.action_counts[:n],
+            action_sequences=log.actions[:n],
         )  # fmt: skip
         if n == config.episodes:
             alone = {
