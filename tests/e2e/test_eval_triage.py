@@ -22,9 +22,9 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def small_notes(tmp_path):
-    """12 development notes (6 urgent, 6 normal, English and Chinese)."""
+    """8 development notes (4 urgent, 4 normal, English and Chinese)."""
     rows = [json.loads(x) for x in dev_notes_path().read_text(encoding="utf-8").splitlines()]
-    pick = rows[:6] + rows[15:21]
+    pick = rows[5:9] + rows[25:29]
     p = tmp_path / "notes.jsonl"
     p.write_text(
         "\n".join(json.dumps(r, ensure_ascii=False) for r in pick) + "\n", encoding="utf-8"
@@ -47,15 +47,15 @@ def test_eval_triage_cross_validates_and_writes_json(small_notes, tmp_path):
         str(out),
     )
     assert r.returncode == 0, r.stderr
-    assert "protocol: cross-validation (3 folds)" in r.stdout
+    assert "protocol: cross-validation (2 folds)" in r.stdout
     assert "confusion" in r.stdout and "latency per note" in r.stdout
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["protocol"] == "cross-validation" and data["mode"] == "calibrated"
-    assert data["n_notes"] == 12 and len(data["predictions"]) == 12
+    assert data["n_notes"] == 8 and len(data["predictions"]) == 8
     assert data["classes"] == ["urgent", "normal"]
-    assert sum(sum(row.values()) for row in data["confusion"].values()) == 12
-    assert data["calls"]["model"] == 12  # one call per distinct note
-    assert data["calls"]["content_free"] == 3 * 3  # three content-free inputs per fold
+    assert sum(sum(row.values()) for row in data["confusion"].values()) == 8
+    assert data["calls"]["model"] == 8  # one call per distinct note
+    assert data["calls"]["content_free"] == 3 * 2  # three content-free inputs per fold
     assert 0.0 <= data["accuracy"] <= 1.0
     assert data["latency_ms"]["mean"] > 0
     assert {p["predicted"] for p in data["predictions"]} <= {"urgent", "normal"}
@@ -65,8 +65,8 @@ def test_eval_triage_held_out_examples_file(small_notes, tmp_path):
     out = tmp_path / "held.json"
     examples = tmp_path / "ex.jsonl"
     rows = [json.loads(x) for x in dev_notes_path().read_text(encoding="utf-8").splitlines()]
-    # The first two rows are also test notes: they must be dropped from the few-shot pool.
-    ex = rows[:2] + rows[10:14] + rows[30:34]
+    # rows[5] and rows[25] are also test notes: they must be dropped from the few-shot pool.
+    ex = [rows[5], rows[25]] + rows[10:13] + rows[30:33]
     examples.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in ex), encoding="utf-8")
     r = run(
         "--notes",
@@ -82,6 +82,7 @@ def test_eval_triage_held_out_examples_file(small_notes, tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["protocol"] == "held-out" and data["folds"] is None
     assert data["calls"]["content_free"] == 0
+    assert data["examples_dropped_as_test_notes"] == 2
 
 
 @pytest.mark.parametrize(

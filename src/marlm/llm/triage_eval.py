@@ -114,9 +114,11 @@ def evaluate_triage(
     t_start = time.perf_counter()
     predicted: dict[int, Any] = {}
     runs: list[tuple[Triage, list[int]]] = []
+    dropped = 0
     if examples is not None:
         texts = {clean_note(n.note) for n in notes}
         pool = [e for e in examples if clean_note(e.note) not in texts]
+        dropped = len(examples) - len(pool)
         protocol = "held-out"
         runs.append(
             (
@@ -146,6 +148,7 @@ def evaluate_triage(
         "task": "triage",
         "protocol": protocol,
         "folds": folds if protocol == "cross-validation" else None,
+        "examples_dropped_as_test_notes": dropped,
         "mode": mode,
         "model": runs[0][0].model_name,
         "prompt_version": runs[0][0].prompt_version,
