@@ -11,7 +11,8 @@ from marlm.eval.diagnose import (
     diagnose_run,
     dominant_sequence,
 )
-from marlm.rl.train import RaceConfig, fixed_partner_run, run_race, train_race
+from marlm.eval.runs import run_race
+from marlm.rl.train import RaceConfig, fixed_partner_run, train_race
 
 AGENTS = ["agent_0", "agent_1"]
 

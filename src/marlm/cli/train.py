@@ -1,7 +1,8 @@
 """Commands: ``marlm train gridworld``, ``marlm train race``, ``marlm diagnose RUN_FOLDER``.
 
-No logic here: options are passed to :mod:`marlm.rl.train` and :mod:`marlm.eval.diagnose`, which
-validate them (bad values raise :class:`marlm.errors.InputError`, exit code 2).
+No logic here: options are passed to :mod:`marlm.rl.train` (configs), :mod:`marlm.eval.runs`
+(train and write the run folder) and :mod:`marlm.eval.diagnose`, which validate them (bad values
+raise :class:`marlm.errors.InputError`, exit code 2).
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def train_gridworld_cmd(
     chunk: int = CHUNK,
 ) -> None:
     """Tabular Q-learning on the 4x4 GridWorld."""
-    from marlm.rl.train import GridWorldConfig, run_gridworld
+    from marlm.eval.runs import run_gridworld
+    from marlm.rl.train import GridWorldConfig
 
     if reward not in ("env", "llm"):
         raise InputError(
@@ -155,7 +157,8 @@ def train_race_cmd(
     chunk: int = CHUNK,
 ) -> None:
     """Two agents on GridRace: IQL, VDN or joint-action learners, with a credit-assignment mode."""
-    from marlm.rl.train import RaceConfig, run_race
+    from marlm.eval.runs import run_race
+    from marlm.rl.train import RaceConfig
 
     config = RaceConfig(
         learner=learner, reward=reward, mix_weight=mix_weight, counterfactual=counterfactual,

@@ -14,7 +14,8 @@
   never stops): IQL on the shared reward fires in 6 of 8 seeds (oscillation together 0.03-0.26,
   alone 0.02-0.03: the two agents keep swapping who runs to the goal, in blocks of a few hundred
   episodes; alone against a frozen partner the roles stay put); JAL on the shared reward fires in
-  0 of 8, IQL on individual or difference rewards in 0 of 8. VDN on the shared reward fires in 7 of 8
+  0 of 8, IQL on individual or difference rewards in 0 of 8. VDN on the shared reward fires in 7
+  of 8
   (the roles swap as with IQL), so VDN is not suggested. With the issue's IQL setting (epsilon
   decaying to 0.02 by episode ~4000) the second half of the run has settled and the detector does
   not fire for IQL (seeds 0-3, shared, individual and difference rewards: oscillation <= 0.014

@@ -74,12 +74,12 @@ MODE_CODES = {name: code for code, name in enumerate(REWARD_MODES)}  # as in mar
 
 
 COUNTERFACTUALS = ("absent", "stay", "average")
-# Codes of the compiled loops (marlm.rl.fast): one per reward mode, difference split by counterfactual.
+# Codes of the compiled loops (marlm.rl.fast): difference is split by its counterfactual.
 DIFFERENCE_CODES = {"stay": 3, "absent": 4, "average": 5}
 
 
 def mode_code(mode: str, counterfactual: str = "absent") -> int:
-    """The compiled loops' code of a reward mode (and, for ``difference``, of its counterfactual)."""
+    """The compiled loops' code of a reward mode (for ``difference``: and its counterfactual)."""
     if mode == "difference":
         return DIFFERENCE_CODES[check_counterfactual(counterfactual)]
     return MODE_CODES[check_reward_mode(mode)]

@@ -14,7 +14,8 @@ The environment dynamics come from :mod:`marlm.envs.grid` (``GridWorld.transitio
 compiled loops cannot drift from the environments.
 
 Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 individual, 2 mixed,
-3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`). Learner kernels: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier
+3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`).
+Learner kernels: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier
 1998). Each episode writes one row of the ``EpisodeLog`` arrays.
 """
 

@@ -10,15 +10,15 @@ With one seed both give the same tables and logs (tested); the fast one is sever
 faster (``benchmarks/bench_rl.py``). Seeding happens once, at the top of a run
 (``numpy.random.default_rng(config.seed)``); the generator state travels in checkpoints.
 
-A run folder (:func:`save_gridworld_run`, :func:`save_race_run`) holds ``tables.npz``,
-``episodes.npz`` (per-episode logs), ``metrics.json``, ``curves.png`` (per-agent returns and the
-team curve, labelled sum) and ``findings.json`` (diagnostics, see :mod:`marlm.eval.diagnose`).
+Writing the run folder (tables, logs, ``metrics.json``, curves, findings) is
+:mod:`marlm.eval.runs`: it composes these results with :mod:`marlm.eval.plots` and
+:mod:`marlm.eval.diagnose`, and ``rl`` imports nothing from ``eval`` (DESIGN's import
+direction).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -512,7 +512,8 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
     part = RaceLog.zeros(n, cfg.max_steps)
     common = (
         moves, goal, n_cells, cfg.max_steps, cfg.end == "any",
-        mode_code(cfg.reward, cfg.counterfactual), cfg.mix_weight, learn[0], learn[1], eps, alpha, cfg.gamma, res.rng,
+        mode_code(cfg.reward, cfg.counterfactual), cfg.mix_weight, learn[0], learn[1], eps, alpha,
+        cfg.gamma, res.rng,
         part.learn_return, part.own_return, part.team_return, part.length, part.reached,
         part.action_counts, part.actions,
     )  # fmt: skip
@@ -678,23 +679,18 @@ def fixed_partner_run(result: RaceResult, agent: int, *, seed: int | None = None
 
 
 # --------------------------------------------------------------------------------------------
-# Run folders
+# Metrics (written to the run folder by marlm.eval.runs)
 # --------------------------------------------------------------------------------------------
 
 
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
-
-
-def _window(n: int) -> int:
+def curve_window(n: int) -> int:
+    """Episodes averaged for the final metrics of an n-episode run: a tenth, at least 1."""
     return max(1, n // 10)
 
 
 def gridworld_metrics(res: GridWorldResult) -> dict[str, Any]:
     """Metrics of a GridWorld run, fixed names (``value_start``, ``greedy_path_length``, ...)."""
-    w = _window(res.episode)
+    w = curve_window(res.episode)
     out: dict[str, Any] = {
         "env": GridWorld.metadata["name"],
         "config": _config_dict(res.config),
@@ -714,7 +710,7 @@ def gridworld_metrics(res: GridWorldResult) -> dict[str, Any]:
 def race_metrics(res: RaceResult) -> dict[str, Any]:
     """Metrics of a GridRace run: per agent first, then the team (labelled ``sum``)."""
     log, n = res.log, res.episode
-    w = _window(n)
+    w = curve_window(n)
     out: dict[str, Any] = {
         "env": GridRace.metadata["name"],
         "config": _config_dict(res.config),
@@ -730,93 +726,3 @@ def race_metrics(res: RaceResult) -> dict[str, Any]:
     out["charts/team_return_sum_first_window"] = float(log.team_return[:w].mean())
     out["charts/episodic_length"] = float(log.length[n - w : n].mean())
     return out
-
-
-def save_gridworld_run(
-    res: GridWorldResult, out: str | Path, findings: list[dict] | None = None
-) -> Path:
-    """Write the run folder of a GridWorld run; returns its path."""
-    from marlm.eval.plots import plot_reward_curves
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / "tables.npz", q=res.q)
-    np.savez(
-        out / "episodes.npz", returns=res.returns[: res.episode], length=res.lengths[: res.episode]
-    )
-    metrics = gridworld_metrics(res)
-    _write_json(out / "metrics.json", metrics)
-    plot_reward_curves(
-        {"agent": res.returns[: res.episode]}, out / "curves.png", team="sum",
-        smooth=_window(res.episode) // 2 or 1, xlabel="episode", title="GridWorld return per episode",
-    )  # fmt: skip
-    _write_json(out / "findings.json", findings or [])
-    return out
-
-
-def save_race_run(res: RaceResult, out: str | Path, findings: list[dict] | None = None) -> Path:
-    """Write the run folder of a GridRace run; returns its path.
-
-    ``curves.png`` plots each agent's own (individual) return per episode and the team return,
-    labelled ``team (sum of 2 agents)``: the per-agent curves add up to it.
-    """
-    from marlm.eval.plots import plot_reward_curves
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / "tables.npz", **res.tables)
-    np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
-    _write_json(out / "metrics.json", race_metrics(res))
-    own = res.log.own_return[: res.episode]
-    plot_reward_curves(
-        {agent: own[:, i] for i, agent in enumerate(res.agents)}, out / "curves.png", team="sum",
-        smooth=max(1, _window(res.episode) // 5), xlabel="episode",
-        title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
-    )  # fmt: skip
-    _write_json(out / "findings.json", findings or [])
-    return out
-
-
-def run_gridworld(
-    config: GridWorldConfig, out: str | Path, **kwargs: Any
-) -> tuple[GridWorldResult, dict[str, Any]]:
-    """Train on GridWorld and write the run folder; returns the result and its metrics.
-
-    ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
-    """
-    res = train_gridworld(config, **kwargs)
-    save_gridworld_run(res, out)
-    return res, gridworld_metrics(res)
-
-
-def run_race(
-    config: RaceConfig, out: str | Path, *, diagnose: bool = True, **kwargs: Any
-) -> tuple[RaceResult, dict[str, Any], list[Any]]:
-    """Train on GridRace, run the diagnostics, and write the run folder.
-
-    With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
-    joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
-    detector can compare. Returns ``(result, metrics, findings)``.
-    """
-    from marlm.eval.diagnose import detect_lazy_agent, detect_non_stationarity
-
-    res = train_race(config, **kwargs)
-    findings: list[Any] = []
-    out = Path(out)
-    if diagnose:
-        n = res.episode
-        log = res.log
-        findings += detect_lazy_agent(
-            log.team_return[:n], log.own_return[:n], res.agents,
-            reached=log.reached[:n], action_counts=log.action_counts[:n],
-            action_sequences=log.actions[:n],
-        )  # fmt: skip
-        if n == config.episodes:
-            alone = {
-                a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
-            }
-            out.mkdir(parents=True, exist_ok=True)
-            np.savez(out / "fixed_partner.npz", **alone)
-            findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
-    save_race_run(res, out, [f.to_dict() for f in findings])
-    return res, race_metrics(res), findings

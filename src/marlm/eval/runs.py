@@ -1,0 +1,126 @@
+"""Run folders of ``marlm train gridworld|race``: train, diagnose, and write what a user reads.
+
+One run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
+logs), ``metrics.json`` (fixed names, see :func:`marlm.rl.train.gridworld_metrics` and
+:func:`marlm.rl.train.race_metrics`), ``curves.png`` (per-agent returns and the team curve,
+labelled sum), ``findings.json`` (:mod:`marlm.eval.diagnose`), and for GridRace with diagnostics
+``fixed_partner.npz`` (each agent's returns learning alone against its frozen partner).
+
+This lives in ``eval``, not in :mod:`marlm.rl.train`: it composes the learners' results with the
+plots and detectors of ``eval``, and ``rl`` imports nothing from ``eval`` (``eval`` may read ``rl``
+results, as :mod:`marlm.eval.replay` does). JSON files are written atomically (temp, then rename).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marlm.eval.diagnose import detect_lazy_agent, detect_non_stationarity
+from marlm.eval.plots import plot_reward_curves
+from marlm.rl.train import (
+    GridWorldConfig,
+    GridWorldResult,
+    RaceConfig,
+    RaceResult,
+    curve_window,
+    fixed_partner_run,
+    gridworld_metrics,
+    race_metrics,
+    train_gridworld,
+    train_race,
+)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def save_gridworld_run(
+    res: GridWorldResult, out: str | Path, findings: list[dict] | None = None
+) -> Path:
+    """Write the run folder of a GridWorld run; returns its path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "tables.npz", q=res.q)
+    np.savez(
+        out / "episodes.npz", returns=res.returns[: res.episode], length=res.lengths[: res.episode]
+    )
+    metrics = gridworld_metrics(res)
+    _write_json(out / "metrics.json", metrics)
+    plot_reward_curves(
+        {"agent": res.returns[: res.episode]}, out / "curves.png", team="sum",
+        smooth=curve_window(res.episode) // 2 or 1, xlabel="episode",
+        title="GridWorld return per episode",
+    )  # fmt: skip
+    _write_json(out / "findings.json", findings or [])
+    return out
+
+
+def save_race_run(res: RaceResult, out: str | Path, findings: list[dict] | None = None) -> Path:
+    """Write the run folder of a GridRace run; returns its path.
+
+    ``curves.png`` plots each agent's own (individual) return per episode and the team return,
+    labelled ``team (sum of 2 agents)``: the per-agent curves add up to it.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "tables.npz", **res.tables)
+    np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
+    _write_json(out / "metrics.json", race_metrics(res))
+    own = res.log.own_return[: res.episode]
+    plot_reward_curves(
+        {agent: own[:, i] for i, agent in enumerate(res.agents)}, out / "curves.png", team="sum",
+        smooth=max(1, curve_window(res.episode) // 5), xlabel="episode",
+        title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
+    )  # fmt: skip
+    _write_json(out / "findings.json", findings or [])
+    return out
+
+
+def run_gridworld(
+    config: GridWorldConfig, out: str | Path, **kwargs: Any
+) -> tuple[GridWorldResult, dict[str, Any]]:
+    """Train on GridWorld and write the run folder; returns the result and its metrics.
+
+    ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
+    """
+    res = train_gridworld(config, **kwargs)
+    save_gridworld_run(res, out)
+    return res, gridworld_metrics(res)
+
+
+def run_race(
+    config: RaceConfig, out: str | Path, *, diagnose: bool = True, **kwargs: Any
+) -> tuple[RaceResult, dict[str, Any], list[Any]]:
+    """Train on GridRace, run the diagnostics, and write the run folder.
+
+    With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
+    joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
+    detector can compare. Returns ``(result, metrics, findings)``.
+    """
+    res = train_race(config, **kwargs)
+    findings: list[Any] = []
+    out = Path(out)
+    if diagnose:
+        n = res.episode
+        log = res.log
+        findings += detect_lazy_agent(
+            log.team_return[:n], log.own_return[:n], res.agents,
+            reached=log.reached[:n], action_counts=log.action_counts[:n],
+            action_sequences=log.actions[:n],
+        )  # fmt: skip
+        if n == config.episodes:
+            alone = {
+                a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
+            }
+            out.mkdir(parents=True, exist_ok=True)
+            np.savez(out / "fixed_partner.npz", **alone)
+            findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
+    save_race_run(res, out, [f.to_dict() for f in findings])
+    return res, race_metrics(res), findings
