@@ -51,7 +51,9 @@ fix: a counterfactual must not share the costs the agent itself pays.
 Limitation: ``absent`` needs an environment that can simulate a step without the agent
 (``GridRace.simulate(..., absent=...)``); in GridRace it equals the individual reward plus the
 collision blame, so here it adds little over ``individual`` beyond not needing the reward parts.
-With ``end="all"`` none of shared / individual / absent shows the finding (8 seeds).
+With ``end="all"`` (an arrived agent waits for the other) no mode shows the finding (8 seeds);
+there ``absent`` brings both agents to the goal in 8 of 8 seeds, ``stay`` in 7 of 8 (seed 0: both
+stop arriving, the team return falls from 1.62 to -1.43 per episode).
 
 Difference rewards do **not** sum to the team reward: with ``stay`` a step cost paid alike whether
 agent i moves or stays cancels out of every ``D_i``, with ``absent`` a collision is charged to both
