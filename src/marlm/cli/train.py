@@ -66,22 +66,7 @@ def _llm_reward_fn(samples: int):
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
     model = EmbeddedModel()
-    _prompt_threads_as_decode_threads(model.llama)
     return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
-
-
-def _prompt_threads_as_decode_threads(llama) -> None:
-    """Evaluate prompts on as many threads as decoding uses (llama-cpp-python's default).
-
-    llama-cpp-python decodes on cpu_count // 2 threads but evaluates prompts on cpu_count threads;
-    on a shared 2-core machine the two prompt threads wait on each other and a 140-token prompt of
-    SmolLM2-135M took ~8 s instead of ~0.5 s (measured). ``EmbeddedModel`` does not take
-    ``n_threads_batch`` yet, so it is set here on the loaded context.
-    """
-    import llama_cpp
-
-    llama_cpp.llama_set_n_threads(llama.ctx, llama.n_threads, llama.n_threads)
-    llama.n_threads_batch = llama.context_params.n_threads_batch = llama.n_threads
 
 
 @train_app.command("gridworld")
