@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import numpy as np
 import pytest
 
 from marlm.errors import InputError
@@ -210,6 +211,24 @@ def test_score_and_generate_modes_answer_with_a_class(embedded_model):
         tri = Triage(embedded_model, mode=mode)
         d = tri.classify("Emergency order for the fire department.")
         assert d.label in URGENCY_CLASSES and d.mode == mode
+
+
+def test_batch_mode_prior_comes_from_unlabelled_pool_notes_outside_the_prompt(embedded_model):
+    pool = load_labelled_notes(default_examples_path())
+    tri = Triage(embedded_model, mode="batch", examples=pool, per_class=2)
+    shots = {clean_note(e.note) for e in tri.examples}
+    assert len(tri.prior_notes) == len(pool) - len(shots)
+    assert not shots & set(tri.prior_notes)
+    d = tri.classify("Emergency order for the fire department.")
+    prior = tri.batch_prior()
+    assert np.exp(prior).sum() == pytest.approx(1.0)
+    assert tri.stats.prior_calls == len(tri.prior_notes)
+    assert d.mode == "batch" and d.label in URGENCY_CLASSES
+    raw = Triage(embedded_model, mode="score", examples=pool, per_class=2).classify(
+        "Emergency order for the fire department."
+    )
+    for c in URGENCY_CLASSES:
+        assert d.scores[c] == pytest.approx(raw.scores[c] - prior[URGENCY_CLASSES.index(c)])
 
 
 def test_calibrated_triage_beats_the_majority_on_held_out_dev_notes(embedded_model):

@@ -30,7 +30,7 @@ def triage(
     notes: Path = typer.Option(
         ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
     ),
-    mode: str = typer.Option("calibrated", "--mode", help="generate, score or calibrated."),
+    mode: str = typer.Option("calibrated", "--mode", help="generate, score, calibrated or batch."),
     llm: str = typer.Option(
         "embedded", "--llm", help="'embedded' or the URL of an OpenAI-compatible server."
     ),
@@ -107,6 +107,6 @@ def _print(r: dict) -> None:
         )
     c = r["calls"]
     typer.echo(
-        f"calls: {c['model']} model, {c['content_free']} content-free, "
+        f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} batch-prior, "
         f"{c['cache_hits']} cache hits, {c['fallbacks']} fallbacks"
     )

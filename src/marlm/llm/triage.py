@@ -9,6 +9,9 @@ examples from a labelled file:
   best one is the answer (:func:`marlm.llm.scoring.score`, SayCan-style).
 - ``calibrated``: ``score`` minus the log-probability the model gives each class for content-free
   notes (``"N/A"``, ``""``, ``"[MASK]"``), "Calibrate Before Use" (Zhao et al. 2021, section 5).
+- ``batch``: ``score`` minus the log of the mean class distribution over real in-domain notes,
+  "Batch Calibration" (Zhou et al. 2024, ICLR, section 4): the notes of the labelled pool that are
+  not few-shot examples, with their labels ignored. The prior is computed once per classifier.
 
 Safety of the answer does not depend on the model: a note is data, quoted as a JSON string on one
 line of the prompt (so it cannot open a new line or close its quotes), cut to ``max_note_chars``;
@@ -50,7 +53,7 @@ from .scoring import (
 #: The urgency classes, most urgent first.
 URGENCY_CLASSES: tuple[str, ...] = ("urgent", "normal", "low")
 #: The decision modes.
-MODES: tuple[str, ...] = ("generate", "score", "calibrated")
+MODES: tuple[str, ...] = ("generate", "score", "calibrated", "batch")
 #: Version of the prompt template; recorded with every decision.
 PROMPT_VERSION = "triage-v1"
 #: Longest note text put into a prompt, in characters (longer notes are cut, with a mark).
@@ -327,6 +330,7 @@ class TriageStats:
     notes: int = 0
     model_calls: int = 0
     content_free_calls: int = 0
+    prior_calls: int = 0
     cache_hits: int = 0
     fallbacks: int = 0
     latencies_s: list[float] = field(default_factory=list)
@@ -380,6 +384,9 @@ class Triage:
         else:
             pool = list(examples)
         self.examples = select_examples(pool, per_class=per_class, classes=self.classes, seed=seed)
+        shots = {clean_note(e.note) for e in self.examples}
+        # Unlabelled in-domain notes for the batch prior: the pool's other notes, labels unused.
+        self.prior_notes = sorted({clean_note(x.note, max_note_chars) for x in pool} - shots - {""})
         self.model = model
         self.mode = mode
         self.fallback = fallback
@@ -391,6 +398,7 @@ class Triage:
         self._prefix = render_prefix(self.examples, self.classes)
         self._cache: dict[str, TriageDecision] = {}
         self._content_free: OptionScores | None = None
+        self._prior: np.ndarray | None = None
         self._scoring_ok = True
         self._lock = threading.RLock()
 
@@ -462,13 +470,44 @@ class Triage:
                 self.stats.content_free_calls += len(prompts)
             return self._content_free
 
+    def batch_prior(self) -> np.ndarray:
+        """``float64[n_classes]``: log of the mean class distribution over :attr:`prior_notes`.
+
+        Batch Calibration (Zhou et al. 2024, section 4) estimates the contextual prior as the mean
+        of the model's class probabilities over in-domain inputs; computed once, then reused.
+
+        Raises:
+            ValueError: the pool has no notes besides the few-shot examples.
+        """
+        with self._lock:
+            if self._prior is None:
+                if not self.prior_notes:
+                    raise ValueError(
+                        "no pool notes left for the batch prior: give more labelled notes"
+                    )
+                probs = []
+                for note in self.prior_notes:
+                    r = score(
+                        self.model,
+                        render_prompt(note, self.examples, self.classes),
+                        self._options,
+                        cache_prefix=self._prefix,
+                    )
+                    probs.append(r.probabilities())
+                    self.stats.prior_calls += 1
+                self._prior = np.log(np.mean(probs, axis=0))
+            return self._prior
+
     def _decide_by_score(self, text: str, mode: str, truncated: bool) -> TriageDecision:
         prompt = render_prompt(text, self.examples, self.classes)
         cf = self.content_free() if mode == "calibrated" else None
+        prior = self.batch_prior() if mode == "batch" else None
         result = score(self.model, prompt, self._options, cache_prefix=self._prefix)
         self.stats.model_calls += 1
         self.stats.latencies_s.append(result.latency_s)
         logprobs = result.logprobs if cf is None else result.logprobs - cf.logprobs
+        if prior is not None:
+            logprobs = result.logprobs - prior
         label = self.classes[int(np.argmax(logprobs))]
         return TriageDecision(
             label,

@@ -165,6 +165,7 @@ def evaluate_triage(
         "calls": {
             "model": sum(t.stats.model_calls for t, _ in runs),
             "content_free": sum(t.stats.content_free_calls for t, _ in runs),
+            "batch_prior": sum(t.stats.prior_calls for t, _ in runs),
             "cache_hits": sum(t.stats.cache_hits for t, _ in runs),
             "fallbacks": sum(t.stats.fallbacks for t, _ in runs),
         },
