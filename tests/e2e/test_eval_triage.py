@@ -40,7 +40,7 @@ def test_eval_triage_cross_validates_and_writes_json(small_notes, tmp_path):
         "--mode",
         "calibrated",
         "--folds",
-        "3",
+        "2",
         "--per-class",
         "2",
         "--out",
