@@ -1,6 +1,6 @@
 """Urgency triage of an order note: ``urgent``, ``normal`` or ``low``, by a (small) language model.
 
-Three decision modes, all on one prompt template (versioned, :data:`PROMPT_VERSION`) with few-shot
+Four decision modes, all on one prompt template (versioned, :data:`PROMPT_VERSION`) with few-shot
 examples from a labelled file:
 
 - ``generate``: the model writes ``{"urgency": "<class>"}`` under a JSON schema whose enum is the
@@ -20,8 +20,8 @@ the answer is one of the classes by construction (score modes) or validated agai
 and it concerns only that note's order. An empty note is not sent to the model.
 
 Results are cached by the cleaned note text: one model call per distinct note. When the backend
-cannot score (an OpenAI-compatible server without prompt log-probabilities), ``score`` and
-``calibrated`` fall back to ``generate`` and warn once.
+cannot score (an OpenAI-compatible server without prompt log-probabilities), the score modes
+fall back to ``generate`` and warn once.
 """
 
 from __future__ import annotations
