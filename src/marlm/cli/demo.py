@@ -91,7 +91,9 @@ def demo(
         str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
     ] = "embedded",
     llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
-    planner: Annotated[str, typer.Option(help="llm, rule or team.")] = "llm",
+    planner: Annotated[
+        str, typer.Option(help="llm, rule, team, or triage[-generate|-score|-calibrated|-batch].")
+    ] = "llm",
     executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
     shield: Annotated[
         bool, typer.Option(help="Filter every joint action through the shield.")

@@ -53,15 +53,28 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
     )
 
 
-#: Planner names ``--planner`` accepts.
-PLANNERS = ("llm", "rule", "team")
+#: Planner names ``--planner`` accepts. ``triage`` is ``triage-batch``, the best mode measured
+#: (docs/triage.md).
+PLANNERS = (
+    "llm",
+    "rule",
+    "team",
+    "triage",
+    "triage-generate",
+    "triage-score",
+    "triage-calibrated",
+    "triage-batch",
+)
 
 
 def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
     """A planner by name, on the backend :func:`make_model` builds from ``llm``.
 
     ``"llm"``: one model call assigns robots (:class:`LLMPlanner`); ``"rule"``: no model;
-    ``"team"``: a coordinator ranks and a dispatcher assigns (:class:`TeamPlanner`).
+    ``"team"``: a coordinator ranks and a dispatcher assigns (:class:`TeamPlanner`);
+    ``"triage[-MODE]"``: the model classifies each order's urgency from its note in MODE
+    (generate, score, calibrated, batch; default batch) and a solver matches robots
+    (:class:`TriagePlanner`).
     """
     if name == "rule":
         return RulePlanner()
@@ -71,6 +84,13 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
         from .team_planner import TeamPlanner
 
         return TeamPlanner(make_model(llm, **model_kwargs))
+    if name in PLANNERS and name.startswith("triage"):
+        from marlm.llm.triage import Triage
+
+        from .triage_planner import TriagePlanner
+
+        mode = name.partition("-")[2] or "batch"
+        return TriagePlanner(Triage(make_model(llm, **model_kwargs), mode=mode))
     raise InputError(f"got {name!r}; allowed: {', '.join(PLANNERS)}", field="--planner")
 
 

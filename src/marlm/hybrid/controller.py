@@ -44,7 +44,16 @@ from marlm.hybrid.planner import (
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.shield import Shield
 
-PlannerName = Literal["llm", "rule", "team"]
+PlannerName = Literal[
+    "llm",
+    "rule",
+    "team",
+    "triage",
+    "triage-generate",
+    "triage-score",
+    "triage-calibrated",
+    "triage-batch",
+]
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
 
 
@@ -58,8 +67,9 @@ class RunConfig(BaseModel):
         n_robots: robots to use (default: the layout's ``R`` cells).
         steps: time limit in control steps (> 0).
         seed: seeds the environment, the executor's generator and the shield.
-        planner: ``"llm"`` (model + rule fallback), ``"rule"``, or ``"team"`` (coordinator and
-            dispatcher agents + rule fallback).
+        planner: ``"llm"`` (model + rule fallback), ``"rule"``, ``"team"`` (coordinator and
+            dispatcher agents + rule fallback), or ``"triage[-MODE]"`` (the model triages each
+            note's urgency, a solver matches robots; see :func:`marlm.hybrid.build_planner`).
         executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
             ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
