@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from marlm.errors import InputError
+
 from .app import app
 
 _err = Console(stderr=True)
@@ -135,7 +137,10 @@ def compare(
     ] = "small",
     orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
     robots: Annotated[int | None, typer.Option("--robots", min=1)] = None,
-    steps: Annotated[int, typer.Option("--steps", min=1)] = 300,
+    steps: Annotated[
+        int | None,
+        typer.Option("--steps", min=1, help="Steps per run (default 300; notes-only: 600)."),
+    ] = None,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the order stream and the layout start.")
     ] = 1,
@@ -163,23 +168,58 @@ def compare(
     out: Annotated[
         Path, typer.Option("--out", help="Folder for the runs, table and plots.")
     ] = Path("runs/compare"),
+    scenario: Annotated[
+        str,
+        typer.Option(
+            "--scenario",
+            help="standard (the schemes) or notes-only (every order listed normal, urgency only "
+            "in its note: the rule planner vs the triage planner in each mode).",
+        ),
+    ] = "standard",
+    workers: Annotated[
+        int, typer.Option("--workers", help="Ray tasks at once for the spread seeds (1: no Ray).")
+    ] = 1,
+    address: Annotated[
+        str | None, typer.Option("--address", help="Join this Ray cluster (host:port).")
+    ] = None,
 ) -> None:
     """Run the same seeded orders and layout under each scheme; print one table, write plots."""
-    from marlm.hybrid.compare import SCHEMES, compare_schemes, format_table
+    from marlm.hybrid.compare import (
+        NOTES_ONLY_PLANNERS,
+        SCHEMES,
+        compare_notes_only,
+        compare_schemes,
+        format_notes_only,
+        format_table,
+    )
 
+    say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    if scenario == "notes-only":
+        names = [s.strip() for s in schemes.split(",")] if schemes else list(NOTES_ONLY_PLANNERS)
+        result = compare_notes_only(
+            layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
+            llm=llm, planners=names, out_dir=out, progress=say,
+        )  # fmt: skip
+        print(format_notes_only(result))
+        print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
+        return
+    if scenario != "standard":
+        raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     names = [s.strip() for s in schemes.split(",")] if schemes else list(SCHEMES)
     result = compare_schemes(
         layout=layout,
         orders=orders,
         n_robots=robots,
-        steps=steps,
+        steps=steps or 300,
         seed=seed,
         llm=llm,
         schemes=names,
         llm_only_steps=llm_only_steps,
         spread_seeds=spread_seeds,
         out_dir=out,
-        progress=lambda msg: _err.print(msg, markup=False, highlight=False),
+        progress=say,
+        workers=workers,
+        address=address,
     )
     print(format_table(result))
     print(f"\nwritten: {result['files']['table']}", file=sys.stderr)

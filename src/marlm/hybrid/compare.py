@@ -24,6 +24,7 @@ planner (through :func:`planner_decider`) or learns from it offline (:func:`marl
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -330,6 +331,16 @@ def _supported(field: str) -> set[str]:
     return set(get_args(annotation))
 
 
+def _delivered_on_seed(seed: int, *, config: Any, out: Path, name: str, policy: Any) -> int:
+    """Orders delivered by a model-free scheme on another seed (a Ray task when parallel)."""
+    from .controller import run
+    from .planner import RulePlanner
+
+    other = config.model_copy(update={"seed": seed})
+    result = run(other, out / f"{name}-seed{seed}", planner=RulePlanner(), policy=policy)
+    return int(result.metrics.get("delivered") or 0)
+
+
 def compare_schemes(
     *,
     layout: str = "small",
@@ -346,6 +357,8 @@ def compare_schemes(
     spread_seeds: int = 5,
     out_dir: str | Path = "runs/compare",
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+    address: str | None = None,
 ) -> dict[str, Any]:
     """Run each scheme on the same layout, orders and seed; return the table rows.
 
@@ -365,6 +378,10 @@ def compare_schemes(
         out_dir: each scheme's run folder goes to ``out_dir/<scheme>``; the table to
             ``out_dir/compare.json`` and ``out_dir/compare.txt``, the plot to ``compare.png``.
         progress: called with one line of text per scheme.
+        workers, address: run the spread seeds of the model-free schemes as Ray tasks
+            (:func:`marlm.scale.parallel.map_seeds`; local Ray unless ``address``); each seed's
+            result is the one the serial run gives. Schemes with a model stay serial, so the
+            model is loaded once.
 
     Returns:
         ``{"rows": [...], "columns": [...], "notes": [...], "files": {...}}``.
@@ -377,6 +394,12 @@ def compare_schemes(
     from .planner import LLMPlanner
 
     say = progress or (lambda _msg: None)
+    if workers != 1 or address is not None:
+        from marlm.scale.parallel import check_address, check_workers
+
+        check_workers(workers)
+        if address is not None:
+            check_address(address)
     planners_ok = _supported("planner")
     executors_ok = _supported("executor")
     available = [
@@ -473,11 +496,14 @@ def compare_schemes(
         uses_llm = s["planner"] != "rule" or s["executor"] == "llm"
         if spread_seeds > 1 and not uses_llm:
             # The same scheme on other seeds (cheap without a model): is a gap between rows noise?
+            from marlm.scale.parallel import map_seeds
+
+            on_seed = functools.partial(
+                _delivered_on_seed, config=config, out=out / "spread", name=name, policy=policy
+            )
+            extra_seeds = range(seed + 1, seed + spread_seeds)
             delivered = [m.get("delivered") or 0]
-            for extra in range(1, spread_seeds):
-                other = config.model_copy(update={"seed": seed + extra})
-                extra_run = run(other, out / "spread" / f"{name}-seed{seed + extra}", **kwargs)
-                delivered.append(extra_run.metrics.get("delivered") or 0)
+            delivered += map_seeds(on_seed, extra_seeds, workers=workers, address=address)
             row["delivered_spread"] = (
                 f"{statistics.mean(delivered):.1f}±{statistics.stdev(delivered):.1f}"
             )
@@ -617,3 +643,114 @@ __all__ = [
     "planner_decider",
     "replay_trace",
 ]
+
+
+#: Planners of the notes-only scenario: the rule, and the triage planner in each mode.
+NOTES_ONLY_PLANNERS = (
+    "rule",
+    "triage-generate",
+    "triage-score",
+    "triage-calibrated",
+    "triage-batch",
+)
+
+
+def compare_notes_only(
+    *,
+    layout: str = "small",
+    n_orders: int = 40,
+    n_robots: int | None = 2,
+    steps: int = 600,
+    seed: int = 1,
+    llm: str = "embedded",
+    planners: Sequence[str] = NOTES_ONLY_PLANNERS,
+    out_dir: str | Path = "runs/compare-notes-only",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The "notes-only urgency" scenario: every order is listed ``normal``; urgency is in the note.
+
+    Runs the rule planner and the triage planner in each mode on the same seeded order stream
+    (notes drawn from marlm's labelled notes; truly urgent orders have a tighter true deadline)
+    with the greedy executor and the shield, so rows differ only by the planner. See
+    :func:`marlm.hybrid.triage_planner.run_notes_only`.
+
+    Returns:
+        ``{"rows": [...], "setting": {...}, "files": {...}}``; each row has ``planner``,
+        ``delivered``, ``on_time_rate``, ``urgent_on_time_rate``, ``n_urgent``, ``llm_calls``,
+        ``wall_s``, and ``urgent_gain_points`` / ``delivered_change_pct`` against the rule.
+
+    Raises:
+        InputError: an unknown planner name.
+    """
+    from . import build_planner, make_model
+    from .triage_planner import TriagePlanner, run_notes_only
+
+    unknown = [p for p in planners if p not in NOTES_ONLY_PLANNERS]
+    if unknown:
+        raise InputError(
+            f"unknown planner(s) {', '.join(unknown)}; allowed: {', '.join(NOTES_ONLY_PLANNERS)}",
+            field="--schemes",
+        )
+    say = progress or (lambda _msg: None)
+    model = make_model(llm) if any(p != "rule" for p in planners) else None
+    built: dict[str, Any] = {}
+    for name in planners:
+        if name == "rule":
+            built[name] = build_planner("rule")
+        else:
+            from marlm.llm.triage import Triage
+
+            built[name] = TriagePlanner(Triage(model, mode=name.partition("-")[2]))
+    say(f"notes-only scenario: {', '.join(planners)} on seed {seed}")
+    out = Path(out_dir)
+    rows = run_notes_only(
+        built, out, layout=layout, n_orders=n_orders, n_robots=n_robots, steps=steps, seed=seed
+    )
+    base = next((r for r in rows if r["planner"] == "rule"), None)
+    for row in rows:
+        if base is not None and row["urgent_on_time_rate"] is not None:
+            row["urgent_gain_points"] = 100 * (
+                row["urgent_on_time_rate"] - (base["urgent_on_time_rate"] or 0.0)
+            )
+            row["delivered_change_pct"] = (
+                100 * (row["delivered"] - base["delivered"]) / base["delivered"]
+                if base["delivered"]
+                else None
+            )
+    result = {
+        "rows": rows,
+        "setting": {"layout": layout, "n_orders": n_orders, "n_robots": n_robots,
+                    "steps": steps, "seed": seed, "llm": llm},
+        "files": {},
+    }  # fmt: skip
+    path = out / "compare_notes_only.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str), "utf-8")
+    os.replace(tmp, path)
+    result["files"] = {"json": path}
+    return result
+
+
+def format_notes_only(result: dict[str, Any]) -> str:
+    """The notes-only comparison as a plain-text table."""
+    head = f"{'planner':<18} {'delivered':>9} {'on-time':>8} {'urgent on-time':>15} {'vs rule':>9} {'LLM calls':>9} {'wall s':>7}"
+    lines = [head, "-" * len(head)]
+    for r in result["rows"]:
+        gain = r.get("urgent_gain_points")
+        lines.append(
+            f"{r['planner']:<18} {r['delivered']:>9} {_pct(r['on_time_rate']):>8} "
+            f"{_pct(r['urgent_on_time_rate']):>15} "
+            f"{'' if gain is None or r['planner'] == 'rule' else f'{gain:+.1f} pt':>9} "
+            f"{r['llm_calls']:>9} {r['wall_s']:>7.1f}"
+        )
+    s = result["setting"]
+    lines.append(
+        f"setting: layout {s['layout']}, {s['n_orders']} orders all listed 'normal', "
+        f"{s['n_robots']} robots, {s['steps']} steps, seed {s['seed']}; urgency only in the notes; "
+        "greedy executor + shield for every row"
+    )
+    return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"

@@ -1,0 +1,27 @@
+"""`marlm compare --workers 2`: the spread seeds run as Ray tasks and give the serial results."""
+
+from __future__ import annotations
+
+import pytest
+
+from marlm.errors import InputError
+from marlm.hybrid.compare import compare_schemes
+
+
+def test_compare_spread_seeds_on_ray_equal_the_serial_run(tmp_path):
+    ray = pytest.importorskip("ray")
+    kwargs = dict(schemes=["rules"], steps=60, seed=1, spread_seeds=3, llm="embedded")
+    serial = compare_schemes(out_dir=tmp_path / "serial", **kwargs)
+    try:
+        parallel = compare_schemes(out_dir=tmp_path / "ray", workers=2, **kwargs)
+    finally:
+        ray.shutdown()
+    assert serial["rows"][0]["delivered_spread"] == parallel["rows"][0]["delivered_spread"]
+    assert serial["rows"][0]["delivered"] == parallel["rows"][0]["delivered"]
+    assert (tmp_path / "ray" / "spread" / "rules-seed3" / "metrics.json").is_file()
+
+
+def test_compare_refuses_zero_workers_before_any_run(tmp_path):
+    with pytest.raises(InputError, match="--workers"):
+        compare_schemes(schemes=["rules"], steps=10, workers=0, out_dir=tmp_path / "x")
+    assert not (tmp_path / "x").exists()
