@@ -137,16 +137,27 @@ class QExecutor:
         return cls(q=q.astype(np.float64), info=info)
 
 
+@dataclass
 class GreedyExecutor:
-    """Baseline: step along the shortest path (the first downhill neighbour), else stay."""
+    """Baseline: step along the shortest path (the first downhill neighbour), else stay.
 
-    name = "greedy"
+    Attributes:
+        noise: probability of a uniformly random action instead (0 by default; set it to the
+            RL executor's ``noise`` for a like-for-like comparison).
+    """
+
+    noise: float = 0.0
+    name: str = "greedy"
 
     def act(self, observations, agents, rng, epsilon: float | None = None) -> np.ndarray:
         obs = np.stack([observations[a] for a in agents])
         downhill = obs[:, OBS_DOWNHILL] > 0.5
         has = downhill.any(axis=1)
-        return np.where(has, downhill.argmax(axis=1) + 1, 0).astype(np.int64)
+        actions = np.where(has, downhill.argmax(axis=1) + 1, 0).astype(np.int64)
+        if self.noise > 0:
+            random = rng.random(len(agents)) < self.noise
+            actions = np.where(random, rng.integers(0, N_ACTIONS, len(agents)), actions)
+        return actions
 
 
 class RandomExecutor:
