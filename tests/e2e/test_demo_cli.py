@@ -26,25 +26,20 @@ def marlm(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Complete
     )
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """One short demo run with the real embedded model; the policy cache lives in the tmp dir."""
+@pytest.fixture(scope="module", params=["default", "llm"])
+def demo_run(request, tmp_path_factory):
+    """Short demo runs with the real embedded model: the default planner (the model triages
+    notes, a solver assigns) and ``--planner llm`` (the model assigns robots under a schema).
+    The policy cache lives in the tmp dir, so the first run also trains the executor."""
     root = tmp_path_factory.mktemp("demo")
     out = root / "run"
+    planner = [] if request.param == "default" else ["--planner", request.param]
     proc = marlm(
-        "demo",
-        "--steps",
-        "300",
-        "--tick-ms",
-        "0",
-        "--sync",
-        "--seed",
-        "0",
-        "--out",
-        str(out),
+        "demo", "--steps", "300", "--tick-ms", "0", "--sync", "--seed", "0", "--out", str(out),
+        *planner,
         cwd=root,
         env={"MARLM_CACHE": str(root / "cache")},
-    )
+    )  # fmt: skip
     return proc, out
 
 

@@ -92,8 +92,12 @@ def demo(
     ] = "embedded",
     llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
     planner: Annotated[
-        str, typer.Option(help="llm, rule, team, or triage[-generate|-score|-calibrated|-batch].")
-    ] = "llm",
+        str,
+        typer.Option(
+            help="triage[-generate|-score|-calibrated|-batch] (the model reads each note's "
+            "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
+        ),
+    ] = "triage",
     executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
     shield: Annotated[
         bool, typer.Option(help="Filter every joint action through the shield.")

@@ -90,7 +90,7 @@ class RunConfig(BaseModel):
     n_robots: int | None = Field(None, gt=0)
     steps: int = Field(600, gt=0)
     seed: int = 0
-    planner: PlannerName = "llm"
+    planner: PlannerName = "triage"
     executor: ExecutorName = "rl"
     shield: bool = True
     sync_planner: bool = False
