@@ -176,3 +176,36 @@ def test_bad_option_value_exits_2_through_the_console_script(tmp_path):
     proc = marlm("demo", "--steps", "0", "--planner", "rule", cwd=tmp_path)
     assert proc.returncode == 2
     assert "--steps" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_server_that_never_answers_is_recorded_and_does_not_hold_the_process(
+    tmp_path, fault_server
+):
+    out = tmp_path / "run"
+    # The server answers nothing for 120 s and the HTTP timeout is 60 s: a process that waited
+    # for the in-flight request at exit would outlive the subprocess guard below.
+    proc = subprocess.run(
+        [*MARLM, "demo", "--planner", "llm", "--llm", fault_server.base("hang"),
+         "--llm-timeout", "60", "--steps", "80", "--tick-ms", "5", "--plan-deadline", "0.1",
+         "--no-gif", "--out", str(out)],
+        capture_output=True, text=True, timeout=45, cwd=tmp_path,
+        env={**os.environ, "MARLM_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["llm_calls"] == 1 and m["collisions"] == 0
+    assert m["planner_deadlines"] >= 1 and m["delivered"] > 0  # the rule stood in
+    (call,) = read_trace(out / "trace.jsonl").of_type("llm_call")
+    assert call["error"].startswith("unanswered") and not call["valid"]
+
+
+def test_unusable_run_folder_or_model_file_is_one_line_exit_2(tmp_path, capsys):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    code, err = run_main(["demo", "--planner", "rule", "--out", str(a_file)], capsys)
+    assert code == 2 and "'--out'" in err and "Traceback" not in err
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"\x00not a model\xff" * 10)
+    code, err = run_main(["demo", "--llm", str(fake), "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and "'--llm'" in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()  # checked before the run folder was made

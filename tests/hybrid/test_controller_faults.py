@@ -24,11 +24,18 @@ def test_backend_fault_falls_back_to_the_rule_and_robots_keep_moving(
     # The control loop never stalled: it ran to the time limit or until every order was delivered.
     assert m["steps"] == 400 or m["delivered"] == m["orders_total"]
     assert m["collisions"] == 0
-    assert m["llm_fallbacks"] >= 1 and m["llm_fallbacks"] == m["llm_calls"]
+    # Every call failed; one still in flight when the run ended is recorded as unanswered.
+    assert m["llm_fallbacks"] >= 1 and m["llm_calls"] in (
+        m["llm_fallbacks"],
+        m["llm_fallbacks"] + 1,
+    )
     assert m["delivered"] > 0  # the rule's plans were executed
 
     events = read_trace(result.files["trace"]).events
     calls = [e for e in events if e["type"] == "llm_call"]
+    unanswered = [c for c in calls if c["error"].startswith("unanswered")]
+    assert len(unanswered) <= 1 and all(c["step_applied"] is None for c in unanswered)
+    calls = [c for c in calls if c not in unanswered]
     assert calls and all(not c["valid"] and c["fallback"] for c in calls)
     reason = "timeout" if mode in ("hang", "whitespace") else "backend error"
     assert all(c["error"].startswith(reason + ":") for c in calls), [c["error"] for c in calls]

@@ -12,7 +12,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from marlm.errors import InputError
-from marlm.hybrid import DEFAULT_TRAINING, build_planner, cached_policy
+from marlm.hybrid import (
+    DEFAULT_TRAINING,
+    build_planner,
+    cached_policy,
+    default_orders,
+    prepare_run_folder,
+)
 from marlm.hybrid.controller import make_env, run, run_config
 from marlm.hybrid.executor import (
     GreedyExecutor,
@@ -81,7 +87,10 @@ def metrics_table(m: dict, title: str) -> Table:
 def demo(
     layout: Annotated[str, typer.Option(help="Shipped layout name or a map file.")] = "small",
     orders: Annotated[
-        str | None, typer.Option(help="JSONL order file (default: the shipped sample).")
+        str | None,
+        typer.Option(
+            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
+        ),
     ] = None,
     robots: Annotated[int | None, typer.Option(help="Robots (default: the map's R cells).")] = None,
     steps: Annotated[int, typer.Option(help="Time limit in control steps.")] = 600,
@@ -91,6 +100,9 @@ def demo(
         str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
     ] = "embedded",
     llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
+    llm_timeout: Annotated[
+        float, typer.Option(help="Seconds an HTTP server may take per answer.")
+    ] = 10.0,
     planner: Annotated[
         str,
         typer.Option(
@@ -127,7 +139,7 @@ def demo(
         )
     config = run_config(
         layout=layout,
-        orders=orders,
+        orders=orders if orders is not None else default_orders(layout),
         n_robots=robots,
         steps=steps,
         seed=seed,
@@ -139,23 +151,24 @@ def demo(
         gif=gif,
         plan_deadline_s=plan_deadline,
     )
-    make_env(config)  # check the map, orders and robot count before any other work
-    out = out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
-    with _progress() as bar:
-        q = None
-        if config.executor == "rl":
-            if policy is not None:
-                q = QExecutor.load(policy)
-            else:
-                task = bar.add_task(
-                    "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]
-                )
-                q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
-                bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
+    # Check every input before any work: map, orders, robots, run folder, policy, model.
+    make_env(config)
+    q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None
+    plan = build_planner(config.planner, llm, model_name=llm_model, timeout_s=llm_timeout)
+    out = prepare_run_folder(out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
+    if config.tick_ms == 0 and not config.sync_planner and config.planner != "rule":
         console.print(
-            f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else "")
+            "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
+            "outrun the planner; use --sync for reproducible runs."
         )
-        plan = build_planner(config.planner, llm, model_name=llm_model)
+    console.print(f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else ""))
+    with _progress() as bar:
+        if config.executor == "rl" and q is None:
+            task = bar.add_task(
+                "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]
+            )
+            q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
+            bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
         task = bar.add_task("warehouse", total=config.steps)
         result = run(
             config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i)

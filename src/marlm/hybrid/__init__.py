@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from marlm.errors import InputError
-from marlm.llm.backends import ChatModel, EmbeddedModel, OpenAICompatible
+from marlm.llm.backends import BackendError, ChatModel, EmbeddedModel, OpenAICompatible
 
 from .planner import LLMPlanner, Planner, RulePlanner
 
@@ -36,16 +36,18 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
         timeout_s: per-call timeout for an HTTP server.
 
     Raises:
-        InputError: any other value (names the option and the allowed forms).
+        InputError: any other value (names the option and the allowed forms), or a model file
+            llama.cpp cannot load.
     """
-    if llm == "embedded":
-        return EmbeddedModel()
     if llm.startswith(("http://", "https://")):
         return OpenAICompatible(llm, model_name, timeout_s=timeout_s)
-    if llm.endswith(".gguf"):
-        if not Path(llm).is_file():
+    if llm == "embedded" or llm.endswith(".gguf"):
+        if llm != "embedded" and not Path(llm).is_file():
             raise InputError("GGUF file not found", source=llm, field="--llm")
-        return EmbeddedModel(llm)
+        try:
+            return EmbeddedModel(None if llm == "embedded" else llm)
+        except BackendError as e:
+            raise InputError(f"{e}; pass a valid GGUF model file", field="--llm") from e
     raise InputError(
         f"got {llm!r}; use 'embedded', a .gguf file, or an OpenAI-compatible base URL "
         "such as http://127.0.0.1:8000/v1",
@@ -121,8 +123,54 @@ def cached_policy(
         except InputError:
             pass  # a stale or broken cache entry: train again and overwrite it
     policy, _ = train_executor(progress=progress, **settings)
-    policy.save(path)
+    try:
+        policy.save(path)
+    except OSError as e:
+        raise InputError(
+            f"cannot write the policy cache ({e.strerror}); set MARLM_CACHE to a writable folder",
+            source=path.parent,
+            field="$MARLM_CACHE",
+        ) from e
     return policy, True
 
 
-__all__ = ["DEFAULT_TRAINING", "build_planner", "cache_dir", "cached_policy", "make_model"]
+def prepare_run_folder(out: str | Path) -> Path:
+    """Create the run folder (and check it is writable) before any work is done.
+
+    Raises:
+        InputError: the path is a file, or the folder cannot be created or written.
+    """
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".marlm-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        why = "it is a file" if out.is_file() else (e.strerror or type(e).__name__)
+        raise InputError(
+            f"cannot use it as the run folder ({why}); choose another path",
+            source=out,
+            field="--out",
+        ) from e
+    return out
+
+
+def default_orders(layout: str) -> str | None:
+    """The shipped order file when ``layout`` is the shipped ``small`` one (it names its shelves),
+    else None (orders are generated from the seed)."""
+    from marlm.envs.warehouse import sample_orders_path
+
+    return str(sample_orders_path()) if layout == "small" else None
+
+
+__all__ = [
+    "DEFAULT_TRAINING",
+    "PLANNERS",
+    "build_planner",
+    "cache_dir",
+    "cached_policy",
+    "default_orders",
+    "make_model",
+    "prepare_run_folder",
+]

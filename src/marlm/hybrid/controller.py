@@ -42,7 +42,7 @@ from marlm.hybrid.planner import (
     rule_assign,
 )
 from marlm.hybrid.render import frame as render_frame
-from marlm.hybrid.shield import Shield
+from marlm.hybrid.shield import Shield, warm_up
 
 PlannerName = Literal[
     "llm",
@@ -217,8 +217,8 @@ class Controller:
         self._call_id = 0
         self.in_flight_since: int | None = None  # step at which the running request was made
         self.plan_deadline_s = plan_deadline_s
-        self._in_flight_t0 = 0.0
         self._stand_in_key: tuple | None = None  # the situation the rule last stood in for
+        self._pending_since: dict[str, float] = {}  # order id -> when it was first seen pending
         self.last_overridden = np.zeros(len(env.possible_agents), dtype=bool)
 
     def _emit(self, type_: str, **fields: Any) -> None:
@@ -260,6 +260,8 @@ class Controller:
                 self.in_flight_since = None
                 self._apply(done)
         snap = snapshot_of(self.env)
+        now = time.perf_counter()
+        self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
         if not snap.pending or not snap.idle:
             return
         if self.in_flight_since is not None:
@@ -274,22 +276,27 @@ class Controller:
         elif self.async_planner.submit(snap):
             self._last_key = key
             self.in_flight_since = snap.step
-            self._in_flight_t0 = time.perf_counter()
             self._stand_in_key = None
 
     def _maybe_stand_in(self, snap: Snapshot) -> None:
         """Past the planning deadline the rule stands in for the late model: it assigns the idle
-        robots, and again whenever the situation changes, until the model answers. A slow model
-        so costs at most ``plan_deadline_s`` of idle time per request; its late answer is still
+        robots, and again whenever the situation changes, until the model answers.
+
+        The deadline counts per order, from when it first became pending, not per request: an
+        order that arrives while a request runs waits for that request and the next one, so
+        timing requests alone would let it wait longer than the deadline. With idle robots, no
+        order waits for the model more than ``plan_deadline_s``. The model's late answer is still
         applied for the robots and orders that are free when it arrives."""
         if self.plan_deadline_s <= 0 or snap.key() == self._stand_in_key:
             return
-        waited = time.perf_counter() - self._in_flight_t0
+        now = time.perf_counter()
+        waited = now - min(self._pending_since.get(o.id, now) for o in snap.pending)
         if waited < self.plan_deadline_s:
             return
         self._stand_in_key = snap.key()
         error = (
-            f"planner deadline: no answer after {waited:.2f} s (deadline {self.plan_deadline_s} s)"
+            f"planner deadline: an order waited {waited:.2f} s for the model "
+            f"(deadline {self.plan_deadline_s} s)"
         )
         self._emit("failure", kind="planner_deadline", step=self.env.step_count, detail=error)
         self._apply(Plan(rule_assign(snap), "deadline", snap, [], error))
@@ -345,13 +352,33 @@ class Controller:
         return f"step {env.step_count}  delivered {len(env.delivered)}/{len(env.orders)}  {planner}"
 
     def close(self, wait: bool = True) -> None:
-        """Apply a plan still in flight (when ``wait``) and stop the planner thread."""
-        if self.async_planner is not None:
-            if wait and self.async_planner.busy:
-                plan = self.async_planner.poll(wait=True)
-                if plan is not None:
-                    self._apply(plan)
-            self.async_planner.close()
+        """End planning: apply a plan still in flight (when ``wait``), else record the request as
+        unanswered (an ``llm_call`` event with ``valid=False``), so no call goes uncounted."""
+        ap = self.async_planner
+        if ap is None:
+            return
+        plan = ap.poll(wait=wait)
+        if plan is not None:
+            self._apply(plan)
+        elif ap.busy and ap.snapshot is not None:
+            self._call_id += 1
+            self._emit(
+                "llm_call",
+                call_id=self._call_id,
+                step_requested=ap.snapshot.step,
+                step_applied=None,
+                fallback=False,
+                messages=[],
+                raw="",
+                latency_ms=(time.perf_counter() - (ap.started_at or time.perf_counter())) * 1e3,
+                prompt_tokens=0,
+                completion_tokens=0,
+                valid=False,
+                error="unanswered: the run ended while the request was in flight",
+                attempt=0,
+                finish_reason="none",
+            )
+        ap.close()
 
 
 def make_env(config: RunConfig) -> WarehouseEnv:
@@ -435,6 +462,10 @@ def run(
             seed=config.seed,
         )
         obs, _ = env.reset(seed=config.seed)
+        # Compile-on-first-call work happens here, not inside the measured control steps.
+        if shield is not None:
+            warm_up()
+        executor.act(obs, list(env.agents), np.random.default_rng(0))
         ctl._emit(
             "run_start",
             config=config.model_dump(),

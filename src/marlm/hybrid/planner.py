@@ -18,7 +18,6 @@ import json
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -339,51 +338,72 @@ class LLMPlanner:
 
 
 class AsyncPlanner:
-    """Runs a planner on one worker thread so the control loop never waits for it.
+    """Runs a planner on a worker thread so the control loop never waits for it.
 
     At most one request is in flight. :meth:`submit` starts one (returns False when one is
     already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
     Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
+    The worker is a daemon thread: a request still waiting on a slow server when the run ends
+    does not hold the process open.
     """
 
     def __init__(self, planner: Planner) -> None:
         self.planner = planner
         self.name = planner.name
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="marlm-planner")
-        self._future: Future[Plan] | None = None
         self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._result: Plan | None = None
+        self._running = False
+        self.started_at: float | None = None  # perf_counter() of the request in flight
+        self.snapshot: Snapshot | None = None  # the snapshot in flight
 
     @property
     def busy(self) -> bool:
-        """Whether a request is in flight."""
-        return self._future is not None and not self._future.done()
+        """Whether a request is in flight (started and not yet answered)."""
+        return self._running and not self._done.is_set()
 
     def submit(self, snapshot: Snapshot) -> bool:
-        """Start planning ``snapshot`` unless a request is in flight."""
+        """Start planning ``snapshot`` unless a request is in flight or unread."""
         with self._lock:
-            if self._future is not None:
+            if self._running:
                 return False
-            self._future = self._pool.submit(self._safe_plan, snapshot)
-            return True
+            self._running = True
+            self._done.clear()
+            self.snapshot = snapshot
+            self.started_at = time.perf_counter()
+        threading.Thread(
+            target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
+        ).start()
+        return True
 
-    def _safe_plan(self, snapshot: Snapshot) -> Plan:
+    def _work(self, snapshot: Snapshot) -> None:
         try:
-            return self.planner.plan(snapshot)
+            result = self.planner.plan(snapshot)
         except Exception as e:  # a planner bug must not stop the robots
-            return Plan(rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}")
+            result = Plan(
+                rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}"
+            )
+        self._result = result
+        self._done.set()
 
-    def poll(self, wait: bool = False) -> Plan | None:
-        """The finished plan (once), or None. ``wait=True`` blocks until the request ends."""
+    def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | None:
+        """The finished plan (once), or None. ``wait=True`` blocks until it ends (or ``timeout``)."""
+        if not self._running:
+            return None
+        if wait:
+            self._done.wait(timeout)
         with self._lock:
-            fut = self._future
-            if fut is None or (not wait and not fut.done()):
+            if not self._done.is_set():
                 return None
-            self._future = None
-        return fut.result()
+            result, self._result = self._result, None
+            self._running = False
+            self.started_at = self.snapshot = None
+        return result
 
     def close(self) -> None:
-        """Stop the worker (a running model call is left to finish in the background)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Forget the request in flight; its daemon thread ends on its own or with the process."""
+        with self._lock:
+            self._running = False
 
 
 def plan_record(plan: Plan) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from marlm.envs.warehouse.orders import (
     load_notes,
     load_orders,
     parse_order,
+    sample_orders_path,
 )
 from marlm.envs.warehouse.render import render_ansi, render_rgb
 
@@ -62,6 +63,7 @@ __all__ = [
     "load_orders",
     "parse_layout",
     "parse_order",
+    "sample_orders_path",
     "render_ansi",
     "render_rgb",
     "resolve_moves",

@@ -106,7 +106,7 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
         orders in file order.
 
     Raises:
-        InputError: missing file, bytes that are not UTF-8, bad JSON, missing/unknown field, bad
+        InputError: missing file, a file with no orders, bytes that are not UTF-8, bad JSON, missing/unknown field, bad
             priority, deadline <= arrival, unknown shelf, duplicate id. The message names the
             file, the 1-based line and the field.
     """
@@ -146,7 +146,18 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
             )
         seen[order.id] = lineno
         orders.append(order)
+    if not orders:
+        raise InputError(
+            "the file holds no orders; write one JSON object per line",
+            source=str(path),
+            field="orders",
+        )
     return orders
+
+
+def sample_orders_path() -> Path:
+    """The shipped order file for the ``small`` layout (26 orders, English and Chinese notes)."""
+    return Path(str(resources.files("marlm") / "data" / "orders" / "sample.jsonl"))
 
 
 def _field_with_bad_bytes(raw: bytes) -> str:
