@@ -110,7 +110,9 @@ def train_gridworld_cmd(
             config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
             chunk=chunk, reward_fn=reward_fn,
         )  # fmt: skip
-    _table("GridWorld", {k: v for k, v in metrics.items() if k != "config"})
+    _table("GridWorld", {k: v for k, v in metrics.items() if k not in ("config", "findings")})
+    for finding in metrics["findings"]:
+        console.print(f"finding: {finding}")
     console.print(f"run folder: {out}")
 
 

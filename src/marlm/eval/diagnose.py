@@ -55,6 +55,38 @@ class Finding:
         return f"{self.kind}{who}: {self.message}. Suggestion: {self.suggestion}"
 
 
+def detect_goal_not_reached(
+    greedy_path_length: int, max_steps: int, *, reward_source: str = "env"
+) -> list[Finding]:
+    """The learned greedy policy never reaches the goal within the time limit.
+
+    With a learned or model-given reward this is the signature of reward hacking: the agent
+    collects reward for something other than the task (Amodei et al. 2016, "Concrete Problems in
+    AI Safety", section 4). Returns one finding, or none when the greedy path arrives.
+    """
+    if greedy_path_length < max_steps:
+        return []
+    hint = (
+        "the LLM reward pays for states off the way to the goal: tighten its anchors, add a goal "
+        "bonus from the environment, or train on --reward env"
+        if reward_source == "llm"
+        else "check the reward and train longer or explore more"
+    )
+    return [
+        Finding(
+            kind="goal_not_reached",
+            agent=None,
+            message=f"the greedy policy does not reach the goal within {max_steps} steps "
+            f"(reward: {reward_source})",
+            suggestion=hint,
+            evidence={
+                "greedy_path_length": float(greedy_path_length),
+                "max_steps": float(max_steps),
+            },
+        )
+    ]
+
+
 def _window(n: int, window: int | None) -> int:
     return max(1, n // 10) if window is None else max(1, min(window, n))
 

@@ -19,7 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from marlm.eval.diagnose import detect_lazy_agent, detect_non_stationarity
+from marlm.eval.diagnose import (
+    detect_goal_not_reached,
+    detect_lazy_agent,
+    detect_non_stationarity,
+)
 from marlm.eval.plots import plot_reward_curves
 from marlm.rl.train import (
     GridWorldConfig,
@@ -91,8 +95,14 @@ def run_gridworld(
     ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
     """
     res = train_gridworld(config, **kwargs)
-    save_gridworld_run(res, out)
-    return res, gridworld_metrics(res)
+    source = "llm" if kwargs.get("reward_fn") is not None else "env"
+    findings = detect_goal_not_reached(
+        res.greedy_path_length, config.max_steps, reward_source=source
+    )
+    save_gridworld_run(res, out, [f.to_dict() for f in findings])
+    metrics = gridworld_metrics(res)
+    metrics["findings"] = [str(f) for f in findings]
+    return res, metrics
 
 
 def run_race(
