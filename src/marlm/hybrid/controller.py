@@ -346,10 +346,10 @@ class Controller:
         """One line for the episode animation: step, deliveries, what the planner is doing."""
         env = self.env
         if self.in_flight_since is not None:
-            planner = f"{self.planner.name}: thinking since step {self.in_flight_since}"
+            planner = f"LLM thinking (since {self.in_flight_since})"
         else:
-            planner = f"{self.planner.name}: idle"
-        return f"step {env.step_count}  delivered {len(env.delivered)}/{len(env.orders)}  {planner}"
+            planner = "LLM idle" if self.planner.name != "rule" else "rule"
+        return f"t={env.step_count}  done {len(env.delivered)}/{len(env.orders)}  {planner}"
 
     def close(self, wait: bool = True) -> None:
         """End planning: apply a plan still in flight (when ``wait``), else record the request as
@@ -387,14 +387,21 @@ def make_env(config: RunConfig) -> WarehouseEnv:
     Building it checks the map, the order file and the robot count, so callers build it first
     to fail before any other work. Raises :class:`InputError` naming the file, line and field.
     """
-    return WarehouseEnv(
-        layout=config.layout,
-        orders=config.orders,
-        n_orders=config.n_orders,
-        n_robots=config.n_robots,
-        max_steps=config.steps,
-        auto_assign=False,
-    )
+    try:
+        return WarehouseEnv(
+            layout=config.layout,
+            orders=config.orders,
+            n_orders=config.n_orders,
+            n_robots=config.n_robots,
+            max_steps=config.steps,
+            auto_assign=False,
+        )
+    except InputError as e:
+        if e.field in _OPTION_OF:  # name the command-line option the user typed
+            raise InputError(
+                e.message, source=e.source, line=e.line, field="--" + _OPTION_OF[e.field]
+            ) from e
+        raise
 
 
 def make_executor(name: ExecutorName, policy: QExecutor | None = None) -> Any:

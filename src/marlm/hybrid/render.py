@@ -55,7 +55,10 @@ def frame(
     image = Image.new("RGB", (w, h + BAR), (250, 250, 250))
     image.paste(Image.fromarray(base), (0, BAR))
     draw = ImageDraw.Draw(image)
-    draw.text((4, 4), status, fill=(20, 20, 20), font=_font())
+    font = _font()
+    while status and draw.textlength(status, font=font) > w - 8:  # narrow maps: cut, never clip
+        status = status[:-2].rstrip() + "…" if len(status) > 2 else ""
+    draw.text((4, 4), status, fill=(20, 20, 20), font=font)
     half = CELL // 2
     for i, agent in enumerate(agents):
         target = env.target_of(agent)
