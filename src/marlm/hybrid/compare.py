@@ -44,6 +44,7 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "rl_no_shield": {"planner": "rule", "executor": "rl", "shield": False},
     "rl_shield": {"planner": "rule", "executor": "rl", "shield": True},
     "hybrid": {"planner": "llm", "executor": "rl", "shield": True},
+    "hybrid_triage": {"planner": "triage", "executor": "rl", "shield": True},
     "team": {"planner": "team", "executor": "rl", "shield": True},
 }
 
