@@ -234,26 +234,7 @@ def reward_function_stats(reward_fn: Any) -> dict[str, int]:
 
 def _gridworld_reference(res: GridWorldResult, n: int) -> None:
     """The plain loop: one env, one transition at a time, through the Gymnasium API."""
-    cfg = res.config
-    env = GridWorld(cfg.size, cfg.max_steps)
-    eps = cfg.epsilon().values(n, res.episode)
-    alpha = cfg.learning_rate().values(n, res.episode)
-    for k in range(n):
-        obs, _ = env.reset()
-        ep_return, t = 0.0, 0
-        while True:
-            action = int(epsilon_greedy(res.q[obs], eps[k], res.rng))
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            td_update(
-                res.q, obs, action, reward, next_obs, terminated, alpha=alpha[k], gamma=cfg.gamma
-            )
-            ep_return += reward
-            t += 1
-            obs = next_obs
-            if terminated or truncated:
-                break
-        res.returns[res.episode + k] = ep_return
-        res.lengths[res.episode + k] = t
+    _gridworld_loop(res, n, None)
 
 
 def _gridworld_reward_fn_loop(res: GridWorldResult, n: int) -> None:
@@ -264,11 +245,18 @@ def _gridworld_reward_fn_loop(res: GridWorldResult, n: int) -> None:
     function is called on every step and ``reset()`` at every episode start, because an LLM reward
     is stateful (no verdict -> the previous reward), so it cannot be tabulated ahead of the run; its
     own cache keeps the model cost at one evaluation per distinct cell. Random draws are those of
-    :func:`_gridworld_reference`.
+    :func:`_gridworld_reference` (both are :func:`_gridworld_loop`).
+    """
+    _gridworld_loop(res, n, res.reward_fn)
+
+
+def _gridworld_loop(res: GridWorldResult, n: int, reward_fn: RewardFunction | None) -> None:
+    """One env, one transition at a time; the env's reward, or ``reward_fn``'s if one is given.
+
+    One loop serves both plain engines so their random draws cannot drift apart.
     """
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
-    reward_fn = res.reward_fn
     reset = getattr(reward_fn, "reset", None)
     eps = cfg.epsilon().values(n, res.episode)
     alpha = cfg.learning_rate().values(n, res.episode)
@@ -279,10 +267,11 @@ def _gridworld_reward_fn_loop(res: GridWorldResult, n: int) -> None:
         ep_return, t = 0.0, 0
         while True:
             action = int(epsilon_greedy(res.q[obs], eps[k], res.rng))
-            next_obs, _, terminated, truncated, _ = env.step(action)
-            text = gridworld_state_text(env, next_obs)
-            res.reward_states.add(text)
-            reward = float(reward_fn(text))
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            if reward_fn is not None:
+                text = gridworld_state_text(env, next_obs)
+                res.reward_states.add(text)
+                reward = float(reward_fn(text))
             td_update(
                 res.q, obs, action, reward, next_obs, terminated, alpha=alpha[k], gamma=cfg.gamma
             )
