@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from marlm.rl.fast import jal_values
-from marlm.rl.qlearning import epsilon_greedy
+from marlm.rl.qlearning import epsilon_greedy_joint_action
 
 
 class VDNLearner:
@@ -35,11 +35,10 @@ class VDNLearner:
         self, obs: Mapping[str, int], epsilon: Sequence[float], rng: np.random.Generator
     ) -> dict[str, int]:
         """Decentralised: each agent epsilon-greedy on its own table, in ``self.agents`` order."""
-        return {
-            name: int(epsilon_greedy(self.q[i, obs[name]], epsilon[i], rng))
-            for i, name in enumerate(self.agents)
-            if name in obs
-        }
+        return epsilon_greedy_joint_action(self.agents, obs, self._q_row, epsilon, rng)
+
+    def _q_row(self, i: int, o: int) -> np.ndarray:
+        return self.q[i, o]
 
     def update(
         self,
@@ -93,11 +92,7 @@ class JointActionLearners:
         self, obs: Mapping[str, int], epsilon: Sequence[float], rng: np.random.Generator
     ) -> dict[str, int]:
         """Decentralised: epsilon-greedy on the agent's own expected values."""
-        return {
-            name: int(epsilon_greedy(self.values(i, obs[name]), epsilon[i], rng))
-            for i, name in enumerate(self.agents)
-            if name in obs
-        }
+        return epsilon_greedy_joint_action(self.agents, obs, self.values, epsilon, rng)
 
     def update(
         self,

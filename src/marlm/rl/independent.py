@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from marlm.rl.qlearning import epsilon_greedy, td_update
+from marlm.rl.qlearning import epsilon_greedy_joint_action, td_update
 
 
 class IndependentQLearners:
@@ -32,11 +32,10 @@ class IndependentQLearners:
         self, obs: Mapping[str, int], epsilon: Sequence[float], rng: np.random.Generator
     ) -> dict[str, int]:
         """Epsilon-greedy action of every agent in ``obs``, drawn in ``self.agents`` order."""
-        return {
-            name: int(epsilon_greedy(self.q[i, obs[name]], epsilon[i], rng))
-            for i, name in enumerate(self.agents)
-            if name in obs
-        }
+        return epsilon_greedy_joint_action(self.agents, obs, self._q_row, epsilon, rng)
+
+    def _q_row(self, i: int, o: int) -> np.ndarray:
+        return self.q[i, o]
 
     def update(
         self,

@@ -22,6 +22,7 @@ Arrays: ``q`` is ``float64[n_states, n_actions]``; states and actions are intege
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "LearningRateSchedule",
     "check_discount",
     "epsilon_greedy",
+    "epsilon_greedy_joint_action",
     "greedy_action",
     "td_update",
     "td_update_batch",
@@ -285,6 +287,34 @@ def epsilon_greedy(
     keys = np.where(q == q.max(axis=1, keepdims=True), rng.random((n, n_actions)), -1.0)
     greedy = keys.argmax(axis=1).astype(np.int64)
     return np.where(explore, random_actions, greedy)
+
+
+def epsilon_greedy_joint_action(
+    agents: Sequence[str],
+    obs: Mapping[str, int],
+    values: Callable[[int, int], np.ndarray],
+    epsilon: Sequence[float],
+    rng: np.random.Generator,
+) -> dict[str, int]:
+    """Decentralised acting: each agent in ``obs`` epsilon-greedy on its own values.
+
+    Args:
+        agents: all agent names; agent ``i`` is ``agents[i]``.
+        obs: ``{name: observation index}`` of the agents still acting.
+        values: ``values(i, o)`` -> ``float64[n_actions]``, agent ``i``'s action values in
+            observation ``o`` (a Q-row, or JAL's expected values).
+        epsilon: per-agent exploration probability, indexed like ``agents``.
+        rng: the generator; draws are made in ``agents`` order (one :func:`epsilon_greedy` each),
+            the order the compiled loops of :mod:`marlm.rl.fast` repeat.
+
+    Returns:
+        The joint action ``{name: action index}`` of the agents in ``obs``.
+    """
+    return {
+        name: int(epsilon_greedy(values(i, obs[name]), epsilon[i], rng))
+        for i, name in enumerate(agents)
+        if name in obs
+    }
 
 
 # --------------------------------------------------------------------------------------------
