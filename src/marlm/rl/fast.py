@@ -115,8 +115,12 @@ def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight):
 
 @njit(cache=True)
 def _record(
-    ep, t, r0, r1, g0, g1, team, a0, a1, act0, act1, log_ret, log_own, log_team, log_acts, log_seq
-):  # pragma: no cover - compiled
+    ep, t, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
+    log_ret, log_own, log_team, log_acts, log_seq, log_reached,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Log one joint step (``t`` counted from 0) of episode ``ep`` into the log arrays."""
+    log_reached[ep, 0] |= reached0
+    log_reached[ep, 1] |= reached1
     if act0:
         log_ret[ep, 0] += g0
         log_own[ep, 0] += r0
@@ -167,11 +171,9 @@ def iql_race_episodes(
                 td_target = g1 + gamma * (1.0 - term1) * _row_max(q1, n1 * n_cells + n0)
                 q1[o1, a1] += alpha[ep] * (td_target - q1[o1, a1])
             _record(
-                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1,
-                log_ret, log_own, log_team, log_acts, log_seq,
+                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
+                log_ret, log_own, log_team, log_acts, log_seq, log_reached,
             )  # fmt: skip
-            log_reached[ep, 0] |= reached0
-            log_reached[ep, 1] |= reached1
             act0 = act0 and not term0
             act1 = act1 and not term1
             p0 = n0
@@ -225,11 +227,9 @@ def vdn_race_episodes(
             if act1 and learn1:
                 q1[o1, a1] += alpha[ep] * td_error
             _record(
-                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1,
-                log_ret, log_own, log_team, log_acts, log_seq,
+                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
+                log_ret, log_own, log_team, log_acts, log_seq, log_reached,
             )  # fmt: skip
-            log_reached[ep, 0] |= reached0
-            log_reached[ep, 1] |= reached1
             act0 = act0 and not term0
             act1 = act1 and not term1
             p0 = n0
@@ -304,11 +304,9 @@ def jal_race_episodes(
                 td_target = g1 + gamma * (1.0 - term1) * ev.max()
                 q1[o1, a1, a0] += alpha[ep] * (td_target - q1[o1, a1, a0])
             _record(
-                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1,
-                log_ret, log_own, log_team, log_acts, log_seq,
+                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
+                log_ret, log_own, log_team, log_acts, log_seq, log_reached,
             )  # fmt: skip
-            log_reached[ep, 0] |= reached0
-            log_reached[ep, 1] |= reached1
             act0 = act0 and not term0
             act1 = act1 and not term1
             p0 = n0
