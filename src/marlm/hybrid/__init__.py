@@ -12,12 +12,12 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from marlm.errors import InputError
 from marlm.llm.backends import BackendError, ChatModel, EmbeddedModel, OpenAICompatible
 
-from .planner import LLMPlanner, Planner, RulePlanner
+from .planner import LLMPlanner, Planner, PlannerName, RulePlanner
 
 if TYPE_CHECKING:
     from .executor import QExecutor
@@ -56,17 +56,9 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
 
 
 #: Planner names ``--planner`` accepts. ``triage`` is ``triage-batch``, the best mode measured
-#: (docs/triage.md).
-PLANNERS = (
-    "llm",
-    "rule",
-    "team",
-    "triage",
-    "triage-generate",
-    "triage-score",
-    "triage-calibrated",
-    "triage-batch",
-)
+#: (docs/triage.md). The values of :data:`marlm.hybrid.planner.PlannerName`, the type the run
+#: config validates, so the two lists cannot drift.
+PLANNERS: tuple[str, ...] = get_args(PlannerName)
 
 
 def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:

@@ -36,6 +36,7 @@ from marlm.hybrid.planner import (
     AsyncPlanner,
     Plan,
     Planner,
+    PlannerName,
     Snapshot,
     call_record,
     plan_record,
@@ -44,16 +45,6 @@ from marlm.hybrid.planner import (
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.shield import Shield, warm_up
 
-PlannerName = Literal[
-    "llm",
-    "rule",
-    "team",
-    "triage",
-    "triage-generate",
-    "triage-score",
-    "triage-calibrated",
-    "triage-batch",
-]
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
 
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -27,6 +27,19 @@ from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 
 PRIORITY_RANK = {"urgent": 0, "normal": 1, "low": 2}
 PROMPT_VERSION = "assign-v1"
+
+#: Planner names ``--planner`` accepts (``marlm.hybrid.PLANNERS`` is this list as a tuple).
+#: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
+PlannerName = Literal[
+    "llm",
+    "rule",
+    "team",
+    "triage",
+    "triage-generate",
+    "triage-score",
+    "triage-calibrated",
+    "triage-batch",
+]
 
 
 class OrderView(Protocol):
@@ -429,6 +442,7 @@ __all__ = [
     "LLMPlanner",
     "Plan",
     "Planner",
+    "PlannerName",
     "RulePlanner",
     "Snapshot",
     "answer_schema",
