@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -123,11 +123,15 @@ def rule_order(orders: Sequence[OrderView]) -> list[OrderView]:
 
 
 def rule_assign(
-    snapshot: Snapshot, orders: Sequence[OrderView] | None = None
+    snapshot: Snapshot,
+    orders: Sequence[OrderView] | None = None,
+    *,
+    prefer: Mapping[str, str] | None = None,
 ) -> list[tuple[str, str]]:
     """The rule: take orders in :func:`rule_order` and give each the nearest remaining idle robot.
 
-    Ties on distance go to the robot listed first. ``orders`` overrides the queue order.
+    Ties on distance go to the robot listed first. ``orders`` overrides the queue order;
+    ``prefer`` (order id -> robot) names a robot to take instead while it is still free.
     """
     queue = rule_order(snapshot.pending) if orders is None else list(orders)
     free = list(snapshot.idle)
@@ -135,9 +139,11 @@ def rule_assign(
     for order in queue:
         if not free:
             break
-        robot = min(
-            free, key=lambda r: (snapshot.distance.get((r, order.id), 10**9), free.index(r))
-        )
+        robot = prefer.get(order.id) if prefer else None
+        if robot not in free:
+            robot = min(
+                free, key=lambda r: (snapshot.distance.get((r, order.id), 10**9), free.index(r))
+            )
         free.remove(robot)
         out.append((robot, order.id))
     return out

@@ -91,19 +91,7 @@ def merge(ranking: list[str], proposal: list[dict], snapshot: Snapshot) -> list[
     by_id = {o.id: o for o in snapshot.pending}
     queue = [by_id[i] for i in dict.fromkeys(ranking) if i in by_id]
     wish = {p["order"]: p["robot"] for p in proposal if p.get("robot") in snapshot.idle}
-    free = list(snapshot.idle)
-    out: list[tuple[str, str]] = []
-    for order in queue:
-        if not free:
-            break
-        robot = wish.get(order.id)
-        if robot not in free:
-            robot = min(
-                free, key=lambda r: (snapshot.distance.get((r, order.id), 10**9), free.index(r))
-            )
-        free.remove(robot)
-        out.append((robot, order.id))
-    return out
+    return rule_assign(snapshot, queue, prefer=wish)
 
 
 class TeamPlanner:
