@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from marlm.envs.warehouse.dynamics import MOVES, STAY
+from marlm.envs.warehouse.dynamics import MOVES, STAY, check_moves
 from marlm.envs.warehouse.env import OBS_SIZE, REWARD_PARTS, RewardWeights
 from marlm.envs.warehouse.layout import Layout, load_layout
 from marlm.envs.warehouse.orders import PRIORITY_RANK, Order, generate_orders, load_orders
@@ -474,11 +474,8 @@ def resolve_moves_fast(
     """
     positions = np.ascontiguousarray(positions, dtype=np.int64).reshape(-1, 2)
     actions = np.ascontiguousarray(actions, dtype=np.int64).reshape(-1)
+    check_moves(positions, actions)
     n = len(positions)
-    if len(actions) != n:
-        raise ValueError(f"{n} positions but {len(actions)} actions")
-    if n and (actions.min() < 0 or actions.max() >= len(MOVES)):
-        raise ValueError(f"actions must be in 0..{len(MOVES) - 1}, got {actions.tolist()}")
     free = np.ascontiguousarray(free, dtype=np.bool_)
     grids = np.full((2, *free.shape), -1, dtype=np.int64)
     new = np.empty((n, 2), dtype=np.int64)

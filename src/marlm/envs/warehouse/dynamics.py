@@ -20,6 +20,23 @@ MOVES = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.int64)
 """int64[5, 2]: (drow, dcol) of each action; row grows downwards."""
 
 
+def check_moves(positions: np.ndarray, actions: np.ndarray) -> None:
+    """The input contract of :func:`resolve_moves` (and its compiled twin in ``batched``).
+
+    Args:
+        positions: ``int64[n, 2]`` cells, already converted.
+        actions: ``int64[n]`` action codes, already converted.
+
+    Raises:
+        ValueError: the counts disagree or an action is outside 0..4.
+    """
+    n = len(positions)
+    if len(actions) != n:
+        raise ValueError(f"{n} positions but {len(actions)} actions")
+    if n and (actions.min() < 0 or actions.max() >= len(MOVES)):
+        raise ValueError(f"actions must be in 0..{len(MOVES) - 1}, got {actions.tolist()}")
+
+
 def resolve_moves(
     positions: np.ndarray, actions: np.ndarray, free: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,11 +70,8 @@ def resolve_moves(
     """
     positions = np.asarray(positions, dtype=np.int64).reshape(-1, 2)
     actions = np.asarray(actions, dtype=np.int64).reshape(-1)
+    check_moves(positions, actions)
     n = len(positions)
-    if len(actions) != n:
-        raise ValueError(f"{n} positions but {len(actions)} actions")
-    if n and (actions.min() < 0 or actions.max() >= len(MOVES)):
-        raise ValueError(f"actions must be in 0..{len(MOVES) - 1}, got {actions.tolist()}")
 
     target = positions + MOVES[actions]
     height, width = free.shape
