@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from marlm.envs.warehouse.batched import available_memory_bytes
+from marlm.envs.warehouse.batched import default_memory_limit_bytes
 from marlm.envs.warehouse.layout import Layout, load_layout
 from marlm.errors import InputError
 
@@ -108,8 +108,7 @@ def check_layout_fits(
     lay = layout if isinstance(layout, Layout) else load_layout(layout)
     need = layout_memory_bytes(lay) * max(1, workers)
     if available is None:
-        avail = available_memory_bytes()
-        available = None if avail is None else int(0.8 * avail)
+        available = default_memory_limit_bytes()
     if available is not None and need > available:
         raise InputError(
             f"a {lay.height}x{lay.width} map with {len(lay.access)} shelves needs about "

@@ -110,6 +110,13 @@ def available_memory_bytes() -> int | None:
         return None
 
 
+def default_memory_limit_bytes() -> int | None:
+    """The memory a run may plan to use when none is given: 80% of
+    :func:`available_memory_bytes`, or None if that is unknown."""
+    avail = available_memory_bytes()
+    return None if avail is None else int(0.8 * avail)
+
+
 class BatchedWarehouseEnv:
     """``n_envs`` warehouses stepped together; the rules of :class:`WarehouseEnv` (see module doc).
 
@@ -180,8 +187,7 @@ class BatchedWarehouseEnv:
         need = estimate_memory_bytes(self.layout, self.n_envs, self.n_robots, self.n_orders)
         limit = max_memory_bytes
         if limit is None:
-            avail = available_memory_bytes()
-            limit = None if avail is None else int(0.8 * avail)
+            limit = default_memory_limit_bytes()
         if limit is not None and need > limit:
             raise InputError(
                 f"{self.n_envs} warehouses of {self.layout.height}x{self.layout.width} cells need "
@@ -628,6 +634,7 @@ __all__ = [
     "BatchedStep",
     "BatchedWarehouseEnv",
     "available_memory_bytes",
+    "default_memory_limit_bytes",
     "estimate_memory_bytes",
     "resolve_moves_fast",
 ]
