@@ -107,3 +107,27 @@ def test_without_a_deadline_idle_robots_wait_for_the_model(tmp_path):
     plans = [e for e in read_trace(result.files["trace"]).events if e["type"] == "plan"]
     assert plans and {p["source"] for p in plans} == {"llm"}
     assert all(p["step"] > p["step_requested"] for p in plans)  # answers arrive steps later
+
+
+class CountingExecutor:
+    """Stays put and counts its calls, as the LLM move executor counts model calls."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def act(self, observations, agents, rng, epsilon=None):
+        import numpy as np
+
+        self.calls += 1
+        return np.zeros(len(agents), dtype=np.int64)
+
+
+def test_the_executor_is_asked_once_per_step_and_never_outside_the_loop(tmp_path):
+    from marlm.hybrid.planner import RulePlanner
+
+    executor = CountingExecutor()
+    config = run_config(steps=25, planner="rule", executor="greedy", gif=False)
+    result = run(config, tmp_path / "count", planner=RulePlanner(), executor=executor)
+    assert executor.calls == result.metrics["steps"] == 25

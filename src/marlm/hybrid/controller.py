@@ -463,7 +463,8 @@ def run(
         # Compile-on-first-call work happens here, not inside the measured control steps.
         if shield is not None:
             warm_up()
-        executor.act(obs, list(env.agents), np.random.default_rng(0))
+        if isinstance(executor, QExecutor):  # its epsilon-greedy kernel is compiled; no other
+            executor.act(obs, list(env.agents), np.random.default_rng(0))  # executor is called
         ctl._emit(
             "run_start",
             config=config.model_dump(),
