@@ -17,6 +17,7 @@ A slow or failing model therefore costs idle time, never safety and never a stal
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from marlm.eval.trace import TraceWriter
 from marlm.hybrid.executor import GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import (
     AsyncPlanner,
+    LLMCall,
     Plan,
     Planner,
     PlannerName,
@@ -44,6 +46,7 @@ from marlm.hybrid.planner import (
 )
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.shield import Shield, warm_up
+from marlm.hybrid.wrappers import shield_priority
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
 
@@ -115,13 +118,6 @@ class RunResult:
     metrics: dict[str, Any]
     out_dir: Path
     files: dict[str, Path] = field(default_factory=dict)
-
-
-def _priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
-    """Shield priority: robots carrying an order first, then robots with a task."""
-    return np.array(
-        [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
-    )
 
 
 def failure_kind(error: str | None) -> str:
@@ -206,29 +202,39 @@ class Controller:
         self.events: list[dict[str, Any]] = []
         self._last_key: tuple | None = None
         self._call_id = 0
-        self.in_flight_since: int | None = None  # step at which the running request was made
         self.plan_deadline_s = plan_deadline_s
         self._stand_in_key: tuple | None = None  # the situation the rule last stood in for
         self._pending_since: dict[str, float] = {}  # order id -> when it was first seen pending
         self.last_overridden = np.zeros(len(env.possible_agents), dtype=bool)
+
+    @property
+    def in_flight_since(self) -> int | None:
+        """The step at which the request in flight was made, or None."""
+        ap = self.async_planner
+        return ap.snapshot.step if ap is not None and ap.snapshot is not None else None
 
     def _emit(self, type_: str, **fields: Any) -> None:
         self.trace.write(type_, **fields)
         self.events.append({"type": type_, **fields})
 
     # -- planning ---------------------------------------------------------------------------
+    def _emit_call(
+        self, call: LLMCall, step_requested: int, step_applied: int | None, fallback: bool
+    ) -> None:
+        self._call_id += 1
+        self._emit(
+            "llm_call",
+            call_id=self._call_id,
+            step_requested=step_requested,
+            step_applied=step_applied,
+            fallback=fallback,
+            **call_record(call),
+        )
+
     def _apply(self, plan: Plan) -> None:
         step = self.env.step_count
         for call in plan.calls:
-            self._call_id += 1
-            self._emit(
-                "llm_call",
-                call_id=self._call_id,
-                step_requested=plan.snapshot.step,
-                step_applied=step,
-                fallback=plan.source == "fallback",
-                **call_record(call),
-            )
+            self._emit_call(call, plan.snapshot.step, step, plan.source == "fallback")
         applied = []
         idle = set(self.env.idle_robots())
         pending = {o.id for o in self.env.pending_orders()}
@@ -248,7 +254,6 @@ class Controller:
         if self.async_planner is not None:
             done = self.async_planner.poll()
             if done is not None:
-                self.in_flight_since = None
                 self._apply(done)
         snap = snapshot_of(self.env)
         now = time.perf_counter()
@@ -266,7 +271,6 @@ class Controller:
             self._apply(self.planner.plan(snap))
         elif self.async_planner.submit(snap):
             self._last_key = key
-            self.in_flight_since = snap.step
             self._stand_in_key = None
 
     def _maybe_stand_in(self, snap: Snapshot) -> None:
@@ -304,7 +308,7 @@ class Controller:
         overrides: list[str] = []
         breaks = 0
         if self.shield is not None:
-            res = self.shield.filter(env.robot_positions, proposed, _priority(env, agents))
+            res = self.shield.filter(env.robot_positions, proposed, shield_priority(env, agents))
             actions = res.actions
             overrides = [agents[i] for i in np.flatnonzero(res.overridden)]
             self.last_overridden = res.overridden
@@ -352,23 +356,10 @@ class Controller:
         if plan is not None:
             self._apply(plan)
         elif ap.busy and ap.snapshot is not None:
-            self._call_id += 1
-            self._emit(
-                "llm_call",
-                call_id=self._call_id,
-                step_requested=ap.snapshot.step,
-                step_applied=None,
-                fallback=False,
-                messages=[],
-                raw="",
-                latency_ms=(time.perf_counter() - (ap.started_at or time.perf_counter())) * 1e3,
-                prompt_tokens=0,
-                completion_tokens=0,
-                valid=False,
-                error="unanswered: the run ended while the request was in flight",
-                attempt=0,
-                finish_reason="none",
-            )
+            waited_ms = (time.perf_counter() - (ap.started_at or time.perf_counter())) * 1e3
+            error = "unanswered: the run ended while the request was in flight"
+            call = LLMCall([], "", waited_ms, 0, 0, False, error, 0, finish_reason="none")
+            self._emit_call(call, ap.snapshot.step, None, fallback=False)
         ap.close()
 
 
@@ -433,8 +424,6 @@ def run(
     Returns:
         :class:`RunResult` with the metrics (see :func:`marlm.eval.metrics.summarise`).
     """
-    import json
-
     env = make_env(config)
     out = Path(out_dir)  # created only once the inputs are known to be good
     out.mkdir(parents=True, exist_ok=True)
@@ -463,8 +452,10 @@ def run(
         # Compile-on-first-call work happens here, not inside the measured control steps.
         if shield is not None:
             warm_up()
-        if isinstance(executor, QExecutor):  # its epsilon-greedy kernel is compiled; no other
-            executor.act(obs, list(env.agents), np.random.default_rng(0))  # executor is called
+        # (Only the Q-table executor has a compiled kernel; other executors, which may call a
+        # model, are never called outside the loop.)
+        if isinstance(executor, QExecutor):
+            executor.act(obs, list(env.agents), np.random.default_rng(0))
         ctl._emit(
             "run_start",
             config=config.model_dump(),

@@ -17,6 +17,14 @@ from marlm.envs.warehouse import WarehouseEnv
 from .shield import Shield
 
 
+def shield_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
+    """``float[len(agents)]`` priority for contested cells: robots carrying an order first
+    (2), then robots with a task (1), then idle robots (0)."""
+    return np.array(
+        [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
+    )
+
+
 class ShieldWrapper(BaseParallelWrapper):
     """Filter every joint action through a :class:`Shield` before the wrapped env steps.
 
@@ -46,9 +54,7 @@ class ShieldWrapper(BaseParallelWrapper):
         proposed = np.zeros(len(base.possible_agents), dtype=np.int64)  # absent robots stay
         for agent, action in actions.items():
             proposed[index[agent]] = int(action)
-        priority = np.array(
-            [2.0 * base.carrying(a) + (base.task_of(a) is not None) for a in base.possible_agents]
-        )
+        priority = shield_priority(base, base.possible_agents)
         result = self.shield.filter(base.robot_positions, proposed, priority)
         safe = {a: int(result.actions[index[a]]) for a in agents}
         obs, rewards, terms, truncs, infos = self.env.step(safe)
