@@ -12,9 +12,9 @@ same actions (``tests/envs/test_batched.py`` checks it side by side at every ste
   :func:`marlm.envs.warehouse.orders.generate_orders` and the robot cells from
   :meth:`Layout.place_robots` on the same ``numpy.random.Generator``; an env that is reset
   without a seed continues its generator, as ``WarehouseEnv.reset()`` does;
-* the collision rules of :func:`marlm.envs.warehouse.dynamics.resolve_moves` (refused moves
-  into walls/shelves/edges, lowest index wins a contested cell, swaps refused, standing robots
-  block, chains and rotations move);
+* the collision rules of :func:`marlm.envs.warehouse.dynamics.resolve_moves` (RWARE's: refused
+  moves into walls/shelves/edges, the longest chain wins a contested cell (ties: lower index),
+  swaps refused, robots leading into a standing robot or a cycle wait, rotations move);
 * pick, drop, order arrival, deadline misses and auto-assignment (pending orders by priority,
   deadline, arrival, id, each to the nearest idle robot, ties lowest index);
 * the reward parts and their sum, the 16-float observation, termination (all delivered) and
@@ -417,52 +417,82 @@ def _resolve_one(
 
     ``pos int64[n, 2]``, ``actions int64[n]``; writes ``new_pos``, ``blocked``, ``collided``.
     ``cell_of``/``claim`` are ``int64[H, W]`` grids holding -1; restored before returning.
-    Visits robots in index order exactly as the reference loops do (each rule's loop only changes
-    the visited robot's own flag before visiting it, so ``moving[i]`` at its visit equals the
-    reference's snapshot).
+    The same steps as the reference: Kahn's order over the move graph, cycles of three or more
+    move, the longest chain into each free cell moves (ties: lower index).
     """
     h, w = free.shape
     n = actions.shape[0]
-    moving = np.zeros(n, dtype=np.bool_)
     tr = np.empty(n, dtype=np.int64)
     tc = np.empty(n, dtype=np.int64)
     for i in range(n):
-        tr[i] = pos[i, 0] + MOVES[actions[i], 0]
-        tc[i] = pos[i, 1] + MOVES[actions[i], 1]
-        ok = 0 <= tr[i] < h and 0 <= tc[i] < w and free[tr[i], tc[i]]
+        r = pos[i, 0] + MOVES[actions[i], 0]
+        c = pos[i, 1] + MOVES[actions[i], 1]
+        ok = 0 <= r < h and 0 <= c < w and free[r, c]
         blocked[i] = actions[i] != STAY and not ok
-        moving[i] = actions[i] != STAY and ok
         collided[i] = False
+        tr[i] = r if ok else pos[i, 0]
+        tc[i] = c if ok else pos[i, 1]
         cell_of[pos[i, 0], pos[i, 1]] = i
-    for i in range(n):  # rule 2: lowest index wins a contested cell
-        if moving[i]:
-            if claim[tr[i], tc[i]] >= 0:
-                moving[i] = False
-                collided[i] = True
-            else:
+    nxt = np.empty(n, dtype=np.int64)
+    indegree = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        nxt[i] = cell_of[tr[i], tc[i]]
+        if nxt[i] >= 0:
+            indegree[nxt[i]] += 1
+    order = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if indegree[i] == 0:
+            order[m] = i
+            m += 1
+    k = 0
+    while k < m:  # Kahn: leaves first
+        j = nxt[order[k]]
+        k += 1
+        if j >= 0:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                order[m] = j
+                m += 1
+    on_cycle = np.ones(n, dtype=np.bool_)
+    for k in range(m):
+        on_cycle[order[k]] = False
+    moving = np.zeros(n, dtype=np.bool_)
+    for i in range(n):  # rotations of three or more move
+        if on_cycle[i]:
+            length = 1
+            j = nxt[i]
+            while j != i:
+                length += 1
+                j = nxt[j]
+            moving[i] = length >= 3
+    chain = np.ones(n, dtype=np.int64)
+    best_pred = np.full(n, -1, dtype=np.int64)
+    for k in range(m):  # the longest chain into every robot, ties lower index
+        i = order[k]
+        j = nxt[i]
+        if j >= 0 and not on_cycle[j]:
+            p = best_pred[j]
+            if p < 0 or chain[i] > chain[p] or (chain[i] == chain[p] and i < p):
+                best_pred[j] = i
+                chain[j] = chain[i] + 1
+    for k in range(m):  # per free cell, the longest chain into it
+        i = order[k]
+        if nxt[i] < 0:
+            win = claim[tr[i], tc[i]]
+            if win < 0 or chain[i] > chain[win] or (chain[i] == chain[win] and i < win):
                 claim[tr[i], tc[i]] = i
-    for i in range(n):  # rule 3: head-on swaps
-        if moving[i]:
-            j = cell_of[tr[i], tc[i]]
-            if j >= 0 and moving[j] and tr[j] == pos[i, 0] and tc[j] == pos[i, 1]:
-                moving[i] = False
-                moving[j] = False
-                collided[i] = True
-                collided[j] = True
-    changed = True
-    while changed:  # rule 4: into a robot that stays, propagated along chains
-        changed = False
-        for i in range(n):
-            if moving[i]:
-                j = cell_of[tr[i], tc[i]]
-                if j >= 0 and not moving[j]:
-                    moving[i] = False
-                    collided[i] = True
-                    changed = True
+    for k in range(m):
+        i = order[k]
+        if nxt[i] < 0 and claim[tr[i], tc[i]] == i:
+            j = i
+            while j >= 0:
+                moving[j] = True
+                j = best_pred[j]
     for i in range(n):
         cell_of[pos[i, 0], pos[i, 1]] = -1
-        if 0 <= tr[i] < h and 0 <= tc[i] < w:
-            claim[tr[i], tc[i]] = -1
+        claim[tr[i], tc[i]] = -1
+        collided[i] = actions[i] != STAY and not blocked[i] and not moving[i]
         if moving[i]:
             new_pos[i, 0] = tr[i]
             new_pos[i, 1] = tc[i]
