@@ -16,7 +16,8 @@ same actions (``tests/envs/test_batched.py`` checks it side by side at every ste
   moves into walls/shelves/edges, the longest chain wins a contested cell (ties: lower index),
   swaps refused, robots leading into a standing robot or a cycle wait, rotations move);
 * pick, drop, order arrival, deadline misses and auto-assignment (pending orders by priority,
-  deadline, arrival, id, each to the nearest idle robot, ties lowest index);
+  deadline, arrival, id, each to the nearest idle robot, ties lowest index; an order whose shelf
+  is held by an order not yet delivered waits);
 * the reward parts and their sum, the 16-float observation, termination (all delivered) and
   truncation (time limit) as documented in :class:`WarehouseEnv`.
 
@@ -214,6 +215,9 @@ class BatchedWarehouseEnv:
         self.step_count = np.zeros(b, dtype=np.int64)
         self.n_delivered = np.zeros(b, dtype=np.int64)
         self.n_missed = np.zeros(b, dtype=np.int64)
+        self._shelf_index = {name: s for s, name in enumerate(self.layout.shelves)}
+        self._shelf_of = np.zeros((b, k), dtype=np.int64)
+        self._shelf_held = np.zeros((b, max(1, len(self._shelf_index))), dtype=np.bool_)
         self._access_tid = np.zeros((b, k), dtype=np.int64)
         self._drop_tid = np.zeros((b, k), dtype=np.int64)
         self._arrival = np.zeros((b, k), dtype=np.int64)
@@ -291,7 +295,7 @@ class BatchedWarehouseEnv:
             self.positions, actions, self._free, self._dist, self._cells,
             self.task, self._target, self.carrying, self.status,
             self._access_tid, self._drop_tid, self._arrival, self._deadline,
-            self._by_arrival, self._by_deadline, self._by_rule,
+            self._by_arrival, self._by_deadline, self._by_rule, self._shelf_of, self._shelf_held,
             self._next_arrival, self._next_deadline, self.step_count,
             self.n_delivered, self.n_missed, self._done, self._weights, self.max_steps,
             self._scratch, parts, rewards, blocked, collided, delivered, terminated, truncated,
@@ -376,7 +380,9 @@ class BatchedWarehouseEnv:
         self.n_missed[i] = 0
         self._next_arrival[i] = 0
         self._next_deadline[i] = 0
+        self._shelf_held[i] = False
         for k, o in enumerate(orders):
+            self._shelf_of[i, k] = self._shelf_index[o.shelf]
             self._access_tid[i, k] = self._target_id(self.layout.access[o.shelf])
             self._drop_tid[i, k] = self._target_id(self.layout.drop[o.shelf])
             self._arrival[i, k] = o.arrival
@@ -403,8 +409,8 @@ class BatchedWarehouseEnv:
             _clock_one(
                 int(i), 0, self.positions, self._dist, self.task, self._target, self.status,
                 self._access_tid, self._arrival, self._deadline, self._by_arrival,
-                self._by_deadline, self._by_rule, self._next_arrival, self._next_deadline,
-                self.n_missed,
+                self._by_deadline, self._by_rule, self._shelf_of, self._shelf_held,
+                self._next_arrival, self._next_deadline, self.n_missed,
             )  # fmt: skip
 
 
@@ -524,7 +530,7 @@ def resolve_moves_fast(
 @njit(cache=True)
 def _clock_one(
     b, t, pos, dist, task, target, status, access_tid, arrival, deadline,
-    by_arrival, by_deadline, by_rule, next_arrival, next_deadline, n_missed,
+    by_arrival, by_deadline, by_rule, shelf_of, shelf_held, next_arrival, next_deadline, n_missed,
 ):  # fmt: skip  # pragma: no cover - compiled
     """``WarehouseEnv._advance_clock`` for env ``b`` at step ``t``: arrivals, misses, assignment."""
     k_total = status.shape[1]
@@ -544,7 +550,7 @@ def _clock_one(
         if idle == 0:
             break
         o = by_rule[b, k]
-        if status[b, o] != PENDING:
+        if status[b, o] != PENDING or shelf_held[b, shelf_of[b, o]]:
             continue
         table = dist[access_tid[b, o]]
         best = -1
@@ -561,13 +567,15 @@ def _clock_one(
         task[b, best] = o
         target[b, best] = access_tid[b, o]
         status[b, o] = ASSIGNED
+        shelf_held[b, shelf_of[b, o]] = True
         idle -= 1
 
 
 @njit(cache=True)
 def _step_kernel(
     pos, actions, free, dist, cells, task, target, carrying, status, access_tid, drop_tid,
-    arrival, deadline, by_arrival, by_deadline, by_rule, next_arrival, next_deadline, step_count,
+    arrival, deadline, by_arrival, by_deadline, by_rule, shelf_of, shelf_held, next_arrival,
+    next_deadline, step_count,
     n_delivered, n_missed, done, weights, max_steps, scratch, parts, rewards, blocked, collided,
     delivered, terminated, truncated,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -610,13 +618,15 @@ def _step_kernel(
                 task[b, i] = -1
                 target[b, i] = -1
                 status[b, o] = DELIVERED
+                shelf_held[b, shelf_of[b, o]] = False
                 n_delivered[b] += 1
                 delivered[b] += 1
                 parts[b, i, 3] = weights[3]
         step_count[b] += 1
         _clock_one(
             b, step_count[b], pos, dist, task, target, status, access_tid, arrival, deadline,
-            by_arrival, by_deadline, by_rule, next_arrival, next_deadline, n_missed,
+            by_arrival, by_deadline, by_rule, shelf_of, shelf_held, next_arrival, next_deadline,
+            n_missed,
         )  # fmt: skip
         for i in range(n):  # same summation order as numpy's row sum of five parts
             s = 0.0
