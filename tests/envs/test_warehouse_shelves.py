@@ -66,7 +66,7 @@ def test_two_orders_for_one_shelf_are_two_trips_one_after_the_other():
         assert len(shelves) == len(set(shelves)), (env.step_count, shelves)
     steps = {(e["type"], e["order"]): e["step"] for e in events}
     assert [o for o, _ in env.delivered] == ["a1", "a2"]
-    assert steps[("assigned", "a2")] >= steps[("delivered", "a1")]
+    assert steps[("assigned", "a2")] > steps[("delivered", "a1")]
     assert steps[("picked", "a2")] > steps[("delivered", "a1")]
 
 
@@ -97,3 +97,22 @@ def test_batched_env_holds_shelves_like_the_env():
         benv.step(np.array([[actions[a] for a in env.possible_agents]]))
         for o in ("a1", "a2"):
             assert benv.order_status(0, o) == env.order_status(o), (env.step_count, o)
+
+
+def test_delivery_step_is_the_step_that_reaches_the_station():
+    # Case 4: one robot, one order; the robot stands on the station after the step numbered k,
+    # and the delivered event says k (it said k + 1), the same numbering as the pick.
+    layout = parse_layout("#######\n#P...R#\n#..S..#\n#######\n", "one")
+    order = Order(id="o1", shelf="S2-3", priority="normal", arrival=0, deadline=50)
+    env = WarehouseEnv(layout, orders=[order], max_steps=50)
+    obs, _ = env.reset(seed=0)
+    events, on_station = [], None
+    while env.agents:
+        step = env.step_count
+        obs, *_ = env.step(greedy(env, obs))
+        events += env.last_events
+        if on_station is None and tuple(env.robot_positions[0]) == layout.stations[0]:
+            on_station = step
+    picked, delivered = (next(e for e in events if e["type"] == t) for t in ("picked", "delivered"))
+    assert delivered["step"] == on_station == env.delivered[0][1]
+    assert picked["step"] < delivered["step"]

@@ -321,12 +321,18 @@ class WarehouseEnv(ParallelEnv):
         """Events of the last ``step()`` (or ``reset()``): dicts ``{"type", "order", "robot",
         "step"}`` with type ``order_arrived | assigned | picked | delivered | deadline_missed``.
         Assignments made with :meth:`assign` between steps are reported in the next step's list
-        (their ``step`` is the step count when they were made)."""
+        (their ``step`` is the step count when they were made).
+
+        Step numbering (one for all events): steps count from 0; ``picked`` and ``delivered``
+        carry the number of the step whose moves brought the robot there (the step count before
+        that ``step()``); arrivals, assignments and misses found after a step carry the number of
+        the next step, the first that can act on them. An order is late if it is not delivered
+        at a step ``<= deadline``; its ``deadline_missed`` then carries ``deadline + 1``."""
         return list(self._last_events)
 
     @property
     def delivered(self) -> list[tuple[str, int]]:
-        """``(order id, delivery step)`` in delivery order."""
+        """``(order id, delivery step)`` in delivery order (numbering as in :attr:`last_events`)."""
         return list(self._delivered.items())
 
     @property
@@ -511,11 +517,9 @@ class WarehouseEnv(ParallelEnv):
                 self._task[i] = self._target[i] = None
                 self._status[order_id] = "delivered"
                 del self._shelf_holder[self._orders[order_id].shelf]
-                self._delivered[order_id] = self._step_count + 1
+                self._delivered[order_id] = self._step_count
                 parts[i, 3] = self.reward_weights.delivery
-                events.append(
-                    {**self._event("delivered", order_id, i), "step": self._step_count + 1}
-                )
+                events.append(self._event("delivered", order_id, i))
 
     def _advance_clock(self, events: list[dict]) -> None:
         """Arrivals and deadline misses at the current step count, then auto-assignment."""
