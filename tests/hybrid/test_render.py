@@ -19,15 +19,17 @@ def test_agent_colour_is_the_renderer_palette_and_cycles():
 
 
 def test_reward_plot_draws_agent_k_in_the_colour_of_robot_k(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
     made = []
-    subplots = plots.plt.subplots
+    subplots = plt.subplots
 
     def keep(*args, **kwargs):
         fig, ax = subplots(*args, **kwargs)
         made.append(ax)
         return fig, ax
 
-    monkeypatch.setattr(plots.plt, "subplots", keep)
+    monkeypatch.setattr(plt, "subplots", keep)
     names = [f"robot_{i}" for i in range(4)]
     plots.plot_reward_curves({n: np.zeros(5) for n in names}, tmp_path / "r.png")
     lines = {line.get_label(): line.get_color() for line in made[0].get_lines()}
