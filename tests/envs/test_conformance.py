@@ -82,7 +82,9 @@ def test_api_test_after_parallel_to_aec(make, monkeypatch):
     # way PettingZoo's own envs with such a state do; every other check stays on.
     # Likewise the warehouse's: an idle robot (no task) on open floor with no robot next to it.
     monkeypatch.setattr(
-        api_test_module, "env_all_zeros_obs", [*ALL_ZEROS_OK, "gridrace_v0", "warehouse_v0"]
+        api_test_module,
+        "env_all_zeros_obs",
+        [*ALL_ZEROS_OK, GridRace.metadata["name"], WarehouseEnv.metadata["name"]],
     )
     api_test(parallel_to_aec(make()), num_cycles=CYCLES)
 
