@@ -13,7 +13,7 @@ from rich.table import Table
 
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
-from marlm.hybrid import (
+from marlm.hybrid.build import (
     DEFAULT_TRAINING,
     build_planner,
     cached_policy,

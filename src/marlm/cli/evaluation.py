@@ -1,4 +1,5 @@
-"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval, hybrid.compare)."""
+"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval and
+marlm.experiments)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def replay(
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
     """Replay a recorded run under another scheme, without stepping the environment."""
-    from marlm.hybrid.compare import replay_trace
+    from marlm.experiments.replay import replay_trace
 
     if out is not None:
         check_output_file(out, overwrite=overwrite)
@@ -200,13 +201,11 @@ def compare(
     ] = None,
 ) -> None:
     """Run the same seeded orders and layout under each scheme; print one table, write plots."""
-    from marlm.hybrid.compare import (
+    from marlm.experiments.compare import SCHEMES, compare_schemes, format_table
+    from marlm.experiments.notes_only import (
         NOTES_ONLY_PLANNERS,
-        SCHEMES,
         compare_notes_only,
-        compare_schemes,
         format_notes_only,
-        format_table,
     )
 
     say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
