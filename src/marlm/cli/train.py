@@ -54,10 +54,10 @@ def _table(title: str, rows: dict[str, object]) -> None:
     console.print(table)
 
 
-def _llm_reward_fn(samples: int):
-    """The LLM reward function on the embedded model (imported only when asked for)."""
+def _llm_reward_fn(samples: int, llm: str = "embedded"):
+    """The LLM reward function on the ``--llm`` backend (imported only when asked for)."""
     try:
-        from marlm.llm.backends import EmbeddedModel
+        from marlm.llm.backends import make_backend
         from marlm.llm.reward import LLMReward
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         raise InputError(f"the LLM reward is not available: {e}", source="--reward") from e
@@ -65,7 +65,7 @@ def _llm_reward_fn(samples: int):
         raise InputError(
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
-    model = EmbeddedModel()
+    model = make_backend(llm)
     return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
 
 
@@ -77,6 +77,11 @@ def train_gridworld_cmd(
     ),
     llm_samples: int = typer.Option(
         3, "--llm-samples", help="With --reward llm: paraphrased prompts per distinct state."
+    ),
+    llm: str = typer.Option(
+        "embedded",
+        "--llm",
+        help="With --reward llm: 'embedded', a .gguf file, or an OpenAI-compatible base URL.",
     ),
     episodes: int = EPISODES,
     seed: int = SEED,
@@ -103,7 +108,7 @@ def train_gridworld_cmd(
         learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
-    reward_fn = _llm_reward_fn(llm_samples) if reward == "llm" else None
+    reward_fn = _llm_reward_fn(llm_samples, llm) if reward == "llm" else None
     bar, update = _progress()
     with bar:
         _, metrics = run_gridworld(
