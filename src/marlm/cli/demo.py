@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from marlm.errors import InputError
-from marlm.hybrid import (
+from marlm.hybrid.build import (
     DEFAULT_TRAINING,
     build_planner,
     cached_policy,

@@ -1,4 +1,5 @@
-"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval, hybrid.compare)."""
+"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval and
+marlm.experiments)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def replay(
     ] = None,
 ) -> None:
     """Replay a recorded run under another scheme, without stepping the environment."""
-    from marlm.hybrid.compare import replay_trace
+    from marlm.experiments.replay import replay_trace
 
     result, warnings = replay_trace(trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps)
     for w in warnings:
@@ -184,13 +185,11 @@ def compare(
     ] = None,
 ) -> None:
     """Run the same seeded orders and layout under each scheme; print one table, write plots."""
-    from marlm.hybrid.compare import (
+    from marlm.experiments.compare import SCHEMES, compare_schemes, format_table
+    from marlm.experiments.notes_only import (
         NOTES_ONLY_PLANNERS,
-        SCHEMES,
         compare_notes_only,
-        compare_schemes,
         format_notes_only,
-        format_table,
     )
 
     say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
