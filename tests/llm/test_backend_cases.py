@@ -8,6 +8,8 @@ so nothing here depends on wall-clock speed.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -177,6 +179,32 @@ def test_the_factory_refuses_a_base_url_without_v1_before_any_work(fault_server)
     assert e.value.field == "--llm" and f"try {root}/v1" in str(e.value)
     assert fault_server.count("nov1~factory") == 0  # only the model list was asked for
     assert isinstance(make_backend(fault_server.base("ok~factory")), OpenAICompatible)
+
+
+@pytest.mark.parametrize("command", ["demo", "eval"])
+def test_a_command_given_a_base_url_without_v1_exits_2_naming_it(fault_server, tmp_path, command):
+    root = fault_server.root("nov1~cli")
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(
+        "".join(
+            json.dumps({"id": f"n{i}", "note": f"note {i}", "priority": p}) + "\n"
+            for i, p in enumerate(["urgent", "normal", "low"] * 2)
+        ),
+        encoding="utf-8",
+    )
+    args = {
+        "demo": ["demo", "--planner", "llm", "--steps", "5"],
+        "eval": ["eval", "triage", "--notes", str(notes)],
+    }[command]
+    proc = subprocess.run(
+        [sys.executable, "-m", "marlm.cli", *args, "--llm", root, "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"{root}/models" in proc.stderr and f"try {root}/v1" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()  # stopped before any work
+    assert fault_server.count("nov1~cli") == 0  # no model call was made
 
 
 def test_the_real_server_without_v1_names_the_url(llama_server):
