@@ -138,11 +138,15 @@ class WarehouseEnv(ParallelEnv):
         (the RWARE environment: layouts, collision rules).
 
     Version History:
+        * v1: RWARE 2.0.0's collision rules exactly (the longest chain wins a contested cell, tails
+          into a cycle or a standing robot wait); an order holds its shelf until delivered, so a
+          shelf is carried by one robot at a time; deliveries are numbered by the step that
+          reaches the station (they were one step late).
         * v0: initial version.
     """
 
     metadata = {
-        "name": "warehouse_v0",
+        "name": "warehouse_v1",
         "render_modes": ["rgb_array", "ansi"],
         "is_parallelizable": True,
         "render_fps": 5,
