@@ -14,8 +14,9 @@ import json
 import tempfile
 import warnings
 
+from marlm.experiments.notes_only import run_notes_only
 from marlm.hybrid.planner import RulePlanner
-from marlm.hybrid.triage_planner import TriagePlanner, run_notes_only
+from marlm.hybrid.triage_planner import TriagePlanner
 from marlm.llm.backends import EmbeddedModel
 from marlm.llm.triage import Triage
 

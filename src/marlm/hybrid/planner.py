@@ -28,7 +28,7 @@ from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 PRIORITY_RANK = {"urgent": 0, "normal": 1, "low": 2}
 PROMPT_VERSION = "assign-v1"
 
-#: Planner names ``--planner`` accepts (``marlm.hybrid.PLANNERS`` is this list as a tuple).
+#: Planner names ``--planner`` accepts (``marlm.hybrid.build.PLANNERS`` is this list as a tuple).
 #: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
 PlannerName = Literal[
     "llm",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from marlm.eval.trace import read_trace
-from marlm.hybrid.compare import replay_trace
+from marlm.experiments.replay import replay_trace
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.planner import LLMPlanner, RulePlanner
 
