@@ -32,7 +32,7 @@ from marlm.errors import InputError
 from marlm.eval.metrics import reward_curves, summarise
 from marlm.eval.plots import plot_reward_curves, save_episode_gif
 from marlm.eval.trace import TraceWriter
-from marlm.hybrid.executor import GreedyExecutor, QExecutor, RandomExecutor
+from marlm.hybrid.executor import Executor, GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import (
     AsyncPlanner,
     LLMCall,
@@ -41,6 +41,7 @@ from marlm.hybrid.planner import (
     PlannerName,
     Snapshot,
     call_record,
+    order_distances,
     plan_record,
     rule_assign,
 )
@@ -156,14 +157,8 @@ def snapshot_of(env: WarehouseEnv) -> Snapshot:
     idle = tuple(env.idle_robots())
     positions = env.robot_positions
     index = {a: i for i, a in enumerate(env.possible_agents)}
-    distance: dict[tuple[str, str], int] = {}
-    for order in pending:
-        dmap = env.layout.distance_from(env.layout.access[order.shelf])
-        for robot in idle:
-            r, c = positions[index[robot]]
-            d = int(dmap[r, c])
-            distance[(robot, order.id)] = d if d >= 0 else 10**6
-    return Snapshot(env.step_count, pending, idle, distance)
+    cells = {robot: positions[index[robot]] for robot in idle}
+    return Snapshot(env.step_count, pending, idle, order_distances(env.layout, cells, pending))
 
 
 class Controller:
@@ -172,7 +167,7 @@ class Controller:
     Args:
         env: the environment, built with ``auto_assign=False``.
         planner: any :class:`marlm.hybrid.planner.Planner`.
-        executor: an object with ``act(observations, agents, rng, epsilon) -> int64[n]``.
+        executor: any :class:`marlm.hybrid.executor.Executor`.
         shield: a :class:`Shield`, or None to send the executor's actions unfiltered.
         trace: where events go.
         sync_planner: call the planner inside the step instead of on its own thread.
@@ -183,7 +178,7 @@ class Controller:
         self,
         env: WarehouseEnv,
         planner: Planner,
-        executor: Any,
+        executor: Executor,
         shield: Shield | None,
         trace: TraceWriter,
         *,
@@ -358,7 +353,14 @@ class Controller:
         elif ap.busy and ap.snapshot is not None:
             waited_ms = (time.perf_counter() - (ap.started_at or time.perf_counter())) * 1e3
             error = "unanswered: the run ended while the request was in flight"
-            call = LLMCall([], "", waited_ms, 0, 0, False, error, 0, finish_reason="none")
+            call = LLMCall(
+                messages=[],
+                latency_ms=waited_ms,
+                valid=False,
+                error=error,
+                attempt=0,
+                finish_reason="none",
+            )
             self._emit_call(call, ap.snapshot.step, None, fallback=False)
         ap.close()
 
@@ -386,7 +388,7 @@ def make_env(config: RunConfig) -> WarehouseEnv:
         raise
 
 
-def make_executor(name: ExecutorName, policy: QExecutor | None = None) -> Any:
+def make_executor(name: ExecutorName, policy: QExecutor | None = None) -> Executor:
     """An executor by name; ``"rl"`` needs a trained ``policy``; ``"llm"`` is built by the caller."""
     if name == "llm":
         raise ValueError("executor 'llm' needs an executor object passed to run()")
@@ -403,7 +405,7 @@ def run(
     *,
     planner: Planner,
     policy: QExecutor | None = None,
-    executor: Any | None = None,
+    executor: Executor | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Run one episode under ``config`` and write the run folder.
@@ -418,7 +420,7 @@ def run(
         planner: the planner to use (build it with :func:`marlm.hybrid.build.build_planner`).
         policy: the trained Q-table, for ``executor="rl"``.
         executor: an executor object that replaces the one ``config.executor`` names (needed
-            for ``"llm"``); it must have ``act(observations, agents, rng) -> int64[n]``.
+            for ``"llm"``), any :class:`marlm.hybrid.executor.Executor`.
         progress: called as ``progress(step, config.steps)`` after every step.
 
     Returns:

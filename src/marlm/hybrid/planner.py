@@ -23,10 +23,14 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from marlm.envs.warehouse.layout import Layout
+from marlm.envs.warehouse.orders import dispatch_key
 from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 
-PRIORITY_RANK = {"urgent": 0, "normal": 1, "low": 2}
 PROMPT_VERSION = "assign-v1"
+
+#: Distance recorded for a robot that cannot reach an order's shelf (larger than any path).
+UNREACHABLE_DISTANCE = 10**6
 
 #: Planner names ``--planner`` accepts (``marlm.hybrid.build.PLANNERS`` is this list as a tuple).
 #: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
@@ -75,19 +79,73 @@ class Snapshot:
         return frozenset(o.id for o in self.pending), frozenset(self.idle)
 
 
-@dataclass
+def order_distances(
+    layout: Layout, cells: Mapping[str, Sequence[int]], orders: Sequence[OrderView]
+) -> dict[tuple[str, str], int]:
+    """Shortest-path steps from each robot to each order's pick cell (the shelf's access cell).
+
+    Args:
+        layout: the warehouse layout (its distance tables are cached per cell).
+        cells: ``{robot: (row, col)}`` of the robots to measure from.
+        orders: the orders to measure to.
+
+    Returns:
+        ``{(robot, order_id): int}``; :data:`UNREACHABLE_DISTANCE` when the shelf cannot be
+        reached. This is :attr:`Snapshot.distance`.
+    """
+    distance: dict[tuple[str, str], int] = {}
+    for order in orders:
+        dmap = layout.distance_from(layout.access[order.shelf])
+        for robot, (r, c) in cells.items():
+            d = int(dmap[r, c])
+            distance[(robot, order.id)] = d if d >= 0 else UNREACHABLE_DISTANCE
+    return distance
+
+
+@dataclass(kw_only=True)
 class LLMCall:
-    """One model call, as recorded in the trace (``llm_call`` event)."""
+    """One model call, as recorded in the trace (``llm_call`` event; fields in this order).
+
+    Built with keywords only; :meth:`from_result` fills the answer's fields from a
+    :class:`marlm.llm.backends.ChatResult` (or anything with its token, latency and finish
+    fields). A call without an answer (backend down, timeout) keeps ``raw=""`` and zero tokens.
+    """
 
     messages: list[dict[str, str]]
-    raw: str
+    raw: str = ""
     latency_ms: float
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     valid: bool
     error: str | None
     attempt: int
     finish_reason: str = "stop"
+
+    @classmethod
+    def from_result(
+        cls,
+        messages: Sequence[dict[str, str]],
+        result: Any,
+        *,
+        valid: bool,
+        error: str | None,
+        attempt: int,
+        raw: str | None = None,
+    ) -> LLMCall:
+        """The record of an answered call: ``result`` gives ``latency_s`` (seconds, recorded in
+        ms), ``prompt_tokens``, ``completion_tokens``, ``finish_reason`` and, unless ``raw`` is
+        given, ``text``."""
+        return cls(
+            messages=list(messages),
+            raw=result.text if raw is None else raw,
+            latency_ms=result.latency_s * 1e3,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            valid=valid,
+            error=error,
+            attempt=attempt,
+            finish_reason=result.finish_reason,
+        )
 
 
 @dataclass
@@ -119,7 +177,7 @@ class Planner(Protocol):
 
 def rule_order(orders: Sequence[OrderView]) -> list[OrderView]:
     """Orders by priority (urgent first), then deadline, then arrival, then id."""
-    return sorted(orders, key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id))
+    return sorted(orders, key=dispatch_key)
 
 
 def rule_assign(
@@ -201,8 +259,17 @@ def validate_answer(text: str, snapshot: Snapshot, n_required: int) -> list[tupl
     return pairs
 
 
-def answer_schema(robots: Sequence[str], orders: Sequence[str], n: int) -> dict[str, Any]:
-    """JSON schema of an answer: exactly ``n`` ``{robot, order}`` pairs over the valid ids."""
+def answer_schema(
+    robots: Sequence[str], orders: Sequence[str], n: int | None = None
+) -> dict[str, Any]:
+    """JSON schema of an assignment answer ``{"assignments": [{"robot", "order"}, ...]}``.
+
+    Robot and order ids are enums of the valid ids. ``n``: exactly ``n`` pairs; None: at most
+    ``min(len(robots), len(orders))`` pairs (the team's dispatcher may leave robots idle).
+    """
+    items: dict[str, Any] = {"minItems": n, "maxItems": n}
+    if n is None:
+        items = {"maxItems": min(len(robots), len(orders))}
     return {
         "type": "object",
         "properties": {
@@ -217,8 +284,7 @@ def answer_schema(robots: Sequence[str], orders: Sequence[str], n: int) -> dict[
                     "required": ["robot", "order"],
                     "additionalProperties": False,
                 },
-                "minItems": n,
-                "maxItems": n,
+                **items,
             }
         },
         "required": ["assignments"],
@@ -313,14 +379,11 @@ class LLMPlanner:
                 error = f"{'timeout' if isinstance(e, BackendTimeout) else 'backend error'}: {e}"
                 calls.append(
                     LLMCall(
-                        list(messages),
-                        "",
-                        (time.perf_counter() - t0) * 1e3,
-                        0,
-                        0,
-                        False,
-                        error,
-                        attempt,
+                        messages=list(messages),
+                        latency_ms=(time.perf_counter() - t0) * 1e3,
+                        valid=False,
+                        error=error,
+                        attempt=attempt,
                     )
                 )
                 break  # the backend is down: retrying with the error text would not help
@@ -330,30 +393,20 @@ class LLMPlanner:
                 pairs = validate_answer(result.text, snapshot, n)
             except ValueError as e:
                 error = str(e)
-                calls.append(self._record(messages, result, False, error, attempt))
+                calls.append(
+                    LLMCall.from_result(messages, result, valid=False, error=error, attempt=attempt)
+                )
                 messages = [
                     *messages,
                     {"role": "assistant", "content": result.text},
                     {"role": "user", "content": f"That answer is invalid: {error}. Answer again."},
                 ]
                 continue
-            calls.append(self._record(messages, result, True, None, attempt))
+            calls.append(
+                LLMCall.from_result(messages, result, valid=True, error=None, attempt=attempt)
+            )
             return Plan(pairs, "llm", snapshot, calls)
         return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
-
-    @staticmethod
-    def _record(messages, result, valid: bool, error: str | None, attempt: int) -> LLMCall:
-        return LLMCall(
-            messages=list(messages),
-            raw=result.text,
-            latency_ms=result.latency_s * 1e3,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            valid=valid,
-            error=error,
-            attempt=attempt,
-            finish_reason=result.finish_reason,
-        )
 
 
 class AsyncPlanner:
@@ -451,8 +504,10 @@ __all__ = [
     "PlannerName",
     "RulePlanner",
     "Snapshot",
+    "UNREACHABLE_DISTANCE",
     "answer_schema",
     "call_record",
+    "order_distances",
     "plan_record",
     "rule_assign",
     "rule_order",

@@ -27,9 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-#: Action ids and their (drow, dcol) moves, the same as the warehouse environment's.
-STAY, UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3, 4
-MOVES = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.int64)
+from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP  # the env's actions
 
 #: Reasons recorded for an override.
 REASON_STATIC = "static"  # wall, shelf or map edge
