@@ -12,13 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from marlm.errors import InputError
-from marlm.hybrid.build import (
-    DEFAULT_TRAINING,
-    build_planner,
-    cached_policy,
-    default_orders,
-    prepare_run_folder,
-)
+from marlm.eval.runs import prepare_run_folder
+from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, cached_policy, default_orders
 from marlm.hybrid.controller import make_env, run, run_config
 from marlm.hybrid.executor import (
     GreedyExecutor,

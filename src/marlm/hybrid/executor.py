@@ -40,7 +40,7 @@ import numpy as np
 from marlm.envs.warehouse import MOVES, WarehouseEnv
 from marlm.envs.warehouse.env import OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR
 from marlm.errors import InputError
-from marlm.hybrid.shield import Shield
+from marlm.hybrid.shield import Shield, shield_step
 from marlm.rl.qlearning import EpsilonSchedule, epsilon_greedy, td_update_batch
 
 N_ACTIONS = len(MOVES)
@@ -282,8 +282,10 @@ def evaluate_executor(
 
     The seeds differ from the training seeds (0, 1, ...), so nothing is scored on an episode the
     policy was trained on. With ``shield=True`` the joint action goes through a fresh
-    :class:`marlm.hybrid.shield.Shield` first (as in the hybrid); without it the environment's
-    own collision rules refuse conflicting moves, which the ``collisions`` figure counts.
+    :class:`marlm.hybrid.shield.Shield` by :func:`marlm.hybrid.shield.shield_step`, exactly as
+    in the hybrid controller (robots carrying an order, then robots with a task, win contested
+    cells); without it the environment's own collision rules refuse conflicting moves, which
+    the ``collisions`` figure counts.
 
     Returns:
         ``{"delivered": mean orders delivered per episode, "delivery_rate": delivered / orders,
@@ -300,7 +302,7 @@ def evaluate_executor(
             agents = list(env.agents)
             actions = executor.act(obs, agents, rng)
             if guard is not None:
-                actions = guard.filter(env.robot_positions, actions).actions
+                actions = shield_step(guard, env, actions).actions
             obs, _, _, _, infos = env.step(dict(zip(agents, actions.tolist(), strict=True)))
             d += sum(e["type"] == "delivered" for e in env.last_events)
             c += sum(bool(infos[a]["collided"]) for a in infos)

@@ -8,14 +8,14 @@ notes) and the idle robots, and answers which robot takes which order. It never 
 - :class:`LLMPlanner`: a chat model answers a JSON list of ``{robot, order}`` assignments, decoded
   under a JSON schema whose enums are the currently valid ids. The answer is validated (ids valid,
   each at most once); an invalid answer is retried once with the error text, then the rule decides.
-- :class:`AsyncPlanner`: runs any planner off the control thread, so a slow model never stalls
-  the robots.
+
+:class:`marlm.hybrid.scheduler.AsyncPlanner` runs any planner off the control thread, so a slow
+model never stalls the robots.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -409,75 +409,6 @@ class LLMPlanner:
         return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
 
 
-class AsyncPlanner:
-    """Runs a planner on a worker thread so the control loop never waits for it.
-
-    At most one request is in flight. :meth:`submit` starts one (returns False when one is
-    already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
-    Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
-    The worker is a daemon thread: a request still waiting on a slow server when the run ends
-    does not hold the process open.
-    """
-
-    def __init__(self, planner: Planner) -> None:
-        self.planner = planner
-        self.name = planner.name
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._result: Plan | None = None
-        self._running = False
-        self.started_at: float | None = None  # perf_counter() of the request in flight
-        self.snapshot: Snapshot | None = None  # the snapshot in flight
-
-    @property
-    def busy(self) -> bool:
-        """Whether a request is in flight (started and not yet answered)."""
-        return self._running and not self._done.is_set()
-
-    def submit(self, snapshot: Snapshot) -> bool:
-        """Start planning ``snapshot`` unless a request is in flight or unread."""
-        with self._lock:
-            if self._running:
-                return False
-            self._running = True
-            self._done.clear()
-            self.snapshot = snapshot
-            self.started_at = time.perf_counter()
-        threading.Thread(
-            target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
-        ).start()
-        return True
-
-    def _work(self, snapshot: Snapshot) -> None:
-        try:
-            result = self.planner.plan(snapshot)
-        except Exception as e:  # a planner bug must not stop the robots
-            result = Plan(
-                rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}"
-            )
-        self._result = result
-        self._done.set()
-
-    def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | None:
-        """The finished plan (once), or None. ``wait=True`` blocks until it ends (or ``timeout``)."""
-        if not self._running:
-            return None
-        if wait:
-            self._done.wait(timeout)
-        with self._lock:
-            if not self._done.is_set():
-                return None
-            result, self._result = self._result, None
-            self._running = False
-            self.started_at = self.snapshot = None
-        return result
-
-    def close(self) -> None:
-        """Forget the request in flight; its daemon thread ends on its own or with the process."""
-        with self._lock:
-            self._running = False
-
-
 def plan_record(plan: Plan) -> dict[str, Any]:
     """The trace fields of a plan (``plan`` event), JSON-ready."""
     return {
@@ -496,7 +427,6 @@ def call_record(call: LLMCall) -> dict[str, Any]:
 
 
 __all__ = [
-    "AsyncPlanner",
     "LLMCall",
     "LLMPlanner",
     "Plan",
