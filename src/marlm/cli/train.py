@@ -8,17 +8,17 @@ raise :class:`marlm.errors.InputError`, exit code 2).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from marlm.errors import InputError
 
 from .app import app, train_app
 
-console = Console()
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 EPISODES = typer.Option(
     None, "--episodes", help="Episodes to train (default: the issue's setting)."
@@ -32,7 +32,16 @@ CHUNK = typer.Option(
 )
 
 
-def _progress() -> tuple[Progress, callable]:
+def _console() -> Console:
+    """The output console; rich is imported by the commands that print, not at start-up."""
+    from rich.console import Console
+
+    return Console()
+
+
+def _progress(console: Console) -> tuple[Progress, callable]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     bar = Progress(
         TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=False,
@@ -45,7 +54,9 @@ def _progress() -> tuple[Progress, callable]:
     return bar, update
 
 
-def _table(title: str, rows: dict[str, object]) -> None:
+def _table(console: Console, title: str, rows: dict[str, object]) -> None:
+    from rich.table import Table
+
     table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -104,13 +115,16 @@ def train_gridworld_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
     reward_fn = _llm_reward_fn(llm_samples) if reward == "llm" else None
-    bar, update = _progress()
+    console = _console()
+    bar, update = _progress(console)
     with bar:
         _, metrics = run_gridworld(
             config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
             chunk=chunk, reward_fn=reward_fn,
         )  # fmt: skip
-    _table("GridWorld", {k: v for k, v in metrics.items() if k not in ("config", "findings")})
+    _table(
+        console, "GridWorld", {k: v for k, v in metrics.items() if k not in ("config", "findings")}
+    )
     for finding in metrics["findings"]:
         console.print(f"finding: {finding}")
     console.print(f"run folder: {out}")
@@ -153,13 +167,18 @@ def train_race_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
         seed=seed, end=end,
     )  # fmt: skip
-    bar, update = _progress()
+    console = _console()
+    bar, update = _progress(console)
     with bar:
         _, metrics, findings = run_race(
             config, out, diagnose=diagnose, engine=engine, progress=update,
             checkpoint=checkpoint, resume=resume, chunk=chunk,
         )  # fmt: skip
-    _table(f"GridRace {learner} / {reward}", {k: v for k, v in metrics.items() if k != "config"})
+    _table(
+        console,
+        f"GridRace {learner} / {reward}",
+        {k: v for k, v in metrics.items() if k != "config"},
+    )
     for finding in findings:
         console.print(f"[yellow]finding[/] {finding}")
     if diagnose and not findings:
