@@ -8,21 +8,15 @@ from pathlib import Path
 import typer
 
 from marlm.errors import InputError
+from marlm.eval.outputs import check_output_file
 
 from .app import eval_app
 
 
 def _backend(llm: str):
-    from marlm.llm.backends import EmbeddedModel, OpenAICompatible
+    from marlm.llm.backends import make_backend
 
-    if llm == "embedded":
-        return EmbeddedModel()
-    if llm.startswith(("http://", "https://")):
-        return OpenAICompatible(llm)
-    raise InputError(
-        f"use 'embedded' or an http(s) URL of an OpenAI-compatible server, got {llm!r}",
-        source="--llm",
-    )
+    return make_backend(llm)
 
 
 @eval_app.command("triage")
@@ -32,9 +26,14 @@ def triage(
     ),
     mode: str = typer.Option("calibrated", "--mode", help="generate, score, calibrated or batch."),
     llm: str = typer.Option(
-        "embedded", "--llm", help="'embedded' or the URL of an OpenAI-compatible server."
+        "embedded",
+        "--llm",
+        help="'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1).",
     ),
-    out: Path | None = typer.Option(None, "--out", help="Write the result as JSON here."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the result as JSON here (a new file)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
     examples: Path | None = typer.Option(
         None,
         "--examples",
@@ -50,6 +49,8 @@ def triage(
 
     if mode not in MODES:
         raise InputError(f"use one of {', '.join(MODES)}, got {mode!r}", source="--mode")
+    if out is not None:
+        check_output_file(out, overwrite=overwrite)
     labelled = load_labelled_notes(notes)
     pool = load_labelled_notes(examples) if examples is not None else None
     if pool is None and not 2 <= folds <= len(labelled):

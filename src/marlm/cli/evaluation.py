@@ -3,6 +3,7 @@ marlm.experiments)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -13,8 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from marlm.errors import InputError
+from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
 from .app import app
+
+OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
 _err = Console(stderr=True)
 
@@ -36,11 +40,15 @@ def report(
         Path | None,
         typer.Option("--out", help="HTML file to write [default: RUN_FOLDER/report.html]."),
     ] = None,
+    overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
     """Write one self-contained HTML page: metrics, plots, LLM calls, diagnostics, animation."""
-    from marlm.eval.report import write_report
+    from marlm.eval.report import REPORT_FILE, write_report
+    from marlm.eval.trace import resolve_trace_path
 
-    path, warnings = write_report(run_folder, out)
+    target = out if out is not None else resolve_trace_path(run_folder).parent / REPORT_FILE
+    check_output_file(target, overwrite=overwrite)
+    path, warnings = write_report(run_folder, target)
     for w in warnings:
         _err.print(f"warning: {w}", markup=False, highlight=False)
     print(path)
@@ -66,13 +74,30 @@ def replay(
     ] = None,
     sweeps: Annotated[int, typer.Option("--sweeps", min=1, help="rl: passes over the data.")] = 20,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the full replay report as JSON here.")
+        Path | None,
+        typer.Option("--out", help="Write the full replay report as JSON here (a new file)."),
     ] = None,
+    overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
     """Replay a recorded run under another scheme, without stepping the environment."""
     from marlm.experiments.replay import replay_trace
 
-    result, warnings = replay_trace(trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps)
+    if out is not None:
+        check_output_file(out, overwrite=overwrite)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    bar = Progress(
+        TextColumn("replaying decisions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=_err, transient=False,
+    )  # fmt: skip
+    task = bar.add_task("replay", total=None)
+    with bar if scheme != "rl" else contextlib.nullcontext():  # rl: one fast batch, no bar
+        result, warnings = replay_trace(
+            trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps, say=say,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )  # fmt: skip
     for w in warnings:
         _err.print(f"warning: {w}", markup=False, highlight=False)
     console = Console()
@@ -167,8 +192,12 @@ def compare(
         ),
     ] = 5,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for the runs, table and plots.")
+        Path, typer.Option("--out", help="Folder for the runs, table and plots: new or empty.")
     ] = Path("runs/compare"),
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace the runs already in --out (deleted first)."),
+    ] = False,
     scenario: Annotated[
         str,
         typer.Option(
@@ -193,6 +222,10 @@ def compare(
     )
 
     say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    if scenario not in ("standard", "notes-only"):
+        raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
+    check_run_folder(out, overwrite=overwrite)
+    claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         names = [s.strip() for s in schemes.split(",")] if schemes else list(NOTES_ONLY_PLANNERS)
         result = compare_notes_only(
@@ -202,8 +235,6 @@ def compare(
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
         return
-    if scenario != "standard":
-        raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     names = [s.strip() for s in schemes.split(",")] if schemes else list(SCHEMES)
     result = compare_schemes(
         layout=layout,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from marlm.errors import InputError
+from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
 from .app import app, train_app
 
@@ -21,11 +22,23 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 EPISODES = typer.Option(
-    None, "--episodes", help="Episodes to train (default: the issue's setting)."
+    None,
+    "--episodes",
+    help="Episodes to train (default: the seed note's settings, 3000 on gridworld, 30000 on race).",
 )
 SEED = typer.Option(0, "--seed", help="Seed of the run's random generator.")
 ENGINE = typer.Option("fast", "--engine", help="fast (compiled) or reference (plain Python).")
-CHECKPOINT = typer.Option(None, "--checkpoint", help="Checkpoint file rewritten atomically.")
+CHECKPOINT = typer.Option(
+    None,
+    "--checkpoint",
+    help="Checkpoint file rewritten atomically: a new file, or the --resume file.",
+)
+OVERWRITE = typer.Option(
+    False,
+    "--overwrite",
+    help="Replace the run already in --out (its files are deleted first) and an existing "
+    "--checkpoint file.",
+)
 RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
 CHUNK = typer.Option(
     1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
@@ -65,10 +78,17 @@ def _table(console: Console, title: str, rows: dict[str, object]) -> None:
     console.print(table)
 
 
-def _llm_reward_fn(samples: int):
-    """The LLM reward function on the embedded model (imported only when asked for)."""
+def _check_outputs(out: Path, checkpoint: Path | None, resume: Path | None, overwrite: bool):
+    """Refuse to overwrite a run folder or a checkpoint unasked (before any work)."""
+    check_run_folder(out, overwrite=overwrite, keep=[resume])
+    if checkpoint is not None:
+        check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
+
+
+def _llm_reward_fn(samples: int, llm: str = "embedded"):
+    """The LLM reward function on the ``--llm`` backend (imported only when asked for)."""
     try:
-        from marlm.llm.backends import EmbeddedModel
+        from marlm.llm.backends import make_backend
         from marlm.llm.reward import LLMReward
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         raise InputError(f"the LLM reward is not available: {e}", source="--reward") from e
@@ -76,7 +96,7 @@ def _llm_reward_fn(samples: int):
         raise InputError(
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
-    model = EmbeddedModel()
+    model = make_backend(llm)
     return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
 
 
@@ -89,6 +109,11 @@ def train_gridworld_cmd(
     llm_samples: int = typer.Option(
         3, "--llm-samples", help="With --reward llm: paraphrased prompts per distinct state."
     ),
+    llm: str = typer.Option(
+        "embedded",
+        "--llm",
+        help="With --reward llm: 'embedded', a .gguf file, or an OpenAI-compatible base URL.",
+    ),
     episodes: int = EPISODES,
     seed: int = SEED,
     alpha: float = typer.Option(0.1, "--alpha", help="Learning rate."),
@@ -96,7 +121,10 @@ def train_gridworld_cmd(
     epsilon: float = typer.Option(0.9, "--epsilon", help="Initial exploration rate."),
     epsilon_decay: float = typer.Option(0.99, "--epsilon-decay", help="Multiplier per episode."),
     epsilon_floor: float = typer.Option(0.02, "--epsilon-floor", help="Lowest exploration rate."),
-    out: Path = typer.Option(Path("runs/gridworld"), "--out", help="Run folder to write."),
+    out: Path = typer.Option(
+        Path("runs/gridworld"), "--out", help="Run folder to write: new or empty."
+    ),
+    overwrite: bool = OVERWRITE,
     engine: str = ENGINE,
     checkpoint: Path | None = CHECKPOINT,
     resume: Path | None = RESUME,
@@ -114,7 +142,9 @@ def train_gridworld_cmd(
         learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
-    reward_fn = _llm_reward_fn(llm_samples) if reward == "llm" else None
+    _check_outputs(out, checkpoint, resume, overwrite)
+    reward_fn = _llm_reward_fn(llm_samples, llm) if reward == "llm" else None
+    claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
     bar, update = _progress(console)
     with bar:
@@ -150,7 +180,8 @@ def train_race_cmd(
     epsilon: float = typer.Option(0.6, "--epsilon", help="Initial exploration rate."),
     epsilon_decay: float = typer.Option(0.999, "--epsilon-decay", help="Multiplier per episode."),
     epsilon_floor: float = typer.Option(0.02, "--epsilon-floor", help="Lowest exploration rate."),
-    out: Path = typer.Option(Path("runs/race"), "--out", help="Run folder to write."),
+    out: Path = typer.Option(Path("runs/race"), "--out", help="Run folder to write: new or empty."),
+    overwrite: bool = OVERWRITE,
     diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Run the detectors."),
     engine: str = ENGINE,
     checkpoint: Path | None = CHECKPOINT,
@@ -167,6 +198,8 @@ def train_race_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
         seed=seed, end=end,
     )  # fmt: skip
+    _check_outputs(out, checkpoint, resume, overwrite)
+    claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
     bar, update = _progress(console)
     with bar:

@@ -1,8 +1,8 @@
 """Run folders: create them, and write what a user reads after a run.
 
-Hybrid runs (``marlm demo``, :func:`marlm.hybrid.controller.run`): :func:`prepare_run_folder`
-checks the folder before any work, :func:`start_run_folder` opens it, the controller streams
-``trace.jsonl``, and :func:`finish_hybrid_run` writes ``metrics.json`` (last, so a folder without
+Hybrid runs (``marlm demo``, :func:`marlm.hybrid.controller.run`; the command claims the folder
+first with :func:`marlm.eval.outputs.claim_run_folder`): :func:`start_run_folder` opens it, the
+controller streams ``trace.jsonl``, and :func:`finish_hybrid_run` writes ``metrics.json`` (last, so a folder without
 it is a run that did not finish), ``reward_curves.png`` and ``episode.gif``.
 
 ``marlm train gridworld|race``: one run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from marlm.errors import InputError
 from marlm.eval.diagnose import (
     detect_goal_not_reached,
     detect_lazy_agent,
@@ -45,28 +44,6 @@ from marlm.rl.train import (
     train_gridworld,
     train_race,
 )
-
-
-def prepare_run_folder(out: str | Path) -> Path:
-    """Create the run folder (and check it is writable) before any work is done.
-
-    Raises:
-        InputError: the path is a file, or the folder cannot be created or written.
-    """
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".marlm-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        why = "it is a file" if out.is_file() else (e.strerror or type(e).__name__)
-        raise InputError(
-            f"cannot use it as the run folder ({why}); choose another path",
-            source=out,
-            field="--out",
-        ) from e
-    return out
 
 
 def start_run_folder(out: str | Path) -> Path:

@@ -1,6 +1,6 @@
 """A planner where the LLM decides urgency and the queue, and a solver decides geometry.
 
-Division of the decision (issue 6):
+Division of the decision:
 
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
   urgency class; the queue is ordered by that class, then the listed priority, deadline, arrival
