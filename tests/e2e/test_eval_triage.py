@@ -16,7 +16,6 @@ def run(*args: str) -> subprocess.CompletedProcess:
         [sys.executable, "-c", "from marlm.cli import main; main()", "eval", "triage", *args],
         capture_output=True,
         text=True,
-        timeout=300,
     )
 
 
