@@ -319,14 +319,17 @@ def _pibt(
     if pusher >= 0 and goal_slot[pusher] >= 0:
         # Pushed: among equally scored cells, prefer those not ahead on the pusher's way, so
         # the pushed robot does not walk in front of the pusher again (stable insertion sort).
+        # Ahead = closer to the pusher's target than the pusher is now.
         d_here = _dist(pusher, pos[pusher], goal_slot, pool)
         ahead = np.zeros(5, dtype=np.int64)
         for k in range(k_max):
             ahead[k] = 1 if _dist(pusher, order[k], goal_slot, pool) < d_here else 0
+        # An idle robot (no target) has no real preference: "not ahead" comes before its scores.
+        idle = goal_slot[i] < 0
         for k in range(1, k_max):
             c, a, s = order[k], ahead[k], cand_key[i, k]
             m = k
-            while m > 0 and cand_key[i, m - 1] == s and ahead[m - 1] > a:
+            while m > 0 and (idle or cand_key[i, m - 1] == s) and ahead[m - 1] > a:
                 order[m] = order[m - 1]
                 ahead[m] = ahead[m - 1]
                 m -= 1
