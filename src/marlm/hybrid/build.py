@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, get_args
 from marlm.errors import InputError
 from marlm.llm.backends import ChatModel, make_backend
 
+from .defaults import DEFAULT_TRAINING
 from .planner import LLMPlanner, Planner, PlannerName, RulePlanner
 
 if TYPE_CHECKING:
     from .executor import QExecutor
-
-#: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
-DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
 
 
 def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
