@@ -121,6 +121,13 @@ def demo(
     shield: Annotated[
         bool, typer.Option(help="Filter every joint action through the shield.")
     ] = True,
+    shield_rule: Annotated[
+        str,
+        typer.Option(
+            help="pibt: PIBT over the executor's action scores (pushes idle robots aside, no "
+            "random actions); local: the earlier shield (holds conflicting moves)."
+        ),
+    ] = "pibt",
     sync: Annotated[
         bool, typer.Option(help="Wait for the planner inside the step (reproducible trace).")
     ] = False,
@@ -160,6 +167,7 @@ def demo(
         planner=planner,
         executor=executor,
         shield=shield,
+        shield_rule=shield_rule,
         sync_planner=sync,
         tick_ms=tick_ms,
         gif=gif,

@@ -32,9 +32,10 @@ from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.executor import Executor, GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import Planner, PlannerName
+from marlm.hybrid.preferences import executor_scores
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.scheduler import Clock, PlanScheduler
-from marlm.hybrid.shield import Shield, ShieldResult, shield_step, warm_up
+from marlm.hybrid.shield import PibtShield, Shield, ShieldResult, make_shield, shield_step, warm_up
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
 
@@ -55,6 +56,8 @@ class RunConfig(BaseModel):
         executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
             ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
+        shield_rule: ``"pibt"`` (the executor's action scores ranked by PIBT, no random actions)
+            or ``"local"`` (the earlier shield: holds conflicting moves, breaks deadlocks).
         sync_planner: wait for the planner inside the step (reproducible traces) instead of
             running it on its own thread (real-time behaviour).
         tick_ms: control period in milliseconds; the loop sleeps out the rest of each tick
@@ -75,6 +78,7 @@ class RunConfig(BaseModel):
     planner: PlannerName = "triage"
     executor: ExecutorName = "rl"
     shield: bool = True
+    shield_rule: Literal["pibt", "local"] = "pibt"
     sync_planner: bool = False
     tick_ms: float = Field(0.0, ge=0)
     plan_deadline_s: float = Field(0.0, ge=0)
@@ -191,8 +195,13 @@ class Controller:
         env = self.env
         agents = list(env.agents)
         t0 = self.clock()
-        proposed = self.executor.act(observations, agents, self.rng)
-        safe = None if self.shield is None else shield_step(self.shield, env, proposed)
+        if isinstance(self.shield, PibtShield):  # the whole ranking, no random actions
+            scores = executor_scores(self.executor, observations, agents, self.rng)
+            proposed = scores.argmax(axis=1)
+            safe = shield_step(self.shield, env, proposed, scores)
+        else:
+            proposed = self.executor.act(observations, agents, self.rng)
+            safe = None if self.shield is None else shield_step(self.shield, env, proposed)
         actions = proposed if safe is None else safe.actions
         latency_ms = (self.clock() - t0) * 1e3
         step = env.step_count
@@ -315,7 +324,7 @@ def run(
     if executor is None:
         executor = make_executor(config.executor, policy)
     shield = (
-        Shield(env.layout.free, len(env.possible_agents), seed=config.seed)
+        make_shield(config.shield_rule, env.layout.free, len(env.possible_agents), config.seed)
         if config.shield
         else None
     )
@@ -341,7 +350,9 @@ def run(
     return RunResult(metrics, out, {"trace": trace_path, **files})
 
 
-def _warm_up(env: WarehouseEnv, obs: dict, shield: Shield | None, executor: Executor) -> None:
+def _warm_up(
+    env: WarehouseEnv, obs: dict, shield: Shield | PibtShield | None, executor: Executor
+) -> None:
     """Compile-on-first-call work happens here, not inside the measured control steps. (Only
     the Q-table executor has a compiled kernel; other executors, which may call a model, are
     never called outside the loop.)"""

@@ -551,6 +551,11 @@ def warm_up() -> None:
     positions = np.array([[0, 0], [0, 1]])
     for _ in range(2):
         shield.filter(positions, np.array([RIGHT, LEFT]))
+    pibt = PibtShield(np.ones((2, 3), dtype=bool), 2, seed=0)  # PIBT kernels, swap included
+    pibt.filter(
+        positions, np.array([RIGHT, LEFT]), np.array([1.0, 0.0]),
+        scores=np.eye(5)[[RIGHT, LEFT]], goals=np.array([[0, 2], [-1, -1]]),
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
@@ -566,7 +571,12 @@ def shield_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
     )
 
 
-def shield_step(shield: Shield, env: WarehouseEnv, proposed: np.ndarray) -> ShieldResult:
+def shield_step(
+    shield: Shield | PibtShield,
+    env: WarehouseEnv,
+    proposed: np.ndarray,
+    scores: np.ndarray | None = None,
+) -> ShieldResult:
     """The safe joint action for ``env`` now: ``shield`` filters ``proposed`` from the robots'
     current cells with :func:`shield_priority`.
 
@@ -579,9 +589,31 @@ def shield_step(shield: Shield, env: WarehouseEnv, proposed: np.ndarray) -> Shie
         shield: a :class:`Shield` built for ``env``'s map and robot count.
         env: a :class:`marlm.envs.warehouse.WarehouseEnv` (unwrapped).
         proposed: ``int64[n_robots]`` proposed action ids, in ``env.possible_agents`` order.
+        scores: optional ``float[n_robots, 5]`` the executor's action scores (same order); the
+            PIBT layer ranks every action by them and takes each robot's target from ``env``.
 
     Returns:
         :class:`ShieldResult` (``actions`` in ``env.possible_agents`` order).
     """
     priority = shield_priority(env, env.possible_agents)
+    if isinstance(shield, PibtShield):
+        goals = np.array([env.target_of(a) or (-1, -1) for a in env.possible_agents])
+        return shield.filter(env.robot_positions, proposed, priority, scores=scores, goals=goals)
     return shield.filter(env.robot_positions, proposed, priority)
+
+
+SHIELD_RULES = ("pibt", "local")
+"""The rule layers: ``pibt`` (:class:`PibtShield`, the default) and ``local`` (:class:`Shield`)."""
+
+
+def make_shield(rule: str, free: np.ndarray, n_robots: int, seed: int | None = None):
+    """The rule layer named ``rule`` (one of :data:`SHIELD_RULES`) for a map and robot count.
+
+    Raises:
+        ValueError: an unknown rule name.
+    """
+    if rule == "pibt":
+        return PibtShield(free, n_robots, seed=seed)
+    if rule == "local":
+        return Shield(free, n_robots, seed=seed)
+    raise ValueError(f"shield rule must be one of {', '.join(SHIELD_RULES)}, got {rule!r}")

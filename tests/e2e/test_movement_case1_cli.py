@@ -1,0 +1,48 @@
+"""Movement case 1 through `marlm demo`, as a user runs it: a station at the end of a lane.
+
+`marlm demo --planner rule --executor greedy --sync --tick-ms 0 --steps 300` on the lane and the
+alcove maps: the robot that delivers first stands idle on the only station; with the local shield
+the carrier behind it waited to the end (1 of 2 delivered). The PIBT rule layer (the default)
+pushes the idle robot out: both orders delivered, no deadlock breaks, no random actions.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MAPS = {
+    "lane": "############\n#PR.R.....S#\n#######.#S##\n############\n",
+    "alcove": "#########\n##P######\n#......S#\n#RR....S#\n#########\n",
+}
+ORDERS = {"lane": ["S1-10", "S2-9"], "alcove": ["S2-7", "S3-7"]}
+
+
+@pytest.mark.parametrize("case", ["lane", "alcove"])
+def test_case1_dead_end_station_delivers_both_orders(tmp_path: Path, case: str):
+    (tmp_path / "map.txt").write_text(MAPS[case])
+    (tmp_path / "orders.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"o{k}", "shelf": s, "priority": "normal", "arrival": 0,
+                        "deadline": 400}) + "\n"
+            for k, s in enumerate(ORDERS[case])
+        )
+    )  # fmt: skip
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "marlm.cli", "demo", "--planner", "rule", "--executor",
+            "greedy", "--sync", "--tick-ms", "0", "--steps", "300", "--no-gif",
+            "--layout", str(tmp_path / "map.txt"), "--orders", str(tmp_path / "orders.jsonl"),
+            "--out", str(out),
+        ],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["delivered"] == 2
+    assert metrics["deadlock_breaks"] == 0
