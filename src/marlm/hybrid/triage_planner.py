@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.llm.triage import Triage
 
-from .planner import PRIORITY_RANK, LLMCall, Plan, Snapshot, rule_assign
+from .planner import UNREACHABLE_DISTANCE, LLMCall, Plan, Snapshot, rule_assign
 
 #: Cost added per urgency rank (urgent 0, normal 1, low 2); larger than any distance term.
 RANK_COST = 1e6
@@ -74,7 +75,7 @@ def solve_assignment(
         base = RANK_COST * (PRIORITY_RANK[cls] + 0.5 * j / n)
         for i, robot in enumerate(robots):
             cost[i, j] = base + DISTANCE_WEIGHT[cls] * snapshot.distance.get(
-                (robot, order.id), 10**6
+                (robot, order.id), UNREACHABLE_DISTANCE
             )
     rows, cols = linear_sum_assignment(cost)
     pairs = sorted(zip(rows.tolist(), cols.tolist(), strict=True), key=lambda rc: rc[1])
@@ -125,8 +126,6 @@ class TriagePlanner:
                             ],
                             raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
                             latency_ms=d.latency_s * 1e3,
-                            prompt_tokens=0,
-                            completion_tokens=0,
                             valid=d.source == "model",
                             error=d.reason,
                             attempt=0,
