@@ -103,7 +103,7 @@ def test_eval_triage_defaults_to_the_demos_path(small_notes, tmp_path):
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert (data["mode"], data["select"], data["protocol"]) == ("batch", "similar", "held-out")
     assert data["pool"]["notes"] == 67 - 8  # the shipped pool without the 8 test notes
-    assert data["calls"]["batch_prior"] == 67 - 8
+    assert data["calls"]["batch_prior"] == 24  # PRIOR_MAX_NOTES of them
     assert len(list(tmp_path.glob("triage-prior-*.json"))) == 1
     test_ids = {p["id"] for p in data["predictions"]}
     assert all(

@@ -137,6 +137,12 @@ def _print(r: dict) -> None:
         typer.echo(
             f"latency per note: mean {lat['mean']:.0f} ms, p95 {lat['p95']:.0f} ms, max {lat['max']:.0f} ms"
         )
+        cpu, load = r.get("cpu_ms") or {}, r.get("load_average")
+        if cpu.get("p95") is not None:
+            typer.echo(
+                f"CPU time per note (scoring thread): p50 {cpu['p50']:.0f} ms, p95 {cpu['p95']:.0f} ms"
+                + (f"; load average {load[0]:.1f}" if load else "")
+            )
     c = r["calls"]
     typer.echo(
         f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} batch-prior, "

@@ -12,7 +12,7 @@ written examples, each line naming its ``source``):
   notes (``"N/A"``, ``""``, ``"[MASK]"``), "Calibrate Before Use" (Zhao et al. 2021, section 5).
 - ``batch``: ``score`` minus the log of the mean class distribution over real in-domain notes,
   "Batch Calibration" (Zhou et al. 2024, ICLR, section 4): the notes of the labelled pool that are
-  not few-shot examples, with their labels ignored. The prior is computed once per classifier
+  not few-shot examples (at most :data:`PRIOR_MAX_NOTES`), with their labels ignored. The prior is computed once per classifier
   and, given a ``cache_dir``, kept on disk per model, prompt version and pool.
 
 Few-shot examples are chosen per note (``select="similar"``, the default): the ``shots`` pool
@@ -71,6 +71,10 @@ PROMPT_VERSION = "triage-v2"
 SELECTIONS: tuple[str, ...] = ("similar", "balanced")
 #: Few-shot examples per note with ``select="similar"``.
 DEFAULT_SHOTS = 4
+#: At most this many pool notes estimate the ``batch`` prior (an even spread of the sorted
+#: pool): the mean of class probabilities settles well before that, and each note is one
+#: model call of the warm-up.
+PRIOR_MAX_NOTES = 24
 #: Longest note text put into a prompt, in characters (longer notes are cut, with a mark).
 MAX_NOTE_CHARS = 240
 
@@ -187,6 +191,13 @@ def load_labelled_notes(
     if not notes:
         raise InputError("no labelled notes in the file", source=p)
     return notes
+
+
+def _spread(items: list[str], n: int) -> list[str]:
+    """At most ``n`` of ``items``, evenly spaced (all of them when there are fewer)."""
+    if len(items) <= n:
+        return items
+    return [items[int(i)] for i in np.linspace(0, len(items) - 1, n).round().astype(int)]
 
 
 def nearest_class(label: str, classes: Sequence[str]) -> str:
@@ -443,6 +454,9 @@ class TriageStats:
     cache_hits: int = 0
     fallbacks: int = 0
     latencies_s: list[float] = field(default_factory=list)
+    #: CPU time of this thread per scored note, seconds: with llama.cpp on one thread (the
+    #: embedded default) the compute a note costs, whatever other processes take of the cores.
+    cpu_s: list[float] = field(default_factory=list)
 
 
 class Triage:
@@ -528,12 +542,12 @@ class Triage:
             )
             fixed = {clean_note(e.note, max_note_chars) for e in self.examples}
             # Unlabelled in-domain notes for the batch prior: the pool's other notes.
-            self.prior_notes = sorted(set(self._pool_texts) - fixed)
+            self.prior_notes = _spread(sorted(set(self._pool_texts) - fixed), PRIOR_MAX_NOTES)
             self._prefix = render_prefix(self.examples, self.classes)
             self.index: NoteIndex | None = None
         else:
             self.examples = []  # chosen per note
-            self.prior_notes = sorted(set(self._pool_texts))
+            self.prior_notes = _spread(sorted(set(self._pool_texts)), PRIOR_MAX_NOTES)
             self._prefix = render_prefix([], self.classes)  # instruction lines, shared
             self.index = NoteIndex(self._pool_texts)
         self.model = model
@@ -671,6 +685,7 @@ class Triage:
             "per_class": self.per_class,
             "seed": self.seed,
             "max_note_chars": self.max_note_chars,
+            "prior_notes": self.prior_notes,
             "pool": [[t, x.label] for t, x in zip(self._pool_texts, self.pool, strict=True)],
         }
         blob = json.dumps(fields, ensure_ascii=False, sort_keys=True).encode("utf-8")
@@ -812,12 +827,14 @@ class Triage:
                 render_prompt(t, ex, self.classes) for t, ex in zip(texts, examples, strict=True)
             ]
             batch = getattr(self.model, "score_batch", None)
+            cpu0 = time.thread_time()
             if batch is not None:
                 results = batch(prompts, self._options, cache_prefix=self._prefix)
             else:
                 results = [
                     score(self.model, p, self._options, cache_prefix=self._prefix) for p in prompts
                 ]
+            cpu = (time.thread_time() - cpu0) / max(1, len(prompts))
         except ScoringUnsupported:
             self._scoring_ok = False
             return {}  # classify() falls back to generate and warns once
@@ -830,6 +847,7 @@ class Triage:
         for text, ex, result in zip(texts, examples, results, strict=True):
             self.stats.model_calls += 1
             self.stats.latencies_s.append(result.latency_s)
+            self.stats.cpu_s.append(cpu)
             out[text] = self._decision(result, cf, prior, ex)
         return out
 
@@ -861,7 +879,9 @@ class Triage:
         prompt = render_prompt(text, examples, self.classes)
         cf = self.content_free() if mode == "calibrated" else None
         prior = self.batch_prior() if mode == "batch" else None
+        cpu0 = time.thread_time()
         result = score(self.model, prompt, self._options, cache_prefix=self._prefix)
+        self.stats.cpu_s.append(time.thread_time() - cpu0)
         self.stats.model_calls += 1
         self.stats.latencies_s.append(result.latency_s)
         return self._decision(result, cf, prior, examples, truncated)
@@ -909,6 +929,7 @@ __all__ = [
     "DEFAULT_SHOTS",
     "MAX_NOTE_CHARS",
     "MODES",
+    "PRIOR_MAX_NOTES",
     "PROMPT_VERSION",
     "SELECTIONS",
     "URGENCY_CLASSES",

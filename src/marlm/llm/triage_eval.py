@@ -159,6 +159,7 @@ def evaluate_triage(
     labels = [notes[i].label for i in order]
     preds = [predicted[i].label for i in order]
     lat = np.array([x for tri, _ in runs for x in tri.stats.latencies_s], dtype=np.float64) * 1e3
+    cpu = np.array([x for tri, _ in runs for x in tri.stats.cpu_s], dtype=np.float64) * 1e3
     out: dict[str, Any] = {
         "task": "triage",
         "protocol": protocol,
@@ -179,6 +180,11 @@ def evaluate_triage(
             "p95": float(np.percentile(lat, 95)) if lat.size else None,
             "max": float(lat.max()) if lat.size else None,
         },
+        "cpu_ms": {
+            "p50": float(np.percentile(cpu, 50)) if cpu.size else None,
+            "p95": float(np.percentile(cpu, 95)) if cpu.size else None,
+        },
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "calls": {
             "model": sum(t.stats.model_calls for t, _ in runs),
             "content_free": sum(t.stats.content_free_calls for t, _ in runs),
