@@ -140,7 +140,7 @@ def test_delivery_terminates_with_known_rewards():
     _, rewards, term, trunc, infos = env.step({"robot_0": LEFT})
     assert term["robot_0"] and not trunc["robot_0"]
     assert infos["robot_0"]["reward_parts"]["delivery"] == w.delivery
-    assert env.delivered == [("o1", 5)]
+    assert env.delivered == [("o1", 4)]  # the fifth step, numbered 4 like the pick (0)
     assert [e["type"] for e in env.last_events] == ["delivered"]
     assert env.agents == []
 

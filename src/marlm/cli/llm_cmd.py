@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from marlm.llm.server import serve as serve_model
-
 from .app import llm_app
 
 
@@ -23,4 +21,6 @@ def serve(
     alias: str = typer.Option("smollm2", "--alias", help="Model name clients send."),
 ) -> None:
     """Serve the model as an OpenAI-compatible server at http://HOST:PORT/v1 (loopback only)."""
+    from marlm.llm.server import serve as serve_model
+
     serve_model(model, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads, model_alias=alias)

@@ -202,11 +202,9 @@ _ORDER_STEPS = ("arrived", "assigned", "picked", "delivered", "deadline_missed")
 
 
 def _on_time(rec: dict[str, Any]) -> bool:
-    if rec["delivered"] is None:
-        return False
-    if rec["deadline"] is not None:
-        return rec["delivered"] <= rec["deadline"]
-    return rec["deadline_missed"] is None or rec["deadline_missed"] >= rec["delivered"]
+    """Delivered, and no deadline miss recorded for it (the env records a miss at step
+    ``deadline + 1`` for every order not delivered at a step ``<= deadline``)."""
+    return rec["delivered"] is not None and rec["deadline_missed"] is None
 
 
 #: Typed outcomes of a plan (trace ``plan.outcome``): the model's answer was used; the configured
@@ -446,7 +444,6 @@ class OnlineSignals:
         self._step_lat: deque[float] = deque(maxlen=window)
         self._llm_lat: deque[float] = deque(maxlen=window)
         self._delivered_at: deque[int] = deque()
-        self._deadline: dict[str, int | None] = {}
         self._missed: set[str] = set()
         self.step = -1
         self.arrived = 0
@@ -471,15 +468,12 @@ class OnlineSignals:
             oid, kind = str(event["order"]), event["event"]
             if kind == "arrived":
                 self.arrived += 1
-                self._deadline[oid] = event.get("deadline")
             elif kind == "deadline_missed":
                 self._missed.add(oid)
             elif kind == "delivered":
                 self.delivered += 1
                 self._delivered_at.append(int(event["step"]))
-                deadline = self._deadline.get(oid)
-                late = oid in self._missed if deadline is None else int(event["step"]) > deadline
-                self.on_time += 0 if late else 1
+                self.on_time += 0 if oid in self._missed else 1
         elif etype == "llm_call":
             self.llm_calls += 1
             self.tokens += int(event.get("prompt_tokens") or 0) + int(

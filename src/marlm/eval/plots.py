@@ -2,6 +2,8 @@
 
 All figures use matplotlib's non-interactive Agg backend (no display needed) and are written to a
 temporary file first and renamed, so a crash never leaves a half-written PNG or GIF behind.
+matplotlib (about a second to import) and Pillow are imported by the first plot, not with this
+module, so a command that writes no plot never loads them.
 """
 
 from __future__ import annotations
@@ -9,16 +11,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from PIL import Image  # noqa: E402
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend, imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
@@ -26,7 +34,7 @@ def _save(fig: Figure, path: str | Path) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
     fig.savefig(tmp, format=p.suffix.lstrip(".") or "png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
+    _pyplot().close(fig)
     os.replace(tmp, p)
     return p
 
@@ -106,7 +114,7 @@ def plot_reward_curves(
     if cumulative:
         raw = {k: np.cumsum(np.nan_to_num(v)) for k, v in raw.items()}
     teamc = team_curve(raw, team)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = _pyplot().subplots(figsize=(8, 4.5))
     for name, v in raw.items():
         ax.plot(np.arange(v.size), moving_average(v, smooth), label=name, linewidth=1.0, alpha=0.8)
     label = f"team ({team} of {len(raw)} agents)"
@@ -147,6 +155,8 @@ def save_episode_gif(
     if len(frames) > max_frames:
         keep = np.unique(np.linspace(0, len(frames) - 1, max_frames).round().astype(int))
         frames = [frames[i] for i in keep]
+    from PIL import Image
+
     images = [Image.fromarray(f, mode="RGB") for f in frames]
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -173,7 +183,7 @@ def plot_latency_histogram(
         series: ``{"control step": [ms, ...], "LLM call": [ms, ...]}``; empty series get a note.
     """
     names = list(series)
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.8))
+    fig, axes = _pyplot().subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.8))
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, names, strict=False):
         v = np.asarray(series[name], dtype=np.float64)
@@ -209,7 +219,7 @@ def plot_throughput(
     """
     steps = np.asarray(steps)
     delivered = np.asarray(delivered, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = _pyplot().subplots(figsize=(8, 3.8))
     ax.step(steps, delivered, where="post", color="tab:green", label="delivered (cumulative)")
     ax.set_xlabel("step")
     ax.set_ylabel("orders delivered")
@@ -249,7 +259,7 @@ def plot_llm_timeline(
     """
     from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(8, 3.4))
+    fig, ax = _pyplot().subplots(figsize=(8, 3.4))
     for step, _kind in failures:
         ax.axvline(step, color="red", alpha=0.25, lw=1)
     any_latency = False

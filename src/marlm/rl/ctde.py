@@ -21,24 +21,16 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from marlm.rl.fast import jal_values
+from marlm.rl.independent import AgentQTables
 from marlm.rl.qlearning import epsilon_greedy_joint_action
 
 
-class VDNLearner:
-    """Tabular VDN over named agents: ``q float64[n_agents, n_observations, n_actions]``."""
+class VDNLearner(AgentQTables):
+    """Tabular VDN over named agents: ``q float64[n_agents, n_observations, n_actions]``.
 
-    def __init__(self, agents: Sequence[str], n_observations: int, n_actions: int) -> None:
-        self.agents = list(agents)
-        self.q = np.zeros((len(self.agents), n_observations, n_actions))
-
-    def act(
-        self, obs: Mapping[str, int], epsilon: Sequence[float], rng: np.random.Generator
-    ) -> dict[str, int]:
-        """Decentralised: each agent epsilon-greedy on its own table, in ``self.agents`` order."""
-        return epsilon_greedy_joint_action(self.agents, obs, self._q_row, epsilon, rng)
-
-    def _q_row(self, i: int, o: int) -> np.ndarray:
-        return self.q[i, o]
+    Tables and decentralised acting (each agent epsilon-greedy on its own ``Q_i``) as
+    :class:`marlm.rl.independent.AgentQTables`; only the update is joint.
+    """
 
     def update(
         self,
@@ -67,9 +59,6 @@ class VDNLearner:
                 self.q[i, obs[name], actions[name]] += alpha * td_error
         return float(td_error)
 
-    def tables(self) -> dict[str, np.ndarray]:
-        return {"q": self.q}
-
 
 class JointActionLearners:
     """Two joint-action learners: ``q float64[2, O, A, A]`` (own, partner action), ``counts
@@ -83,9 +72,13 @@ class JointActionLearners:
         self.counts = np.zeros((2, n_observations, n_actions))
         self._ev = np.empty(n_actions)
 
+    def _rows(self, i: int) -> np.ndarray:
+        """Agent i's table as ``float64[O * A, A]`` (a view), the layout :func:`jal_values` reads."""
+        return self.q[i].reshape(-1, self.q.shape[-1])
+
     def values(self, i: int, o: int) -> np.ndarray:
         """``float64[A]``: agent i's expected value of each own action in observation ``o``."""
-        jal_values(self.q[i], self.counts[i], o, self._ev)
+        jal_values(self._rows(i), self.counts[i], o, self._ev)
         return self._ev.copy()
 
     def act(
@@ -117,7 +110,7 @@ class JointActionLearners:
             u_j = actions.get(partner, stay)
             o, u_i = obs[name], actions[name]
             self.counts[i, o, u_j] += 1.0
-            jal_values(self.q[i], self.counts[i], next_obs[name], self._ev)
+            jal_values(self._rows(i), self.counts[i], next_obs[name], self._ev)
             td_target = rewards[name] + gamma * (1.0 - terminated[name]) * self._ev.max()
             self.q[i, o, u_i, u_j] += alpha * (td_target - self.q[i, o, u_i, u_j])
 

@@ -15,8 +15,10 @@ compiled loops cannot drift from the environments.
 
 Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 individual, 2 mixed,
 3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`).
-Learner kernels: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier
-1998). Each episode writes one row of the ``EpisodeLog`` arrays.
+Learners: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier 1998), all run by one
+episode loop (:func:`race_episodes`) that differs only in each agent's action choice
+(:func:`_choose`) and the update (:func:`_learn`). Each episode writes one row of the ``RaceLog``
+arrays.
 """
 
 from __future__ import annotations
@@ -134,143 +136,114 @@ def _record(
     log_team[ep] += team
 
 
-@njit(cache=True)
-def iql_race_episodes(
-    q0, q1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
-    eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
-    log_seq,
-):  # pragma: no cover - compiled  # fmt: skip
-    """Independent Q-learning on GridRace: one table per agent over the joint state (Tan 1993).
-
-    ``q0, q1 float64[n_cells**2, 5]`` in place; ``eps float64[E, 2]`` (per agent, so a frozen
-    partner can act with a fixed epsilon), ``alpha float64[E]``; ``learn0/1``: whether each agent
-    updates its table. Log arrays: ``ret/own float64[E, 2]``, ``team float64[E]``,
-    ``len int64[E]``, ``reached bool[E, 2]``, ``acts int64[E, 2, 5]``, ``seq int8[E, 2, T]`` (the
-    action taken at each step, -1 where the agent did not act; prefilled with -1 by the caller).
-    """
-    for ep in range(eps.shape[0]):
-        p0 = 0
-        p1 = 0
-        act0 = True
-        act1 = True
-        t = 0
-        while True:
-            o0 = p0 * n_cells + p1
-            o1 = p1 * n_cells + p0
-            a0 = _epsilon_greedy_at(q0, o0, eps[ep, 0], rng) if act0 else STAY
-            a1 = _epsilon_greedy_at(q1, o1, eps[ep, 1], rng) if act1 else STAY
-            n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
-                p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
-            )
-            t += 1
-            truncated = t >= max_steps
-            if act0 and learn0:
-                td_target = g0 + gamma * (1.0 - term0) * _row_max(q0, n0 * n_cells + n1)
-                q0[o0, a0] += alpha[ep] * (td_target - q0[o0, a0])
-            if act1 and learn1:
-                td_target = g1 + gamma * (1.0 - term1) * _row_max(q1, n1 * n_cells + n0)
-                q1[o1, a1] += alpha[ep] * (td_target - q1[o1, a1])
-            _record(
-                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
-                log_ret, log_own, log_team, log_acts, log_seq, log_reached,
-            )  # fmt: skip
-            act0 = act0 and not term0
-            act1 = act1 and not term1
-            p0 = n0
-            p1 = n1
-            if truncated or not (act0 or act1):
-                break
-        log_len[ep] = t
-
-
-@njit(cache=True)
-def vdn_race_episodes(
-    q0, q1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
-    eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
-    log_seq,
-):  # pragma: no cover - compiled  # fmt: skip
-    """Tabular VDN on GridRace (Sunehag et al. 2018): ``Q_tot = Q_0(o_0, a_0) + Q_1(o_1, a_1)``.
-
-    One joint TD target on the team reward, ``y = r_team + gamma * sum_i (1 - term_i) max Q_i(o_i')``,
-    and one shared error ``y - Q_tot`` applied to each acting agent's entry. Acting is
-    decentralised: each agent is epsilon-greedy on its own table. Arrays as
-    :func:`iql_race_episodes` (``mode`` and ``weight`` are ignored: VDN learns from the team reward).
-    """
-    for ep in range(eps.shape[0]):
-        p0 = 0
-        p1 = 0
-        act0 = True
-        act1 = True
-        t = 0
-        while True:
-            o0 = p0 * n_cells + p1
-            o1 = p1 * n_cells + p0
-            a0 = _epsilon_greedy_at(q0, o0, eps[ep, 0], rng) if act0 else STAY
-            a1 = _epsilon_greedy_at(q1, o1, eps[ep, 1], rng) if act1 else STAY
-            n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
-                p0, p1, a0, a1, act0, act1, moves, goal, end_any, SHARED, 0.0
-            )
-            t += 1
-            truncated = t >= max_steps
-            q_tot = 0.0
-            next_v = 0.0
-            if act0:
-                q_tot += q0[o0, a0]
-                next_v += (1.0 - term0) * _row_max(q0, n0 * n_cells + n1)
-            if act1:
-                q_tot += q1[o1, a1]
-                next_v += (1.0 - term1) * _row_max(q1, n1 * n_cells + n0)
-            td_target = team + gamma * next_v
-            td_error = td_target - q_tot
-            if act0 and learn0:
-                q0[o0, a0] += alpha[ep] * td_error
-            if act1 and learn1:
-                q1[o1, a1] += alpha[ep] * td_error
-            _record(
-                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
-                log_ret, log_own, log_team, log_acts, log_seq, log_reached,
-            )  # fmt: skip
-            act0 = act0 and not term0
-            act1 = act1 and not term1
-            p0 = n0
-            p1 = n1
-            if truncated or not (act0 or act1):
-                break
-        log_len[ep] = t
+IQL, VDN, JAL = 0, 1, 2  # learner codes of race_episodes
 
 
 @njit(cache=True)
 def jal_values(q, counts, o, out):  # pragma: no cover - compiled
     """Expected value of each own action under the empirical model of the partner.
 
-    ``q float64[O, 5, 5]`` (own action, partner action), ``counts float64[O, 5]``; writes
-    ``out[a] = sum_b q[o, a, b] * counts[o, b] / sum_b counts[o, b]`` (uniform if no counts yet).
+    ``q float64[O * A, B]``: ``Q(o, a, b)`` at row ``o * A + a`` (the table ``float64[O, A, B]``
+    seen as rows of partner actions, ``q.reshape(-1, B)``), ``counts float64[O, B]``,
+    ``out float64[A]``; writes ``out[a] = sum_b Q(o, a, b) * counts[o, b] / sum_b counts[o, b]``
+    (uniform if no counts yet).
     """
+    n_partner = q.shape[1]
     total = 0.0
-    for b in range(counts.shape[1]):
+    for b in range(n_partner):
         total += counts[o, b]
-    for a in range(q.shape[1]):
+    for a in range(out.shape[0]):
         v = 0.0
-        for b in range(q.shape[2]):
-            w = counts[o, b] / total if total > 0.0 else 1.0 / q.shape[2]
-            v += q[o, a, b] * w
+        for b in range(n_partner):
+            w = counts[o, b] / total if total > 0.0 else 1.0 / n_partner
+            v += q[o * out.shape[0] + a, b] * w
         out[a] = v
 
 
+@njit(cache=True, inline="always")
+def _choose(kind, q, counts, o, epsilon, rng, ev):  # pragma: no cover - compiled
+    """One agent's epsilon-greedy action on its own table (JAL: on its expected values)."""
+    if kind == JAL:
+        jal_values(q, counts, o, ev)
+        return _epsilon_greedy_row(ev, epsilon, rng)
+    return _epsilon_greedy_at(q, o, epsilon, rng)
+
+
+@njit(cache=True, inline="always")
+def _jal_update(q, counts, o, a, b, o_next, r, term, alpha, gamma, ev):  # pragma: no cover
+    """Claus & Boutilier 1998: count the partner's action ``b``, then
+    ``y = r + gamma * (1 - term) * max_a' EV(o', a')``, ``Q(o, a, b) += alpha * (y - Q(o, a, b))``."""
+    counts[o, b] += 1.0
+    jal_values(q, counts, o_next, ev)
+    td_target = r + gamma * (1.0 - term) * ev.max()
+    row = o * ev.shape[0] + a
+    q[row, b] += alpha * (td_target - q[row, b])
+
+
+@njit(cache=True, inline="always")
+def _learn(
+    kind, q0, q1, c0, c1, o0, o1, a0, a1, x0, x1, g0, g1, team, term0, term1,
+    act0, act1, learn0, learn1, alpha, gamma, ev,
+):  # pragma: no cover - compiled  # fmt: skip
+    """The learner's update for one joint step: ``x0, x1`` are the next observations."""
+    if kind == VDN:
+        # Sunehag et al. 2018: y = r_team + gamma * sum_i (1 - term_i) max Q_i(o_i'), one error
+        # y - Q_tot shared by every acting agent's entry.
+        q_tot = 0.0
+        next_v = 0.0
+        if act0:
+            q_tot += q0[o0, a0]
+            next_v += (1.0 - term0) * _row_max(q0, x0)
+        if act1:
+            q_tot += q1[o1, a1]
+            next_v += (1.0 - term1) * _row_max(q1, x1)
+        td_target = team + gamma * next_v
+        td_error = td_target - q_tot
+        if act0 and learn0:
+            q0[o0, a0] += alpha * td_error
+        if act1 and learn1:
+            q1[o1, a1] += alpha * td_error
+    elif kind == JAL:
+        if act0 and learn0:
+            _jal_update(q0, c0, o0, a0, a1, x0, g0, term0, alpha, gamma, ev)
+        if act1 and learn1:
+            _jal_update(q1, c1, o1, a1, a0, x1, g1, term1, alpha, gamma, ev)
+    else:  # IQL (Tan 1993): each agent's own Q-learning update on its own learning reward.
+        if act0 and learn0:
+            td_target = g0 + gamma * (1.0 - term0) * _row_max(q0, x0)
+            q0[o0, a0] += alpha * (td_target - q0[o0, a0])
+        if act1 and learn1:
+            td_target = g1 + gamma * (1.0 - term1) * _row_max(q1, x1)
+            q1[o1, a1] += alpha * (td_target - q1[o1, a1])
+
+
 @njit(cache=True)
-def jal_race_episodes(
-    q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
+def race_episodes(
+    kind, q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
     eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
     log_seq,
 ):  # pragma: no cover - compiled  # fmt: skip
-    """Joint-action learners on GridRace (Claus & Boutilier 1998), a CTDE learner.
+    """GridRace episodes of one two-agent learner, ``kind`` = ``IQL`` | ``VDN`` | ``JAL``.
 
-    Training uses the partner's action: agent i learns ``Q_i(o_i, a_i, a_j)`` (``q0, q1
-    float64[O, 5, 5]``) and counts the partner's actions per state (``c0, c1 float64[O, 5]``).
-    Acting needs only the agent's own tables: epsilon-greedy on the expected value
-    :func:`jal_values`. Target: ``y = r_i + gamma * (1 - term_i) * max_a EV_i(o_i', a)``.
+    Learners: IQL (Tan 1993), one table per agent over the joint state, each learning from its own
+    credit-assigned reward; VDN (Sunehag et al. 2018), ``Q_tot = Q_0(o_0, a_0) + Q_1(o_1, a_1)``
+    trained on the team reward (``mode`` and ``weight`` are ignored); JAL (Claus & Boutilier 1998),
+    a CTDE learner whose agent i learns ``Q_i(o_i, a_i, a_j)`` and counts its partner's actions.
+    Acting is decentralised: each agent epsilon-greedy on its own table (JAL: on the expected value
+    :func:`jal_values`). Tables, updated in place: ``q0, q1 float64[n_cells**2, 5]`` (JAL:
+    ``float64[n_cells**2 * 5, 5]``, the ``[O, 5, 5]`` table reshaped) and, for JAL only,
+    ``c0, c1 float64[n_cells**2, 5]`` (others: any ``float64[1, 5]``).
+
+    ``eps float64[E, 2]`` (per agent, so a frozen partner can act with a fixed epsilon),
+    ``alpha float64[E]``; ``learn0/1``: whether each agent updates its table. Log arrays:
+    ``ret/own float64[E, 2]``, ``team float64[E]``, ``len int64[E]``, ``reached bool[E, 2]``,
+    ``acts int64[E, 2, 5]``, ``seq int8[E, 2, T]`` (the action taken at each step, -1 where the
+    agent did not act; prefilled with -1 by the caller).
     """
-    ev = np.empty(q0.shape[1])
+    if kind == VDN:
+        mode = SHARED
+        weight = 0.0
+    ev = np.empty(q0.shape[1])  # JAL's expected values (5 own actions = 5 partner actions)
     for ep in range(eps.shape[0]):
         p0 = 0
         p1 = 0
@@ -280,29 +253,16 @@ def jal_race_episodes(
         while True:
             o0 = p0 * n_cells + p1
             o1 = p1 * n_cells + p0
-            a0 = STAY
-            a1 = STAY
-            if act0:
-                jal_values(q0, c0, o0, ev)
-                a0 = _epsilon_greedy_row(ev, eps[ep, 0], rng)
-            if act1:
-                jal_values(q1, c1, o1, ev)
-                a1 = _epsilon_greedy_row(ev, eps[ep, 1], rng)
+            a0 = _choose(kind, q0, c0, o0, eps[ep, 0], rng, ev) if act0 else STAY
+            a1 = _choose(kind, q1, c1, o1, eps[ep, 1], rng, ev) if act1 else STAY
             n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
                 p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
             )
             t += 1
-            truncated = t >= max_steps
-            if act0 and learn0:
-                c0[o0, a1] += 1.0
-                jal_values(q0, c0, n0 * n_cells + n1, ev)
-                td_target = g0 + gamma * (1.0 - term0) * ev.max()
-                q0[o0, a0, a1] += alpha[ep] * (td_target - q0[o0, a0, a1])
-            if act1 and learn1:
-                c1[o1, a0] += 1.0
-                jal_values(q1, c1, n1 * n_cells + n0, ev)
-                td_target = g1 + gamma * (1.0 - term1) * ev.max()
-                q1[o1, a1, a0] += alpha[ep] * (td_target - q1[o1, a1, a0])
+            _learn(
+                kind, q0, q1, c0, c1, o0, o1, a0, a1, n0 * n_cells + n1, n1 * n_cells + n0,
+                g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha[ep], gamma, ev,
+            )  # fmt: skip
             _record(
                 ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
                 log_ret, log_own, log_team, log_acts, log_seq, log_reached,
@@ -311,7 +271,7 @@ def jal_race_episodes(
             act1 = act1 and not term1
             p0 = n0
             p1 = n1
-            if truncated or not (act0 or act1):
+            if t >= max_steps or not (act0 or act1):
                 break
         log_len[ep] = t
 
@@ -334,10 +294,11 @@ __all__ = [
     "INDIVIDUAL",
     "MIXED",
     "SHARED",
+    "IQL",
+    "JAL",
+    "VDN",
     "greedy_rollout_gridworld",
     "gridworld_episodes",
-    "iql_race_episodes",
-    "jal_race_episodes",
     "jal_values",
-    "vdn_race_episodes",
+    "race_episodes",
 ]

@@ -5,7 +5,7 @@ reward (Tan 1993, "Multi-agent reinforcement learning: independent vs. cooperati
 The classic baseline: simple and decentralised, but every agent's target moves as the others learn
 (non-stationarity), and with a shared team reward an agent cannot tell its own contribution (the
 lazy agent). This is the readable, step-at-a-time implementation (the plain-Python reference);
-:func:`marlm.rl.fast.iql_race_episodes` is its compiled twin, draw for draw.
+:func:`marlm.rl.fast.race_episodes` (``kind=IQL``) is its compiled twin, draw for draw.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ import numpy as np
 from marlm.rl.qlearning import epsilon_greedy_joint_action, td_update
 
 
-class IndependentQLearners:
+class AgentQTables:
     """One table per agent: ``q float64[n_agents, n_observations, n_actions]``, zeros at start.
 
     Agents are named (``agents``, e.g. PettingZoo's ``possible_agents``); observations are integer
-    indices of the agent's own view of the joint state.
+    indices of the agent's own view of the joint state. Acting is decentralised: each agent
+    epsilon-greedy on its own table. The learners (IQL here, VDN in :mod:`marlm.rl.ctde`) differ
+    only in their ``update``.
     """
 
     def __init__(self, agents: Sequence[str], n_observations: int, n_actions: int) -> None:
@@ -36,6 +38,14 @@ class IndependentQLearners:
 
     def _q_row(self, i: int, o: int) -> np.ndarray:
         return self.q[i, o]
+
+    def tables(self) -> dict[str, np.ndarray]:
+        """The learned tables by name, for saving: ``{"q": float64[n_agents, O, A]}``."""
+        return {"q": self.q}
+
+
+class IndependentQLearners(AgentQTables):
+    """IQL: each agent's own Q-learning update on its own reward (tables as :class:`AgentQTables`)."""
 
     def update(
         self,
@@ -56,7 +66,3 @@ class IndependentQLearners:
                     self.q[i], obs[name], actions[name], rewards[name], next_obs[name],
                     terminated[name], alpha=alpha, gamma=gamma,
                 )  # fmt: skip
-
-    def tables(self) -> dict[str, np.ndarray]:
-        """The learned tables by name, for saving: ``{"q": float64[n_agents, O, A]}``."""
-        return {"q": self.q}

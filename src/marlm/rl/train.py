@@ -52,6 +52,7 @@ from marlm.rl.qlearning import (
 GRIDWORLD_LEARNERS = ("q",)
 RACE_LEARNERS = ("iql", "vdn", "jal")
 ENGINES = ("fast", "reference")
+_RACE_KERNEL_CODES = {"iql": fast.IQL, "vdn": fast.VDN, "jal": fast.JAL}
 ProgressFn = Callable[[int, int], None]  # (episodes done, total)
 
 
@@ -507,13 +508,11 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
         part.action_counts, part.actions,
     )  # fmt: skip
     q = res.tables["q"]
-    if cfg.learner == "iql":
-        fast.iql_race_episodes(q[0], q[1], *common)
-    elif cfg.learner == "vdn":
-        fast.vdn_race_episodes(q[0], q[1], *common)
+    if cfg.learner == "jal":  # Q(o, a, b) as rows o * 5 + a: one compiled signature for all
+        tables = (q[0].reshape(-1, 5), q[1].reshape(-1, 5), *res.tables["counts"])
     else:
-        c = res.tables["counts"]
-        fast.jal_race_episodes(q[0], q[1], c[0], c[1], *common)
+        tables = (q[0], q[1], np.zeros((1, 5)), np.zeros((1, 5)))
+    fast.race_episodes(_RACE_KERNEL_CODES[cfg.learner], *tables, *common)
     for f in RACE_LOG_FIELDS:
         getattr(res.log, f)[first : first + n] = getattr(part, f)
 

@@ -12,11 +12,12 @@ same actions (``tests/envs/test_batched.py`` checks it side by side at every ste
   :func:`marlm.envs.warehouse.orders.generate_orders` and the robot cells from
   :meth:`Layout.place_robots` on the same ``numpy.random.Generator``; an env that is reset
   without a seed continues its generator, as ``WarehouseEnv.reset()`` does;
-* the collision rules of :func:`marlm.envs.warehouse.dynamics.resolve_moves` (refused moves
-  into walls/shelves/edges, lowest index wins a contested cell, swaps refused, standing robots
-  block, chains and rotations move);
+* the collision rules of :func:`marlm.envs.warehouse.dynamics.resolve_moves` (RWARE's: refused
+  moves into walls/shelves/edges, the longest chain wins a contested cell (ties: lower index),
+  swaps refused, robots leading into a standing robot or a cycle wait, rotations move);
 * pick, drop, order arrival, deadline misses and auto-assignment (pending orders by priority,
-  deadline, arrival, id, each to the nearest idle robot, ties lowest index);
+  deadline, arrival, id, each to the nearest idle robot, ties lowest index; an order whose shelf
+  is held by an order not yet delivered waits);
 * the reward parts and their sum, the 16-float observation, termination (all delivered) and
   truncation (time limit) as documented in :class:`WarehouseEnv`.
 
@@ -214,6 +215,9 @@ class BatchedWarehouseEnv:
         self.step_count = np.zeros(b, dtype=np.int64)
         self.n_delivered = np.zeros(b, dtype=np.int64)
         self.n_missed = np.zeros(b, dtype=np.int64)
+        self._shelf_index = {name: s for s, name in enumerate(self.layout.shelves)}
+        self._shelf_of = np.zeros((b, k), dtype=np.int64)
+        self._shelf_held = np.zeros((b, max(1, len(self._shelf_index))), dtype=np.bool_)
         self._access_tid = np.zeros((b, k), dtype=np.int64)
         self._drop_tid = np.zeros((b, k), dtype=np.int64)
         self._arrival = np.zeros((b, k), dtype=np.int64)
@@ -291,7 +295,7 @@ class BatchedWarehouseEnv:
             self.positions, actions, self._free, self._dist, self._cells,
             self.task, self._target, self.carrying, self.status,
             self._access_tid, self._drop_tid, self._arrival, self._deadline,
-            self._by_arrival, self._by_deadline, self._by_rule,
+            self._by_arrival, self._by_deadline, self._by_rule, self._shelf_of, self._shelf_held,
             self._next_arrival, self._next_deadline, self.step_count,
             self.n_delivered, self.n_missed, self._done, self._weights, self.max_steps,
             self._scratch, parts, rewards, blocked, collided, delivered, terminated, truncated,
@@ -376,7 +380,9 @@ class BatchedWarehouseEnv:
         self.n_missed[i] = 0
         self._next_arrival[i] = 0
         self._next_deadline[i] = 0
+        self._shelf_held[i] = False
         for k, o in enumerate(orders):
+            self._shelf_of[i, k] = self._shelf_index[o.shelf]
             self._access_tid[i, k] = self._target_id(self.layout.access[o.shelf])
             self._drop_tid[i, k] = self._target_id(self.layout.drop[o.shelf])
             self._arrival[i, k] = o.arrival
@@ -403,8 +409,8 @@ class BatchedWarehouseEnv:
             _clock_one(
                 int(i), 0, self.positions, self._dist, self.task, self._target, self.status,
                 self._access_tid, self._arrival, self._deadline, self._by_arrival,
-                self._by_deadline, self._by_rule, self._next_arrival, self._next_deadline,
-                self.n_missed,
+                self._by_deadline, self._by_rule, self._shelf_of, self._shelf_held,
+                self._next_arrival, self._next_deadline, self.n_missed,
             )  # fmt: skip
 
 
@@ -417,52 +423,82 @@ def _resolve_one(
 
     ``pos int64[n, 2]``, ``actions int64[n]``; writes ``new_pos``, ``blocked``, ``collided``.
     ``cell_of``/``claim`` are ``int64[H, W]`` grids holding -1; restored before returning.
-    Visits robots in index order exactly as the reference loops do (each rule's loop only changes
-    the visited robot's own flag before visiting it, so ``moving[i]`` at its visit equals the
-    reference's snapshot).
+    The same steps as the reference: Kahn's order over the move graph, cycles of three or more
+    move, the longest chain into each free cell moves (ties: lower index).
     """
     h, w = free.shape
     n = actions.shape[0]
-    moving = np.zeros(n, dtype=np.bool_)
     tr = np.empty(n, dtype=np.int64)
     tc = np.empty(n, dtype=np.int64)
     for i in range(n):
-        tr[i] = pos[i, 0] + MOVES[actions[i], 0]
-        tc[i] = pos[i, 1] + MOVES[actions[i], 1]
-        ok = 0 <= tr[i] < h and 0 <= tc[i] < w and free[tr[i], tc[i]]
+        r = pos[i, 0] + MOVES[actions[i], 0]
+        c = pos[i, 1] + MOVES[actions[i], 1]
+        ok = 0 <= r < h and 0 <= c < w and free[r, c]
         blocked[i] = actions[i] != STAY and not ok
-        moving[i] = actions[i] != STAY and ok
         collided[i] = False
+        tr[i] = r if ok else pos[i, 0]
+        tc[i] = c if ok else pos[i, 1]
         cell_of[pos[i, 0], pos[i, 1]] = i
-    for i in range(n):  # rule 2: lowest index wins a contested cell
-        if moving[i]:
-            if claim[tr[i], tc[i]] >= 0:
-                moving[i] = False
-                collided[i] = True
-            else:
+    nxt = np.empty(n, dtype=np.int64)
+    indegree = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        nxt[i] = cell_of[tr[i], tc[i]]
+        if nxt[i] >= 0:
+            indegree[nxt[i]] += 1
+    order = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if indegree[i] == 0:
+            order[m] = i
+            m += 1
+    k = 0
+    while k < m:  # Kahn: leaves first
+        j = nxt[order[k]]
+        k += 1
+        if j >= 0:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                order[m] = j
+                m += 1
+    on_cycle = np.ones(n, dtype=np.bool_)
+    for k in range(m):
+        on_cycle[order[k]] = False
+    moving = np.zeros(n, dtype=np.bool_)
+    for i in range(n):  # rotations of three or more move
+        if on_cycle[i]:
+            length = 1
+            j = nxt[i]
+            while j != i:
+                length += 1
+                j = nxt[j]
+            moving[i] = length >= 3
+    chain = np.ones(n, dtype=np.int64)
+    best_pred = np.full(n, -1, dtype=np.int64)
+    for k in range(m):  # the longest chain into every robot, ties lower index
+        i = order[k]
+        j = nxt[i]
+        if j >= 0 and not on_cycle[j]:
+            p = best_pred[j]
+            if p < 0 or chain[i] > chain[p] or (chain[i] == chain[p] and i < p):
+                best_pred[j] = i
+                chain[j] = chain[i] + 1
+    for k in range(m):  # per free cell, the longest chain into it
+        i = order[k]
+        if nxt[i] < 0:
+            win = claim[tr[i], tc[i]]
+            if win < 0 or chain[i] > chain[win] or (chain[i] == chain[win] and i < win):
                 claim[tr[i], tc[i]] = i
-    for i in range(n):  # rule 3: head-on swaps
-        if moving[i]:
-            j = cell_of[tr[i], tc[i]]
-            if j >= 0 and moving[j] and tr[j] == pos[i, 0] and tc[j] == pos[i, 1]:
-                moving[i] = False
-                moving[j] = False
-                collided[i] = True
-                collided[j] = True
-    changed = True
-    while changed:  # rule 4: into a robot that stays, propagated along chains
-        changed = False
-        for i in range(n):
-            if moving[i]:
-                j = cell_of[tr[i], tc[i]]
-                if j >= 0 and not moving[j]:
-                    moving[i] = False
-                    collided[i] = True
-                    changed = True
+    for k in range(m):
+        i = order[k]
+        if nxt[i] < 0 and claim[tr[i], tc[i]] == i:
+            j = i
+            while j >= 0:
+                moving[j] = True
+                j = best_pred[j]
     for i in range(n):
         cell_of[pos[i, 0], pos[i, 1]] = -1
-        if 0 <= tr[i] < h and 0 <= tc[i] < w:
-            claim[tr[i], tc[i]] = -1
+        claim[tr[i], tc[i]] = -1
+        collided[i] = actions[i] != STAY and not blocked[i] and not moving[i]
         if moving[i]:
             new_pos[i, 0] = tr[i]
             new_pos[i, 1] = tc[i]
@@ -494,7 +530,7 @@ def resolve_moves_fast(
 @njit(cache=True)
 def _clock_one(
     b, t, pos, dist, task, target, status, access_tid, arrival, deadline,
-    by_arrival, by_deadline, by_rule, next_arrival, next_deadline, n_missed,
+    by_arrival, by_deadline, by_rule, shelf_of, shelf_held, next_arrival, next_deadline, n_missed,
 ):  # fmt: skip  # pragma: no cover - compiled
     """``WarehouseEnv._advance_clock`` for env ``b`` at step ``t``: arrivals, misses, assignment."""
     k_total = status.shape[1]
@@ -514,7 +550,7 @@ def _clock_one(
         if idle == 0:
             break
         o = by_rule[b, k]
-        if status[b, o] != PENDING:
+        if status[b, o] != PENDING or shelf_held[b, shelf_of[b, o]]:
             continue
         table = dist[access_tid[b, o]]
         best = -1
@@ -531,13 +567,15 @@ def _clock_one(
         task[b, best] = o
         target[b, best] = access_tid[b, o]
         status[b, o] = ASSIGNED
+        shelf_held[b, shelf_of[b, o]] = True
         idle -= 1
 
 
 @njit(cache=True)
 def _step_kernel(
     pos, actions, free, dist, cells, task, target, carrying, status, access_tid, drop_tid,
-    arrival, deadline, by_arrival, by_deadline, by_rule, next_arrival, next_deadline, step_count,
+    arrival, deadline, by_arrival, by_deadline, by_rule, shelf_of, shelf_held, next_arrival,
+    next_deadline, step_count,
     n_delivered, n_missed, done, weights, max_steps, scratch, parts, rewards, blocked, collided,
     delivered, terminated, truncated,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -580,13 +618,15 @@ def _step_kernel(
                 task[b, i] = -1
                 target[b, i] = -1
                 status[b, o] = DELIVERED
+                shelf_held[b, shelf_of[b, o]] = False
                 n_delivered[b] += 1
                 delivered[b] += 1
                 parts[b, i, 3] = weights[3]
         step_count[b] += 1
         _clock_one(
             b, step_count[b], pos, dist, task, target, status, access_tid, arrival, deadline,
-            by_arrival, by_deadline, by_rule, next_arrival, next_deadline, n_missed,
+            by_arrival, by_deadline, by_rule, shelf_of, shelf_held, next_arrival, next_deadline,
+            n_missed,
         )  # fmt: skip
         for i in range(n):  # same summation order as numpy's row sum of five parts
             s = 0.0

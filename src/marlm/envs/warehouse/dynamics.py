@@ -1,10 +1,12 @@
 """Movement and collision rules of the warehouse, as one pure function.
 
 :func:`resolve_moves` is the only place where robots move; the env calls it every step and the
-shield reuses it to predict what a joint action would do. The rules follow RWARE (Papoudakis et
-al. 2021, "Benchmarking Multi-Agent Deep Reinforcement Learning Algorithms in Cooperative Tasks",
-``rware/warehouse.py``: a move graph per step where chains and cycles of length >= 3 move and a
-two-cycle does not), with one deterministic tie-break where RWARE depends on graph iteration order.
+shield reuses it to predict what a joint action would do. The rules are RWARE's
+(Papoudakis et al. 2021, "Benchmarking Multi-Agent Deep Reinforcement Learning Algorithms in
+Cooperative Tasks", ``rware/warehouse.py`` 2.0.0: a move graph per step; in each weakly connected
+part a rotation of three or more moves, a swap and anything leading into a standing robot or a
+cycle waits, and otherwise the longest chain moves), with one deterministic tie-break (lower
+index) where RWARE depends on graph iteration order.
 """
 
 from __future__ import annotations
@@ -40,22 +42,35 @@ def check_moves(positions: np.ndarray, actions: np.ndarray) -> None:
 def resolve_moves(
     positions: np.ndarray, actions: np.ndarray, free: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Apply a joint action under the warehouse collision rules.
+    """Apply a joint action under the warehouse collision rules (RWARE 2.0.0's).
 
-    Rules, applied in this order:
+    The rules of RWARE's ``Warehouse.step`` (Papoudakis et al. 2021, ``rware/warehouse.py``): each
+    robot is an edge from its cell to the cell it asks for (a robot that stays, or whose move is
+    refused by the map, is a loop on its cell). In every weakly connected part of that graph:
 
-    1. A move off the grid or into a non-free cell (wall, shelf) is refused: the robot stays and
-       ``blocked_static`` is set.
-    2. Several robots aiming at the same cell: only the lowest-index one keeps its move; the
-       others stay (``collided``).
-    3. A head-on swap (i -> j's cell while j -> i's cell) is refused for both (``collided``).
-    4. Repeat until nothing changes: a move into the cell of a robot that stays is refused
-       (``collided``). This covers moving into a standing robot and propagates back along a
-       chain whose leader was refused.
+    1. A move off the grid or into a non-free cell (wall, shelf) is refused first: the robot
+       stays and ``blocked_static`` is set.
+    2. A part with a cycle: a rotation of three or more robots moves; a loop (a robot that stays)
+       and a two-cycle (a head-on swap) do not move. Every other robot of the part (the tails
+       leading into the cycle) stays.
+    3. A part without a cycle is a tree of chains ending in one free cell: only the longest chain
+       into that cell moves, as a whole; every other robot of the part stays. Where two chains of
+       equal length meet in one cell, the robot with the lower index moves (RWARE keeps the first
+       edge networkx meets, an order that depends on its set iteration: the only place where the
+       outcome here may differ from RWARE's).
 
-    Everything left moves: a chain following its leader into a free cell moves as a whole, and a
-    rotation (a cycle of three or more robots) moves. Afterwards no two robots share a cell,
-    provided none did before.
+    A robot that asked to move and stays without being refused by the map is ``collided``.
+    Afterwards no two robots share a cell, provided none did before.
+
+    Differences to RWARE that stay (documented in :class:`~marlm.envs.warehouse.env.WarehouseEnv`):
+    moves are absolute (up, down, left, right) rather than turn-and-forward, and shelves always
+    block (RWARE lets an unloaded robot drive under shelves).
+
+    Algorithm: the move graph is a functional graph over robots (each robot points at the robot in
+    the cell it asks for, or at a free cell). Kahn's topological order peels the chains from their
+    leaves; the robots it cannot peel are exactly the cycles. Walking the peeled order gives the
+    longest chain into every robot and its best predecessor; from each free cell's winner the
+    chain is followed back. Chains that end in a cycle are never reached that way. O(n).
 
     Args:
         positions: int[n, 2] (row, col) cells, pairwise distinct.
@@ -80,31 +95,101 @@ def resolve_moves(
     )
     ok = inside.copy()
     ok[inside] = free[target[inside, 0], target[inside, 1]]
-    moving = actions != STAY
-    blocked_static = moving & ~ok
-    moving &= ok
-    collided = np.zeros(n, dtype=bool)
+    wants = actions != STAY
+    blocked_static = wants & ~ok
+    target[~ok] = positions[~ok]  # rule 1: refused by the map, the robot is a loop
 
+    # The move graph: nxt[i] = robot in the cell i asks for (i itself for a loop), -1 = free cell.
     occupant = {(int(r), int(c)): i for i, (r, c) in enumerate(positions)}
-    claimed: dict[tuple[int, int], int] = {}
-    for i in np.flatnonzero(moving):  # rule 2: lowest index wins a contested cell
-        cell = (int(target[i, 0]), int(target[i, 1]))
-        if cell in claimed:
-            moving[i], collided[i] = False, True
-        else:
-            claimed[cell] = int(i)
-    for i in np.flatnonzero(moving):  # rule 3: head-on swaps
-        j = occupant.get((int(target[i, 0]), int(target[i, 1])))
-        if j is not None and moving[j] and (target[j] == positions[i]).all():
-            moving[[i, j]], collided[[i, j]] = False, True
+    nxt = np.array([occupant.get((int(r), int(c)), -1) for r, c in target], dtype=np.int64)
+    indegree = np.zeros(n, dtype=np.int64)
+    for j in nxt[nxt >= 0]:
+        indegree[j] += 1
 
-    changed = True
-    while changed:  # rule 4: into a robot that stays, propagated along chains
-        changed = False
-        for i in np.flatnonzero(moving):
-            j = occupant.get((int(target[i, 0]), int(target[i, 1])))
-            if j is not None and not moving[j]:
-                moving[i], collided[i], changed = False, True, True
+    order = [i for i in range(n) if indegree[i] == 0]  # Kahn: leaves first
+    for i in order:
+        j = nxt[i]
+        if j >= 0:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                order.append(j)
+    on_cycle = np.ones(n, dtype=bool)
+    on_cycle[order] = False
 
+    moving = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(on_cycle):  # rule 2: rotations of three or more move
+        length, j = 1, nxt[i]
+        while j != i:
+            length, j = length + 1, nxt[j]
+        moving[i] = length >= 3
+
+    # Rule 3: per free cell, the longest chain into it; ties go to the lower index.
+    chain = np.ones(n, dtype=np.int64)  # robots in the longest chain ending with this robot
+    best_pred = np.full(n, -1, dtype=np.int64)
+    for i in order:  # leaves first: every robot's predecessors are final before it
+        j = nxt[i]
+        if j >= 0 and not on_cycle[j]:
+            p = best_pred[j]
+            if p < 0 or chain[i] > chain[p] or (chain[i] == chain[p] and i < p):
+                best_pred[j] = i
+                chain[j] = chain[i] + 1
+    winner: dict[tuple[int, int], int] = {}
+    for i in order:
+        if nxt[i] < 0:
+            cell = (int(target[i, 0]), int(target[i, 1]))
+            w = winner.get(cell)
+            if w is None or chain[i] > chain[w] or (chain[i] == chain[w] and i < w):
+                winner[cell] = i
+    for i in winner.values():
+        while i >= 0:
+            moving[i] = True
+            i = best_pred[i]
+
+    collided = wants & ~blocked_static & ~moving
     new_positions = np.where(moving[:, None], target, positions)
     return new_positions, blocked_static, collided
+
+
+def count_conflicts(
+    positions: np.ndarray, actions: np.ndarray, free: np.ndarray
+) -> tuple[int, int]:
+    """Vertex and swap conflicts of a proposed joint action, before any rule resolves them.
+
+    A move into a wall, a shelf or off the grid counts as staying. A vertex conflict is a pair of
+    robots that would end in one cell (two movers, or a mover and a robot that stays); a swap
+    conflict is a pair of movers exchanging cells. Following a robot that moves away and a
+    rotation of three or more robots are not conflicts (Stern et al. 2019, "Multi-Agent
+    Pathfinding: Definitions, Variants, and Benchmarks", section 2.4: vertex and swapping
+    conflicts; following and cycle conflicts allowed).
+
+    Args:
+        positions: int[n, 2] (row, col) cells, pairwise distinct.
+        actions: int[n] action codes in 0..4.
+        free: bool[H, W].
+
+    Returns:
+        ``(vertex_pairs, swap_pairs)``.
+
+    Raises:
+        ValueError: shapes disagree or an action is outside 0..4.
+    """
+    positions = np.asarray(positions, dtype=np.int64).reshape(-1, 2)
+    actions = np.asarray(actions, dtype=np.int64).reshape(-1)
+    check_moves(positions, actions)
+    target = positions + MOVES[actions]
+    height, width = free.shape
+    inside = (
+        (target[:, 0] >= 0) & (target[:, 0] < height) & (target[:, 1] >= 0) & (target[:, 1] < width)
+    )
+    ok = inside.copy()
+    ok[inside] = free[target[inside, 0], target[inside, 1]]
+    end = np.where(ok[:, None], target, positions)
+    _, counts = np.unique(end, axis=0, return_counts=True) if len(end) else (None, np.zeros(0))
+    vertex = int((counts * (counts - 1) // 2).sum())
+    start_of = {(int(r), int(c)): i for i, (r, c) in enumerate(positions)}
+    swap = 0
+    for i in range(len(positions)):
+        j = start_of.get((int(end[i, 0]), int(end[i, 1])))
+        if j is not None and j > i and (end[j] == positions[i]).all():
+            swap += 1
+    return vertex, swap

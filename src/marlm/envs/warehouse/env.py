@@ -62,12 +62,22 @@ class WarehouseEnv(ParallelEnv):
         shelf's access cell (ties: lowest robot index). With ``auto_assign=False`` the caller
         assigns with :meth:`assign` (the planner does this).
 
+        A shelf is one object in one place: from the assignment of an order to its delivery the
+        order holds its shelf, and no other order for that shelf can be assigned; it waits
+        (:meth:`waiting_orders`) and becomes assignable (:meth:`pending_orders`) when the shelf
+        is delivered. Orders for the same shelf are served one trip each, in the rule order
+        above. At the drop the shelf is back in its place for the next order (a warehouse
+        abstraction: RWARE makes the robot carry it back).
+
     Action Space:
         ``Discrete(5)`` per robot: 0 stay, 1 up (row - 1), 2 down (row + 1), 3 left (col - 1),
         4 right (col + 1). A robot missing from the action dict stays. Moves are resolved jointly
-        by :func:`marlm.envs.warehouse.dynamics.resolve_moves` (RWARE rules: refused moves into
-        walls, shelves, edges and standing robots; swaps refused; lowest index wins a contested
-        cell; chains and rotations move).
+        by :func:`marlm.envs.warehouse.dynamics.resolve_moves`, RWARE 2.0.0's rules: moves into
+        walls, shelves and edges refused; the longest chain wins a contested cell (equal chains:
+        lower index); a rotation of three or more moves; a swap, and any robot leading into a
+        standing robot or a cycle, waits. Two differences to RWARE stay: moves are absolute
+        (RWARE turns and drives forward) and a shelf always blocks (RWARE lets an unloaded robot
+        drive under shelves).
 
     Observation Space:
         ``Box(-1, 1, (16,), float32)`` per robot:
@@ -128,11 +138,15 @@ class WarehouseEnv(ParallelEnv):
         (the RWARE environment: layouts, collision rules).
 
     Version History:
+        * v1: RWARE 2.0.0's collision rules exactly (the longest chain wins a contested cell, tails
+          into a cycle or a standing robot wait); an order holds its shelf until delivered, so a
+          shelf is carried by one robot at a time; deliveries are numbered by the step that
+          reaches the station (they were one step late).
         * v0: initial version.
     """
 
     metadata = {
-        "name": "warehouse_v0",
+        "name": "warehouse_v1",
         "render_modes": ["rgb_array", "ansi"],
         "is_parallelizable": True,
         "render_fps": 5,
@@ -311,12 +325,18 @@ class WarehouseEnv(ParallelEnv):
         """Events of the last ``step()`` (or ``reset()``): dicts ``{"type", "order", "robot",
         "step"}`` with type ``order_arrived | assigned | released | picked | delivered | deadline_missed``.
         Assignments made with :meth:`assign` between steps are reported in the next step's list
-        (their ``step`` is the step count when they were made)."""
+        (their ``step`` is the step count when they were made).
+
+        Step numbering (one for all events): steps count from 0; ``picked`` and ``delivered``
+        carry the number of the step whose moves brought the robot there (the step count before
+        that ``step()``); arrivals, assignments and misses found after a step carry the number of
+        the next step, the first that can act on them. An order is late if it is not delivered
+        at a step ``<= deadline``; its ``deadline_missed`` then carries ``deadline + 1``."""
         return list(self._last_events)
 
     @property
     def delivered(self) -> list[tuple[str, int]]:
-        """``(order id, delivery step)`` in delivery order."""
+        """``(order id, delivery step)`` in delivery order (numbering as in :attr:`last_events`)."""
         return list(self._delivered.items())
 
     @property
@@ -329,8 +349,26 @@ class WarehouseEnv(ParallelEnv):
         return self._status[order_id]
 
     def pending_orders(self) -> list[Order]:
-        """Arrived, unassigned orders, by arrival then id."""
-        return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
+        """Orders that can be assigned now, in order-list order: arrived, unassigned, and their
+        shelf is free (no order holds it), and, per shelf, only the first by (priority urgent <
+        normal < low, deadline, arrival, id). The other arrived, unassigned orders wait
+        (:meth:`waiting_orders`)."""
+        first: dict[str, str] = {}
+        for order in self._unassigned_by_rule():
+            if order.shelf not in self._shelf_holder:
+                first.setdefault(order.shelf, order.id)
+        return [o for o in self._orders.values() if first.get(o.shelf) == o.id]
+
+    def waiting_orders(self) -> list[Order]:
+        """Arrived, unassigned orders that cannot be assigned yet because their shelf is held by
+        another order or an earlier order for it comes first, in order-list order."""
+        ready = {o.id for o in self.pending_orders()}
+        return [o for o in self._unassigned() if o.id not in ready]
+
+    def shelf_holder(self, shelf: str) -> str | None:
+        """Id of the order that holds ``shelf`` (assigned or picked, not yet delivered), or None
+        when the shelf stands in its place unclaimed."""
+        return self._shelf_holder.get(shelf)
 
     def idle_robots(self) -> list[str]:
         """Robots without a task, in index order."""
@@ -353,7 +391,8 @@ class WarehouseEnv(ParallelEnv):
 
         Raises:
             ValueError: unknown robot or order, robot busy, order not pending (future, taken or
-                delivered), the shelf is unreachable from the robot, or the episode is over.
+                delivered), the order waits for its shelf (:meth:`waiting_orders`), the shelf
+                is unreachable from the robot, or the episode is over.
         """
         i = self._agent_index(agent)
         if not self.agents:
@@ -364,6 +403,11 @@ class WarehouseEnv(ParallelEnv):
             raise ValueError(f"{agent} is busy with order {self._task[i]!r}")
         if self._status[order_id] != "pending":
             raise ValueError(f"order {order_id!r} is {self._status[order_id]}, not pending")
+        if order_id not in {o.id for o in self.pending_orders()}:
+            shelf = self._orders[order_id].shelf
+            holder = self._shelf_holder.get(shelf)
+            why = f"order {holder!r} holds it" if holder else "another order for it comes first"
+            raise ValueError(f"order {order_id!r} waits for shelf {shelf}: {why}")
         if self._path_length(i, order_id) < 0:
             raise ValueError(f"{agent} cannot reach shelf {self._orders[order_id].shelf}")
         self._assign(i, order_id, self._pending_events)
@@ -395,6 +439,7 @@ class WarehouseEnv(ParallelEnv):
         self._by_deadline = sorted(orders, key=lambda o: o.deadline)
         self._next_arrival = self._next_deadline = 0
         self._delivered: dict[str, int] = {}
+        self._shelf_holder: dict[str, str] = {}
         self._missed: list[str] = []
         self._step_count = 0
         self._pos = np.zeros((self.n_robots, 2), dtype=np.int64)
@@ -444,7 +489,17 @@ class WarehouseEnv(ParallelEnv):
         access = self.layout.access[self._orders[order_id].shelf]
         return int(self.layout.distance_from(access)[tuple(self._pos[i])])
 
+    def _unassigned(self) -> list[Order]:
+        return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
+
+    def _unassigned_by_rule(self) -> list[Order]:
+        return sorted(
+            self._unassigned(),
+            key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id),
+        )
+
     def _assign(self, i: int, order_id: str, events: list[dict]) -> None:
+        self._shelf_holder[self._orders[order_id].shelf] = order_id
         self._task[i] = order_id
         self._target[i] = self.layout.access[self._orders[order_id].shelf]
         self._status[order_id] = "assigned"
@@ -484,11 +539,10 @@ class WarehouseEnv(ParallelEnv):
                 self._carrying[i] = False
                 self._task[i] = self._target[i] = None
                 self._status[order_id] = "delivered"
-                self._delivered[order_id] = self._step_count + 1
+                del self._shelf_holder[self._orders[order_id].shelf]
+                self._delivered[order_id] = self._step_count
                 parts[i, 3] = self.reward_weights.delivery
-                events.append(
-                    {**self._event("delivered", order_id, i), "step": self._step_count + 1}
-                )
+                events.append(self._event("delivered", order_id, i))
 
     def _advance_clock(self, events: list[dict]) -> None:
         """Arrivals and deadline misses at the current step count, then auto-assignment."""
@@ -518,7 +572,7 @@ class WarehouseEnv(ParallelEnv):
         pending = sorted(
             self.pending_orders(),
             key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id),
-        )
+        )  # at most one order per shelf, and none for a held shelf
         idle = [i for i in range(self.n_robots) if self._task[i] is None]
         for order in pending:
             dist = self.layout.distance_from(self.layout.access[order.shelf])

@@ -1,0 +1,39 @@
+"""Import marlm's movement layer by file path, inside POGEMA's own virtual environment.
+
+POGEMA 1.4.0 pins numpy <= 1.26.4, pydantic < 2 and gymnasium 0.28.1, so the marlm package (and
+its PettingZoo env) cannot be imported there. ``hybrid/pibt.py`` needs only numpy (numba if
+present) and the action constants of ``envs/warehouse/dynamics.py``; this loads those two files
+under their package names, with empty parent packages, so nothing else of marlm is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_pibt(src: Path = SRC) -> types.ModuleType:
+    """``marlm.hybrid.pibt`` (and ``marlm.hybrid.guidance``) loaded from ``src``, nothing else."""
+    if "marlm.hybrid.guidance" in sys.modules:  # once per process: keep the compiled kernels
+        return sys.modules["marlm.hybrid.pibt"]
+    for pkg in ("marlm", "marlm.envs", "marlm.envs.warehouse", "marlm.hybrid"):
+        if pkg not in sys.modules:
+            module = types.ModuleType(pkg)
+            module.__path__ = []  # a package with no files of its own
+            sys.modules[pkg] = module
+    _load("marlm.envs.warehouse.dynamics", src / "marlm/envs/warehouse/dynamics.py")
+    pibt = _load("marlm.hybrid.pibt", src / "marlm/hybrid/pibt.py")
+    _load("marlm.hybrid.guidance", src / "marlm/hybrid/guidance.py")
+    return pibt

@@ -1,0 +1,100 @@
+"""Table and plot of a ``harness.py`` results file beside POGEMA's published per-seed means.
+
+Usage: ``report.py results.jsonl`` -> ``results.md`` (markdown table) and ``results.png``.
+Published figures: POGEMA benchmark (Skrynnik et al., ICLR 2025), raw_data_LMAPF/03-warehouse,
+averaged here over the same seeds as the run (and over all 128 in brackets).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+PUBLISHED = HERE / "data" / "03-warehouse-published.json"
+OURS = ("marlm", "pogema_a_star")
+
+
+def load(path: Path) -> dict:
+    rows = defaultdict(lambda: defaultdict(dict))
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            rows[r["algorithm"]][r["num_agents"]][r["seed"]] = r
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: report.py results.jsonl", file=sys.stderr)
+        return 2
+    path = Path(argv[0])
+    rows = load(path)
+    published = json.loads(PUBLISHED.read_text())["per_seed"]
+    agents = sorted({n for alg in rows.values() for n in alg})
+    seeds = sorted({s for alg in rows.values() for n in alg.values() for s in n})
+    lines = [
+        f"Average throughput (targets per step), seeds {seeds[0]}..{seeds[-1]} "
+        f"({len(seeds)} seeds); published means over the same seeds [all 128 in brackets].",
+        "",
+        "| algorithm | " + " | ".join(str(n) for n in agents) + " |",
+        "|---|" + "---|" * len(agents),
+    ]
+    series = {}
+    for alg in OURS:
+        if alg not in rows:
+            continue
+        vals = [np.mean([r["avg_throughput"] for r in rows[alg][n].values()]) for n in agents]
+        series[alg] = vals
+        lines.append(f"| {alg} (this run) | " + " | ".join(f"{v:.2f}" for v in vals) + " |")
+    best = np.zeros(len(agents))
+    for alg, per_n in published.items():
+        same, every = [], []
+        for n in agents:
+            per_seed = per_n.get(str(n), {})
+            same.append(np.mean([per_seed[str(s)] for s in seeds if str(s) in per_seed]))
+            every.append(np.mean(list(per_seed.values())))
+        series[alg] = same
+        best = np.maximum(best, same)
+        cells = [f"{a:.2f} [{b:.2f}]" for a, b in zip(same, every, strict=True)]
+        lines.append(f"| {alg} (published) | " + " | ".join(cells) + " |")
+    if "marlm" in series:
+        ratio = np.array(series["marlm"]) / best
+        lines.append("| marlm / best published | " + " | ".join(f"{r:.2f}" for r in ratio) + " |")
+    for alg in OURS:
+        if alg in rows:
+            rev = [sum(r["reverted_moves"] for r in rows[alg][n].values()) for n in agents]
+            ms = [np.mean([r["ms_per_step"] for r in rows[alg][n].values()]) for n in agents]
+            lines.append(f"| {alg} reverted moves (sum) | " + " | ".join(map(str, rev)) + " |")
+            lines.append(f"| {alg} ms per step | " + " | ".join(f"{m:.2f}" for m in ms) + " |")
+    table = "\n".join(lines) + "\n"
+    path.with_suffix(".md").write_text(table)
+    print(table)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return 0
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for alg, vals in series.items():
+        style = "-o" if alg in OURS else "--."
+        ax.plot(agents, vals, style, label=alg + ("" if alg in OURS else " (published)"))
+    ax.set_xlabel("agents")
+    ax.set_ylabel("average throughput (targets / step)")
+    ax.set_title("POGEMA wfi_warehouse, lifelong, 256 steps, soft collisions")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path.with_suffix(".png"), dpi=100)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

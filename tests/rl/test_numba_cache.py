@@ -1,0 +1,42 @@
+"""Compiled kernels are cached on disk: a second process loads them instead of compiling again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import marlm
+
+PROBE = """
+import numpy as np
+from marlm.rl.fast import jal_values
+jal_values(np.zeros((10, 5)), np.zeros((2, 5)), 1, np.empty(5))
+print(jal_values.stats.cache_hits.get(jal_values.signatures[0], 0))
+"""
+
+
+def _cache_hits(cache_dir) -> int:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.split()[-1])
+
+
+def test_a_second_process_loads_the_kernel_from_the_disk_cache(tmp_path):
+    assert _cache_hits(tmp_path) == 0  # compiled, then written to tmp_path
+    assert any(p.suffix == ".nbi" for p in tmp_path.rglob("*"))
+    assert _cache_hits(tmp_path) == 1  # loaded, not compiled
+
+
+def test_cache_falls_back_to_a_temporary_folder_when_nothing_is_writable():
+    fallback = marlm.numba_cache_dir({}, writable=lambda path: False)
+    assert fallback is not None and fallback.startswith(tempfile.gettempdir())
+
+
+def test_cache_location_is_numbas_own_choice_when_it_works():
+    assert marlm.numba_cache_dir({}, writable=lambda path: True) is None
+    assert marlm.numba_cache_dir({"NUMBA_CACHE_DIR": "/x"}, writable=lambda path: False) is None
