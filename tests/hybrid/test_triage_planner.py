@@ -139,6 +139,7 @@ def test_env_release_puts_the_order_back_in_the_queue_and_busy_robots_reads_the_
     assert b.steps_to_free > 0
     assert env.release(robot) == o.id
     assert env.task_of(robot) is None and env.order_status(o.id) == "pending"
+    assert o.id in {x.id for x in env.pending_orders()}  # its shelf is free to claim again
     with pytest.raises(ValueError, match="no order"):
         env.release(robot)
     env.step({})

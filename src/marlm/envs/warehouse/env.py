@@ -428,6 +428,7 @@ class WarehouseEnv(ParallelEnv):
             raise ValueError(f"{agent} already carries the shelf of order {order_id!r}")
         self._task[i] = self._target[i] = None
         self._status[order_id] = "pending"
+        self._shelf_holder.pop(self._orders[order_id].shelf, None)  # the shelf is unclaimed again
         self._pending_events.append(self._event("released", order_id, i))
         return order_id
 
