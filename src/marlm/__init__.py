@@ -13,7 +13,6 @@ modules only when that command runs.
 """
 
 import os as _os
-import tempfile as _tempfile
 from collections.abc import Callable as _Callable
 from collections.abc import Mapping as _Mapping
 
@@ -46,8 +45,10 @@ def numba_cache_dir(
         folder = _os.path.dirname(folder)  # the nearest existing folder numba would create in
     if writable(folder):
         return None
+    import tempfile
+
     return _os.path.join(
-        _tempfile.gettempdir(), f"marlm-numba-{getattr(_os, 'getuid', lambda: 'user')()}"
+        tempfile.gettempdir(), f"marlm-numba-{getattr(_os, 'getuid', lambda: 'user')()}"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from marlm.errors import InputError
-from marlm.hybrid import PLANNERS, build_planner, make_model
+from marlm.hybrid.build import PLANNERS, build_planner, make_model
 from marlm.hybrid.controller import RunConfig
 
 

@@ -1,11 +1,10 @@
-"""TriagePlanner: LLM urgency + linear_sum_assignment, rules as fallback; the notes-only stream."""
+"""TriagePlanner: LLM urgency + linear_sum_assignment, rules as fallback."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from marlm.envs.warehouse.layout import load_layout
 from marlm.envs.warehouse.orders import Order
 from marlm.hybrid.planner import (
     BusyRobot,
@@ -15,18 +14,9 @@ from marlm.hybrid.planner import (
     effective_class,
     plan_preemptions,
 )
-from marlm.hybrid.triage_planner import (
-    LISTED_SLACK,
-    URGENT_SLACK,
-    TriagePlanner,
-    notes_only_metrics,
-    notes_only_orders,
-    queue_order,
-    run_notes_only,
-    solve_assignment,
-)
+from marlm.hybrid.triage_planner import TriagePlanner, queue_order, solve_assignment
 from marlm.llm.backends import BackendError
-from marlm.llm.triage import Triage, load_labelled_notes
+from marlm.llm.triage import Triage
 
 
 def order(
@@ -276,54 +266,3 @@ def test_injection_note_changes_only_its_own_order(embedded_model):
     alone = TriagePlanner(Triage(embedded_model, mode="calibrated"))
     alone.plan(snapshot(orders[:1], robots[:1], {("r0", "h"): 3}))
     assert alone.classes["h"] == planner.classes["h"]
-
-
-def test_notes_only_orders_hide_urgency_in_the_note():
-    layout = load_layout("small")
-    notes = load_labelled_notes(__import__("marlm.llm.triage", fromlist=["x"]).dev_notes_path())
-    truth = notes_only_orders(layout, 50, seed=3, horizon=200, notes=notes)
-    assert len(truth.orders) == 50
-    assert {o.priority for o in truth.orders} == {"normal"}
-    by_text = {n.note: n.label for n in notes}
-    for o in truth.orders:
-        trip = int(layout.station_distance[layout.access[o.shelf]])
-        assert o.deadline == o.arrival + 2 * trip + LISTED_SLACK
-        assert truth.true_label[o.id] == by_text[o.note]
-        slack = URGENT_SLACK if truth.true_label[o.id] == "urgent" else LISTED_SLACK
-        assert truth.true_deadline[o.id] == o.arrival + 2 * trip + slack
-    assert "urgent" in truth.true_label.values() and "normal" in truth.true_label.values()
-    again = notes_only_orders(layout, 50, seed=3, horizon=200, notes=notes)
-    assert again.orders == truth.orders
-
-
-def test_notes_only_metrics_known_answer():
-    layout = load_layout("small")
-    truth = notes_only_orders(layout, 2, seed=0)
-    a, b = truth.orders
-    events = [
-        {"type": "order", "event": "arrived", "order": a.id, "step": a.arrival},
-        {"type": "order", "event": "arrived", "order": b.id, "step": b.arrival},
-        {"type": "order", "event": "delivered", "order": a.id, "step": truth.true_deadline[a.id]},
-        {
-            "type": "order",
-            "event": "delivered",
-            "order": b.id,
-            "step": truth.true_deadline[b.id] + 1,
-        },
-    ]
-    m = notes_only_metrics(events, truth)
-    assert m["delivered"] == 2 and m["n_arrived"] == 2
-    assert m["on_time_rate"] == pytest.approx(0.5)
-
-
-def test_oracle_triage_beats_the_rule_on_urgent_orders(tmp_path):
-    # The scenario's headroom, with a perfect triage standing in for the model.
-    from marlm.llm.triage import dev_notes_path
-
-    labels = {n.note: n.label for n in load_labelled_notes(dev_notes_path())}
-    rows = run_notes_only(
-        {"rule": RulePlanner(), "oracle": TriagePlanner(_FixedTriage(labels))}, tmp_path, seed=1
-    )
-    rule, oracle = rows
-    assert oracle["urgent_on_time_rate"] >= rule["urgent_on_time_rate"] + 0.15
-    assert oracle["delivered"] >= 0.95 * rule["delivered"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from marlm.errors import InputError
-from marlm.hybrid.compare import compare_schemes
+from marlm.experiments.compare import compare_schemes
 
 
 def test_compare_spread_seeds_on_ray_equal_the_serial_run(tmp_path):

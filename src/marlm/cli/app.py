@@ -1,4 +1,9 @@
-"""The typer application and the sub-command groups every command module registers on."""
+"""The typer application and the sub-command groups every command module registers on.
+
+Help is formatted by click (``rich_markup_mode=None``): typer's rich help formatter imports rich's
+Markdown and traceback renderers, which cost more than typer itself on every ``--help``; the plain
+formatter also wraps long option help instead of cutting it at the terminal width.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,19 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
-train_app = typer.Typer(help="Train a learner on one of the environments.", no_args_is_help=True)
-llm_app = typer.Typer(help="The LLM backends: serve the embedded model.", no_args_is_help=True)
-eval_app = typer.Typer(help="Evaluate LLM decision modes on labelled data.", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train a learner on one of the environments.", no_args_is_help=True, rich_markup_mode=None
+)
+llm_app = typer.Typer(
+    help="The LLM backends: serve the embedded model.", no_args_is_help=True, rich_markup_mode=None
+)
+eval_app = typer.Typer(
+    help="Evaluate LLM decision modes on labelled data.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 app.add_typer(train_app, name="train")
 app.add_typer(llm_app, name="llm")
 app.add_typer(eval_app, name="eval")

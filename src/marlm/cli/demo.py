@@ -12,12 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from marlm.errors import InputError
-from marlm.hybrid import (
+from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
+from marlm.hybrid.build import (
     DEFAULT_TRAINING,
     build_planner,
     cached_policy,
     default_orders,
-    prepare_run_folder,
 )
 from marlm.hybrid.controller import make_env, run, run_config
 from marlm.hybrid.executor import (
@@ -95,7 +95,13 @@ def demo(
     robots: Annotated[int | None, typer.Option(help="Robots (default: the map's R cells).")] = None,
     steps: Annotated[int, typer.Option(help="Time limit in control steps.")] = 600,
     seed: Annotated[int, typer.Option(help="Seed of the environment, policy and shield.")] = 0,
-    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/demo-<time>).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Run folder: new or empty (default: a new runs/demo-<time>)."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace the run already in --out (its files are deleted first).")
+    ] = False,
     llm: Annotated[
         str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
     ] = "embedded",
@@ -153,9 +159,11 @@ def demo(
     )
     # Check every input before any work: map, orders, robots, run folder, policy, model.
     make_env(config)
+    out = out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
+    check_run_folder(out, overwrite=overwrite)
     q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None
     plan = build_planner(config.planner, llm, model_name=llm_model, timeout_s=llm_timeout)
-    out = prepare_run_folder(out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
+    out = claim_run_folder(out, overwrite=overwrite)
     if config.tick_ms == 0 and not config.sync_planner and config.planner != "rule":
         console.print(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
@@ -189,9 +197,12 @@ def train_warehouse(
         "max_steps"
     ],
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
-    out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz).")] = Path(
+    out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz), a new file.")] = Path(
         "runs/executor.npz"
     ),
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace an existing Q-table file at --out.")
+    ] = False,
     seeds: Annotated[
         int, typer.Option(help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).")
     ] = 1,
@@ -202,7 +213,10 @@ def train_warehouse(
 ) -> None:
     """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
     if seeds > 1 or workers != 1 or address is not None:
-        from marlm.scale.parallel import train_warehouse_seeds
+        from marlm.scale.parallel import seed_table_path, train_warehouse_seeds
+
+        for s in range(seed, seed + seeds):
+            check_output_file(seed_table_path(out, s), overwrite=overwrite)
 
         rows = train_warehouse_seeds(
             range(seed, seed + seeds), out, workers=workers, address=address, layout=layout,
@@ -212,6 +226,7 @@ def train_warehouse(
             print(f"seed {r['seed']}: delivered {r['delivered_last']} in the last episode, "
                   f"{r['updates']} updates, saved {r['path']}")  # fmt: skip
         return
+    check_output_file(out, overwrite=overwrite)
     with _progress() as bar:
         task = bar.add_task("training", total=episodes)
         q, stats = train_executor(

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from marlm.errors import InputError
+from marlm.eval.outputs import check_output_file
 
 from .app import eval_app
 
@@ -42,7 +43,10 @@ def triage(
     llm: str = typer.Option(
         "embedded", "--llm", help="'embedded' or the URL of an OpenAI-compatible server."
     ),
-    out: Path | None = typer.Option(None, "--out", help="Write the result as JSON here."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the result as JSON here (a new file)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
     examples: Path | None = typer.Option(
         None,
         "--examples",
@@ -77,6 +81,8 @@ def triage(
         raise InputError(f"use one of {', '.join(SELECTIONS)}, got {select!r}", source="--select")
     if shots < 1:
         raise InputError(f"must be 1 or more, got {shots}", source="--shots")
+    if out is not None:
+        check_output_file(out, overwrite=overwrite)
     labelled = load_labelled_notes(notes)
     pool = load_labelled_notes(examples) if examples is not None else None
     if protocol == "cross-validation" and not 2 <= folds <= len(labelled):

@@ -1,4 +1,5 @@
-"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval, hybrid.compare)."""
+"""Commands: report, replay, compare (evaluation of runs and schemes; logic in marlm.eval and
+marlm.experiments)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from rich.console import Console
 from rich.table import Table
 
 from marlm.errors import InputError
+from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
 from .app import app
+
+OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
 _err = Console(stderr=True)
 
@@ -35,11 +39,15 @@ def report(
         Path | None,
         typer.Option("--out", help="HTML file to write [default: RUN_FOLDER/report.html]."),
     ] = None,
+    overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
     """Write one self-contained HTML page: metrics, plots, LLM calls, diagnostics, animation."""
-    from marlm.eval.report import write_report
+    from marlm.eval.report import REPORT_FILE, write_report
+    from marlm.eval.trace import resolve_trace_path
 
-    path, warnings = write_report(run_folder, out)
+    target = out if out is not None else resolve_trace_path(run_folder).parent / REPORT_FILE
+    check_output_file(target, overwrite=overwrite)
+    path, warnings = write_report(run_folder, target)
     for w in warnings:
         _err.print(f"warning: {w}", markup=False, highlight=False)
     print(path)
@@ -65,11 +73,16 @@ def replay(
     ] = None,
     sweeps: Annotated[int, typer.Option("--sweeps", min=1, help="rl: passes over the data.")] = 20,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the full replay report as JSON here.")
+        Path | None,
+        typer.Option("--out", help="Write the full replay report as JSON here (a new file)."),
     ] = None,
+    overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
     """Replay a recorded run under another scheme, without stepping the environment."""
-    from marlm.hybrid.compare import replay_trace
+    from marlm.experiments.replay import replay_trace
+
+    if out is not None:
+        check_output_file(out, overwrite=overwrite)
 
     result, warnings = replay_trace(trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps)
     for w in warnings:
@@ -166,8 +179,12 @@ def compare(
         ),
     ] = 5,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for the runs, table and plots.")
+        Path, typer.Option("--out", help="Folder for the runs, table and plots: new or empty.")
     ] = Path("runs/compare"),
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace the runs already in --out (deleted first)."),
+    ] = False,
     scenario: Annotated[
         str,
         typer.Option(
@@ -184,16 +201,18 @@ def compare(
     ] = None,
 ) -> None:
     """Run the same seeded orders and layout under each scheme; print one table, write plots."""
-    from marlm.hybrid.compare import (
+    from marlm.experiments.compare import SCHEMES, compare_schemes, format_table
+    from marlm.experiments.notes_only import (
         NOTES_ONLY_PLANNERS,
-        SCHEMES,
         compare_notes_only,
-        compare_schemes,
         format_notes_only,
-        format_table,
     )
 
     say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    if scenario not in ("standard", "notes-only"):
+        raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
+    check_run_folder(out, overwrite=overwrite)
+    claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         names = [s.strip() for s in schemes.split(",")] if schemes else list(NOTES_ONLY_PLANNERS)
         result = compare_notes_only(
@@ -203,8 +222,6 @@ def compare(
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
         return
-    if scenario != "standard":
-        raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     names = [s.strip() for s in schemes.split(",")] if schemes else list(SCHEMES)
     result = compare_schemes(
         layout=layout,

@@ -8,31 +8,53 @@ raise :class:`marlm.errors.InputError`, exit code 2).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from marlm.errors import InputError
+from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
 from .app import app, train_app
 
-console = Console()
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 EPISODES = typer.Option(
-    None, "--episodes", help="Episodes to train (default: the issue's setting)."
+    None,
+    "--episodes",
+    help="Episodes to train (default: the seed note's settings, 3000 on gridworld, 30000 on race).",
 )
 SEED = typer.Option(0, "--seed", help="Seed of the run's random generator.")
 ENGINE = typer.Option("fast", "--engine", help="fast (compiled) or reference (plain Python).")
-CHECKPOINT = typer.Option(None, "--checkpoint", help="Checkpoint file rewritten atomically.")
+CHECKPOINT = typer.Option(
+    None,
+    "--checkpoint",
+    help="Checkpoint file rewritten atomically: a new file, or the --resume file.",
+)
+OVERWRITE = typer.Option(
+    False,
+    "--overwrite",
+    help="Replace the run already in --out (its files are deleted first) and an existing "
+    "--checkpoint file.",
+)
 RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
 CHUNK = typer.Option(
     1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
 )
 
 
-def _progress() -> tuple[Progress, callable]:
+def _console() -> Console:
+    """The output console; rich is imported by the commands that print, not at start-up."""
+    from rich.console import Console
+
+    return Console()
+
+
+def _progress(console: Console) -> tuple[Progress, callable]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     bar = Progress(
         TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=False,
@@ -45,13 +67,22 @@ def _progress() -> tuple[Progress, callable]:
     return bar, update
 
 
-def _table(title: str, rows: dict[str, object]) -> None:
+def _table(console: Console, title: str, rows: dict[str, object]) -> None:
+    from rich.table import Table
+
     table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in rows.items():
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
+
+
+def _check_outputs(out: Path, checkpoint: Path | None, resume: Path | None, overwrite: bool):
+    """Refuse to overwrite a run folder or a checkpoint unasked (before any work)."""
+    check_run_folder(out, overwrite=overwrite, keep=[resume])
+    if checkpoint is not None:
+        check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
 
 
 def _llm_reward_fn(samples: int):
@@ -85,7 +116,10 @@ def train_gridworld_cmd(
     epsilon: float = typer.Option(0.9, "--epsilon", help="Initial exploration rate."),
     epsilon_decay: float = typer.Option(0.99, "--epsilon-decay", help="Multiplier per episode."),
     epsilon_floor: float = typer.Option(0.02, "--epsilon-floor", help="Lowest exploration rate."),
-    out: Path = typer.Option(Path("runs/gridworld"), "--out", help="Run folder to write."),
+    out: Path = typer.Option(
+        Path("runs/gridworld"), "--out", help="Run folder to write: new or empty."
+    ),
+    overwrite: bool = OVERWRITE,
     engine: str = ENGINE,
     checkpoint: Path | None = CHECKPOINT,
     resume: Path | None = RESUME,
@@ -103,14 +137,19 @@ def train_gridworld_cmd(
         learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
+    _check_outputs(out, checkpoint, resume, overwrite)
     reward_fn = _llm_reward_fn(llm_samples) if reward == "llm" else None
-    bar, update = _progress()
+    claim_run_folder(out, overwrite=overwrite, keep=[resume])
+    console = _console()
+    bar, update = _progress(console)
     with bar:
         _, metrics = run_gridworld(
             config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
             chunk=chunk, reward_fn=reward_fn,
         )  # fmt: skip
-    _table("GridWorld", {k: v for k, v in metrics.items() if k not in ("config", "findings")})
+    _table(
+        console, "GridWorld", {k: v for k, v in metrics.items() if k not in ("config", "findings")}
+    )
     for finding in metrics["findings"]:
         console.print(f"finding: {finding}")
     console.print(f"run folder: {out}")
@@ -136,7 +175,8 @@ def train_race_cmd(
     epsilon: float = typer.Option(0.6, "--epsilon", help="Initial exploration rate."),
     epsilon_decay: float = typer.Option(0.999, "--epsilon-decay", help="Multiplier per episode."),
     epsilon_floor: float = typer.Option(0.02, "--epsilon-floor", help="Lowest exploration rate."),
-    out: Path = typer.Option(Path("runs/race"), "--out", help="Run folder to write."),
+    out: Path = typer.Option(Path("runs/race"), "--out", help="Run folder to write: new or empty."),
+    overwrite: bool = OVERWRITE,
     diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Run the detectors."),
     engine: str = ENGINE,
     checkpoint: Path | None = CHECKPOINT,
@@ -153,13 +193,20 @@ def train_race_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
         seed=seed, end=end,
     )  # fmt: skip
-    bar, update = _progress()
+    _check_outputs(out, checkpoint, resume, overwrite)
+    claim_run_folder(out, overwrite=overwrite, keep=[resume])
+    console = _console()
+    bar, update = _progress(console)
     with bar:
         _, metrics, findings = run_race(
             config, out, diagnose=diagnose, engine=engine, progress=update,
             checkpoint=checkpoint, resume=resume, chunk=chunk,
         )  # fmt: skip
-    _table(f"GridRace {learner} / {reward}", {k: v for k, v in metrics.items() if k != "config"})
+    _table(
+        console,
+        f"GridRace {learner} / {reward}",
+        {k: v for k, v in metrics.items() if k != "config"},
+    )
     for finding in findings:
         console.print(f"[yellow]finding[/] {finding}")
     if diagnose and not findings:

@@ -102,7 +102,7 @@ class GridWorld(gym.Env):
     v0: first version.
     """
 
-    metadata = {"name": "gridworld_v0", "render_modes": ["ansi"]}
+    metadata = {"name": "gridworld_v0", "render_modes": ["ansi"], "render_fps": 4}
     INFO_KEYS = ("row", "col")
 
     def __init__(self, size: int = 4, max_steps: int = 100, render_mode: str | None = None) -> None:
@@ -164,6 +164,12 @@ class GridWorld(gym.Env):
         return "\n".join(rows)
 
 
+# ``gymnasium.make("marlm/GridWorld-v0", size=4, render_mode="ansi")``: made this way the env has
+# a spec, which Gymnasium's checker needs to test every render mode.
+if "marlm/GridWorld-v0" not in gym.registry:
+    gym.register(id="marlm/GridWorld-v0", entry_point="marlm.envs.grid:GridWorld")
+
+
 # --------------------------------------------------------------------------------------------
 # GridRace
 # --------------------------------------------------------------------------------------------
@@ -221,7 +227,11 @@ class GridRace(ParallelEnv):
 
     ## Observation Space
     ``Discrete(size**4)`` per agent: the joint state seen from the agent, ``own * size**2 + other``
-    (own cell first). ``state()`` returns ``int64[2]``: the cells of agent_0 and agent_1.
+    (own cell first), as a 0-d ``int64`` array (the space's dtype; PettingZoo's API test asks for
+    NumPy arrays); it indexes a table like an ``int``. ``state()`` returns ``int64[5]``, the whole
+    Markov state for centralised training: the cells of agent_0 and agent_1, whether each still
+    acts (1) or has finished (0), and the steps taken (the time limit is part of the state,
+    Pardo et al. 2018); ``state_space`` is the matching ``Box`` of ``int64``.
 
     ## Rewards
     Each agent's individual reward: +1 on reaching the goal, -0.5 for trying to move into the cell
@@ -240,27 +250,38 @@ class GridRace(ParallelEnv):
     (float) and ``"cell"`` (int). ``reset`` returns the same keys with rewards 0.
 
     ## Arguments
-    ``GridRace(size=4, end="any", reward="shared", max_steps=50)``.
+    ``GridRace(size=4, end="any", reward="shared", max_steps=50, render_mode=None)``;
+    ``render_mode`` may be ``"ansi"`` (a text picture: ``0``/``1`` the agents, ``B`` both in one
+    cell, ``G`` the goal).
 
     ## References
     Sunehag et al. 2018, "Value-Decomposition Networks for Cooperative Multi-Agent Learning"
     (the lazy-agent problem); Wolpert & Tumer 2002 (difference rewards).
 
     ## Version History
-    v0: first version.
+    v0: first version (observations as ``numpy.int64``, ``state_space``, ``render_mode`` added
+    without changing the dynamics).
     """
 
-    metadata = {"name": "gridrace_v0", "render_modes": []}
+    metadata = {"name": "gridrace_v0", "render_modes": ["ansi"], "render_fps": 4}
     INFO_KEYS = ("individual_reward", "team_reward", "cell")
     possible_agents = ["agent_0", "agent_1"]
 
     def __init__(
-        self, size: int = 4, end: str = "any", reward: str = "shared", max_steps: int = 50
+        self,
+        size: int = 4,
+        end: str = "any",
+        reward: str = "shared",
+        max_steps: int = 50,
+        render_mode: str | None = None,
     ) -> None:
         if end not in ("any", "all"):
             raise ValueError(f"end must be 'any' or 'all', got {end!r}")
         if reward not in ("shared", "individual"):
             raise ValueError(f"reward must be 'shared' or 'individual', got {reward!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
         self.size = size
         self.end = end
         self.reward = reward
@@ -274,6 +295,8 @@ class GridRace(ParallelEnv):
         self._t = 0
         self._obs_space = spaces.Discrete(self.n_cells * self.n_cells)
         self._act_space = spaces.Discrete(5)
+        high = np.array([self.n_cells - 1, self.n_cells - 1, 1, 1, max_steps], dtype=np.int64)
+        self.state_space = spaces.Box(0, high, (5,), np.int64)
 
     @functools.cache  # noqa: B019 - spaces are cached per env, as PettingZoo asks
     def observation_space(self, agent: str) -> spaces.Discrete:
@@ -284,11 +307,25 @@ class GridRace(ParallelEnv):
         return self._act_space
 
     def state(self) -> np.ndarray:
-        """``int64[2]``: the cells of agent_0 and agent_1 (global state for centralised training)."""
-        return self._cells.copy()
+        """``int64[5]``: cells of agent_0 and agent_1, acting flags of both (1 = still acts), steps
+        taken. The global state for centralised training; ``state()[:2]`` are the cells."""
+        return np.concatenate([self._cells, self._active.astype(np.int64), [self._t]])
 
-    def _obs(self, i: int) -> int:
-        return int(self._cells[i] * self.n_cells + self._cells[1 - i])
+    def _obs(self, i: int) -> np.ndarray:
+        return np.asarray(self._cells[i] * self.n_cells + self._cells[1 - i], dtype=np.int64)
+
+    def render(self) -> str | None:
+        """``ansi``: the grid as text, one line a row (row 0 on top); None without a render mode."""
+        if self.render_mode != "ansi":
+            return None
+        marks = {int(self.goal): "G"}
+        for i in (0, 1):
+            cell = int(self._cells[i])
+            marks[cell] = "B" if marks.get(cell) in ("0", "1") else str(i)
+        return "\n".join(
+            "".join(marks.get(r * self.size + c, ".") for c in range(self.size))
+            for r in range(self.size)
+        )
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         self.agents = list(self.possible_agents)

@@ -16,7 +16,7 @@
   episodes; alone against a frozen partner the roles stay put); JAL on the shared reward fires in
   0 of 8, IQL on individual or difference rewards in 0 of 8. VDN on the shared reward fires in 7
   of 8
-  (the roles swap as with IQL), so VDN is not suggested. With the issue's IQL setting (epsilon
+  (the roles swap as with IQL), so VDN is not suggested. With the seed note's IQL setting (epsilon
   decaying to 0.02 by episode ~4000) the second half of the run has settled and the detector does
   not fire for IQL (seeds 0-3, shared, individual and difference rewards: oscillation <= 0.014
   together and alone).
@@ -280,7 +280,7 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
     """
     folder = Path(folder)
     try:
-        metrics = json.loads((folder / "metrics.json").read_text())
+        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8-sig"))
         with np.load(folder / "episodes.npz") as data:
             episodes = {k: data[k] for k in data.files}
     except (OSError, ValueError) as e:

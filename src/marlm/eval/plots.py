@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from marlm.envs.palette import agent_colour
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -77,6 +79,13 @@ def team_curve(curves: Mapping[str, np.ndarray], team: Literal["sum", "mean"]) -
         return np.where(counts > 0, np.nansum(stack, axis=0) / np.maximum(counts, 1), np.nan)
 
 
+def curve_colours(agents: Sequence[str]) -> dict[str, tuple[float, float, float]]:
+    """Matplotlib colours (RGB in 0-1) of per-agent curves: the ``k``-th agent gets
+    :func:`marlm.envs.palette.agent_colour` ``(k)``, the colour it has in the episode GIF
+    (``agents`` in ``possible_agents`` order, as :func:`marlm.eval.metrics.reward_curves` gives)."""
+    return {a: tuple(c / 255 for c in agent_colour(k)) for k, a in enumerate(agents)}
+
+
 def plot_reward_curves(
     curves: Mapping[str, np.ndarray],
     path: str | Path,
@@ -115,8 +124,12 @@ def plot_reward_curves(
         raw = {k: np.cumsum(np.nan_to_num(v)) for k, v in raw.items()}
     teamc = team_curve(raw, team)
     fig, ax = _pyplot().subplots(figsize=(8, 4.5))
+    colours = curve_colours(list(raw))
     for name, v in raw.items():
-        ax.plot(np.arange(v.size), moving_average(v, smooth), label=name, linewidth=1.0, alpha=0.8)
+        ax.plot(
+            np.arange(v.size), moving_average(v, smooth), label=name, linewidth=1.0, alpha=0.8,
+            color=colours[name],
+        )  # fmt: skip
     label = f"team ({team} of {len(raw)} agents)"
     ax.plot(np.arange(teamc.size), moving_average(teamc, smooth), label=label, color="black", lw=2)
     what = "return so far" if cumulative else "reward"
@@ -299,6 +312,7 @@ __all__ = [
     "moving_average",
     "plot_latency_histogram",
     "plot_llm_timeline",
+    "curve_colours",
     "plot_reward_curves",
     "plot_throughput",
     "save_episode_gif",

@@ -7,7 +7,7 @@ environment; every input comes from the trace.
 - :func:`replay_llm`: at every recorded decision point (a ``plan`` event and the ``llm_call`` events
   that produced it) call a *decider* (any planner, any backend, any prompt version) on the recorded
   situation and compare what it decides with what the run did. The decider is passed in, so
-  ``marlm.eval`` does not import ``marlm.hybrid``; :func:`marlm.hybrid.compare.planner_decider`
+  ``marlm.eval`` does not import ``marlm.hybrid``; :func:`marlm.experiments.replay.planner_decider`
   builds one from the warehouse planners.
 - :func:`replay_rl`: batch Q-learning over the recorded per-robot transitions (the same data, swept
   several times; Lange, Gabel & Riedmiller 2012, "Batch Reinforcement Learning", section 2.3, experience

@@ -123,7 +123,7 @@ def _load_json(path: Path, warnings: list[str]) -> Any:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         warnings.append(f"{path}: not readable JSON ({e}); left out")
         return None

@@ -14,6 +14,7 @@ schema than this code knows.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import enum
 import json
@@ -236,7 +237,7 @@ def read_trace(path: str | Path) -> TraceRead:
             usable event is left.
     """
     p = resolve_trace_path(path)
-    data = p.read_bytes()
+    data = p.read_bytes().removeprefix(codecs.BOM_UTF8)
     raw_lines = data.split(b"\n")
     ends_with_newline = data.endswith(b"\n")
     if ends_with_newline:

@@ -63,7 +63,7 @@ class RunConfig(BaseModel):
         seed: seeds the environment, the executor's generator and the shield.
         planner: ``"llm"`` (model + rule fallback), ``"rule"``, ``"team"`` (coordinator and
             dispatcher agents + rule fallback), or ``"triage[-MODE]"`` (the model triages each
-            note's urgency, a solver matches robots; see :func:`marlm.hybrid.build_planner`).
+            note's urgency, a solver matches robots; see :func:`marlm.hybrid.build.build_planner`).
         executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
             ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
@@ -415,7 +415,7 @@ def run(
     Args:
         config: the run's settings.
         out_dir: the run folder (created; existing files are replaced).
-        planner: the planner to use (build it with :func:`marlm.hybrid.build_planner`).
+        planner: the planner to use (build it with :func:`marlm.hybrid.build.build_planner`).
         policy: the trained Q-table, for ``executor="rl"``.
         executor: an executor object that replaces the one ``config.executor`` names (needed
             for ``"llm"``); it must have ``act(observations, agents, rng) -> int64[n]``.

@@ -36,7 +36,7 @@ PlanOutcome = Literal[
     "answered", "rule", "deadline", "backend_error", "invalid_answer", "planner_error"
 ]
 
-#: Planner names ``--planner`` accepts (``marlm.hybrid.PLANNERS`` is this list as a tuple).
+#: Planner names ``--planner`` accepts (``marlm.hybrid.build.PLANNERS`` is this list as a tuple).
 #: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
 PlannerName = Literal[
     "llm",

@@ -139,7 +139,7 @@ def load_labelled_notes(
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a leading byte-order mark is dropped
     except FileNotFoundError as e:
         raise InputError(
             "file not found: give an existing JSONL file of labelled notes", source=p

@@ -18,11 +18,12 @@ Modes (``REWARD_MODES``):
   - ``absent`` (default): agent i removed from the world for the step (Wolpert & Tumer's clamping
     to the null vector): it neither moves, nor pays, nor blocks. ``D_i`` is agent i's own reward
     plus what its presence cost or gave the others (GridRace: -0.5 when a partner walks into it).
-  - ``stay``: agent i takes the default action ``stay`` (the issue's definition).
+  - ``stay``: agent i takes the default action ``stay`` (the seed note's definition; Wolpert &
+    Tumer 2002 clamp to a fixed default action).
   - ``average``: the mean over agent i's actions, uniform (the aristocrat utility of Wolpert &
     Tumer; COMA's baseline weights by the agent's policy instead).
 
-Why ``absent`` is the default, measured on GridRace with the issue's IQL setting (alpha 0.05,
+Why ``absent`` is the default, measured on GridRace with the seed note's IQL setting (alpha 0.05,
 gamma 0.95, epsilon 0.6 * 0.999^k >= 0.02, 30000 episodes, ``end="any"``), lazy-agent finding
 (:func:`marlm.eval.diagnose.detect_lazy_agent`) per seed 0-7:
 

@@ -1,4 +1,4 @@
-"""The speed figures of issue 5, each measured against its baseline in the same process.
+"""The speed figures of ``marlm bench``, each measured against its baseline in the same process.
 
 Each ``bench_*`` function returns a :class:`Figure` (value, baseline, ratio, target, notes);
 ``benchmarks/bench_*.py`` print one each and ``marlm bench`` prints all of them. Nothing here is
@@ -41,7 +41,7 @@ class Figure:
         unit: e.g. ``"robot-steps/s"``, ``"ms/step"``.
         ratio: the figure that is compared with ``target`` (see ``ratio_text``).
         ratio_text: what ``ratio`` means, e.g. ``"x RWARE"``.
-        target: the issue's target, as text.
+        target: the ratio the figure should reach, as text (e.g. ``">= 10x"``).
         met: whether ``ratio`` meets the target.
         details: extra rows (label -> text), printed under the figure.
     """

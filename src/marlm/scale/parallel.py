@@ -247,6 +247,13 @@ def train_seeds(
     return map_seeds(fn, seeds, workers=workers, address=address)
 
 
+def seed_table_path(out: str | Path, seed: int) -> Path:
+    """Where :func:`train_warehouse_seeds` writes seed ``seed``'s table: ``<stem>-seed<s>.npz``
+    next to ``out``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}-seed{seed}{out.suffix or '.npz'}")
+
+
 def train_warehouse_seeds(
     seeds: Sequence[int],
     out: str | Path,
@@ -274,9 +281,7 @@ def train_warehouse_seeds(
     rows = []
     for r in train_seeds(seeds, workers=workers, address=address, layout=layout, **train_kwargs):
         info = {"layout": str(layout), "seed": r["seed"], "updates": r["updates"], **train_kwargs}
-        path = QExecutor(q=r["q"], info=info).save(
-            out.with_name(f"{out.stem}-seed{r['seed']}{out.suffix or '.npz'}")
-        )
+        path = QExecutor(q=r["q"], info=info).save(seed_table_path(out, r["seed"]))
         rows.append(
             {
                 "seed": r["seed"],
@@ -294,6 +299,7 @@ __all__ = [
     "check_workers",
     "layout_memory_bytes",
     "map_seeds",
+    "seed_table_path",
     "train_seed",
     "train_seeds",
     "train_warehouse_seeds",

@@ -389,7 +389,7 @@ def load_layout(name_or_path: str | Path) -> Layout:
     """
     if isinstance(name_or_path, str) and name_or_path in list_layouts():
         resource = _layout_dir() / f"{name_or_path}.txt"
-        return parse_layout(resource.read_text(encoding="utf-8"), name_or_path, resource.name)
+        return parse_layout(resource.read_text(encoding="utf-8-sig"), name_or_path, resource.name)
     path = Path(name_or_path)
     if not path.is_file():
         raise InputError(
@@ -399,7 +399,7 @@ def load_layout(name_or_path: str | Path) -> Layout:
         )
     data = path.read_bytes()
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a leading byte-order mark (Windows editors) is dropped
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise InputError(

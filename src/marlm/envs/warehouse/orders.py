@@ -14,6 +14,7 @@ JSONL order file, one JSON object per line (blank lines are skipped)::
 
 from __future__ import annotations
 
+import codecs
 import json
 from importlib import resources
 from pathlib import Path
@@ -115,7 +116,8 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
         raise InputError(f"no order file {str(path)!r}", source=str(path), field="orders")
     orders: list[Order] = []
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)  # as Windows editors write it
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -180,10 +182,10 @@ def load_notes(path: str | Path | None = None) -> list[dict]:
     """
     if path is None:
         text = (resources.files("marlm") / "data" / "notes" / "sample_notes.jsonl").read_text(
-            encoding="utf-8"
+            encoding="utf-8-sig"
         )
     else:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from marlm.envs.palette import AGENT_COLOURS
 from marlm.envs.warehouse.layout import FLOOR, SHELF, STATION, WALL, Layout
 
 CELL_COLOURS = {
@@ -18,21 +19,9 @@ CELL_COLOURS = {
     STATION: (120, 200, 120),
 }
 REQUESTED_SHELF = (240, 160, 40)
-ROBOT_COLOURS = np.array(
-    [
-        (31, 119, 180),
-        (214, 39, 40),
-        (44, 160, 44),
-        (148, 103, 189),
-        (255, 127, 14),
-        (23, 190, 207),
-        (227, 119, 194),
-        (140, 86, 75),
-        (188, 189, 34),
-        (127, 127, 127),
-    ],
-    dtype=np.uint8,
-)
+#: Robot ``i`` is drawn in ``ROBOT_COLOURS[i % 10]``: the one agent palette of marlm (the reward
+#: curves use it too).
+ROBOT_COLOURS = AGENT_COLOURS
 _ROBOT_CHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 

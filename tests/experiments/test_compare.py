@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.hybrid.compare import LLMMoveExecutor, compare_schemes, format_table
+from marlm.experiments.compare import compare_schemes, format_table
+from marlm.hybrid.llm_executor import LLMMoveExecutor
 from marlm.llm.backends import BackendError, ChatResult
 
 

@@ -1,0 +1,204 @@
+"""Where a command writes: one rule for every run folder and output file marlm writes.
+
+The rule (README, "Run folders are never overwritten"): a command refuses, before doing any work,
+to write into
+
+- a run folder that is not empty (it holds a run, or files marlm did not write), or
+- an output file (a checkpoint, a policy table, a report, a JSON result) that already exists,
+
+with exit code 2 and a message naming the path and the two ways on: choose a new path, or pass
+``--overwrite``. With ``--overwrite`` an existing run folder is emptied first (so no file of the
+old run, e.g. an ``episode.gif`` the new run does not write, survives next to the new one), and an
+existing file is replaced atomically when the new one is complete. ``--overwrite`` never empties a
+non-empty folder that holds no marlm run (say ``--out .``): that is refused in any case.
+
+Light on purpose (no numpy, no plotting): every command calls it before loading anything heavy.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from marlm.errors import InputError
+
+__all__ = [
+    "RUN_MARKERS",
+    "check_output_file",
+    "check_run_folder",
+    "claim_run_folder",
+    "fresh_folder",
+    "holds_run",
+]
+
+#: Files whose presence marks a folder as a marlm run: the trace and metrics of ``marlm demo``
+#: (and of each scheme under ``marlm compare``), the tables and logs of ``marlm train gridworld``
+#: and ``race``, the results of ``marlm compare``.
+RUN_MARKERS = frozenset(
+    {
+        "trace.jsonl",
+        "metrics.json",
+        "episode.gif",
+        "reward_curves.png",
+        "tables.npz",
+        "episodes.npz",
+        "findings.json",
+        "curves.png",
+        "compare.json",
+        "compare.txt",
+        "compare_notes_only.json",
+        "report.html",
+    }
+)
+
+_FIX = "choose a new path, or pass --overwrite to replace it"
+
+
+def holds_run(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a marlm run: a :data:`RUN_MARKERS` file in it or one level down
+    (``marlm compare`` writes one run folder per scheme)."""
+    p = Path(folder)
+    if not p.is_dir():
+        return False
+    for child in p.iterdir():
+        if child.name in RUN_MARKERS:
+            return True
+        if child.is_dir() and any((child / m).exists() for m in RUN_MARKERS):
+            return True
+    return False
+
+
+def _entries(folder: Path, keep: Iterable[str | Path | None]) -> list[Path]:
+    """The folder's entries, without the ``keep`` files (inputs of this run, e.g. ``--resume``)."""
+    kept = {Path(k).resolve() for k in keep if k is not None}
+    return [c for c in folder.iterdir() if c.resolve() not in kept]
+
+
+def _listing(entries: list[Path], limit: int = 4) -> str:
+    names = sorted(c.name + ("/" if c.is_dir() else "") for c in entries)
+    return ", ".join(names[:limit]) + (
+        f" and {len(names) - limit} more" if len(names) > limit else ""
+    )
+
+
+def check_run_folder(
+    path: str | Path,
+    *,
+    overwrite: bool = False,
+    option: str = "--out",
+    keep: Iterable[str | Path | None] = (),
+) -> Path:
+    """Refuse ``path`` as a new run folder unless it is new or empty (or ``overwrite`` and it
+    holds a marlm run). Changes nothing on disk.
+
+    ``keep``: files in the folder that are inputs of this run (``--resume`` of an interrupted
+    run whose checkpoint sits in its run folder); they do not count and are never deleted.
+
+    Raises:
+        InputError: ``path`` is a file; it is a non-empty folder and ``overwrite`` is false; it
+            is a non-empty folder that holds no marlm run (refused even with ``overwrite``).
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(
+            "is a file, not a folder; give a new folder for the run", source=p, field=option
+        )
+    if not p.is_dir():
+        return p
+    entries = _entries(p, keep)
+    if not entries:
+        return p
+    if not holds_run(p):
+        raise InputError(
+            f"is not empty ({_listing(entries)}) and holds no marlm run; marlm does not write into it "
+            "or delete its files, even with --overwrite: give a new or empty folder",
+            source=p,
+            field=option,
+        )
+    if not overwrite:
+        raise InputError(
+            f"already holds a run ({_listing(entries)}); {_FIX}", source=p, field=option
+        )
+    return p
+
+
+def claim_run_folder(
+    path: str | Path,
+    *,
+    overwrite: bool = False,
+    option: str = "--out",
+    keep: Iterable[str | Path | None] = (),
+) -> Path:
+    """Make ``path`` a fresh, writable run folder: check it (:func:`check_run_folder`), empty it
+    when ``overwrite`` allows, create it, and probe that it is writable.
+
+    Call it after every input is known to be good and before any work: with ``overwrite`` the old
+    run is deleted here.
+
+    Raises:
+        InputError: as :func:`check_run_folder`; or the folder cannot be created or written.
+    """
+    p = check_run_folder(path, overwrite=overwrite, option=option, keep=keep)
+    try:
+        if p.is_dir():
+            for child in _entries(p, keep):
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".marlm-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise InputError(
+            f"cannot use it as the run folder ({e.strerror or type(e).__name__}); choose another path",
+            source=p,
+            field=option,
+        ) from e
+    return p
+
+
+def check_output_file(
+    path: str | Path,
+    *,
+    overwrite: bool = False,
+    option: str = "--out",
+    allow: Iterable[str | Path | None] = (),
+) -> Path:
+    """Refuse ``path`` as an output file if it exists, unless ``overwrite``. Changes nothing.
+
+    Args:
+        path: the file the command will write (atomically, when it is complete).
+        overwrite: the user passed ``--overwrite``.
+        option: the option that named ``path``, for the message.
+        allow: paths this command may rewrite anyway (``--resume X --checkpoint X`` continues the
+            run in X, as the user asked).
+
+    Raises:
+        InputError: ``path`` is a folder; or it exists, ``overwrite`` is false and it is not in
+            ``allow``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("is a folder; give the file to write", source=p, field=option)
+    if p.exists() and not overwrite:
+        allowed = {Path(a).resolve() for a in allow if a is not None}
+        if p.resolve() not in allowed:
+            raise InputError(f"already exists; {_FIX}", source=p, field=option)
+    return p
+
+
+def fresh_folder(path: str | Path) -> Path:
+    """``path`` if nothing is there, else the first free sibling ``path-2``, ``path-3``, ...
+
+    For default run folders named by the clock (``runs/demo-<time>``): two runs started in the same
+    second get two folders. A path the user gave is checked with :func:`check_run_folder` instead.
+    """
+    p = Path(path)
+    k = 2
+    while p.exists():
+        p = Path(path).with_name(f"{Path(path).name}-{k}")
+        k += 1
+    return p

