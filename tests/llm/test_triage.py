@@ -133,22 +133,37 @@ def test_nearest_class_maps_labels_outside_the_class_set():
     assert nearest_class("low", URGENCY_CLASSES) == "low"
 
 
-def test_similar_examples_are_the_nearest_pool_notes_never_the_note_itself(scripted):
+def test_similar_examples_are_the_nearest_of_each_class_never_the_note_itself(scripted):
     pool = [
         LabelledNote("a", "line down, need the part now", "urgent"),
         LabelledNote("b", "routine restock", "normal"),
         LabelledNote("c", "line down again", "urgent"),
         LabelledNote("d", "archive boxes whenever", "low"),
+        LabelledNote("e", "line restock, routine", "normal"),
+        LabelledNote("f", "emergency: line down, part needed now", "urgent"),
     ]
     tri = Triage(scripted([]), mode="score", examples=pool, shots=2)
-    ex = tri.examples_for(clean_note("line down, need the part now"))
-    assert [e.id for e in ex][-1] == "c" and "a" not in [e.id for e in ex]  # most similar last
+    ex = [e.id for e in tri.examples_for(clean_note("line down, need the part now"))]
+    # Per class the two nearest (one low note only), classes alternating in a fixed order, the
+    # most similar round last; the note's own pool entry "a" is never its example.
+    assert "a" not in ex and len(ex) == 5
+    assert [pool[[x.id for x in pool].index(i)].label for i in ex] == [
+        "urgent", "normal", "urgent", "normal", "low",
+    ]  # fmt: skip
+    assert ex[2] == "f" or ex[2] == "c"
     held = Triage(scripted([]), examples=pool, hold_out=["routine restock"], shots=3)
-    assert [x.id for x in held.pool] == ["a", "c", "d"]
+    assert [x.id for x in held.pool] == ["a", "c", "d", "e", "f"]
     assert "b" not in [e.id for e in held.examples_for("routine restock")]
     two = Triage(scripted([]), examples=pool, classes=("urgent", "normal"))
-    assert [x.label for x in two.pool] == ["urgent", "normal", "urgent", "normal"]
-    assert tri.without(["line down again"]).pool == [pool[0], pool[1], pool[3]]
+    assert [x.label for x in two.pool] == [
+        "urgent",
+        "normal",
+        "urgent",
+        "normal",
+        "normal",
+        "urgent",
+    ]
+    assert tri.without(["line down again"]).pool == [x for x in pool if x.id != "c"]
 
 
 def test_parse_answer_accepts_only_a_class():

@@ -27,7 +27,7 @@ def _backend(llm: str):
 
 
 def _cache_dir() -> Path:
-    from marlm.hybrid import cache_dir
+    from marlm.hybrid.build import cache_dir
 
     return cache_dir()
 
@@ -63,7 +63,7 @@ def triage(
     select: str = typer.Option(
         "similar", "--select", help="Few-shot examples: similar (per note) or balanced."
     ),
-    shots: int = typer.Option(4, "--shots", help="Few-shot examples per note (similar)."),
+    shots: int = typer.Option(2, "--shots", help="Similar few-shot examples per class and note."),
     per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class (balanced)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the folds and the example draw."),
 ) -> None:
