@@ -2,7 +2,11 @@
 
 Modes by the first path segment of the base URL: hang (accepts, never answers), 500, whitespace
 (streams spaces forever), truncated_body, truncated_content, flaky (500 once, then an answer),
-picky (rejects both structured-output shapes). The fixtures that start it are in conftest.py.
+picky (rejects both structured-output shapes), deep (answers 3000 nested arrays), ctxlen (400 "maximum context length exceeded" once,
+then an answer), ratelimit (429 with ``Retry-After: 1`` once, then an answer), ratelimit_long (429
+with ``Retry-After: 120`` always). A segment ``mode~tag`` behaves as ``mode`` with its own request
+count, so a test gets a fresh sequence. A path without ``/v1/`` is answered 404 (a base URL without
+``/v1``); ``GET .../v1/models`` lists one model. The fixtures that start it are in conftest.py.
 """
 
 from __future__ import annotations
@@ -54,6 +58,10 @@ class FaultServer(ThreadingHTTPServer):
     def base(self, mode: str) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/{mode}/v1"
 
+    def root(self, mode: str) -> str:
+        """The base URL without ``/v1``: every request to it is answered 404."""
+        return f"http://127.0.0.1:{self.server_address[1]}/{mode}"
+
     def count(self, mode: str) -> int:
         with self.lock:
             return sum(1 for m, _ in self.requests if m == mode)
@@ -80,15 +88,42 @@ class FaultHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def do_GET(self) -> None:
+        if "/v1/" not in self.path:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        self._json(200, {"object": "list", "data": [{"id": "fault", "object": "model"}]})
+
     def do_POST(self) -> None:
-        mode = self.path.strip("/").split("/")[0]
+        key = self.path.strip("/").split("/")[0]
+        mode = key.split("~")[0]
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         with self.server.lock:
-            self.server.requests.append((mode, body))
-            n = sum(1 for m, _ in self.server.requests if m == mode)
+            self.server.requests.append((key, body))
+            n = sum(1 for m, _ in self.server.requests if m == key)
+        if "/v1/" not in self.path:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
         if mode == "hang":
-            self.server.stop.wait(120)
+            self.server.stop.wait(600)
+            return
+        if mode == "ctxlen" and n % 2 == 1:
+            message = (
+                "This model's maximum context length is 2048 tokens. However, your messages "
+                "resulted in 3000 tokens. Please reduce the length of the messages."
+            )
+            error = {"message": message, "type": "invalid_request_error"}
+            self._json(400, {"error": {**error, "code": "context_length_exceeded"}})
+            return
+        if (mode == "ratelimit" and n % 2 == 1) or mode == "ratelimit_long":
+            data = json.dumps({"error": {"message": "rate limit reached"}}).encode()
+            self.send_response(429)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "120" if mode == "ratelimit_long" else "1")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
             return
         if mode == "500" or (mode == "flaky" and n % 2 == 1):
             self._json(500, {"error": {"message": "injected server error"}})
@@ -113,6 +148,9 @@ class FaultHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+            return
+        if mode == "deep":
+            self._json(200, completion("[" * 3000 + "]" * 3000))
             return
         if mode == "truncated_content":
             self._json(200, completion(CUT, "length"))

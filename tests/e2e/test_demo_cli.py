@@ -182,13 +182,14 @@ def test_a_server_that_never_answers_is_recorded_and_does_not_hold_the_process(
     tmp_path, fault_server
 ):
     out = tmp_path / "run"
-    # The server answers nothing for 120 s and the HTTP timeout is 60 s: a process that waited
-    # for the in-flight request at exit would outlive the subprocess guard below.
+    # The server answers nothing for 600 s and the HTTP timeout is 900 s: a process that waited
+    # for the in-flight request at exit would outlive the generous subprocess guard below (which
+    # bounds a stuck process, not the speed of a run).
     proc = subprocess.run(
-        [*MARLM, "demo", "--planner", "llm", "--llm", fault_server.base("hang"),
-         "--llm-timeout", "60", "--steps", "80", "--tick-ms", "5", "--plan-deadline", "0.1",
-         "--no-gif", "--out", str(out)],
-        capture_output=True, text=True, timeout=45, cwd=tmp_path,
+        [*MARLM, "demo", "--planner", "llm", "--llm", fault_server.base("hang~demo"),
+         "--llm-timeout", "900", "--steps", "80", "--tick-ms", "5", "--plan-deadline", "0.1",
+         "--executor", "greedy", "--no-gif", "--out", str(out)],
+        capture_output=True, text=True, timeout=400, cwd=tmp_path,
         env={**os.environ, "MARLM_CACHE": str(tmp_path / "cache")},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]

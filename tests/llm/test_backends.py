@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
-import time
+import subprocess
+import sys
+import textwrap
+import threading
 
 import pytest
 
 from marlm.errors import InputError
 from marlm.llm.agent import ToolAgent
 from marlm.llm.backends import (
+    BackendClosed,
     BackendError,
+    BackendHTTPError,
     BackendTimeout,
     ChatModel,
+    ContextLengthExceeded,
     EmbeddedModel,
     OpenAICompatible,
+    make_backend,
 )
+from marlm.llm.breaker import FakeClock
 from marlm.llm.reward import SCORE_SCHEMA
 
 HELLO = [{"role": "user", "content": "Rate this: the robot reached its goal."}]
@@ -38,6 +46,138 @@ def test_embedded_model_timeout_is_backend_timeout(embedded_model):
 def test_embedded_model_missing_file_is_backend_error(tmp_path):
     with pytest.raises(BackendError, match="not found"):
         EmbeddedModel(tmp_path / "nope.gguf")
+
+
+def test_embedded_prompt_longer_than_the_context_is_context_length_exceeded(embedded_model):
+    small = EmbeddedModel(embedded_model.model_path, n_ctx=64)
+    with pytest.raises(ContextLengthExceeded):
+        small.chat([{"role": "user", "content": "word " * 200}], max_tokens=4)
+    assert small.breaker.state().failures == 0
+    assert small.chat(HELLO, max_tokens=2).completion_tokens > 0  # still usable
+
+
+def test_close_cancels_the_call_in_flight_then_frees_the_model(embedded_model):
+    model = EmbeddedModel(embedded_model.model_path)
+    outcome: list[BaseException | object] = []
+
+    def call() -> None:
+        try:
+            outcome.append(model.chat(HELLO, max_tokens=400))
+        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+            outcome.append(e)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    for _ in range(2000):  # bounded: until the call holds the model
+        if model.lock.locked() or outcome:
+            break
+        worker.join(0.005)
+    assert model.close(timeout_s=60) is True
+    worker.join(60)
+    assert model.closed and not worker.is_alive()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], BackendClosed) or not isinstance(outcome[0], BaseException)
+    with pytest.raises(BackendClosed):
+        model.chat(HELLO, max_tokens=2)
+    with pytest.raises(BackendClosed):
+        model.score("Is it urgent?", [" yes", " no"])
+    assert model.close() is True  # idempotent
+
+
+def test_cancel_stops_the_call_in_flight_and_the_model_stays_usable(embedded_model):
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            outcome.append(embedded_model.chat(HELLO, max_tokens=400))
+        except BackendError as e:
+            outcome.append(e)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    for _ in range(2000):  # bounded: until the call holds the model
+        if embedded_model.lock.locked() or outcome:
+            break
+        worker.join(0.005)
+    assert embedded_model.cancel(timeout_s=60) is True
+    worker.join(60)
+    assert not worker.is_alive() and len(outcome) == 1
+    if isinstance(outcome[0], BackendError):  # unless it had already finished
+        assert isinstance(outcome[0], BackendClosed) and "cancelled" in str(outcome[0])
+    assert embedded_model.breaker.state().failures == 0
+    assert embedded_model.chat(HELLO, max_tokens=2).completion_tokens > 0
+
+
+EXIT_WITH_A_CALL_IN_FLIGHT = textwrap.dedent(
+    """
+    import threading, time
+    from marlm.llm.backends import EmbeddedModel
+
+    model = EmbeddedModel()
+    started = threading.Event()
+
+    def work():
+        started.set()
+        for _ in range(50):
+            try:
+                model.chat([{"role": "user", "content": "Tell a long story."}], max_tokens=500)
+            except Exception as e:
+                print("call ended:", type(e).__name__, flush=True)
+                return
+
+    threading.Thread(target=work, daemon=True).start()
+    started.wait(30)
+    while not model.lock.locked():
+        time.sleep(0.001)
+    print("exiting with a call in flight", flush=True)
+    """
+)
+
+
+def test_process_exit_with_a_call_in_flight_is_clean():  # backend case 7 (library side)
+    # Without the exit hook the interpreter frees the model under the running decode: SIGSEGV.
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", EXIT_WITH_A_CALL_IN_FLIGHT],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+        assert "exiting with a call in flight" in proc.stdout
+        assert "call ended: BackendClosed" in proc.stdout
+
+
+def test_embedded_score_is_a_method_under_the_same_guard(embedded_model):
+    from marlm.llm.scoring import score
+
+    got = embedded_model.score("Is the order urgent?\nAnswer:", [" yes", " no"])
+    assert got.method == "embedded" and got.logprobs.shape == (2,)
+    same = score(embedded_model, "Is the order urgent?\nAnswer:", [" yes", " no"])
+    assert same.logprobs.tolist() == got.logprobs.tolist()
+    slow = EmbeddedModel(embedded_model.model_path, timeout_s=1e-6)
+    with pytest.raises(BackendTimeout):
+        slow.score("Is the order urgent?\nAnswer:", [" yes", " no"])
+
+
+@pytest.mark.parametrize("spec", ["embedded", None])
+def test_the_factory_builds_the_embedded_model(spec):
+    model = make_backend(spec)
+    assert isinstance(model, EmbeddedModel) and model.timeout_s is None
+    model.close()
+
+
+def test_the_factory_takes_a_gguf_path(embedded_model):
+    model = make_backend(str(embedded_model.model_path), timeout_s=1, embedded_timeout_s=5)
+    assert isinstance(model, EmbeddedModel) and model.timeout_s == 5.0
+    model.close()
+
+
+@pytest.mark.parametrize("spec", ["ftp://x", "model.bin", "/nope/model.gguf", ""])
+def test_the_factory_refuses_other_values_naming_the_option(spec):
+    with pytest.raises(InputError) as e:
+        make_backend(spec, check=False, option="--llm")
+    assert e.value.field == "--llm"
 
 
 # ----------------------------------------------------------------------------- real server
@@ -76,22 +216,22 @@ def test_refused_connection_is_backend_error_after_retries(refused_url, warehous
 
 
 def test_never_answers_is_timeout_within_the_timeout(fault_server, warehouse):  # case 12
-    model = OpenAICompatible(fault_server.base("hang"), timeout_s=1.0, max_retries=2)
-    before = fault_server.count("hang")  # the server is shared by the whole session
-    t0 = time.monotonic()
+    model = OpenAICompatible(fault_server.base("hang~agent"), timeout_s=0.5, max_retries=2)
     r = ToolAgent(model, warehouse.registry).run("x")
-    elapsed = time.monotonic() - t0
-    assert r.reason == "timeout"
-    assert elapsed < 1.0 + 5.0  # timeouts are not retried
-    assert fault_server.count("hang") - before == 1
+    assert r.reason == "timeout" and "within 0.5 s" in r.detail
+    assert fault_server.count("hang~agent") == 1  # timeouts are not retried
 
 
-def test_server_error_is_retried_then_backend_error(fault_server):
-    before = fault_server.count("500")
-    model = OpenAICompatible(fault_server.base("500"), timeout_s=2, max_retries=2, backoff_s=0.01)
-    with pytest.raises(BackendError, match="HTTP 500"):
+def test_server_error_is_retried_with_backoff_then_backend_error(fault_server):
+    clock = FakeClock()
+    model = OpenAICompatible(
+        fault_server.base("500~retry"), timeout_s=5, max_retries=2, backoff_s=0.25, clock=clock
+    )
+    with pytest.raises(BackendHTTPError, match="HTTP 500") as e:
         model.chat(HELLO)
-    assert fault_server.count("500") - before == 3
+    assert e.value.status == 500 and "3 attempts" in str(e.value)
+    assert fault_server.count("500~retry") == 3
+    assert clock.sleeps == [0.25, 0.5]  # backoff_s * 2**attempt
 
 
 def test_one_server_error_then_success(fault_server):
@@ -100,11 +240,10 @@ def test_one_server_error_then_success(fault_server):
 
 
 def test_whitespace_forever_is_timeout(fault_server, warehouse):
-    model = OpenAICompatible(fault_server.base("whitespace"), timeout_s=1.0)
-    t0 = time.monotonic()
+    model = OpenAICompatible(fault_server.base("whitespace~agent"), timeout_s=0.5)
     r = ToolAgent(model, warehouse.registry).run("x")
-    assert r.reason == "timeout" and "kept sending" in r.detail
-    assert time.monotonic() - t0 < 6.0
+    assert r.reason == "timeout" and "kept sending" in r.detail and "0.5 s" in r.detail
+    assert fault_server.count("whitespace~agent") == 1
 
 
 def test_truncated_body_is_backend_error(fault_server, warehouse):

@@ -100,7 +100,10 @@ def demo(
         typer.Option(help="Run folder: new or empty (default: a new runs/demo-<time>)."),
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option(help="Replace the run already in --out (its files are deleted first).")
+        bool,
+        typer.Option(
+            "--overwrite", help="Replace the run already in --out (its files are deleted first)."
+        ),
     ] = False,
     llm: Annotated[
         str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
@@ -201,7 +204,7 @@ def train_warehouse(
         "runs/executor.npz"
     ),
     overwrite: Annotated[
-        bool, typer.Option(help="Replace an existing Q-table file at --out.")
+        bool, typer.Option("--overwrite", help="Replace an existing Q-table file at --out.")
     ] = False,
     seeds: Annotated[
         int, typer.Option(help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).")

@@ -14,16 +14,9 @@ from .app import eval_app
 
 
 def _backend(llm: str):
-    from marlm.llm.backends import EmbeddedModel, OpenAICompatible
+    from marlm.llm.backends import make_backend
 
-    if llm == "embedded":
-        return EmbeddedModel()
-    if llm.startswith(("http://", "https://")):
-        return OpenAICompatible(llm)
-    raise InputError(
-        f"use 'embedded' or an http(s) URL of an OpenAI-compatible server, got {llm!r}",
-        source="--llm",
-    )
+    return make_backend(llm)
 
 
 def _cache_dir() -> Path:
@@ -41,7 +34,9 @@ def triage(
         "batch", "--mode", help="generate, score, calibrated or batch (the demo's)."
     ),
     llm: str = typer.Option(
-        "embedded", "--llm", help="'embedded' or the URL of an OpenAI-compatible server."
+        "embedded",
+        "--llm",
+        help="'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1).",
     ),
     out: Path | None = typer.Option(
         None, "--out", help="Write the result as JSON here (a new file)."

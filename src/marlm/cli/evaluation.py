@@ -3,6 +3,7 @@ marlm.experiments)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -84,7 +85,19 @@ def replay(
     if out is not None:
         check_output_file(out, overwrite=overwrite)
 
-    result, warnings = replay_trace(trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    bar = Progress(
+        TextColumn("replaying decisions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=_err, transient=False,
+    )  # fmt: skip
+    task = bar.add_task("replay", total=None)
+    with bar if scheme != "rl" else contextlib.nullcontext():  # rl: one fast batch, no bar
+        result, warnings = replay_trace(
+            trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps, say=say,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )  # fmt: skip
     for w in warnings:
         _err.print(f"warning: {w}", markup=False, highlight=False)
     console = Console()

@@ -85,10 +85,10 @@ def _check_outputs(out: Path, checkpoint: Path | None, resume: Path | None, over
         check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
 
 
-def _llm_reward_fn(samples: int):
-    """The LLM reward function on the embedded model (imported only when asked for)."""
+def _llm_reward_fn(samples: int, llm: str = "embedded"):
+    """The LLM reward function on the ``--llm`` backend (imported only when asked for)."""
     try:
-        from marlm.llm.backends import EmbeddedModel
+        from marlm.llm.backends import make_backend
         from marlm.llm.reward import LLMReward
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         raise InputError(f"the LLM reward is not available: {e}", source="--reward") from e
@@ -96,7 +96,7 @@ def _llm_reward_fn(samples: int):
         raise InputError(
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
-    model = EmbeddedModel()
+    model = make_backend(llm)
     return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
 
 
@@ -108,6 +108,11 @@ def train_gridworld_cmd(
     ),
     llm_samples: int = typer.Option(
         3, "--llm-samples", help="With --reward llm: paraphrased prompts per distinct state."
+    ),
+    llm: str = typer.Option(
+        "embedded",
+        "--llm",
+        help="With --reward llm: 'embedded', a .gguf file, or an OpenAI-compatible base URL.",
     ),
     episodes: int = EPISODES,
     seed: int = SEED,
@@ -138,7 +143,7 @@ def train_gridworld_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
     _check_outputs(out, checkpoint, resume, overwrite)
-    reward_fn = _llm_reward_fn(llm_samples) if reward == "llm" else None
+    reward_fn = _llm_reward_fn(llm_samples, llm) if reward == "llm" else None
     claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
     bar, update = _progress(console)

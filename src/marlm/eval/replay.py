@@ -159,6 +159,7 @@ def replay_llm(
     limit: int | None = None,
     only_sources: Sequence[str] | None = None,
     on_decision: Callable[[DecisionPoint, Decision], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Re-decide every recorded decision point with ``decide`` and compare.
 
@@ -168,7 +169,9 @@ def replay_llm(
         limit: replay at most this many decision points (the first ones).
         only_sources: replay only decision points whose recorded source is one of these
             (e.g. ``["llm", "fallback"]`` for the LLM's decisions).
-        on_decision: called after each decision (progress display).
+        on_decision: called after each decision with the point and the replayed decision.
+        progress: called as ``progress(done, total)`` before the first and after each decision
+            (a model can take seconds per decision: the CLI shows a bar).
 
     Returns:
         A JSON-ready dict: ``decisions`` (count), ``exact_agreement`` (fraction of decisions with the
@@ -192,6 +195,8 @@ def replay_llm(
             field="plan",
         )
     rows: list[dict[str, Any]] = []
+    if progress is not None:
+        progress(0, len(points))
     for p in points:
         t0 = time.perf_counter()
         d = decide(p)
@@ -222,6 +227,8 @@ def replay_llm(
         )
         if on_decision is not None:
             on_decision(p, d)
+        if progress is not None:
+            progress(len(rows), len(points))
     n = len(rows)
     return {
         "decisions": n,

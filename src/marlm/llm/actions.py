@@ -25,10 +25,69 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 ErrorKind = Literal[
-    "empty", "not_json", "truncated", "multiple_objects", "not_object", "invalid_action"
+    "empty", "not_json", "truncated", "multiple_objects", "not_object", "invalid_action", "too_deep"
 ]
 
 _DECODER = json.JSONDecoder()
+
+#: Deepest nesting of arrays and objects accepted in a model's answer. Python's JSON decoder and
+#: every recursive check after it fail on deep nesting (``RecursionError`` near 1000 levels); no
+#: answer of ours needs more than a handful of levels.
+MAX_JSON_DEPTH = 64
+
+
+class TooDeep(json.JSONDecodeError):
+    """The text nests arrays/objects deeper than :data:`MAX_JSON_DEPTH` (at ``pos``)."""
+
+
+def nesting_depth(text: str, limit: int = MAX_JSON_DEPTH) -> tuple[int, int]:
+    """Deepest nesting of ``[``/``{`` in ``text`` outside JSON strings, scanning left to right.
+
+    Returns:
+        ``(depth, pos)``: the depth reached, and the offset where it first exceeded ``limit``
+        (``-1`` when it did not). Stops scanning at the first excess.
+    """
+    depth = best = 0
+    in_str = escaped = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > best:
+                best = depth
+                if best > limit:
+                    return best, i
+        elif ch in "]}" and depth > 0:
+            depth -= 1
+    return best, -1
+
+
+def _too_deep(text: str) -> TooDeep | None:
+    _, pos = nesting_depth(text)
+    if pos < 0:
+        return None
+    return TooDeep(f"arrays/objects nested more than {MAX_JSON_DEPTH} levels deep", text, pos)
+
+
+def loads_answer(text: str) -> Any:
+    """``json.loads`` for a model's answer: never a ``RecursionError``.
+
+    Raises:
+        json.JSONDecodeError: not JSON, or nested deeper than :data:`MAX_JSON_DEPTH`
+            (:class:`TooDeep`, a subclass).
+    """
+    deep = _too_deep(text)
+    if deep is not None:
+        raise deep
+    return json.loads(text)
 
 
 @dataclass(frozen=True)
@@ -55,7 +114,8 @@ class ActionError:
 
     Attributes:
         kind: one of ``empty``, ``not_json``, ``truncated`` (cut off by ``max_tokens``),
-            ``multiple_objects``, ``not_object``, ``invalid_action``.
+            ``multiple_objects``, ``not_object``, ``invalid_action``, ``too_deep`` (brackets
+            nested deeper than :data:`MAX_JSON_DEPTH`).
         message: the feedback for the model (one paragraph, names the position or the fields).
         position: 0-based character offset in the reply where the error was found, or ``None``.
         line: 1-based line of ``position`` in the reply, or ``None``.
@@ -91,8 +151,12 @@ def find_json_objects(text: str) -> tuple[list[tuple[int, Any]], json.JSONDecode
         ``(objects, first_error)``: ``objects`` is a list of ``(start_offset, value)``;
         ``first_error`` is the decode error at the first ``{`` that did not start valid JSON
         (``None`` if every ``{`` tried started a valid object). Positions in the error are offsets
-        into ``text``.
+        into ``text``. A text nested deeper than :data:`MAX_JSON_DEPTH` gives no objects and a
+        :class:`TooDeep` error (nothing is decoded, so nothing raises ``RecursionError``).
     """
+    deep = _too_deep(text)
+    if deep is not None:
+        return [], deep
     found: list[tuple[int, Any]] = []
     first_error: json.JSONDecodeError | None = None
     pos = text.find("{")
@@ -125,6 +189,16 @@ def parse_action(text: str, *, finish_reason: str = "stop") -> Action | ActionEr
     if not text.strip():
         return ActionError("empty", f"Your reply was empty. {ACTION_HELP}")
     objects, error = find_json_objects(text)
+    if isinstance(error, TooDeep):
+        line, col = _line_col(text, error.pos)
+        return ActionError(
+            "too_deep",
+            f"Your reply nests brackets more than {MAX_JSON_DEPTH} levels deep (at line {line} "
+            f"column {col}). An action needs only a few levels. {ACTION_HELP}",
+            error.pos,
+            line,
+            col,
+        )
     if not objects:
         start = text.find("{")
         if error is not None:
@@ -203,7 +277,7 @@ def action_from_value(
             args = {}
         elif isinstance(args, str):
             try:
-                args = json.loads(args)
+                args = loads_answer(args)
             except json.JSONDecodeError:
                 return bad("Field 'args' must be a JSON object of argument names to values.")
         if not isinstance(args, dict):
@@ -354,7 +428,9 @@ def validate_answer(text: str, schema: dict[str, Any], finish_reason: str = "sto
     """
     stripped = text.strip()
     try:
-        value = json.loads(stripped)
+        value = loads_answer(stripped)
+    except TooDeep as e:
+        return f"answer is not usable JSON: {e.msg} at character {e.pos}"
     except json.JSONDecodeError as e:
         objects, _ = find_json_objects(text)
         if len(objects) != 1:

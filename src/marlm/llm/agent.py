@@ -13,7 +13,9 @@ ends in a value (:class:`AgentResult`) with one of these reasons:
 - ``backend_error`` / ``timeout``: the backend failed (:class:`BackendError` /
   :class:`BackendTimeout`).
 
-Model mistakes are recorded on the step and fed back; the loop continues. Failures of our code
+Model mistakes are recorded on the step and fed back; the loop continues. What a retry sends
+stays bounded (:meth:`ToolAgent.render`): the task, the tool calls that ran, and only the last
+rejected reply with its error, earlier rejections summarised in one line. Failures of our code
 propagate. The transcript is a list of typed steps; the prompt is rendered from it
 (:meth:`ToolAgent.render`), so the prompt is a view of the data. Loop shape after smolagents'
 ``MultiStepAgent`` (Hugging Face, 2024), with JSON actions instead of code.
@@ -205,6 +207,7 @@ class ToolAgent:
         temperature: sampling temperature (0 = greedy).
         seed: sampler seed passed to the backend.
         max_output_chars: tool outputs longer than this are cut head-and-tail.
+        max_reply_chars: a rejected reply shown again to the model is cut head-and-tail to this.
         use_schema: send the action schema to the backend (grammar / structured output).
 
     Raises:
@@ -224,6 +227,7 @@ class ToolAgent:
         temperature: float = 0.0,
         seed: int | None = None,
         max_output_chars: int = 1500,
+        max_reply_chars: int = 300,
         use_schema: bool = True,
     ) -> None:
         from marlm.errors import InputError
@@ -234,6 +238,7 @@ class ToolAgent:
             ("repeat_k", repeat_k, 1),
             ("max_tokens", max_tokens, 1),
             ("max_output_chars", max_output_chars, 80),
+            ("max_reply_chars", max_reply_chars, 80),
         ):
             if not isinstance(value, int) or value < low:
                 raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
@@ -247,6 +252,7 @@ class ToolAgent:
         self.temperature = temperature
         self.seed = seed
         self.max_output_chars = max_output_chars
+        self.max_reply_chars = max_reply_chars
         self.schema = action_schema(tools.schemas()) if use_schema else None
 
     def system_message(self) -> str:
@@ -257,14 +263,43 @@ class ToolAgent:
         )
 
     def render(self, task: str, steps: list[Step]) -> list[Message]:
-        """The messages for the next model call: system, task, then each step's messages."""
+        """The messages for the next model call: system, task, then the steps' messages.
+
+        What a retry sends stays bounded: replies that led to no tool call are not replayed, except
+        the last one when it is the latest step (its reply, cut to ``max_reply_chars``, and its
+        feedback); the retries before it in the same run of failures are summarised in one line
+        (their number and error kinds). Tool calls that ran are all kept (at most ``max_iter``).
+        The transcript (:attr:`AgentResult.steps`) keeps every step; the prompt is a view of it.
+        """
         messages: list[Message] = [
             {"role": "system", "content": self.system_message()},
             {"role": "user", "content": task},
         ]
-        for s in steps:
+        trailing = 0  # retries at the end of the transcript
+        for s in reversed(steps):
+            if not isinstance(s, RetryStep):
+                break
+            trailing += 1
+        for i, s in enumerate(steps):
+            if isinstance(s, RetryStep):
+                if i == len(steps) - 1:
+                    messages.extend(self._retry_messages(s, steps[i - trailing + 1 : i]))
+                continue
             messages.extend(s.to_messages())
         return messages
+
+    def _retry_messages(self, last: RetryStep, earlier: list[Step]) -> list[Message]:
+        """The last rejected reply and its feedback, with earlier rejections in one line."""
+        feedback = last.feedback
+        if earlier:
+            kinds = Counter(s.error_kind for s in earlier if isinstance(s, RetryStep))
+            summary = ", ".join(f"{k} x{n}" for k, n in kinds.most_common())
+            n = len(earlier)
+            feedback += f"\n({n} earlier {'reply' if n == 1 else 'replies'} rejected: {summary}.)"
+        return [
+            {"role": "assistant", "content": cut_middle(last.reply, self.max_reply_chars)},
+            {"role": "user", "content": feedback},
+        ]
 
     def run(self, task: str) -> AgentResult:
         """Run the loop on ``task`` until an answer or a failure reason; never raises for the model.

