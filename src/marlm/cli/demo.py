@@ -180,6 +180,11 @@ def demo(
             )
             q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
             bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
+        warm = getattr(plan, "warm_up", None)
+        if warm is not None:  # before the control clock starts: the first answer is then prompt
+            task = bar.add_task("warming up the model (batch prior, cached after)", total=None)
+            warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
+            bar.update(task, completed=1, total=1)
         task = bar.add_task("warehouse", total=config.steps)
         result = run(
             config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i)

@@ -177,6 +177,13 @@ class TriagePlanner:
             outcome=outcome,
         )
 
+    def warm_up(self, progress: Any = None) -> None:
+        """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the batch
+        prior (or its disk cache) and one scoring pass; ``progress(done, total)`` as it goes."""
+        warm = getattr(self.triage, "warm_up", None)
+        if warm is not None:
+            warm(progress=progress)
+
     @staticmethod
     def _call(order: Any, d: Any) -> LLMCall:
         return LLMCall(

@@ -43,7 +43,7 @@ import threading
 import time
 import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -743,7 +743,7 @@ class Triage:
         except OSError as e:  # the prior still holds in memory; the next run computes it again
             _warn_once(f"prior-cache:{path.parent}", f"cannot write the triage prior cache: {e}")
 
-    def batch_prior(self) -> np.ndarray:
+    def batch_prior(self, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """``float64[n_classes]``: log of the mean class distribution over :attr:`prior_notes`.
 
         Batch Calibration (Zhou et al. 2024, section 4) estimates the contextual prior as the mean
@@ -765,7 +765,9 @@ class Triage:
                 self.prior_source = "disk cache"
                 if prior is None:
                     probs = []
-                    for note in self.prior_notes:
+                    for k, note in enumerate(self.prior_notes):
+                        if progress is not None:
+                            progress(k, len(self.prior_notes))
                         r = score(
                             self.model,
                             render_prompt(note, self.examples_for(note), self.classes),
@@ -780,18 +782,34 @@ class Triage:
                 self._prior = prior
             return self._prior
 
-    def warm_up(self) -> None:
-        """Do the once-per-classifier work now: the ``batch`` prior (or the content-free scores)
-        and one scoring pass, so that the first real note pays only for itself."""
+    def warm_up(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Do the once-per-classifier work now, before any note is urgent: the ``batch`` prior
+        (from the disk cache when it is there) or the content-free scores, then one scoring
+        pass so that llama.cpp's first-call allocations are paid here.
+
+        Args:
+            progress: called as ``progress(done, total)`` while the prior's notes are scored.
+
+        Raises nothing: a backend failure here is left for the first real note to meet.
+        """
         if self.mode == "generate" or not self._scoring_ok:
             return
         try:
             if self.mode == "batch":
-                self.batch_prior()
+                self.batch_prior(progress=progress)
             elif self.mode == "calibrated":
                 self.content_free()
+            text = clean_note("warm-up", self.max_note_chars)
+            score(
+                self.model,
+                render_prompt(text, self.examples_for(text), self.classes),
+                self._options,
+                cache_prefix=self._prefix,
+            )
         except ScoringUnsupported:
             self._scoring_ok = False
+        except (BackendError, ValueError):
+            pass
 
     def classify_many(
         self, notes: Sequence[str | None], *, fallbacks: Sequence[str | None] | None = None
