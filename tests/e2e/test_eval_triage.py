@@ -101,13 +101,13 @@ def test_eval_triage_defaults_to_the_demos_path(small_notes, tmp_path):
     r = run("--notes", str(small_notes), "--out", str(tmp_path / "r.json"), cache=tmp_path)
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert (data["mode"], data["select"], data["protocol"]) == ("batch", "similar", "held-out")
+    assert (data["mode"], data["select"], data["protocol"]) == ("batch", "balanced", "held-out")
     assert data["pool"]["notes"] == 67 - 8  # the shipped pool without the 8 test notes
     assert data["calls"]["batch_prior"] == 24  # PRIOR_MAX_NOTES of them
     assert len(list(tmp_path.glob("triage-prior-*.json"))) == 1
     test_ids = {p["id"] for p in data["predictions"]}
     assert all(
-        len(p["examples"]) == 4 and not test_ids & set(p["examples"]) for p in data["predictions"]
+        len(p["examples"]) == 8 and not test_ids & set(p["examples"]) for p in data["predictions"]
     )
 
 

@@ -142,7 +142,7 @@ def test_similar_examples_are_the_nearest_of_each_class_never_the_note_itself(sc
         LabelledNote("e", "line restock, routine", "normal"),
         LabelledNote("f", "emergency: line down, part needed now", "urgent"),
     ]
-    tri = Triage(scripted([]), mode="score", examples=pool, shots=2)
+    tri = Triage(scripted([]), mode="score", examples=pool, shots=2, select="similar")
     ex = [e.id for e in tri.examples_for(clean_note("line down, need the part now"))]
     # Per class the two nearest (one low note only), classes alternating in a fixed order, the
     # most similar round last; the note's own pool entry "a" is never its example.
@@ -151,7 +151,9 @@ def test_similar_examples_are_the_nearest_of_each_class_never_the_note_itself(sc
         "urgent", "normal", "urgent", "normal", "low",
     ]  # fmt: skip
     assert ex[2] == "f" or ex[2] == "c"
-    held = Triage(scripted([]), examples=pool, hold_out=["routine restock"], shots=3)
+    held = Triage(
+        scripted([]), examples=pool, hold_out=["routine restock"], shots=3, select="similar"
+    )
     assert [x.id for x in held.pool] == ["a", "c", "d", "e", "f"]
     assert "b" not in [e.id for e in held.examples_for("routine restock")]
     two = Triage(scripted([]), examples=pool, classes=("urgent", "normal"))
@@ -312,21 +314,21 @@ def test_calibrated_triage_beats_the_majority_on_held_out_dev_notes(embedded_mod
 
 def test_similar_batch_prior_is_cached_on_disk_per_model_and_pool(embedded_model, tmp_path):
     pool = load_labelled_notes(default_examples_path())[::3]  # 9 notes, all three classes
-    tri = Triage(embedded_model, examples=pool, shots=3, cache_dir=tmp_path)
+    tri = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
     assert tri.mode == "batch" and tri.select == "similar"
     prior = tri.batch_prior()
     assert tri.stats.prior_calls == len(pool) and tri.prior_source == "computed"
     (cached,) = tmp_path.glob("triage-prior-*.json")
-    again = Triage(embedded_model, examples=pool, shots=3, cache_dir=tmp_path)
+    again = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
     assert np.array_equal(again.batch_prior(), prior)
     assert again.stats.prior_calls == 0 and again.prior_source == "disk cache"
     # Another pool is another prior; a broken cache file is computed again.
     assert again.without([pool[0].note]).prior_key() != again.prior_key()
     cached.write_text("{not json", encoding="utf-8")
-    third = Triage(embedded_model, examples=pool, shots=3, cache_dir=tmp_path)
+    third = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
     assert np.allclose(third.batch_prior(), prior) and third.stats.prior_calls == len(pool)
     d = third.classify("Emergency order for the fire department.")
-    assert len(d.examples) == 3 and d.label in URGENCY_CLASSES
+    assert len(d.examples) == 3 + 3 + 1 and d.label in URGENCY_CLASSES  # one low note
 
 
 # ----------------------------------------------------------------------------- evaluation math

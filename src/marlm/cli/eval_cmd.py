@@ -56,7 +56,9 @@ def triage(
     ),
     folds: int = typer.Option(5, "--folds", help="k of the cross-validation."),
     select: str = typer.Option(
-        "similar", "--select", help="Few-shot examples: similar (per note) or balanced."
+        "balanced",
+        "--select",
+        help="Few-shot examples: balanced (one draw per class, the demo's) or similar (per note).",
     ),
     shots: int = typer.Option(2, "--shots", help="Similar few-shot examples per class and note."),
     per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class (balanced)."),

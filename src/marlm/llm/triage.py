@@ -15,7 +15,9 @@ written examples, each line naming its ``source``):
   not few-shot examples (at most :data:`PRIOR_MAX_NOTES`), with their labels ignored. The prior is computed once per classifier
   and, given a ``cache_dir``, kept on disk per model, prompt version and pool.
 
-Few-shot examples are chosen per note (``select="similar"``, the default): of each class, the
+Few-shot examples are one balanced draw from the pool for every note (``select="balanced"``, the
+default: the few-shot prefix is shared, so it stays in llama.cpp's KV cache and a note costs only
+its own tokens), or chosen per note (``select="similar"``): of each class, the
 ``shots`` pool notes most similar to it by TF-IDF cosine over character n-grams, classes
 alternating, the most similar round placed last, next to the note ("What Makes Good In-Context
 Examples for GPT-3?", Liu et al. 2022, section 2, KATE, with the class balance and order of
@@ -472,8 +474,9 @@ class Triage:
             :func:`default_pool_path`. Labels outside ``classes`` count as the nearest class in
             urgency order (``low`` as ``normal`` when ``low`` is not a class).
         classes: the class set; defaults to :data:`URGENCY_CLASSES`.
-        select: ``"similar"`` (the ``shots`` most similar pool notes per note, Liu et al. 2022)
-            or ``"balanced"`` (one draw of ``per_class`` notes per class for every note).
+        select: ``"balanced"`` (default: one draw of ``per_class`` notes per class for every
+            note, a prefix that stays in the KV cache) or ``"similar"`` (per note, the
+            ``shots`` most similar pool notes of each class, Liu et al. 2022).
         shots: few-shot examples per class and note with ``select="similar"``.
         per_class: few-shot examples per class with ``select="balanced"``.
         seed: seed of the balanced draw.
@@ -497,7 +500,7 @@ class Triage:
         mode: str = "batch",
         examples: Sequence[LabelledNote] | str | Path | None = None,
         classes: Sequence[str] = URGENCY_CLASSES,
-        select: str = "similar",
+        select: str = "balanced",
         shots: int = DEFAULT_SHOTS,
         per_class: int = 4,
         seed: int = 0,

@@ -1,7 +1,7 @@
 """Measure a triage mode on labelled notes, without tuning on the notes reported.
 
 Two protocols, named in every result (``protocol``); in both, the classifier is the demo's
-(``batch`` mode, examples chosen per note by similarity, prior over the pool) unless told
+(``batch`` mode, balanced examples from the shipped pool, prior over the pool) unless told
 otherwise, and no test note's text or label reaches a prompt or the prior:
 
 - ``"held-out"`` (default): the pool is the shipped one (or ``examples``) without any note whose
@@ -102,7 +102,7 @@ def evaluate_triage(
     examples: Sequence[LabelledNote] | None = None,
     protocol: str = "held-out",
     folds: int = 5,
-    select: str = "similar",
+    select: str = "balanced",
     shots: int = DEFAULT_SHOTS,
     per_class: int = 4,
     seed: int = 0,
