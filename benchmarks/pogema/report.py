@@ -70,7 +70,14 @@ def main(argv: list[str]) -> int:
             rev = [sum(r["reverted_moves"] for r in rows[alg][n].values()) for n in agents]
             ms = [np.mean([r["ms_per_step"] for r in rows[alg][n].values()]) for n in agents]
             lines.append(f"| {alg} reverted moves (sum) | " + " | ".join(map(str, rev)) + " |")
-            lines.append(f"| {alg} ms per step | " + " | ".join(f"{m:.2f}" for m in ms) + " |")
+            cpu = [np.mean([r.get("cpu_ms_per_step", np.nan) for r in rows[alg][n].values()])
+                   for n in agents]  # fmt: skip
+            lines.append(
+                f"| {alg} ms per step (wall) | " + " | ".join(f"{m:.2f}" for m in ms) + " |"
+            )
+            lines.append(
+                f"| {alg} ms per step (CPU) | " + " | ".join(f"{m:.2f}" for m in cpu) + " |"
+            )
     table = "\n".join(lines) + "\n"
     path.with_suffix(".md").write_text(table)
     print(table)

@@ -21,7 +21,6 @@ def run(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
         [sys.executable, "-c", "from marlm.cli import main; main()", "eval", "triage", *args],
         capture_output=True,
         text=True,
-        timeout=300,
         env=env,
     )
 

@@ -42,3 +42,46 @@ def test_every_demo_option_in_the_readme_exists():
     assert options, demo_lines
     missing = sorted(o for o in options if o not in help_text)
     assert not missing, missing
+
+
+def _command_lines() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [ln.split("#")[0].strip() for b in bash_blocks(readme) for ln in b.splitlines()]
+
+
+def test_usage_commands_run_without_an_activated_venv():
+    # After the set-up, a new shell has no `marlm` on its PATH and `pip` is the system's: every
+    # command names the venv's own executable.
+    lines = [ln for ln in _command_lines() if ln and not ln.startswith("python3 -m venv")]
+    assert lines
+    bare = [ln for ln in lines if not ln.startswith(".venv/bin/")]
+    assert not bare, bare
+
+
+def test_every_marlm_command_and_option_in_the_readme_exists():
+    import typer.main
+
+    root = typer.main.get_command(app)
+    checked = 0
+    for ln in _command_lines():
+        if not ln.startswith(".venv/bin/marlm "):
+            continue
+        words = ln.split()[1:]
+        cmd, path = root, []
+        while getattr(cmd, "commands", None) and words and words[0] in cmd.commands:
+            cmd = cmd.commands[words[0]]
+            path.append(words.pop(0))
+        assert not getattr(cmd, "commands", None), f"not a command: {ln}"
+        known = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+        unknown = [w for w in words if w.startswith("--") and w not in known]
+        assert not unknown, (ln, unknown)
+        checked += 1
+    assert checked >= 20
+
+
+def test_readme_explains_the_demo_table():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### What you should see")[1].split("\n### ")[0]
+    for term in ("deadlock breaks", "rule stand-ins", "on-time rate", "docs/metrics.md"):
+        assert term in section, term
+    assert "orders delivered" in section and "control step p99 (ms)" in section  # the table

@@ -64,7 +64,6 @@ def test_cli_replay_and_report_exit_codes(rule_run: Path, tmp_path: Path) -> Non
         [MARLM, "replay", str(rule_run), "--scheme", "rule", "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
@@ -74,7 +73,7 @@ def test_cli_replay_and_report_exit_codes(rule_run: Path, tmp_path: Path) -> Non
     empty = tmp_path / "empty_run"
     empty.mkdir()
     proc = subprocess.run(
-        [MARLM, "report", str(empty)], capture_output=True, text=True, timeout=300, check=False
+        [MARLM, "report", str(empty)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("marlm: error: ")
@@ -87,7 +86,6 @@ def test_cli_replay_and_report_exit_codes(rule_run: Path, tmp_path: Path) -> Non
         [MARLM, "replay", str(newer), "--scheme", "rl"],
         capture_output=True,
         text=True,
-        timeout=300,
         check=False,
     )
     assert proc.returncode == 2 and "schema version 99 is newer" in proc.stderr

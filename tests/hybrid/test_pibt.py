@@ -212,3 +212,23 @@ def test_aisle_guidance_makes_lanes_one_way_but_never_cuts_a_target_off():
     assert d[2 * 6 + 3] == 3 + 2 * 3  # from (2, 3): west with the flow, up against column 0
     assert (d[free.reshape(-1)] < 10**6).all()
     assert cost[0 * 6 + 0, UP] == 0  # blocked moves are never costed
+
+
+def test_pibt_shield_keeps_the_shield_contract():
+    """PibtShield.filter: same inputs and result type as the local shield; without scores the
+    proposed action ranks first; a move into a wall is overridden with reason "static"; an idle
+    robot in the way is pushed (reason "robot"), not a wall."""
+    from marlm.hybrid.shield import PibtShield
+
+    free = np.ones((3, 3), dtype=bool)
+    free[0, 2] = False
+    shield = PibtShield(free, 2, seed=0)
+    positions = np.array([[0, 0], [0, 1]])
+    res = shield.filter(positions, np.array([RIGHT, RIGHT]), np.array([1.0, 0.0]))
+    assert res.reasons[1] in ("static", "robot") and res.actions[1] != RIGHT
+    check_joint(positions, res.actions, free)
+    assert res.actions[0] == RIGHT  # robot 1 stepped aside (down): idle is movable
+    assert res.reasons[1] == "static"
+    assert shield.overrides.tolist() == [0, 1] and shield.deadlock_breaks == 0
+    with pytest.raises(ValueError, match="positions"):
+        shield.filter(np.array([[0, 0]]), np.array([0]))

@@ -13,7 +13,6 @@ def test_unknown_benchmark_is_an_input_error_with_exit_code_2():
         [sys.executable, "-m", "marlm", "bench", "--only", "env,warp"],
         capture_output=True,
         text=True,
-        timeout=120,
     )
     assert proc.returncode == 2
     assert "field '--only'" in proc.stderr and "warp" in proc.stderr

@@ -121,7 +121,7 @@ def test_train_warehouse_command_refuses_bad_ray_options_with_exit_2(option, fie
 
     cmd = [sys.executable, "-m", "marlm", "train", "warehouse", "--seeds", "2", *option]
     cmd += ["--out", str(tmp_path / "x.npz")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2
     assert f"field '{field}'" in proc.stderr
     assert list(tmp_path.iterdir()) == []  # no work was done

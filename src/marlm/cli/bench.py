@@ -18,7 +18,9 @@ def bench(
     ] = False,
     only: Annotated[
         str | None,
-        typer.Option("--only", help="Comma-separated subset of: env, shield, planner, train."),
+        typer.Option(
+            "--only", help="Comma-separated subset of: env, shield, pibt, planner, train."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every benchmark.")] = 0,
 ) -> None:

@@ -260,7 +260,7 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         float(x["t_requested_s"])
         for x in [*plans, *calls]
         if x.get("t_requested_s") is not None
-        and (x.get("type") == "llm_call" or plan_outcome(x) != "rule")
+        and (x.get("type") == "llm_call" or plan_outcome(x) not in ("rule", "deadline"))
     ]
     answered = [p for p in plans if plan_outcome(p) == "answered"]
     first = min(answered, key=lambda p: int(p["step"]), default=None)

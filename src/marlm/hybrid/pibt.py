@@ -13,7 +13,7 @@ Iterative Multi-agent Path Finding", Artificial Intelligence 310, 2022, Algorith
 - so a robot that must move pushes lower-priority robots out of its way, idle robots included:
   an idle robot is a movable obstacle, never a wall;
 - priority = steps since the robot last reached its target (plus a fixed fraction per robot that
-  breaks ties), reset on arrival: every robot becomes the highest in turn (the paper's Thm. 2).
+  breaks ties, below 0.1), reset on arrival: every robot becomes the highest in turn (the paper's Thm. 2).
 
 Plain PIBT livelocks where the graph is a tree: a robot cannot pass another in a one-wide corridor
 or a dead end (a station at the end of a lane with an idle robot on it). The layer adds the
@@ -319,14 +319,17 @@ def _pibt(
     if pusher >= 0 and goal_slot[pusher] >= 0:
         # Pushed: among equally scored cells, prefer those not ahead on the pusher's way, so
         # the pushed robot does not walk in front of the pusher again (stable insertion sort).
+        # Ahead = closer to the pusher's target than the pusher is now.
         d_here = _dist(pusher, pos[pusher], goal_slot, pool)
         ahead = np.zeros(5, dtype=np.int64)
         for k in range(k_max):
             ahead[k] = 1 if _dist(pusher, order[k], goal_slot, pool) < d_here else 0
+        # An idle robot (no target) has no real preference: "not ahead" comes before its scores.
+        idle = goal_slot[i] < 0
         for k in range(1, k_max):
             c, a, s = order[k], ahead[k], cand_key[i, k]
             m = k
-            while m > 0 and cand_key[i, m - 1] == s and ahead[m - 1] > a:
+            while m > 0 and (idle or cand_key[i, m - 1] == s) and ahead[m - 1] > a:
                 order[m] = order[m - 1]
                 ahead[m] = ahead[m - 1]
                 m -= 1
@@ -523,7 +526,7 @@ class Pibt:
         rng = np.random.default_rng(self.seed)
         self.elapsed = np.zeros(self.n_robots, dtype=np.int64)
         self._last_goal = np.full(self.n_robots, -1, dtype=np.int64)
-        self._eps = rng.permutation(self.n_robots) / max(self.n_robots, 1)
+        self._eps = 0.1 * rng.permutation(self.n_robots) / max(self.n_robots, 1)
         self._noise = rng.random((self.n_robots, N_ACTIONS)) * 0.5
 
     def _slots(self, goal_cells: np.ndarray) -> np.ndarray:
@@ -549,7 +552,11 @@ class Pibt:
         return np.where(goal_cells >= 0, self._slot_of[np.maximum(goal_cells, 0)], -1)
 
     def step(
-        self, positions: np.ndarray, scores: np.ndarray, goals: np.ndarray | None = None
+        self,
+        positions: np.ndarray,
+        scores: np.ndarray,
+        goals: np.ndarray | None = None,
+        bias: np.ndarray | None = None,
     ) -> np.ndarray:
         """Choose the joint action and update the priorities.
 
@@ -559,6 +566,9 @@ class Pibt:
             goals: ``int[n, 2]`` target (row, col) of each robot, ``(-1, -1)`` for an idle robot;
                 None = all idle (then priorities stay at their tie-break values and the swap is
                 off).
+            bias: optional ``float[n]`` added to the priority (elapsed steps + a tie-break in
+                [0, 1)); a bias below 1 only orders robots that waited equally long, a larger
+                one lets some robots overtake others that waited longer.
 
         Returns:
             ``int64[n]`` collision-free action ids. A robot standing on its target, or whose
@@ -595,6 +605,8 @@ class Pibt:
         self._last_goal = goal_cells
         self.elapsed = np.where((goal_cells >= 0) & ~reached, self.elapsed + 1, 0)
         priority = self.elapsed + self._eps
+        if bias is not None:
+            priority = priority + np.asarray(bias, dtype=np.float64).reshape(n)
         slots = self._slots(goal_cells) if self.swap else None
         return pibt_step(
             positions, scores, priority, self.nbr, self.width, goal_cells=goal_cells,
@@ -603,12 +615,20 @@ class Pibt:
         )  # fmt: skip
 
 
-def distance_scores(positions: np.ndarray, goal_dist: np.ndarray, nbr: np.ndarray, width: int):
+def distance_scores(
+    positions: np.ndarray,
+    goal_dist: np.ndarray,
+    nbr: np.ndarray,
+    width: int,
+    table_of: np.ndarray | None = None,
+) -> np.ndarray:
     """Greedy preferences: ``float[n, 5]`` = minus the distance-to-go after each action.
 
     Args:
-        positions: ``int[n, 2]``; goal_dist: ``int32[n, V]`` each robot's distance table
-            (:func:`bfs_distance`); nbr: :func:`neighbour_table`.
+        positions: ``int[n, 2]``; goal_dist: ``int32[k, V]`` distance tables
+            (:func:`bfs_distance`); nbr: :func:`neighbour_table`; width: map columns.
+        table_of: ``int[n]`` row of ``goal_dist`` for each robot (default: row ``i`` for robot
+            ``i``, so ``k == n``); robots sharing a target share a row (no copy per robot).
 
     Returns:
         ``float64[n, 5]``; blocked moves get ``-inf``; STAY gets minus the current distance.
@@ -616,6 +636,6 @@ def distance_scores(positions: np.ndarray, goal_dist: np.ndarray, nbr: np.ndarra
     pos = np.asarray(positions, dtype=np.int64)
     cells = pos[:, 0] * width + pos[:, 1]
     nxt = nbr[cells]
-    rows = np.arange(len(cells))[:, None]
-    d = goal_dist[rows, np.maximum(nxt, 0)].astype(np.float64)
+    rows = np.arange(len(cells)) if table_of is None else np.asarray(table_of, dtype=np.int64)
+    d = goal_dist[rows[:, None], np.maximum(nxt, 0)].astype(np.float64)
     return np.where(nxt >= 0, -d, -np.inf)

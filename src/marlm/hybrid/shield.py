@@ -23,13 +23,15 @@ including the random yield moves (``tests/hybrid/test_shield_speed_equivalence.p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-#: Action ids and their (drow, dcol) moves, the same as the warehouse environment's.
-STAY, UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3, 4
-MOVES = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.int64)
+from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP  # the env's actions
+
+if TYPE_CHECKING:
+    from marlm.envs.warehouse import WarehouseEnv
 
 #: Reasons recorded for an override.
 REASON_STATIC = "static"  # wall, shelf or map edge
@@ -177,6 +179,117 @@ class Shield:
         self.overrides += overridden
         self.deadlock_breaks += breaks
         return ShieldResult(actions, overridden, [_REASONS[c] for c in codes.tolist()], breaks)
+
+
+@dataclass
+class PibtShield:
+    """The rule layer as PIBT over the executor's action scores (:mod:`marlm.hybrid.pibt`).
+
+    Same contract as :class:`Shield` (``filter`` returns a joint action the dynamics execute
+    exactly as given), but instead of holding robots whose moves conflict and breaking deadlocks
+    after ``k`` held steps, it chooses the joint action with priority inheritance: a robot that
+    must move pushes lower-priority robots (idle ones included) out of its way, and a robot
+    behind an idle one in a dead end pulls it out (LaCAM3's swap). No deadlock counter: jams do
+    not form in the first place (``tests/hybrid/test_pibt.py``).
+
+    Args:
+        free: ``bool[H, W]``, True where a robot may stand.
+        n_robots: number of robots.
+        seed: seed of the fixed tie-breaks.
+        swap: use the swap operation (dead ends, one-wide lanes).
+
+    Attributes:
+        overrides: ``int64[n_robots]`` per robot, steps whose action differed from its best score.
+        deadlock_breaks: always 0 (kept so reports read both shields alike).
+    """
+
+    free: np.ndarray
+    n_robots: int
+    seed: int | None = None
+    swap: bool = True
+    overrides: np.ndarray = field(init=False)
+    deadlock_breaks: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        from marlm.hybrid.pibt import Pibt  # the compiled kernels load with the first PIBT shield
+
+        self.free = np.array(self.free, dtype=bool, order="C")
+        if self.free.ndim != 2:
+            raise ValueError(f"free must be a 2-D bool grid, got shape {self.free.shape}")
+        self._pibt = Pibt(self.free, self.n_robots, seed=self.seed or 0, swap=self.swap)
+        self.reset()
+
+    def reset(self) -> None:
+        """Clear the counters and the priorities (call at the start of an episode)."""
+        self.overrides = np.zeros(self.n_robots, dtype=np.int64)
+        self.deadlock_breaks = 0
+        self._pibt.reset()
+
+    def filter(
+        self,
+        positions: np.ndarray,
+        proposed: np.ndarray,
+        priority: np.ndarray | None = None,
+        *,
+        scores: np.ndarray | None = None,
+        goals: np.ndarray | None = None,
+    ) -> ShieldResult:
+        """Choose the joint action.
+
+        Args:
+            positions: ``int[n_robots, 2]`` current cells, distinct, inside the map.
+            proposed: ``int[n_robots]`` each robot's preferred action (the argmax of ``scores``).
+            priority: optional ``float[n_robots]`` class of each robot (e.g. 2 carrying, 1 with a
+                task, 0 idle); it orders robots that have waited equally long, and never lets a
+                robot starve: PIBT's own priority (steps since the target was last reached)
+                dominates.
+            scores: optional ``float[n_robots, 5]`` the executor's preference of every action;
+                without it the proposed action ranks first and the others tie.
+            goals: optional ``int[n_robots, 2]`` each robot's target cell, ``(-1, -1)`` for none
+                (drives the priorities and the swap operation).
+
+        Returns:
+            :class:`ShieldResult`; ``reasons`` say ``"static"`` where the proposed move hit a
+            wall, shelf or the map edge, ``"robot"`` where another robot changed it.
+
+        Raises:
+            ValueError: shapes disagree with ``n_robots``, or a position is not a free cell.
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        proposed = np.asarray(proposed, dtype=np.int64)
+        n = self.n_robots
+        if positions.shape != (n, 2) or proposed.shape != (n,):
+            raise ValueError(
+                f"expected positions of shape ({n}, 2) and proposed of shape ({n},), "
+                f"got {positions.shape} and {proposed.shape}"
+            )
+        h, w = self.free.shape
+        if n and (positions.min() < 0 or positions[:, 0].max() >= h or positions[:, 1].max() >= w):
+            raise ValueError(f"positions must lie inside the {h}x{w} map")
+        valid = (proposed >= 0) & (proposed < len(MOVES))
+        proposed_ok = np.where(valid, proposed, STAY)
+        if scores is None:
+            scores = np.zeros((n, len(MOVES)))
+            scores[np.arange(n), proposed_ok] = 1.0
+        bias = None
+        if priority is not None:
+            p = np.asarray(priority, dtype=float)
+            span = float(p.max() - p.min()) if n else 0.0
+            bias = 0.5 * (p - p.min()) / span if span > 0 else None
+        actions = self._pibt.step(positions, scores, goals, bias)
+        static = ~_static_ok(positions + MOVES[proposed_ok], self.free) | ~valid
+        overridden = actions != proposed
+        codes = np.where(overridden, np.where(static, _CODE_STATIC, _CODE_ROBOT), 0)
+        self.overrides += overridden
+        return ShieldResult(actions, overridden, [_REASONS[c] for c in codes.tolist()], 0)
+
+
+def _static_ok(cells: np.ndarray, free: np.ndarray) -> np.ndarray:
+    h, w = free.shape
+    inside = (cells[:, 0] >= 0) & (cells[:, 0] < h) & (cells[:, 1] >= 0) & (cells[:, 1] < w)
+    ok = np.zeros(len(cells), dtype=bool)
+    ok[inside] = free[cells[inside, 0], cells[inside, 1]]
+    return ok
 
 
 def yield_options(
@@ -438,3 +551,37 @@ def warm_up() -> None:
     positions = np.array([[0, 0], [0, 1]])
     for _ in range(2):
         shield.filter(positions, np.array([RIGHT, LEFT]))
+
+
+# ------------------------------------------------------------------------------------------------
+# The shield on the warehouse: one way to apply it, for the controller, the wrapper and evaluation
+# ------------------------------------------------------------------------------------------------
+
+
+def shield_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
+    """``float[len(agents)]`` priority for contested cells: robots carrying an order first
+    (2), then robots with a task (1), then idle robots (0)."""
+    return np.array(
+        [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
+    )
+
+
+def shield_step(shield: Shield, env: WarehouseEnv, proposed: np.ndarray) -> ShieldResult:
+    """The safe joint action for ``env`` now: ``shield`` filters ``proposed`` from the robots'
+    current cells with :func:`shield_priority`.
+
+    The one place the shield meets the warehouse: :class:`marlm.hybrid.controller.Controller`,
+    :class:`marlm.hybrid.wrappers.ShieldWrapper` and
+    :func:`marlm.hybrid.executor.evaluate_executor` all call it, so they apply the same rules
+    with the same priorities.
+
+    Args:
+        shield: a :class:`Shield` built for ``env``'s map and robot count.
+        env: a :class:`marlm.envs.warehouse.WarehouseEnv` (unwrapped).
+        proposed: ``int64[n_robots]`` proposed action ids, in ``env.possible_agents`` order.
+
+    Returns:
+        :class:`ShieldResult` (``actions`` in ``env.possible_agents`` order).
+    """
+    priority = shield_priority(env, env.possible_agents)
+    return shield.filter(env.robot_positions, proposed, priority)

@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.llm.triage import Triage
 
 from .planner import (
-    PRIORITY_RANK,
+    UNREACHABLE_DISTANCE,
     LLMCall,
     Plan,
     Snapshot,
@@ -89,7 +90,7 @@ def solve_assignment(
         base = RANK_COST * (PRIORITY_RANK[cls] + 0.5 * j / n)
         for i, robot in enumerate(robots):
             cost[i, j] = base + DISTANCE_WEIGHT[cls] * snapshot.distance.get(
-                (robot, order.id), 10**6
+                (robot, order.id), UNREACHABLE_DISTANCE
             )
     rows, cols = linear_sum_assignment(cost)
     pairs = sorted(zip(rows.tolist(), cols.tolist(), strict=True), key=lambda rc: rc[1])
@@ -107,6 +108,10 @@ class TriagePlanner:
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
+
+    #: The scheduler may ask this planner with no robot idle: it reassigns robots before
+    #: pick-up when an urgent order is sooner served that way.
+    preempts = True
 
     def __init__(self, triage: Triage, *, max_orders: int = 12) -> None:
         self.triage = triage
@@ -190,8 +195,6 @@ class TriagePlanner:
             messages=[{"role": "user", "content": f"triage {order.id}: {order.note[:200]}"}],
             raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
             latency_ms=d.latency_s * 1e3,
-            prompt_tokens=0,
-            completion_tokens=0,
             valid=d.source == "model",
             error=d.reason,
             attempt=0,

@@ -17,8 +17,8 @@ Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 indivi
 3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`).
 Learners: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier 1998), all run by one
 episode loop (:func:`race_episodes`) that differs only in each agent's action choice
-(:func:`_choose`) and the update (:func:`_learn`). Each episode writes one row of the ``RaceLog``
-arrays.
+(:func:`_choose`) and the update (:func:`_learn`), compiled once per learner. Each episode writes
+one row of the ``RaceLog`` arrays.
 """
 
 from __future__ import annotations
@@ -115,27 +115,6 @@ def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight):
     return n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1
 
 
-@njit(cache=True)
-def _record(
-    ep, t, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
-    log_ret, log_own, log_team, log_acts, log_seq, log_reached,
-):  # pragma: no cover - compiled  # fmt: skip
-    """Log one joint step (``t`` counted from 0) of episode ``ep`` into the log arrays."""
-    log_reached[ep, 0] |= reached0
-    log_reached[ep, 1] |= reached1
-    if act0:
-        log_ret[ep, 0] += g0
-        log_own[ep, 0] += r0
-        log_acts[ep, 0, a0] += 1
-        log_seq[ep, 0, t] = a0
-    if act1:
-        log_ret[ep, 1] += g1
-        log_own[ep, 1] += r1
-        log_acts[ep, 1, a1] += 1
-        log_seq[ep, 1, t] = a1
-    log_team[ep] += team
-
-
 IQL, VDN, JAL = 0, 1, 2  # learner codes of race_episodes
 
 
@@ -217,13 +196,12 @@ def _learn(
             q1[o1, a1] += alpha * (td_target - q1[o1, a1])
 
 
-@njit(cache=True)
-def race_episodes(
-    kind, q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
-    eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
-    log_seq,
-):  # pragma: no cover - compiled  # fmt: skip
+def race_episodes(kind: int, *args) -> None:
     """GridRace episodes of one two-agent learner, ``kind`` = ``IQL`` | ``VDN`` | ``JAL``.
+
+    ``args``: ``q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0,
+    learn1, eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+    log_seq``.
 
     Learners: IQL (Tan 1993), one table per agent over the joint state, each learning from its own
     credit-assigned reward; VDN (Sunehag et al. 2018), ``Q_tot = Q_0(o_0, a_0) + Q_1(o_1, a_1)``
@@ -232,48 +210,90 @@ def race_episodes(
     Acting is decentralised: each agent epsilon-greedy on its own table (JAL: on the expected value
     :func:`jal_values`). Tables, updated in place: ``q0, q1 float64[n_cells**2, 5]`` (JAL:
     ``float64[n_cells**2 * 5, 5]``, the ``[O, 5, 5]`` table reshaped) and, for JAL only,
-    ``c0, c1 float64[n_cells**2, 5]`` (others: any ``float64[1, 5]``).
+    ``c0, c1 float64[n_cells**2, 5]`` (others: any ``float64[1, 5]``). ``moves int64[n_cells, 5]``
+    (:func:`marlm.envs.grid.move_table`); ``mode``: a credit code (``SHARED`` ...).
 
     ``eps float64[E, 2]`` (per agent, so a frozen partner can act with a fixed epsilon),
-    ``alpha float64[E]``; ``learn0/1``: whether each agent updates its table. Log arrays:
-    ``ret/own float64[E, 2]``, ``team float64[E]``, ``len int64[E]``, ``reached bool[E, 2]``,
-    ``acts int64[E, 2, 5]``, ``seq int8[E, 2, T]`` (the action taken at each step, -1 where the
-    agent did not act; prefilled with -1 by the caller).
+    ``alpha float64[E]``; ``learn0/1``: whether each agent updates its table. Log arrays, zero
+    (``seq``: -1) on entry and added to: ``ret/own float64[E, 2]``, ``team float64[E]``,
+    ``len int64[E]``, ``reached bool[E, 2]``, ``acts int64[E, 2, 5]``, ``seq int8[E, 2, T]`` (the
+    action taken at each step, -1 where the agent did not act).
     """
-    if kind == VDN:
-        mode = SHARED
-        weight = 0.0
-    ev = np.empty(q0.shape[1])  # JAL's expected values (5 own actions = 5 partner actions)
-    for ep in range(eps.shape[0]):
-        p0 = 0
-        p1 = 0
-        act0 = True
-        act1 = True
-        t = 0
-        while True:
-            o0 = p0 * n_cells + p1
-            o1 = p1 * n_cells + p0
-            a0 = _choose(kind, q0, c0, o0, eps[ep, 0], rng, ev) if act0 else STAY
-            a1 = _choose(kind, q1, c1, o1, eps[ep, 1], rng, ev) if act1 else STAY
-            n0, n1, r0, r1, team, g0, g1, term0, term1, reached0, reached1 = _race_step(
-                p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
-            )
-            t += 1
-            _learn(
-                kind, q0, q1, c0, c1, o0, o1, a0, a1, n0 * n_cells + n1, n1 * n_cells + n0,
-                g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha[ep], gamma, ev,
-            )  # fmt: skip
-            _record(
-                ep, t - 1, r0, r1, g0, g1, team, a0, a1, act0, act1, reached0, reached1,
-                log_ret, log_own, log_team, log_acts, log_seq, log_reached,
-            )  # fmt: skip
-            act0 = act0 and not term0
-            act1 = act1 and not term1
-            p0 = n0
-            p1 = n1
-            if t >= max_steps or not (act0 or act1):
-                break
-        log_len[ep] = t
+    _RACE_LOOPS[kind](*args)
+
+
+def _compile_race_loop(kind: int):
+    """The episode loop of :func:`race_episodes`, compiled for one learner ``kind``.
+
+    One source for the three learners, compiled once per learner with ``kind`` a constant, so that
+    each loop holds only its own branches (with ``kind`` an argument read at run time the loop ran
+    a third slower). numba caches each on disk apart (its cache key includes the closure's values).
+    """
+
+    @njit(cache=True)
+    def race_loop(
+        q0, q1, c0, c1, moves, goal, n_cells, max_steps, end_any, mode, weight, learn0, learn1,
+        eps, alpha, gamma, rng, log_ret, log_own, log_team, log_len, log_reached, log_acts,
+        log_seq,
+    ):  # pragma: no cover - compiled  # fmt: skip
+        if kind == VDN:
+            mode = SHARED
+            weight = 0.0
+        ev = np.empty(q0.shape[1])  # JAL's expected values (5 own actions = 5 partner actions)
+        for ep in range(eps.shape[0]):
+            p0 = 0
+            p1 = 0
+            act0 = True
+            act1 = True
+            t = 0
+            # The episode's sums stay in registers; the logs are written once, at its end.
+            ret0 = ret1 = own0 = own1 = team_sum = 0.0
+            reached0 = reached1 = False
+            while True:
+                o0 = p0 * n_cells + p1
+                o1 = p1 * n_cells + p0
+                a0 = _choose(kind, q0, c0, o0, eps[ep, 0], rng, ev) if act0 else STAY
+                a1 = _choose(kind, q1, c1, o1, eps[ep, 1], rng, ev) if act1 else STAY
+                n0, n1, r0, r1, team, g0, g1, term0, term1, got0, got1 = _race_step(
+                    p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
+                )
+                _learn(
+                    kind, q0, q1, c0, c1, o0, o1, a0, a1, n0 * n_cells + n1, n1 * n_cells + n0,
+                    g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha[ep], gamma, ev,
+                )  # fmt: skip
+                if act0:
+                    ret0 += g0
+                    own0 += r0
+                    log_acts[ep, 0, a0] += 1
+                    log_seq[ep, 0, t] = a0
+                if act1:
+                    ret1 += g1
+                    own1 += r1
+                    log_acts[ep, 1, a1] += 1
+                    log_seq[ep, 1, t] = a1
+                team_sum += team
+                reached0 |= got0
+                reached1 |= got1
+                t += 1
+                act0 = act0 and not term0
+                act1 = act1 and not term1
+                p0 = n0
+                p1 = n1
+                if t >= max_steps or not (act0 or act1):
+                    break
+            log_ret[ep, 0] += ret0
+            log_ret[ep, 1] += ret1
+            log_own[ep, 0] += own0
+            log_own[ep, 1] += own1
+            log_team[ep] += team_sum
+            log_reached[ep, 0] |= reached0
+            log_reached[ep, 1] |= reached1
+            log_len[ep] = t
+
+    return race_loop
+
+
+_RACE_LOOPS = {kind: _compile_race_loop(kind) for kind in (IQL, VDN, JAL)}
 
 
 @njit(cache=True)

@@ -10,6 +10,8 @@ a minute.
   the same map (RWARE's ``tiny`` layout, our ``rware-tiny``) with the same robot count.
 - :func:`bench_shield`: :meth:`Shield.filter` ms per step at 10..200 robots on a large map, vs
   the dict-based reference shield; growth from 10 to 200 robots.
+- :func:`bench_pibt`: the PIBT rule layer (:class:`PibtShield`, scores and targets given) at
+  10..200 robots on the same map vs the local shield, and 1000 robots on a 100 x 100 map.
 - :func:`bench_planner`: control steps per second with a planner whose model takes 2 s per
   answer vs one answering at once; robot moves per step in both.
 - :func:`bench_train`: Q-learning updates per second of the batched executor training vs the
@@ -270,6 +272,68 @@ def bench_shield(quick: bool = False, seed: int = 0) -> Figure:
     )
 
 
+def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, float]:
+    """As :func:`_shield_ms` for :class:`marlm.hybrid.shield.PibtShield`, fed what it is built
+    for: every robot's scores (minus the distance to its station after each action) and target.
+    """
+    from marlm.envs.warehouse.dynamics import MOVES
+    from marlm.hybrid.pibt import distance_scores
+    from marlm.hybrid.shield import PibtShield
+
+    rng = np.random.default_rng(seed)
+    cells = np.argwhere(layout.free)
+    positions = cells[rng.choice(len(cells), size=n, replace=False)]
+    priority = rng.integers(0, 3, size=n).astype(float)
+    stations = np.array(layout.stations)
+    goal = np.arange(n) % len(stations)
+    goals = stations[goal]
+    shield = PibtShield(layout.free, n, seed=seed)
+    nbr, w = shield._pibt.nbr, layout.free.shape[1]
+    tables = np.stack([layout.distance_from(tuple(s)).reshape(-1) for s in stations])
+    tables = np.where(tables < 0, 10**6, tables).astype(np.int32)
+    times = []
+    for t in range(steps + 1):
+        t0 = time.perf_counter()
+        scores = distance_scores(positions, tables, nbr, w, table_of=goal)
+        res = shield.filter(positions, scores.argmax(axis=1), priority, scores=scores, goals=goals)
+        if t:  # the first call is a warm-up (kernels compiled, distance tables built)
+            times.append(time.perf_counter() - t0)
+        positions = positions + MOVES[res.actions]
+    return float(np.median(times) * 1e3), float(np.percentile(times, 99) * 1e3)
+
+
+def bench_pibt(quick: bool = False, seed: int = 0) -> Figure:
+    """Median ms per step of the PIBT rule layer (scores included) at 10..200 robots on the
+    64 x 64 map, against the local shield in the same run; and 1000 robots on 100 x 100."""
+    from marlm.hybrid.shield import Shield
+
+    layout = large_layout()
+    counts = (10, 25, 50, 100, 200)
+    steps = 100 if quick else 400
+    pibt = {n: _pibt_ms(layout, n, steps, seed) for n in counts}
+    local = {n: _shield_ms(Shield, layout, n, steps, seed) for n in counts}
+    big = large_layout(100, 100)
+    big_ms = _pibt_ms(big, 1000, max(20, steps // 4), seed)
+    return Figure(
+        name=f"PIBT rule layer at 200 robots ({layout.height}x{layout.width} map)",
+        value=pibt[200][0],
+        baseline=local[200][0],
+        unit="ms/step",
+        ratio=pibt[200][0],
+        ratio_text="ms per step (median)",
+        target="<= 1 ms at 200 robots",
+        met=pibt[200][0] <= 1.0,
+        details={
+            "ms/step by robots (PIBT)": ", ".join(f"{n}: {pibt[n][0]:.3f}" for n in counts),
+            "ms/step by robots (local shield)": ", ".join(
+                f"{n}: {local[n][0]:.3f}" for n in counts
+            ),
+            "p99 ms/step at 200 (PIBT / local)": f"{pibt[200][1]:.3f} / {local[200][1]:.3f}",
+            "1000 robots, 100x100 map (median / p99)": f"{big_ms[0]:.2f} / {big_ms[1]:.2f} ms",
+        },
+    )
+
+
 # ----------------------------------------------------------------------------- planner
 class ScriptedModel:
     """A chat model for benchmarks: waits ``delay_s``, then assigns the first ids it may.
@@ -419,6 +483,7 @@ def bench_train(quick: bool = False, seed: int = 0, n_envs: int = 16) -> Figure:
 BENCHMARKS: dict[str, Callable[..., Figure]] = {
     "env": bench_env,
     "shield": bench_shield,
+    "pibt": bench_pibt,
     "planner": bench_planner,
     "train": bench_train,
 }
@@ -430,6 +495,7 @@ __all__ = [
     "Figure",
     "ScriptedModel",
     "bench_env",
+    "bench_pibt",
     "bench_planner",
     "bench_shield",
     "bench_train",
