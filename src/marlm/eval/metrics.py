@@ -353,7 +353,12 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "shield_overrides": int(sum(overrides_by_robot.values())),
         "shield_overrides_by_robot": dict(sorted(overrides_by_robot.items())),
         "llm_calls": len(calls),
-        "llm_invalid": sum(1 for c in calls if not c["valid"]),
+        # Unanswered calls (the run ended first) are counted apart, in llm_unanswered.
+        "llm_invalid": sum(
+            1
+            for c in calls
+            if not c["valid"] and not str(c.get("error") or "").startswith("unanswered")
+        ),
         "llm_fallbacks": fallbacks,
         "llm_latency_mean_ms": _mean(llm_lat),
         "llm_latency_p50_ms": percentile(llm_lat, 50),

@@ -178,11 +178,10 @@ def run_notes_only(
     rows = []
     scenario_notes = sorted({o.note for o in truth.orders})
     for name, planner in planners.items():
-        if isinstance(planner, TriagePlanner):
+        without = getattr(getattr(planner, "triage", None), "without", None)
+        if isinstance(planner, TriagePlanner) and without is not None:
             # The scenario's notes leave the labelled pool: no answer is looked up in it.
-            planner = TriagePlanner(
-                planner.triage.without(scenario_notes), max_orders=planner.max_orders
-            )
+            planner = TriagePlanner(without(scenario_notes), max_orders=planner.max_orders)
         config = run_config(
             layout=layout,
             orders=str(orders_file),
