@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from marlm.errors import InputError
-from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
+from marlm.eval.outputs import check_output_file, claim_run_folder
 
 from .app import app
 
@@ -234,10 +234,16 @@ def compare(
     say = lambda msg: _err().print(msg, markup=False, highlight=False)  # noqa: E731
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
-    check_run_folder(out, overwrite=overwrite)
+    allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
+    names = [s.strip() for s in schemes.split(",")] if schemes else list(allowed)
+    unknown = [n for n in names if n not in allowed]
+    if unknown:  # before --overwrite empties anything
+        raise InputError(
+            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
+            field="--schemes",
+        )
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
-        names = [s.strip() for s in schemes.split(",")] if schemes else list(NOTES_ONLY_PLANNERS)
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
             llm=llm, planners=names, out_dir=out, progress=say,
@@ -245,7 +251,6 @@ def compare(
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
         return
-    names = [s.strip() for s in schemes.split(",")] if schemes else list(SCHEMES)
     result = compare_schemes(
         layout=layout,
         orders=orders,
