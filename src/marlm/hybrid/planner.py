@@ -252,6 +252,23 @@ def render_prompt(snapshot: Snapshot, orders: Sequence[OrderView]) -> str:
     return "\n".join(lines)
 
 
+#: Seconds :meth:`AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
+#: its next token or decode batch; this bounds one batch on a busy machine).
+CANCEL_WAIT_S = 30.0
+
+
+def cancel_calls(model: Any, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+    """Cancel the calls ``thread`` makes on ``model``: the call in flight stops at its next
+    token, decode batch or body chunk, later ones fail at once (``BackendClosed``). Waits at
+    most ``timeout_s`` seconds. A backend without ``cancel`` (a scripted model) is left alone.
+
+    Returns:
+        ``True`` when ``thread`` holds the model no more.
+    """
+    cancel = getattr(model, "cancel", None)
+    return bool(cancel(timeout_s, thread)) if callable(cancel) else True
+
+
 class LLMPlanner:
     """A chat model assigns idle robots to pending orders; the rule is its fallback.
 
@@ -341,6 +358,10 @@ class LLMPlanner:
             return Plan(pairs, "llm", snapshot, calls)
         return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
 
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""
+        return cancel_calls(self.model, thread, timeout_s)
+
     @staticmethod
     def _record(messages, result, valid: bool, error: str | None, attempt: int) -> LLMCall:
         return LLMCall(
@@ -363,7 +384,9 @@ class AsyncPlanner:
     already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
     Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
     The worker is a daemon thread: a request still waiting on a slow server when the run ends
-    does not hold the process open.
+    does not hold the process open. :meth:`close` cancels the request in flight (when the
+    planner has ``cancel(thread, timeout_s)``) and waits for it, bounded, so that no model call
+    of a finished run is still running when the next run starts or the process exits.
     """
 
     def __init__(self, planner: Planner) -> None:
@@ -375,6 +398,7 @@ class AsyncPlanner:
         self._running = False
         self.started_at: float | None = None  # perf_counter() of the request in flight
         self.snapshot: Snapshot | None = None  # the snapshot in flight
+        self._thread: threading.Thread | None = None
 
     @property
     def busy(self) -> bool:
@@ -390,9 +414,10 @@ class AsyncPlanner:
             self._done.clear()
             self.snapshot = snapshot
             self.started_at = time.perf_counter()
-        threading.Thread(
+        self._thread = threading.Thread(
             target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
-        ).start()
+        )
+        self._thread.start()
         return True
 
     def _work(self, snapshot: Snapshot) -> None:
@@ -419,10 +444,25 @@ class AsyncPlanner:
             self.started_at = self.snapshot = None
         return result
 
-    def close(self) -> None:
-        """Forget the request in flight; its daemon thread ends on its own or with the process."""
+    def close(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel the request in flight and wait at most ``timeout_s`` seconds for its worker to
+        end (its plan is dropped); then forget it. A planner without ``cancel``, or whose model
+        call cannot be interrupted (an HTTP request to a silent server), is not waited for: its
+        daemon thread ends on its own or with the process.
+
+        Returns:
+            ``True`` when no worker of this planner runs any more.
+        """
+        thread = self._thread
+        ended = thread is None or not thread.is_alive()
+        cancel = getattr(self.planner, "cancel", None)
+        if not ended and callable(cancel):
+            if cancel(thread, timeout_s):  # its model call ended: the rest is quick
+                thread.join(timeout_s)
+            ended = not thread.is_alive()
         with self._lock:
             self._running = False
+        return ended
 
 
 def plan_record(plan: Plan) -> dict[str, Any]:
@@ -443,6 +483,7 @@ def call_record(call: LLMCall) -> dict[str, Any]:
 
 
 __all__ = [
+    "CANCEL_WAIT_S",
     "AsyncPlanner",
     "LLMCall",
     "LLMPlanner",
@@ -453,6 +494,7 @@ __all__ = [
     "Snapshot",
     "answer_schema",
     "call_record",
+    "cancel_calls",
     "plan_record",
     "rule_assign",
     "rule_order",

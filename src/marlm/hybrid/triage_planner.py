@@ -23,6 +23,7 @@ The "notes-only urgency" scenario that measures this planner against the rule is
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,15 @@ from scipy.optimize import linear_sum_assignment
 
 from marlm.llm.triage import Triage
 
-from .planner import PRIORITY_RANK, LLMCall, Plan, Snapshot, rule_assign
+from .planner import (
+    CANCEL_WAIT_S,
+    PRIORITY_RANK,
+    LLMCall,
+    Plan,
+    Snapshot,
+    cancel_calls,
+    rule_assign,
+)
 
 #: Cost added per urgency rank (urgent 0, normal 1, low 2); larger than any distance term.
 RANK_COST = 1e6
@@ -100,6 +109,10 @@ class TriagePlanner:
         self.prompt_version = triage.prompt_version
         self.classes: dict[str, str] = {}
         self.sources: dict[str, str] = {}
+
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
+        return cancel_calls(self.triage.model, thread, timeout_s)
 
     def plan(self, snapshot: Snapshot) -> Plan:
         """Triage the pending notes, order the queue, solve the matching; rules on failure."""
