@@ -2,8 +2,8 @@
 
     python tests/trace_diff.py RUN_A/trace.jsonl RUN_B/trace.jsonl
 
-Exit 0 and print ``identical apart from timings (N events)`` when the traces agree after
-:func:`strip_timings`; else print the first differing event of each and exit 1. Used to check
+Exit 0 and print ``identical apart from timings (N events)`` when the traces agree, field order
+included, after :func:`strip_timings`; else print the first differing event of each and exit 1. Used to check
 that a refactor leaves ``marlm demo --sync --seed 0`` writing the same trace.
 
 Timing fields are the keys that measure wall time (``latency_ms``, ``latency_s``, ``wall_s``,
@@ -44,10 +44,11 @@ def load(path: str | Path) -> list[Any]:
 
 def diff(a: str | Path, b: str | Path) -> str | None:
     """None when the traces agree apart from timings, else a description of the first difference."""
-    ea, eb = load(a), load(b)
+    # Compared as JSON text (keys in the order written), so a change of field order counts.
+    ea, eb = [json.dumps(e) for e in load(a)], [json.dumps(e) for e in load(b)]
     for i, (x, y) in enumerate(zip(ea, eb, strict=False)):
         if x != y:
-            return f"event {i} differs:\n  {json.dumps(x)[:2000]}\n  {json.dumps(y)[:2000]}"
+            return f"event {i} differs:\n  {x[:2000]}\n  {y[:2000]}"
     if len(ea) != len(eb):
         return f"{len(ea)} events against {len(eb)}"
     return None

@@ -30,15 +30,17 @@ def marlm(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Complete
 def demo_run(request, tmp_path_factory):
     """Short demo runs with the real embedded model: the default planner (the model triages
     notes, a solver assigns) and ``--planner llm`` (the model assigns robots under a schema).
-    The policy cache lives in the tmp dir, so the first run also trains the executor."""
+    The policy cache lives in the tmp dir, so the first run also trains the executor; the second
+    reuses it (one training per session, not one per planner)."""
     root = tmp_path_factory.mktemp("demo")
+    cache = tmp_path_factory.getbasetemp() / "demo-policy-cache"
     out = root / "run"
     planner = [] if request.param == "default" else ["--planner", request.param]
     proc = marlm(
         "demo", "--steps", "300", "--tick-ms", "0", "--sync", "--seed", "0", "--out", str(out),
         *planner,
         cwd=root,
-        env={"MARLM_CACHE": str(root / "cache")},
+        env={"MARLM_CACHE": str(cache)},
     )  # fmt: skip
     return proc, out
 

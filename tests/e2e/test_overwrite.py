@@ -167,6 +167,13 @@ def test_a_folder_of_other_files_is_refused_even_with_overwrite(runs, monkeypatc
     assert hashes(own) == before
 
 
+def test_a_bad_option_with_overwrite_deletes_nothing(runs, monkeypatch, capsys):
+    before = hashes(runs / "demo")
+    args = ["compare", "--schemes", "rules,magic", "--out", runs / "demo", "--overwrite"]
+    code, _, err = marlm(monkeypatch, capsys, *args)
+    assert code == 2 and "magic" in err and hashes(runs / "demo") == before
+
+
 def test_an_empty_folder_is_used(runs, monkeypatch, capsys):
     (runs / "empty").mkdir()
     code, _, err = marlm(monkeypatch, capsys, *DEMO, "--no-gif", "--out", runs / "empty")

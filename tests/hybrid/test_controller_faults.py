@@ -47,45 +47,74 @@ def test_backend_fault_falls_back_to_the_rule_and_robots_keep_moving(
     assert kinds == {reason.replace(" ", "_")}
 
 
-class SlowModel:
-    """Fault injector: a valid but late answer (the first pair of ids the schema allows)."""
+class FakeClock:
+    """Seconds that move only when the test says so (the run's ``clock``)."""
 
-    name = "slow"
+    def __init__(self) -> None:
+        self.now = 0.0
 
-    def __init__(self, delay_s: float):
-        self.delay_s = delay_s
+    def __call__(self) -> float:
+        return self.now
+
+
+class LateModel:
+    """Fault injector: a valid answer (the first pairs the schema allows) ``delay_s`` seconds of
+    the run's clock after each request; the test's clock hands it over (:func:`_clocked_run`)."""
+
+    name = "late"
+
+    def __init__(self, clock: FakeClock, delay_s: float):
+        import threading
+
+        self.clock, self.delay_s = clock, delay_s
+        self.due: float | None = None
+        self.release, self.answered = threading.Event(), threading.Event()
         self.calls = 0
 
     def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0, seed=None):
         import json
-        import time
 
         from marlm.llm.backends import ChatResult
 
         self.calls += 1
-        time.sleep(self.delay_s)
+        self.due = self.clock() + self.delay_s
+        self.release.wait(600)  # a hang guard only: the clock releases the answer
         items = schema["properties"]["assignments"]["items"]["properties"]
         n = schema["properties"]["assignments"]["minItems"]
         pairs = [
             {"robot": r, "order": o}
             for r, o in zip(items["robot"]["enum"][:n], items["order"]["enum"][:n], strict=True)
         ]
-        return ChatResult(json.dumps({"assignments": pairs}), 10, 10, self.delay_s, "stop", "slow")
+        self.answered.set()
+        return ChatResult(json.dumps({"assignments": pairs}), 10, 10, self.delay_s, "stop", "late")
+
+
+def _clocked_run(tmp_path, *, deadline_s: float, delay_s: float, steps: int):
+    """A run on a fake clock that advances 40 ms a step; each model answer comes ``delay_s`` of
+    that clock after its request. Nothing depends on how fast the machine is."""
+    clock = FakeClock()
+    model = LateModel(clock, delay_s)
+
+    def tick(step: int, _n: int) -> None:
+        clock.now += 0.04
+        if model.due is not None and clock.now >= model.due:
+            model.due = None
+            model.release.set()
+            model.answered.wait(600)
+            model.release.clear()
+            model.answered.clear()
+
+    config = run_config(
+        steps=steps, tick_ms=0, planner="llm", executor="greedy", gif=False, seed=2,
+        plan_deadline_s=deadline_s,
+    )  # fmt: skip
+    result = run(config, tmp_path / "run", planner=LLMPlanner(model), progress=tick, clock=clock)
+    return result, read_trace(result.files["trace"]).events
 
 
 def test_past_the_deadline_the_rule_stands_in_and_the_late_answer_still_counts(tmp_path):
-    model = SlowModel(delay_s=0.6)
-    config = run_config(
-        steps=300,
-        tick_ms=5,
-        planner="llm",
-        executor="greedy",
-        gif=False,
-        seed=2,
-        plan_deadline_s=0.1,
-    )
-    result = run(config, tmp_path / "deadline", planner=LLMPlanner(model))
-    events = read_trace(result.files["trace"]).events
+    # Deadline 0.1 s of the run's clock (3 steps); each answer comes 0.6 s (15 steps) late.
+    result, events = _clocked_run(tmp_path, deadline_s=0.1, delay_s=0.6, steps=300)
     plans = [e for e in events if e["type"] == "plan"]
     sources = [p["source"] for p in plans]
     assert "deadline" in sources and "llm" in sources
@@ -98,13 +127,17 @@ def test_past_the_deadline_the_rule_stands_in_and_the_late_answer_still_counts(t
     assert result.metrics["delivered"] > 0 and result.metrics["collisions"] == 0
     kinds = [e["kind"] for e in events if e["type"] == "failure"]
     assert kinds.count("planner_deadline") == sources.count("deadline")
+    # Timed on the run's clock, not the machine's: the first stand-in comes at the first step
+    # past 0.1 s (3 steps of 40 ms), and each answer is 0.6 s (15 steps) after its request.
+    first = next(e for e in events if e["type"] == "failure")
+    assert "waited 0.12 s" in first["detail"], first["detail"]
+    answered = [c for c in events if c["type"] == "llm_call" and c["step_applied"] is not None]
+    assert answered and all(600 <= c["latency_ms"] <= 640 for c in answered), answered
 
 
 def test_without_a_deadline_idle_robots_wait_for_the_model(tmp_path):
-    model = SlowModel(delay_s=0.3)
-    config = run_config(steps=120, tick_ms=5, planner="llm", executor="greedy", gif=False, seed=2)
-    result = run(config, tmp_path / "wait", planner=LLMPlanner(model))
-    plans = [e for e in read_trace(result.files["trace"]).events if e["type"] == "plan"]
+    result, events = _clocked_run(tmp_path, deadline_s=0.0, delay_s=0.3, steps=120)
+    plans = [e for e in events if e["type"] == "plan"]
     assert plans and {p["source"] for p in plans} == {"llm"}
     assert all(p["step"] > p["step_requested"] for p in plans)  # answers arrive steps later
 

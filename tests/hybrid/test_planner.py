@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import pytest
 
 from marlm.hybrid.planner import (
-    AsyncPlanner,
     LLMPlanner,
     RulePlanner,
     Snapshot,
     rule_assign,
     validate_answer,
 )
+from marlm.hybrid.scheduler import AsyncPlanner
 from marlm.llm.backends import BackendError, ChatResult
 
 

@@ -4,36 +4,32 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
-from marlm.hybrid.build import (
-    DEFAULT_TRAINING,
-    build_planner,
-    cached_policy,
-    default_orders,
-)
-from marlm.hybrid.controller import make_env, run, run_config
-from marlm.hybrid.executor import (
-    GreedyExecutor,
-    QExecutor,
-    RandomExecutor,
-    evaluate_executor,
-    train_executor,
-)
+from marlm.hybrid.defaults import DEFAULT_TRAINING
 
 from .app import app, train_app
 
-console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
 
 
-def _progress() -> Progress:
+def _console() -> Console:
+    """The status console (stderr); rich, like the hybrid layers, is imported when a command runs."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _progress(console: Console) -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -54,6 +50,8 @@ def _fmt(v) -> str:
 
 def metrics_table(m: dict, title: str) -> Table:
     """The demo's table of figures, from a metrics dict."""
+    from rich.table import Table
+
     t = Table(title=title, show_header=True)
     t.add_column("metric")
     t.add_column("value", justify="right")
@@ -141,6 +139,13 @@ def demo(
     gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
 ) -> None:
     """Run the hybrid warehouse: LLM planner, RL executor, rule shield. Writes one run folder."""
+    from rich.console import Console
+
+    from marlm.hybrid.build import build_planner, cached_policy, default_orders
+    from marlm.hybrid.controller import make_env, run, run_config
+    from marlm.hybrid.executor import QExecutor
+
+    console = _console()
     if executor == "llm":
         raise InputError(
             "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
@@ -173,7 +178,7 @@ def demo(
             "outrun the planner; use --sync for reproducible runs."
         )
     console.print(f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else ""))
-    with _progress() as bar:
+    with _progress(console) as bar:
         if config.executor == "rl" and q is None:
             task = bar.add_task(
                 "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]
@@ -215,6 +220,17 @@ def train_warehouse(
     ] = None,
 ) -> None:
     """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from marlm.hybrid.executor import (
+        GreedyExecutor,
+        QExecutor,
+        RandomExecutor,
+        evaluate_executor,
+        train_executor,
+    )
+
     if seeds > 1 or workers != 1 or address is not None:
         from marlm.scale.parallel import seed_table_path, train_warehouse_seeds
 
@@ -230,7 +246,8 @@ def train_warehouse(
                   f"{r['updates']} updates, saved {r['path']}")  # fmt: skip
         return
     check_output_file(out, overwrite=overwrite)
-    with _progress() as bar:
+    console = _console()
+    with _progress(console) as bar:
         task = bar.add_task("training", total=episodes)
         q, stats = train_executor(
             layout=layout,

@@ -4,23 +4,31 @@ marlm.experiments)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from marlm.errors import InputError
-from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
+from marlm.eval.outputs import check_output_file, claim_run_folder
 
 from .app import app
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
-_err = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@functools.cache
+def _err() -> Console:
+    """The one stderr console of a command (rich is imported when a command runs)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def _fmt(value: object) -> str:
@@ -50,7 +58,7 @@ def report(
     check_output_file(target, overwrite=overwrite)
     path, warnings = write_report(run_folder, target)
     for w in warnings:
-        _err.print(f"warning: {w}", markup=False, highlight=False)
+        _err().print(f"warning: {w}", markup=False, highlight=False)
     print(path)
 
 
@@ -85,12 +93,14 @@ def replay(
     if out is not None:
         check_output_file(out, overwrite=overwrite)
 
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
 
-    say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    say = lambda msg: _err().print(msg, markup=False, highlight=False)  # noqa: E731
     bar = Progress(
         TextColumn("replaying decisions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=_err, transient=False,
+        console=_err(), transient=False,
     )  # fmt: skip
     task = bar.add_task("replay", total=None)
     with bar if scheme != "rl" else contextlib.nullcontext():  # rl: one fast batch, no bar
@@ -99,7 +109,7 @@ def replay(
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )  # fmt: skip
     for w in warnings:
-        _err.print(f"warning: {w}", markup=False, highlight=False)
+        _err().print(f"warning: {w}", markup=False, highlight=False)
     console = Console()
     if scheme == "rl":
         table = Table(title=f"RL replay: batch Q-learning over {trace} ({result['state_source']})")
@@ -221,13 +231,19 @@ def compare(
         format_notes_only,
     )
 
-    say = lambda msg: _err.print(msg, markup=False, highlight=False)  # noqa: E731
+    say = lambda msg: _err().print(msg, markup=False, highlight=False)  # noqa: E731
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
-    check_run_folder(out, overwrite=overwrite)
+    allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
+    names = [s.strip() for s in schemes.split(",")] if schemes else list(allowed)
+    unknown = [n for n in names if n not in allowed]
+    if unknown:  # before --overwrite empties anything
+        raise InputError(
+            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
+            field="--schemes",
+        )
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
-        names = [s.strip() for s in schemes.split(",")] if schemes else list(NOTES_ONLY_PLANNERS)
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
             llm=llm, planners=names, out_dir=out, progress=say,
@@ -235,7 +251,6 @@ def compare(
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
         return
-    names = [s.strip() for s in schemes.split(",")] if schemes else list(SCHEMES)
     result = compare_schemes(
         layout=layout,
         orders=orders,

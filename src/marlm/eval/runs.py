@@ -1,6 +1,11 @@
-"""Run folders of ``marlm train gridworld|race``: train, diagnose, and write what a user reads.
+"""Run folders: create them, and write what a user reads after a run.
 
-One run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
+Hybrid runs (``marlm demo``, :func:`marlm.hybrid.controller.run`; the command claims the folder
+first with :func:`marlm.eval.outputs.claim_run_folder`): :func:`start_run_folder` opens it, the
+controller streams ``trace.jsonl``, and :func:`finish_hybrid_run` writes ``metrics.json`` (last, so a folder without
+it is a run that did not finish), ``reward_curves.png`` and ``episode.gif``.
+
+``marlm train gridworld|race``: one run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
 logs), ``metrics.json`` (fixed names, see :func:`marlm.rl.train.gridworld_metrics` and
 :func:`marlm.rl.train.race_metrics`), ``curves.png`` (per-agent returns and the team curve,
 labelled sum), ``findings.json`` (:mod:`marlm.eval.diagnose`), and for GridRace with diagnostics
@@ -14,6 +19,7 @@ results, as :mod:`marlm.eval.replay` does). JSON files are written atomically (t
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +30,8 @@ from marlm.eval.diagnose import (
     detect_lazy_agent,
     detect_non_stationarity,
 )
-from marlm.eval.plots import plot_reward_curves
+from marlm.eval.metrics import reward_curves, summarise
+from marlm.eval.plots import plot_reward_curves, save_episode_gif
 from marlm.rl.train import (
     GridWorldConfig,
     GridWorldResult,
@@ -37,6 +44,62 @@ from marlm.rl.train import (
     train_gridworld,
     train_race,
 )
+
+
+def start_run_folder(out: str | Path) -> Path:
+    """Create the folder of a hybrid run and remove a ``metrics.json`` left in it, so that the
+    folder reads as unfinished until :func:`finish_hybrid_run` writes it."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.json").unlink(missing_ok=True)
+    return out
+
+
+def finish_hybrid_run(
+    out: str | Path,
+    events: Sequence[dict[str, Any]],
+    *,
+    facts: dict[str, Any],
+    frames: Sequence[np.ndarray] = (),
+    fps: int = 10,
+) -> tuple[dict[str, Any], dict[str, Path]]:
+    """Write the files of a finished hybrid run from its trace events.
+
+    Args:
+        out: the run folder (made by :func:`start_run_folder`).
+        events: the run's trace events, in order (see ``docs/trace-schema.md``).
+        facts: figures the trace does not hold (``scheme``, ``deadlock_breaks``,
+            ``orders_total``), added to the metrics after :func:`marlm.eval.metrics.summarise`.
+        frames: ``uint8[H, W, 3]`` episode frames; an ``episode.gif`` at ``fps`` when any.
+
+    Returns:
+        ``(metrics, files)``: the metrics written to ``metrics.json`` (with ``planner_deadlines``,
+        the rule's stand-ins past the planning deadline) and the paths written, by name
+        (``reward_curves``, ``gif``, ``metrics``).
+    """
+    out = Path(out)
+    metrics = summarise(events)
+    metrics.update(facts)
+    metrics["planner_deadlines"] = sum(
+        1 for e in events if e["type"] == "plan" and e["source"] == "deadline"
+    )
+    files: dict[str, Path] = {}
+    curves = reward_curves(events)
+    if curves:
+        files["reward_curves"] = plot_reward_curves(
+            curves,
+            out / "reward_curves.png",
+            team="sum",
+            cumulative=True,
+            title="Per-robot cumulative reward (team = sum)",
+        )
+    if len(frames):
+        files["gif"] = save_episode_gif(list(frames), out / "episode.gif", fps=fps)
+    tmp = out / "metrics.json.tmp"
+    tmp.write_text(json.dumps(metrics, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(out / "metrics.json")
+    files["metrics"] = out / "metrics.json"
+    return metrics, files
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -19,7 +19,7 @@ from marlm.envs.warehouse.orders import Order
 from marlm.errors import InputError
 from marlm.eval.replay import Decider, Decision, DecisionPoint, replay_llm, replay_rl
 from marlm.eval.trace import read_trace
-from marlm.hybrid.planner import Snapshot
+from marlm.hybrid.planner import Snapshot, order_distances
 
 
 def planner_decider(planner: Any, events: Sequence[dict[str, Any]]) -> Decider:
@@ -78,13 +78,8 @@ def planner_decider(planner: Any, events: Sequence[dict[str, Any]]) -> Decider:
         pending = tuple(orders[i] for i in pending_ids if i in orders)
         idle = tuple(str(r) for r in point.situation["idle"])
         pos = positions_before(point.step)
-        distance: dict[tuple[str, str], int] = {}
-        for order in pending:
-            dmap = layout.distance_from(layout.access[order.shelf])
-            for robot in idle:
-                r, c = pos[agents.index(robot)]
-                d = int(dmap[r, c])
-                distance[(robot, order.id)] = d if d >= 0 else 10**6
+        cells = {robot: pos[agents.index(robot)] for robot in idle}
+        distance = order_distances(layout, cells, pending)
         t0 = time.perf_counter()
         plan = planner.plan(Snapshot(point.step, pending, idle, distance))
         wall_ms = (time.perf_counter() - t0) * 1e3

@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, get_args
 from marlm.errors import InputError
 from marlm.llm.backends import ChatModel, make_backend
 
+from .defaults import DEFAULT_TRAINING
 from .planner import LLMPlanner, Planner, PlannerName, RulePlanner
 
 if TYPE_CHECKING:
     from .executor import QExecutor
-
-#: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
-DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
 
 
 def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
@@ -113,28 +111,6 @@ def cached_policy(
     return policy, True
 
 
-def prepare_run_folder(out: str | Path) -> Path:
-    """Create the run folder (and check it is writable) before any work is done.
-
-    Raises:
-        InputError: the path is a file, or the folder cannot be created or written.
-    """
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".marlm-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        why = "it is a file" if out.is_file() else (e.strerror or type(e).__name__)
-        raise InputError(
-            f"cannot use it as the run folder ({why}); choose another path",
-            source=out,
-            field="--out",
-        ) from e
-    return out
-
-
 def default_orders(layout: str) -> str | None:
     """The shipped order file when ``layout`` is the shipped ``small`` one (it names its shelves),
     else None (orders are generated from the seed)."""
@@ -151,5 +127,4 @@ __all__ = [
     "cached_policy",
     "default_orders",
     "make_model",
-    "prepare_run_folder",
 ]

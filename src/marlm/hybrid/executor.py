@@ -33,23 +33,41 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from marlm.envs.warehouse import WarehouseEnv
+from marlm.envs.warehouse import MOVES, WarehouseEnv
+from marlm.envs.warehouse.env import OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR
 from marlm.errors import InputError
-from marlm.hybrid.shield import Shield
+from marlm.hybrid.shield import Shield, shield_step
 from marlm.rl.qlearning import EpsilonSchedule, epsilon_greedy, td_update_batch
 
-# Observation indices, as WarehouseEnv's docstring (Observation Space) defines them.
-OBS_ROBOT_NEIGHBOUR = slice(6, 10)  # up, down, left, right occupied by another robot
-OBS_DOWNHILL = slice(10, 14)  # moving up, down, left, right shortens the path to the target
-OBS_HAS_TASK = 15
-
-N_ACTIONS = 5
+N_ACTIONS = len(MOVES)
 N_STATES = 2**4 * 2**4 * 2
 POLICY_FORMAT = "marlm-warehouse-executor-v1"
 _BITS = np.array([1, 2, 4, 8], dtype=np.int64)
+
+
+class Executor(Protocol):
+    """What the controller asks of an executor: one action per robot, every step.
+
+    ``act(observations, agents, rng, epsilon)`` returns ``int64[len(agents)]`` action ids (0..4,
+    :data:`marlm.envs.warehouse.MOVES`) for ``agents`` in that order, given each agent's
+    observation (``float32[OBS_SIZE]``, :class:`marlm.envs.warehouse.WarehouseEnv`) and a
+    ``numpy.random.Generator``; ``epsilon`` is an exploration rate for learners (None: the
+    executor's own). ``name`` is what traces and tables call it.
+    """
+
+    name: str
+
+    def act(
+        self,
+        observations: Mapping[str, np.ndarray],
+        agents: list[str],
+        rng: np.random.Generator,
+        epsilon: float | None = None,
+    ) -> np.ndarray: ...
 
 
 def discretise(observations: np.ndarray) -> np.ndarray:
@@ -62,7 +80,7 @@ def discretise(observations: np.ndarray) -> np.ndarray:
         ``int64[n]`` (or a scalar) state indices in ``[0, 512)``.
     """
     obs = np.atleast_2d(np.asarray(observations))
-    downhill = (obs[:, OBS_DOWNHILL] > 0.5).astype(np.int64) @ _BITS
+    downhill = (obs[:, OBS_CLOSER] > 0.5).astype(np.int64) @ _BITS
     robots = (obs[:, OBS_ROBOT_NEIGHBOUR] > 0.5).astype(np.int64) @ _BITS
     has_task = (obs[:, OBS_HAS_TASK] > 0.5).astype(np.int64).reshape(-1)
     states = downhill + 16 * robots + 256 * has_task
@@ -151,7 +169,7 @@ class GreedyExecutor:
 
     def act(self, observations, agents, rng, epsilon: float | None = None) -> np.ndarray:
         obs = np.stack([observations[a] for a in agents])
-        downhill = obs[:, OBS_DOWNHILL] > 0.5
+        downhill = obs[:, OBS_CLOSER] > 0.5
         has = downhill.any(axis=1)
         actions = np.where(has, downhill.argmax(axis=1) + 1, 0).astype(np.int64)
         if self.noise > 0:
@@ -252,7 +270,7 @@ def train_executor(
 
 
 def evaluate_executor(
-    executor,
+    executor: Executor,
     *,
     layout: str = "small",
     max_steps: int = 400,
@@ -264,8 +282,10 @@ def evaluate_executor(
 
     The seeds differ from the training seeds (0, 1, ...), so nothing is scored on an episode the
     policy was trained on. With ``shield=True`` the joint action goes through a fresh
-    :class:`marlm.hybrid.shield.Shield` first (as in the hybrid); without it the environment's
-    own collision rules refuse conflicting moves, which the ``collisions`` figure counts.
+    :class:`marlm.hybrid.shield.Shield` by :func:`marlm.hybrid.shield.shield_step`, exactly as
+    in the hybrid controller (robots carrying an order, then robots with a task, win contested
+    cells); without it the environment's own collision rules refuse conflicting moves, which
+    the ``collisions`` figure counts.
 
     Returns:
         ``{"delivered": mean orders delivered per episode, "delivery_rate": delivered / orders,
@@ -282,7 +302,7 @@ def evaluate_executor(
             agents = list(env.agents)
             actions = executor.act(obs, agents, rng)
             if guard is not None:
-                actions = guard.filter(env.robot_positions, actions).actions
+                actions = shield_step(guard, env, actions).actions
             obs, _, _, _, infos = env.step(dict(zip(agents, actions.tolist(), strict=True)))
             d += sum(e["type"] == "delivered" for e in env.last_events)
             c += sum(bool(infos[a]["collided"]) for a in infos)

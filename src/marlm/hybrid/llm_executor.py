@@ -10,8 +10,10 @@ import json
 import time
 from typing import Any
 
-_MOVE_NAMES = ("stay", "up", "down", "left", "right")
-_SIDES = ("up", "down", "left", "right")
+from marlm.envs.warehouse.dynamics import ACTION_NAMES
+from marlm.envs.warehouse.env import OBS_BLOCKED, OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR
+
+_SIDES = ACTION_NAMES[1:]  # up, down, left, right: the order of the observation's neighbour slices
 
 MOVE_SYSTEM_PROMPT = (
     "You steer warehouse robots on a grid, one move per robot per step. For each robot you get "
@@ -28,9 +30,9 @@ class LLMMoveExecutor:
     are not sent. The answer is decoded under a JSON schema (robot ids and move names as enums)
     and validated; an invalid answer or a backend error makes every robot stay this step.
 
-    The observation layout read here is the warehouse's (``WarehouseEnv`` docstring): indices
-    2-5 blocked by wall/shelf, 6-9 occupied by a robot, 10-13 moving there gets closer, 15 has a
-    task.
+    The observation is read through the warehouse's named slices (``OBS_CLOSER``,
+    ``OBS_BLOCKED``, ``OBS_ROBOT_NEIGHBOUR``, ``OBS_HAS_TASK`` of
+    :mod:`marlm.envs.warehouse.env`).
 
     Attributes:
         calls, invalid, prompt_tokens, completion_tokens, latency_ms: running totals (the
@@ -51,22 +53,28 @@ class LLMMoveExecutor:
 
     @staticmethod
     def describe(agent: str, obs: Any) -> str:
-        closer = [m for k, m in enumerate(_SIDES) if obs[10 + k] > 0.5]
-        walls = [m for k, m in enumerate(_SIDES) if obs[2 + k] > 0.5]
-        robots = [m for k, m in enumerate(_SIDES) if obs[6 + k] > 0.5]
+        closer = [m for m, v in zip(_SIDES, obs[OBS_CLOSER], strict=True) if v > 0.5]
+        walls = [m for m, v in zip(_SIDES, obs[OBS_BLOCKED], strict=True) if v > 0.5]
+        robots = [m for m, v in zip(_SIDES, obs[OBS_ROBOT_NEIGHBOUR], strict=True) if v > 0.5]
         return (
             f"- {agent}: closer: {', '.join(closer) or 'none'}; blocked by wall or shelf: "
             f"{', '.join(walls) or 'none'}; robot next to it: {', '.join(robots) or 'none'}"
         )
 
-    def act(self, observations: dict[str, Any], agents: list[str], rng: Any, epsilon: float = 0.0):
+    def act(
+        self,
+        observations: dict[str, Any],
+        agents: list[str],
+        rng: Any,
+        epsilon: float | None = None,
+    ):
         """Joint action ``int64[len(agents)]``: the model's moves for busy robots, stay otherwise."""
         import numpy as np
 
         from marlm.llm.backends import BackendError
 
         actions = np.zeros(len(agents), dtype=np.int64)
-        busy = [a for a in agents if observations[a][15] > 0.5]
+        busy = [a for a in agents if observations[a][OBS_HAS_TASK] > 0.5]
         if not busy:
             return actions
         lines = [self.describe(a, observations[a]) for a in busy]
@@ -88,7 +96,7 @@ class LLMMoveExecutor:
                         "type": "object",
                         "properties": {
                             "robot": {"type": "string", "enum": busy},
-                            "action": {"type": "string", "enum": list(_MOVE_NAMES)},
+                            "action": {"type": "string", "enum": list(ACTION_NAMES)},
                         },
                         "required": ["robot", "action"],
                         "additionalProperties": False,
@@ -118,7 +126,7 @@ class LLMMoveExecutor:
         self.completion_tokens += result.completion_tokens
         try:
             moves = json.loads(result.text)["moves"]
-            chosen = {str(m["robot"]): _MOVE_NAMES.index(str(m["action"])) for m in moves}
+            chosen = {str(m["robot"]): ACTION_NAMES.index(str(m["action"])) for m in moves}
             if set(chosen) != set(busy):
                 raise ValueError("not one move per busy robot")
         except (ValueError, KeyError, TypeError):

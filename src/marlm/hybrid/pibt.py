@@ -289,43 +289,25 @@ def _swap_agent(i, pos, nxt, cand, occ_now, goal_cell, goal_slot, pool, nbr):
     return -1
 
 
-# Not cached on disk: numba's cache of a self-recursive function crashes when loaded back (seen
-# with numba 0.60/0.61), so these two compile once per process (Pibt warms them up).
-@njit
-def _pibt(
-    i,
-    pusher,
-    pos,
-    nxt,
-    occ_now,
-    occ_next,
-    cand,
-    cand_key,
-    n_cand,
-    goal_cell,
-    goal_slot,
-    pool,
-    nbr,
-    swap,
-):
-    """PIBT's recursive step for robot ``i`` (AIJ 2022, Algorithm 1, with LaCAM3's swap).
+@njit(cache=True)
+def _frame_order(i, pusher, pos, nxt, occ_now, cand, cand_key, n_cand, goal_cell, goal_slot, pool,
+                 nbr, swap, order):  # fmt: skip
+    """Fill ``order[:k]`` with robot i's candidate cells for this visit; return swap agent or -1.
 
-    Returns True if ``i`` got a cell other than a forced stay.
+    Its own ranking; if pushed, cells ahead on the pusher's way last among equal scores (for an
+    idle robot: last of all); if LaCAM3's swap applies, the ranking reversed.
     """  # pragma: no cover - compiled
     k_max = n_cand[i]
-    order = np.empty(5, dtype=np.int64)
     for k in range(k_max):
         order[k] = cand[i, k]
     if pusher >= 0 and goal_slot[pusher] >= 0:
-        # Pushed: among equally scored cells, prefer those not ahead on the pusher's way, so
-        # the pushed robot does not walk in front of the pusher again (stable insertion sort).
-        # Ahead = closer to the pusher's target than the pusher is now.
+        # Pushed: prefer cells not ahead on the pusher's way (closer to its target than it is
+        # now), so the pushed robot does not walk in front of the pusher again.
         d_here = _dist(pusher, pos[pusher], goal_slot, pool)
         ahead = np.zeros(5, dtype=np.int64)
         for k in range(k_max):
             ahead[k] = 1 if _dist(pusher, order[k], goal_slot, pool) < d_here else 0
-        # An idle robot (no target) has no real preference: "not ahead" comes before its scores.
-        idle = goal_slot[i] < 0
+        idle = goal_slot[i] < 0  # no target, no real preference: "not ahead" comes first
         for k in range(1, k_max):
             c, a, s = order[k], ahead[k], cand_key[i, k]
             m = k
@@ -341,49 +323,92 @@ def _pibt(
         if swap_agent >= 0:
             for k in range(k_max):
                 order[k] = cand[i, k_max - 1 - k]
-    for k in range(k_max):
-        u = order[k]
-        if occ_next[u] >= 0:
-            continue  # vertex conflict
-        j = occ_now[u]
-        if j >= 0 and nxt[j] == pos[i]:
-            continue  # swap conflict with a robot that already decided
-        occ_next[u] = i
-        nxt[i] = u
-        if (
-            j >= 0
-            and u != pos[i]
-            and nxt[j] < 0
-            and not _pibt(j, i, pos, nxt, occ_now, occ_next, cand, cand_key, n_cand, goal_cell,
-                          goal_slot, pool, nbr, swap)
-        ):  # fmt: skip
-            continue  # priority inheritance failed: backtrack
-        if swap and k == 0 and swap_agent >= 0 and nxt[swap_agent] < 0 and occ_next[pos[i]] < 0:
-            occ_next[pos[i]] = swap_agent  # pull the swap agent into i's cell
-            nxt[swap_agent] = pos[i]
-        return True
-    occ_next[pos[i]] = i
-    nxt[i] = pos[i]
-    return False
+    return swap_agent
 
 
-@njit
+@njit(cache=True)
 def _pibt_all(
     order, pos, cand, cand_key, n_cand, goal_cell, goal_slot, pool, nbr, swap, occ_now, occ_next
 ):
-    """Run PIBT for every robot in ``order``; ``int64[n]`` next cell of each robot.
+    """PIBT for every robot in ``order`` (AIJ 2022, Algorithm 1, with LaCAM3's swap).
 
-    ``occ_now`` / ``occ_next`` are ``int64[V]`` scratch arrays holding -1, restored on return.
+    The paper's recursive ``PIBT(i, j)`` runs here on an explicit stack (one frame per robot
+    being decided; a robot is on the stack at most once, so depth <= n), which numba can cache
+    on disk (its cache of self-recursive functions crashes when loaded back). Returns
+    ``int64[n]`` next cell of each robot. ``occ_now`` / ``occ_next`` are ``int64[V]`` scratch
+    arrays holding -1, restored on return.
     """  # pragma: no cover - compiled
     n = pos.shape[0]
     nxt = np.full(n, -1, dtype=np.int64)
     for i in range(n):
         occ_now[pos[i]] = i
+    st_i = np.empty(n + 1, dtype=np.int64)
+    st_k = np.empty(n + 1, dtype=np.int64)  # next candidate to try
+    st_kmax = np.empty(n + 1, dtype=np.int64)
+    st_swap = np.empty(n + 1, dtype=np.int64)
+    st_wait = np.zeros(n + 1, dtype=np.bool_)  # waiting for the child pushed at st_k
+    st_order = np.empty((n + 1, 5), dtype=np.int64)
     for idx in range(n):
-        i = order[idx]
-        if nxt[i] < 0:
-            _pibt(i, -1, pos, nxt, occ_now, occ_next, cand, cand_key, n_cand, goal_cell, goal_slot,
-                  pool, nbr, swap)  # fmt: skip
+        root = order[idx]
+        if nxt[root] >= 0:
+            continue
+        depth = 0
+        st_i[0] = root
+        st_k[0] = 0
+        st_kmax[0] = n_cand[root]
+        st_wait[0] = False
+        st_swap[0] = _frame_order(root, -1, pos, nxt, occ_now, cand, cand_key, n_cand, goal_cell,
+                                  goal_slot, pool, nbr, swap, st_order[0])  # fmt: skip
+        child_ok = False
+        while depth >= 0:
+            i = st_i[depth]
+            decided = False
+            pushed = False
+            if st_wait[depth]:
+                st_wait[depth] = False
+                if child_ok:
+                    decided = True  # the pushed robot moved away: i keeps the reserved cell
+                else:
+                    st_k[depth] += 1  # priority inheritance failed: backtrack, next candidate
+            while not decided and st_k[depth] < st_kmax[depth]:
+                k = st_k[depth]
+                u = st_order[depth, k]
+                if occ_next[u] >= 0:
+                    st_k[depth] += 1
+                    continue  # vertex conflict
+                j = occ_now[u]
+                if j >= 0 and nxt[j] == pos[i]:
+                    st_k[depth] += 1
+                    continue  # swap conflict with a robot that already decided
+                occ_next[u] = i
+                nxt[i] = u
+                if j >= 0 and u != pos[i] and nxt[j] < 0:
+                    st_wait[depth] = True  # j inherits i's priority: decide j first
+                    depth += 1
+                    st_i[depth] = j
+                    st_k[depth] = 0
+                    st_kmax[depth] = n_cand[j]
+                    st_wait[depth] = False
+                    st_swap[depth] = _frame_order(j, i, pos, nxt, occ_now, cand, cand_key, n_cand,
+                                                  goal_cell, goal_slot, pool, nbr, swap,
+                                                  st_order[depth])  # fmt: skip
+                    child_ok = False
+                    pushed = True
+                    break
+                decided = True
+            if pushed:
+                continue
+            if decided:
+                sa = st_swap[depth]
+                if swap and st_k[depth] == 0 and sa >= 0 and nxt[sa] < 0 and occ_next[pos[i]] < 0:
+                    occ_next[pos[i]] = sa  # pull the swap agent into i's cell
+                    nxt[sa] = pos[i]
+                child_ok = True
+            else:
+                occ_next[pos[i]] = i  # no cell left: stay
+                nxt[i] = pos[i]
+                child_ok = False
+            depth -= 1
     for i in range(n):
         occ_now[pos[i]] = -1
         occ_next[nxt[i]] = -1

@@ -8,8 +8,9 @@ notes) and the idle robots, and answers which robot takes which order. It never 
 - :class:`LLMPlanner`: a chat model answers a JSON list of ``{robot, order}`` assignments, decoded
   under a JSON schema whose enums are the currently valid ids. The answer is validated (ids valid,
   each at most once); an invalid answer is retried once with the error text, then the rule decides.
-- :class:`AsyncPlanner`: runs any planner off the control thread, so a slow model never stalls
-  the robots.
+
+:class:`marlm.hybrid.scheduler.AsyncPlanner` runs any planner off the control thread, so a slow
+model never stalls the robots.
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from marlm.envs.warehouse.layout import Layout
+from marlm.envs.warehouse.orders import dispatch_key
 from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 
-PRIORITY_RANK = {"urgent": 0, "normal": 1, "low": 2}
 PROMPT_VERSION = "assign-v1"
+
+#: Distance recorded for a robot that cannot reach an order's shelf (larger than any path).
+UNREACHABLE_DISTANCE = 10**6
 
 #: Planner names ``--planner`` accepts (``marlm.hybrid.build.PLANNERS`` is this list as a tuple).
 #: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
@@ -75,19 +80,73 @@ class Snapshot:
         return frozenset(o.id for o in self.pending), frozenset(self.idle)
 
 
-@dataclass
+def order_distances(
+    layout: Layout, cells: Mapping[str, Sequence[int]], orders: Sequence[OrderView]
+) -> dict[tuple[str, str], int]:
+    """Shortest-path steps from each robot to each order's pick cell (the shelf's access cell).
+
+    Args:
+        layout: the warehouse layout (its distance tables are cached per cell).
+        cells: ``{robot: (row, col)}`` of the robots to measure from.
+        orders: the orders to measure to.
+
+    Returns:
+        ``{(robot, order_id): int}``; :data:`UNREACHABLE_DISTANCE` when the shelf cannot be
+        reached. This is :attr:`Snapshot.distance`.
+    """
+    distance: dict[tuple[str, str], int] = {}
+    for order in orders:
+        dmap = layout.distance_from(layout.access[order.shelf])
+        for robot, (r, c) in cells.items():
+            d = int(dmap[r, c])
+            distance[(robot, order.id)] = d if d >= 0 else UNREACHABLE_DISTANCE
+    return distance
+
+
+@dataclass(kw_only=True)
 class LLMCall:
-    """One model call, as recorded in the trace (``llm_call`` event)."""
+    """One model call, as recorded in the trace (``llm_call`` event; fields in this order).
+
+    Built with keywords only; :meth:`from_result` fills the answer's fields from a
+    :class:`marlm.llm.backends.ChatResult` (or anything with its token, latency and finish
+    fields). A call without an answer (backend down, timeout) keeps ``raw=""`` and zero tokens.
+    """
 
     messages: list[dict[str, str]]
-    raw: str
+    raw: str = ""
     latency_ms: float
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     valid: bool
     error: str | None
     attempt: int
     finish_reason: str = "stop"
+
+    @classmethod
+    def from_result(
+        cls,
+        messages: Sequence[dict[str, str]],
+        result: Any,
+        *,
+        valid: bool,
+        error: str | None,
+        attempt: int,
+        raw: str | None = None,
+    ) -> LLMCall:
+        """The record of an answered call: ``result`` gives ``latency_s`` (seconds, recorded in
+        ms), ``prompt_tokens``, ``completion_tokens``, ``finish_reason`` and, unless ``raw`` is
+        given, ``text``."""
+        return cls(
+            messages=list(messages),
+            raw=result.text if raw is None else raw,
+            latency_ms=result.latency_s * 1e3,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            valid=valid,
+            error=error,
+            attempt=attempt,
+            finish_reason=result.finish_reason,
+        )
 
 
 @dataclass
@@ -119,7 +178,7 @@ class Planner(Protocol):
 
 def rule_order(orders: Sequence[OrderView]) -> list[OrderView]:
     """Orders by priority (urgent first), then deadline, then arrival, then id."""
-    return sorted(orders, key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id))
+    return sorted(orders, key=dispatch_key)
 
 
 def rule_assign(
@@ -201,8 +260,17 @@ def validate_answer(text: str, snapshot: Snapshot, n_required: int) -> list[tupl
     return pairs
 
 
-def answer_schema(robots: Sequence[str], orders: Sequence[str], n: int) -> dict[str, Any]:
-    """JSON schema of an answer: exactly ``n`` ``{robot, order}`` pairs over the valid ids."""
+def answer_schema(
+    robots: Sequence[str], orders: Sequence[str], n: int | None = None
+) -> dict[str, Any]:
+    """JSON schema of an assignment answer ``{"assignments": [{"robot", "order"}, ...]}``.
+
+    Robot and order ids are enums of the valid ids. ``n``: exactly ``n`` pairs; None: at most
+    ``min(len(robots), len(orders))`` pairs (the team's dispatcher may leave robots idle).
+    """
+    items: dict[str, Any] = {"minItems": n, "maxItems": n}
+    if n is None:
+        items = {"maxItems": min(len(robots), len(orders))}
     return {
         "type": "object",
         "properties": {
@@ -217,8 +285,7 @@ def answer_schema(robots: Sequence[str], orders: Sequence[str], n: int) -> dict[
                     "required": ["robot", "order"],
                     "additionalProperties": False,
                 },
-                "minItems": n,
-                "maxItems": n,
+                **items,
             }
         },
         "required": ["assignments"],
@@ -252,7 +319,7 @@ def render_prompt(snapshot: Snapshot, orders: Sequence[OrderView]) -> str:
     return "\n".join(lines)
 
 
-#: Seconds :meth:`AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
+#: Seconds :meth:`marlm.hybrid.scheduler.AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
 #: its next token or decode batch; this bounds one batch on a busy machine).
 CANCEL_WAIT_S = 30.0
 
@@ -330,14 +397,11 @@ class LLMPlanner:
                 error = f"{'timeout' if isinstance(e, BackendTimeout) else 'backend error'}: {e}"
                 calls.append(
                     LLMCall(
-                        list(messages),
-                        "",
-                        (time.perf_counter() - t0) * 1e3,
-                        0,
-                        0,
-                        False,
-                        error,
-                        attempt,
+                        messages=list(messages),
+                        latency_ms=(time.perf_counter() - t0) * 1e3,
+                        valid=False,
+                        error=error,
+                        attempt=attempt,
                     )
                 )
                 break  # the backend is down: retrying with the error text would not help
@@ -347,122 +411,24 @@ class LLMPlanner:
                 pairs = validate_answer(result.text, snapshot, n)
             except ValueError as e:
                 error = str(e)
-                calls.append(self._record(messages, result, False, error, attempt))
+                calls.append(
+                    LLMCall.from_result(messages, result, valid=False, error=error, attempt=attempt)
+                )
                 messages = [
                     *messages,
                     {"role": "assistant", "content": result.text},
                     {"role": "user", "content": f"That answer is invalid: {error}. Answer again."},
                 ]
                 continue
-            calls.append(self._record(messages, result, True, None, attempt))
+            calls.append(
+                LLMCall.from_result(messages, result, valid=True, error=None, attempt=attempt)
+            )
             return Plan(pairs, "llm", snapshot, calls)
         return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""
         return cancel_calls(self.model, thread, timeout_s)
-
-    @staticmethod
-    def _record(messages, result, valid: bool, error: str | None, attempt: int) -> LLMCall:
-        return LLMCall(
-            messages=list(messages),
-            raw=result.text,
-            latency_ms=result.latency_s * 1e3,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            valid=valid,
-            error=error,
-            attempt=attempt,
-            finish_reason=result.finish_reason,
-        )
-
-
-class AsyncPlanner:
-    """Runs a planner on a worker thread so the control loop never waits for it.
-
-    At most one request is in flight. :meth:`submit` starts one (returns False when one is
-    already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
-    Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
-    The worker is a daemon thread: a request still waiting on a slow server when the run ends
-    does not hold the process open. :meth:`close` cancels the request in flight (when the
-    planner has ``cancel(thread, timeout_s)``) and waits for it, bounded, so that no model call
-    of a finished run is still running when the next run starts or the process exits.
-    """
-
-    def __init__(self, planner: Planner) -> None:
-        self.planner = planner
-        self.name = planner.name
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._result: Plan | None = None
-        self._running = False
-        self.started_at: float | None = None  # perf_counter() of the request in flight
-        self.snapshot: Snapshot | None = None  # the snapshot in flight
-        self._thread: threading.Thread | None = None
-
-    @property
-    def busy(self) -> bool:
-        """Whether a request is in flight (started and not yet answered)."""
-        return self._running and not self._done.is_set()
-
-    def submit(self, snapshot: Snapshot) -> bool:
-        """Start planning ``snapshot`` unless a request is in flight or unread."""
-        with self._lock:
-            if self._running:
-                return False
-            self._running = True
-            self._done.clear()
-            self.snapshot = snapshot
-            self.started_at = time.perf_counter()
-        self._thread = threading.Thread(
-            target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
-        )
-        self._thread.start()
-        return True
-
-    def _work(self, snapshot: Snapshot) -> None:
-        try:
-            result = self.planner.plan(snapshot)
-        except Exception as e:  # a planner bug must not stop the robots
-            result = Plan(
-                rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}"
-            )
-        self._result = result
-        self._done.set()
-
-    def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | None:
-        """The finished plan (once), or None. ``wait=True`` blocks until it ends (or ``timeout``)."""
-        if not self._running:
-            return None
-        if wait:
-            self._done.wait(timeout)
-        with self._lock:
-            if not self._done.is_set():
-                return None
-            result, self._result = self._result, None
-            self._running = False
-            self.started_at = self.snapshot = None
-        return result
-
-    def close(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
-        """Cancel the request in flight and wait at most ``timeout_s`` seconds for its worker to
-        end (its plan is dropped); then forget it. A planner without ``cancel``, or whose model
-        call cannot be interrupted (an HTTP request to a silent server), is not waited for: its
-        daemon thread ends on its own or with the process.
-
-        Returns:
-            ``True`` when no worker of this planner runs any more.
-        """
-        thread = self._thread
-        ended = thread is None or not thread.is_alive()
-        cancel = getattr(self.planner, "cancel", None)
-        if not ended and callable(cancel):
-            if cancel(thread, timeout_s):  # its model call ended: the rest is quick
-                thread.join(timeout_s)
-            ended = not thread.is_alive()
-        with self._lock:
-            self._running = False
-        return ended
 
 
 def plan_record(plan: Plan) -> dict[str, Any]:
@@ -484,7 +450,6 @@ def call_record(call: LLMCall) -> dict[str, Any]:
 
 __all__ = [
     "CANCEL_WAIT_S",
-    "AsyncPlanner",
     "LLMCall",
     "LLMPlanner",
     "Plan",
@@ -492,9 +457,11 @@ __all__ = [
     "PlannerName",
     "RulePlanner",
     "Snapshot",
+    "UNREACHABLE_DISTANCE",
     "answer_schema",
     "call_record",
     "cancel_calls",
+    "order_distances",
     "plan_record",
     "rule_assign",
     "rule_order",

@@ -25,10 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import STAY
-
-OBS_BLOCKED = slice(2, 6)  # up, down, left, right: wall, shelf or map edge
-OBS_DOWNHILL = slice(10, 14)  # moving up, down, left, right shortens the distance to the target
-OBS_HAS_TASK = 15
+from marlm.envs.warehouse.env import OBS_BLOCKED, OBS_CLOSER, OBS_HAS_TASK
 
 
 def greedy_scores(obs: np.ndarray) -> np.ndarray:
@@ -40,7 +37,7 @@ def greedy_scores(obs: np.ndarray) -> np.ndarray:
     obs = np.atleast_2d(np.asarray(obs))
     n = len(obs)
     scores = np.zeros((n, 5))
-    downhill = obs[:, OBS_DOWNHILL] > 0.5
+    downhill = obs[:, OBS_CLOSER] > 0.5
     has_task = obs[:, OBS_HAS_TASK] > 0.5
     scores[:, 1:] = np.where(downhill, 1.0, -1.0)
     scores[~has_task, 1:] = -1.0

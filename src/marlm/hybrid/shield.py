@@ -23,13 +23,15 @@ including the random yield moves (``tests/hybrid/test_shield_speed_equivalence.p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-#: Action ids and their (drow, dcol) moves, the same as the warehouse environment's.
-STAY, UP, DOWN, LEFT, RIGHT = 0, 1, 2, 3, 4
-MOVES = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.int64)
+from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP  # the env's actions
+
+if TYPE_CHECKING:
+    from marlm.envs.warehouse import WarehouseEnv
 
 #: Reasons recorded for an override.
 REASON_STATIC = "static"  # wall, shelf or map edge
@@ -549,3 +551,37 @@ def warm_up() -> None:
     positions = np.array([[0, 0], [0, 1]])
     for _ in range(2):
         shield.filter(positions, np.array([RIGHT, LEFT]))
+
+
+# ------------------------------------------------------------------------------------------------
+# The shield on the warehouse: one way to apply it, for the controller, the wrapper and evaluation
+# ------------------------------------------------------------------------------------------------
+
+
+def shield_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
+    """``float[len(agents)]`` priority for contested cells: robots carrying an order first
+    (2), then robots with a task (1), then idle robots (0)."""
+    return np.array(
+        [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
+    )
+
+
+def shield_step(shield: Shield, env: WarehouseEnv, proposed: np.ndarray) -> ShieldResult:
+    """The safe joint action for ``env`` now: ``shield`` filters ``proposed`` from the robots'
+    current cells with :func:`shield_priority`.
+
+    The one place the shield meets the warehouse: :class:`marlm.hybrid.controller.Controller`,
+    :class:`marlm.hybrid.wrappers.ShieldWrapper` and
+    :func:`marlm.hybrid.executor.evaluate_executor` all call it, so they apply the same rules
+    with the same priorities.
+
+    Args:
+        shield: a :class:`Shield` built for ``env``'s map and robot count.
+        env: a :class:`marlm.envs.warehouse.WarehouseEnv` (unwrapped).
+        proposed: ``int64[n_robots]`` proposed action ids, in ``env.possible_agents`` order.
+
+    Returns:
+        :class:`ShieldResult` (``actions`` in ``env.possible_agents`` order).
+    """
+    priority = shield_priority(env, env.possible_agents)
+    return shield.filter(env.robot_positions, proposed, priority)

@@ -28,6 +28,7 @@ from .planner import (
     LLMCall,
     Plan,
     Snapshot,
+    answer_schema,
     cancel_calls,
     render_prompt,
     rule_assign,
@@ -62,26 +63,6 @@ def _ranking_schema(orders: list[str]) -> dict[str, Any]:
             }
         },
         "required": ["ranking"],
-        "additionalProperties": False,
-    }
-
-
-def _assignment_schema(robots: list[str], orders: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "assignments": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"robot": {"enum": robots}, "order": {"enum": orders}},
-                    "required": ["robot", "order"],
-                    "additionalProperties": False,
-                },
-                "maxItems": min(len(robots), len(orders)),
-            }
-        },
-        "required": ["assignments"],
         "additionalProperties": False,
     }
 
@@ -147,7 +128,7 @@ class TeamPlanner:
                 Role(
                     "dispatcher",
                     DISPATCHER,
-                    content_schema=_assignment_schema(list(snapshot.idle), ids),
+                    content_schema=answer_schema(snapshot.idle, ids),
                     validate=lambda m: (
                         _unique(m, "assignments", "robot") or _unique(m, "assignments", "order")
                     ),
@@ -187,20 +168,23 @@ class TeamPlanner:
         for i, stats in enumerate(result.calls):
             role, raw = flat[i] if i < len(flat) else ("?", "")
             out.append(
-                LLMCall(
-                    messages=result.contexts.get(role, []),
+                LLMCall.from_result(
+                    result.contexts.get(role, []),
+                    stats,
                     raw=raw,
-                    latency_ms=stats.latency_s * 1e3,
-                    prompt_tokens=stats.prompt_tokens,
-                    completion_tokens=stats.completion_tokens,
                     valid=result.reason == "done",
                     error=None if result.reason == "done" else result.reason,
                     attempt=i,
-                    finish_reason=stats.finish_reason,
                 )
             )
         if not out:  # a backend failure before any reply still shows in the trace
             out.append(
-                LLMCall([], "", elapsed_ms, 0, 0, False, f"{result.reason}: {result.detail}", 0)
+                LLMCall(
+                    messages=[],
+                    latency_ms=elapsed_ms,
+                    valid=False,
+                    error=f"{result.reason}: {result.detail}",
+                    attempt=0,
+                )
             )
         return out

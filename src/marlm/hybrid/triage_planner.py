@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.llm.triage import Triage
 
 from .planner import (
     CANCEL_WAIT_S,
-    PRIORITY_RANK,
+    UNREACHABLE_DISTANCE,
     LLMCall,
     Plan,
     Snapshot,
@@ -83,7 +84,7 @@ def solve_assignment(
         base = RANK_COST * (PRIORITY_RANK[cls] + 0.5 * j / n)
         for i, robot in enumerate(robots):
             cost[i, j] = base + DISTANCE_WEIGHT[cls] * snapshot.distance.get(
-                (robot, order.id), 10**6
+                (robot, order.id), UNREACHABLE_DISTANCE
             )
     rows, cols = linear_sum_assignment(cost)
     pairs = sorted(zip(rows.tolist(), cols.tolist(), strict=True), key=lambda rc: rc[1])
@@ -138,8 +139,6 @@ class TriagePlanner:
                             ],
                             raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
                             latency_ms=d.latency_s * 1e3,
-                            prompt_tokens=0,
-                            completion_tokens=0,
                             valid=d.source == "model",
                             error=d.reason,
                             attempt=0,

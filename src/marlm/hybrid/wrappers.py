@@ -2,9 +2,9 @@
 
 ``ShieldWrapper(WarehouseEnv(...))`` is itself a ``ParallelEnv``: any learner or script that
 steps it gets the shield's guarantees (no robot moves into a wall or shelf, no two robots in one
-cell, no swaps) without the environment knowing about it. The hybrid controller uses the
-:class:`marlm.hybrid.shield.Shield` directly because it also records the overrides in its trace;
-both apply the same rules.
+cell, no swaps) without the environment knowing about it. The hybrid controller does not step
+through the wrapper because it also records the overrides in its trace; both apply the shield
+through :func:`marlm.hybrid.shield.shield_step`, so with the same rules and priorities.
 """
 
 from __future__ import annotations
@@ -14,15 +14,7 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from marlm.envs.warehouse import WarehouseEnv
 
-from .shield import Shield
-
-
-def shield_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
-    """``float[len(agents)]`` priority for contested cells: robots carrying an order first
-    (2), then robots with a task (1), then idle robots (0)."""
-    return np.array(
-        [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
-    )
+from .shield import Shield, shield_step
 
 
 class ShieldWrapper(BaseParallelWrapper):
@@ -54,8 +46,7 @@ class ShieldWrapper(BaseParallelWrapper):
         proposed = np.zeros(len(base.possible_agents), dtype=np.int64)  # absent robots stay
         for agent, action in actions.items():
             proposed[index[agent]] = int(action)
-        priority = shield_priority(base, base.possible_agents)
-        result = self.shield.filter(base.robot_positions, proposed, priority)
+        result = shield_step(self.shield, base, proposed)
         safe = {a: int(result.actions[index[a]]) for a in agents}
         obs, rewards, terms, truncs, infos = self.env.step(safe)
         for agent in infos:

@@ -31,8 +31,11 @@ from marlm.envs.warehouse.layout import (
 )
 from marlm.envs.warehouse.lifelong import LifelongScenario, LifelongStep
 from marlm.envs.warehouse.orders import (
+    ORDER_STATUSES,
     PRIORITIES,
+    PRIORITY_RANK,
     Order,
+    dispatch_key,
     generate_orders,
     load_notes,
     load_orders,
@@ -48,7 +51,9 @@ __all__ = [
     "LEFT",
     "MOVES",
     "OBS_SIZE",
+    "ORDER_STATUSES",
     "PRIORITIES",
+    "PRIORITY_RANK",
     "REWARD_PARTS",
     "RIGHT",
     "SHELF",
@@ -64,6 +69,7 @@ __all__ = [
     "Order",
     "RewardWeights",
     "WarehouseEnv",
+    "dispatch_key",
     "generate_orders",
     "list_layouts",
     "load_grid_map",

@@ -40,14 +40,38 @@ import numpy as np
 from numba import njit
 
 from marlm.envs.warehouse.dynamics import MOVES, STAY, check_moves
-from marlm.envs.warehouse.env import OBS_SIZE, REWARD_PARTS, RewardWeights
+from marlm.envs.warehouse.env import (
+    OBS_BLOCKED,
+    OBS_CARRYING,
+    OBS_CLOSER,
+    OBS_HAS_TASK,
+    OBS_ROBOT_NEIGHBOUR,
+    OBS_SIZE,
+    OBS_TARGET_OFFSET,
+    PART_BLOCKED_MOVE,
+    PART_DELIVERY,
+    PART_PICK,
+    PART_PROGRESS,
+    PART_STEP_COST,
+    REWARD_PARTS,
+    RewardWeights,
+)
 from marlm.envs.warehouse.layout import Layout, load_layout
-from marlm.envs.warehouse.orders import PRIORITY_RANK, Order, generate_orders, load_orders
+from marlm.envs.warehouse.orders import (
+    ORDER_STATUSES,
+    Order,
+    dispatch_key,
+    generate_orders,
+    load_orders,
+)
 from marlm.errors import InputError
 
-# Order status codes (the strings of WarehouseEnv.order_status, in the same order).
-FUTURE, PENDING, ASSIGNED, PICKED, DELIVERED = 0, 1, 2, 3, 4
-ORDER_STATUSES = ("future", "pending", "assigned", "picked", "delivered")
+# Order status codes: indices of ORDER_STATUSES (the strings of WarehouseEnv.order_status).
+FUTURE, PENDING, ASSIGNED, PICKED, DELIVERED = range(len(ORDER_STATUSES))
+# First index of each observation slice, as plain ints for the compiled kernels.
+_OBS_ROW, _OBS_BLOCKED, _OBS_ROBOT, _OBS_CLOSER = (
+    s.start for s in (OBS_TARGET_OFFSET, OBS_BLOCKED, OBS_ROBOT_NEIGHBOUR, OBS_CLOSER)
+)
 
 
 @dataclass
@@ -391,15 +415,7 @@ class BatchedWarehouseEnv:
         # Python's stable sorts, exactly as WarehouseEnv._reset_state / _auto_assign sort.
         self._by_arrival[i] = sorted(idx, key=lambda k: orders[k].arrival)
         self._by_deadline[i] = sorted(idx, key=lambda k: orders[k].deadline)
-        self._by_rule[i] = sorted(
-            idx,
-            key=lambda k: (
-                PRIORITY_RANK[orders[k].priority],
-                orders[k].deadline,
-                orders[k].arrival,
-                orders[k].id,
-            ),
-        )
+        self._by_rule[i] = sorted(idx, key=lambda k: dispatch_key(orders[k]))
         self._done[i] = False
 
     def _start(self, envs) -> None:
@@ -595,10 +611,10 @@ def _step_kernel(
                 before = dist[tid, pos[b, i, 0], pos[b, i, 1]]
                 after = dist[tid, new_pos[i, 0], new_pos[i, 1]]
                 gain = before - after if before >= 0 and after >= 0 else 0
-                parts[b, i, 0] = -weights[0]
-                parts[b, i, 1] = weights[1] * gain
+                parts[b, i, PART_STEP_COST] = -weights[PART_STEP_COST]
+                parts[b, i, PART_PROGRESS] = weights[PART_PROGRESS] * gain
             if blocked[b, i] or collided[b, i]:
-                parts[b, i, 4] = -weights[4]
+                parts[b, i, PART_BLOCKED_MOVE] = -weights[PART_BLOCKED_MOVE]
             pos[b, i, 0] = new_pos[i, 0]
             pos[b, i, 1] = new_pos[i, 1]
         for i in range(n):  # pick or drop on arrival at the target
@@ -612,7 +628,7 @@ def _step_kernel(
                 carrying[b, i] = True
                 target[b, i] = drop_tid[b, o]
                 status[b, o] = PICKED
-                parts[b, i, 2] = weights[2]
+                parts[b, i, PART_PICK] = weights[PART_PICK]
             else:
                 carrying[b, i] = False
                 task[b, i] = -1
@@ -621,7 +637,7 @@ def _step_kernel(
                 shelf_held[b, shelf_of[b, o]] = False
                 n_delivered[b] += 1
                 delivered[b] += 1
-                parts[b, i, 3] = weights[3]
+                parts[b, i, PART_DELIVERY] = weights[PART_DELIVERY]
         step_count[b] += 1
         _clock_one(
             b, step_count[b], pos, dist, task, target, status, access_tid, arrival, deadline,
@@ -654,17 +670,17 @@ def _observe_kernel(pos, free, dist, cells, target, carrying, occupied, obs):  #
                 nr = r + MOVES[k + 1, 0]
                 nc = c + MOVES[k + 1, 1]
                 inside = 0 <= nr < h and 0 <= nc < w
-                obs[b, i, 2 + k] = 0.0 if inside and free[nr, nc] else 1.0
-                obs[b, i, 6 + k] = 1.0 if inside and occupied[nr, nc] == 1 else 0.0
+                obs[b, i, _OBS_BLOCKED + k] = 0.0 if inside and free[nr, nc] else 1.0
+                obs[b, i, _OBS_ROBOT + k] = 1.0 if inside and occupied[nr, nc] == 1 else 0.0
                 if tid >= 0:
                     d = dist[tid, r, c]
                     nb = dist[tid, nr, nc] if inside else -1
-                    obs[b, i, 10 + k] = 1.0 if nb >= 0 and d >= 0 and nb < d else 0.0
+                    obs[b, i, _OBS_CLOSER + k] = 1.0 if nb >= 0 and d >= 0 and nb < d else 0.0
             if tid >= 0:
-                obs[b, i, 0] = (cells[tid, 0] - r) / h
-                obs[b, i, 1] = (cells[tid, 1] - c) / w
-                obs[b, i, 15] = 1.0
-            obs[b, i, 14] = 1.0 if carrying[b, i] else 0.0
+                obs[b, i, _OBS_ROW] = (cells[tid, 0] - r) / h
+                obs[b, i, _OBS_ROW + 1] = (cells[tid, 1] - c) / w
+                obs[b, i, OBS_HAS_TASK] = 1.0
+            obs[b, i, OBS_CARRYING] = 1.0 if carrying[b, i] else 0.0
         for i in range(n):
             occupied[pos[b, i, 0], pos[b, i, 1]] = -1
 

@@ -12,17 +12,30 @@ from pettingzoo import ParallelEnv
 
 from marlm.envs.warehouse.dynamics import MOVES, STAY, resolve_moves
 from marlm.envs.warehouse.layout import Layout, load_layout
-from marlm.envs.warehouse.orders import PRIORITY_RANK, Order, generate_orders, load_orders
+from marlm.envs.warehouse.orders import (
+    ORDER_STATUSES,
+    Order,
+    dispatch_key,
+    generate_orders,
+    load_orders,
+)
 from marlm.envs.warehouse.render import render_ansi, render_rgb
 from marlm.errors import InputError
 
 OBS_SIZE = 16
 """Length of one robot's observation vector (see :class:`WarehouseEnv`)."""
 
+#: Named parts of one robot's observation (Observation Space in :class:`WarehouseEnv`). The four
+#: neighbour entries of a slice are in the order up, down, left, right (actions 1-4).
+OBS_TARGET_OFFSET = slice(0, 2)  # (drow / H, dcol / W) to the current target
+OBS_BLOCKED = slice(2, 6)  # the neighbour is a wall, a shelf or off the map
+OBS_ROBOT_NEIGHBOUR = slice(6, 10)  # the neighbour holds another robot
+OBS_CLOSER = slice(10, 14)  # moving there shortens the shortest-path distance to the target
+OBS_CARRYING = 14  # carrying a shelf
+OBS_HAS_TASK = 15  # has a task
+
 ROBOT_STATE_SIZE = 6
 ORDER_STATE_SIZE = 6
-
-ORDER_STATUSES = ("future", "pending", "assigned", "picked", "delivered")
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,14 @@ class RewardWeights:
 
 
 REWARD_PARTS = tuple(RewardWeights.__dataclass_fields__)
+"""Names of the reward parts, in the column order of every reward-part array."""
+
+#: Column of each part in ``float[..., len(REWARD_PARTS)]`` reward-part arrays.
+PART_STEP_COST = REWARD_PARTS.index("step_cost")
+PART_PROGRESS = REWARD_PARTS.index("progress")
+PART_PICK = REWARD_PARTS.index("pick")
+PART_DELIVERY = REWARD_PARTS.index("delivery")
+PART_BLOCKED_MOVE = REWARD_PARTS.index("blocked_move")
 
 
 class WarehouseEnv(ParallelEnv):
@@ -474,10 +495,7 @@ class WarehouseEnv(ParallelEnv):
         return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
 
     def _unassigned_by_rule(self) -> list[Order]:
-        return sorted(
-            self._unassigned(),
-            key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id),
-        )
+        return sorted(self._unassigned(), key=dispatch_key)
 
     def _assign(self, i: int, order_id: str, events: list[dict]) -> None:
         self._shelf_holder[self._orders[order_id].shelf] = order_id
@@ -500,9 +518,9 @@ class WarehouseEnv(ParallelEnv):
             dist = self.layout.distance_from(target)
             before, after = dist[tuple(old_pos[i])], dist[tuple(self._pos[i])]
             gain = int(before - after) if before >= 0 and after >= 0 else 0
-            parts[i, 0] = -w.step_cost
-            parts[i, 1] = w.progress * gain
-        parts[:, 4] = np.where(refused, -w.blocked_move, 0.0)
+            parts[i, PART_STEP_COST] = -w.step_cost
+            parts[i, PART_PROGRESS] = w.progress * gain
+        parts[:, PART_BLOCKED_MOVE] = np.where(refused, -w.blocked_move, 0.0)
         return parts
 
     def _advance_tasks(self, parts: np.ndarray, events: list[dict]) -> None:
@@ -514,7 +532,7 @@ class WarehouseEnv(ParallelEnv):
                 self._carrying[i] = True
                 self._target[i] = self.layout.drop[self._orders[order_id].shelf]
                 self._status[order_id] = "picked"
-                parts[i, 2] = self.reward_weights.pick
+                parts[i, PART_PICK] = self.reward_weights.pick
                 events.append(self._event("picked", order_id, i))
             else:
                 self._carrying[i] = False
@@ -522,7 +540,7 @@ class WarehouseEnv(ParallelEnv):
                 self._status[order_id] = "delivered"
                 del self._shelf_holder[self._orders[order_id].shelf]
                 self._delivered[order_id] = self._step_count
-                parts[i, 3] = self.reward_weights.delivery
+                parts[i, PART_DELIVERY] = self.reward_weights.delivery
                 events.append(self._event("delivered", order_id, i))
 
     def _advance_clock(self, events: list[dict]) -> None:
@@ -550,10 +568,8 @@ class WarehouseEnv(ParallelEnv):
 
     def _auto_assign(self, events: list[dict]) -> None:
         """Pending orders by (priority, deadline, arrival, id) to the nearest idle robot."""
-        pending = sorted(
-            self.pending_orders(),
-            key=lambda o: (PRIORITY_RANK[o.priority], o.deadline, o.arrival, o.id),
-        )  # at most one order per shelf, and none for a held shelf
+        # at most one order per shelf, and none for a held shelf
+        pending = sorted(self.pending_orders(), key=dispatch_key)
         idle = [i for i in range(self.n_robots) if self._task[i] is None]
         for order in pending:
             dist = self.layout.distance_from(self.layout.access[order.shelf])
@@ -596,14 +612,14 @@ class WarehouseEnv(ParallelEnv):
         occupied[self._pos[:, 0] + 1, self._pos[:, 1] + 1] = True
         obs = np.zeros((self.n_robots, OBS_SIZE), dtype=np.float32)
         for i, (r, c) in enumerate(self._pos):
-            obs[i, 2:6] = self._blocked4[r, c]
-            obs[i, 6:10] = occupied[r + 1 + MOVES[1:, 0], c + 1 + MOVES[1:, 1]]
+            obs[i, OBS_BLOCKED] = self._blocked4[r, c]
+            obs[i, OBS_ROBOT_NEIGHBOUR] = occupied[r + 1 + MOVES[1:, 0], c + 1 + MOVES[1:, 1]]
             target = self._target[i]
             if target is not None:
-                obs[i, 0:2] = ((target[0] - r) / h, (target[1] - c) / w)
-                obs[i, 10:14] = self._closer_table(target)[r, c]
-                obs[i, 15] = 1.0
-            obs[i, 14] = self._carrying[i]
+                obs[i, OBS_TARGET_OFFSET] = ((target[0] - r) / h, (target[1] - c) / w)
+                obs[i, OBS_CLOSER] = self._closer_table(target)[r, c]
+                obs[i, OBS_HAS_TASK] = 1.0
+            obs[i, OBS_CARRYING] = self._carrying[i]
         return {a: obs[i] for i, a in enumerate(self.possible_agents)}
 
     def _infos(self, parts: np.ndarray, collided: np.ndarray, blocked: np.ndarray) -> dict:
@@ -629,4 +645,20 @@ def _positive_int(value: Any, name: str, allow_zero: bool = False) -> int:
     return int(value)
 
 
-__all__ = ["OBS_SIZE", "REWARD_PARTS", "RewardWeights", "WarehouseEnv"]
+__all__ = [
+    "OBS_BLOCKED",
+    "OBS_CARRYING",
+    "OBS_CLOSER",
+    "OBS_HAS_TASK",
+    "OBS_ROBOT_NEIGHBOUR",
+    "OBS_SIZE",
+    "OBS_TARGET_OFFSET",
+    "PART_BLOCKED_MOVE",
+    "PART_DELIVERY",
+    "PART_PICK",
+    "PART_PROGRESS",
+    "PART_STEP_COST",
+    "REWARD_PARTS",
+    "RewardWeights",
+    "WarehouseEnv",
+]

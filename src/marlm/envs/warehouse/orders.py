@@ -29,6 +29,20 @@ from marlm.errors import InputError
 Priority = Literal["urgent", "normal", "low"]
 PRIORITIES: tuple[str, ...] = ("urgent", "normal", "low")
 PRIORITY_RANK = {p: i for i, p in enumerate(PRIORITIES)}
+"""Rank of each priority, urgent first (0)."""
+
+ORDER_STATUSES: tuple[str, ...] = ("future", "pending", "assigned", "picked", "delivered")
+"""An order's life, in order (``WarehouseEnv.order_status``; ``BatchedWarehouseEnv`` codes
+are the indices)."""
+
+
+def dispatch_key(order: Order) -> tuple[int, int, int, str]:
+    """The dispatch rule's queue order: priority (urgent first), then deadline, arrival and id.
+
+    The environment's auto-assignment, the batched environment and the rule planner
+    (:func:`marlm.hybrid.planner.rule_order`) all sort by this key.
+    """
+    return (PRIORITY_RANK[order.priority], order.deadline, order.arrival, order.id)
 
 
 class Order(BaseModel):

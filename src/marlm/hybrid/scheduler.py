@@ -1,0 +1,314 @@
+"""When the planner runs: asynchronous planning, the planning deadline, and the call records.
+
+The controller asks :class:`PlanScheduler` once per control step (:meth:`PlanScheduler.update`)
+and never waits for a model:
+
+1. If the planner finished a request, apply its assignments that are still valid (the robot is
+   still idle and the order still pending); record the plan and every model call.
+2. If the pending orders or the idle robots changed since the last request and no request is in
+   flight, submit a new snapshot to the planner (off the control thread unless synchronous).
+3. While a request is in flight and an order has waited longer than the planning deadline, the
+   rule stands in for the late model.
+
+:class:`AsyncPlanner` runs any planner on a worker thread. Time is read from an injected
+``clock`` (seconds, monotonic; default :func:`time.perf_counter`), so tests can drive the
+deadline with a fake clock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .planner import (
+    CANCEL_WAIT_S,
+    LLMCall,
+    Plan,
+    Planner,
+    Snapshot,
+    call_record,
+    order_distances,
+    plan_record,
+    rule_assign,
+)
+
+if TYPE_CHECKING:
+    from marlm.envs.warehouse import WarehouseEnv
+
+Clock = Callable[[], float]
+
+
+class AsyncPlanner:
+    """Runs a planner on a worker thread so the control loop never waits for it.
+
+    At most one request is in flight. :meth:`submit` starts one (returns False when one is
+    already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
+    Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
+    The worker is a daemon thread: a request still waiting on a slow server when the run ends
+    does not hold the process open. :meth:`close` cancels the request in flight (when the
+    planner has ``cancel(thread, timeout_s)``) and waits for it, bounded, so that no model call
+    of a finished run still runs when the next run starts or the process exits.
+
+    Args:
+        planner: any :class:`marlm.hybrid.planner.Planner`.
+        clock: seconds, monotonic; stamps :attr:`started_at`.
+    """
+
+    def __init__(self, planner: Planner, *, clock: Clock = time.perf_counter) -> None:
+        self.planner = planner
+        self.name = planner.name
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._result: Plan | None = None
+        self._running = False
+        self.started_at: float | None = None  # clock() when the request in flight started
+        self.snapshot: Snapshot | None = None  # the snapshot in flight
+        self._thread: threading.Thread | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is in flight (started and not yet answered)."""
+        return self._running and not self._done.is_set()
+
+    def submit(self, snapshot: Snapshot) -> bool:
+        """Start planning ``snapshot`` unless a request is in flight or unread."""
+        with self._lock:
+            if self._running:
+                return False
+            self._running = True
+            self._done.clear()
+            self.snapshot = snapshot
+            self.started_at = self.clock()
+        self._thread = threading.Thread(
+            target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
+        )
+        self._thread.start()
+        return True
+
+    def _work(self, snapshot: Snapshot) -> None:
+        try:
+            result = self.planner.plan(snapshot)
+        except Exception as e:  # a planner bug must not stop the robots
+            result = Plan(
+                rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}"
+            )
+        self._result = result
+        self._done.set()
+
+    def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | None:
+        """The finished plan (once), or None. ``wait=True`` blocks until it ends (or ``timeout``)."""
+        if not self._running:
+            return None
+        if wait:
+            self._done.wait(timeout)
+        with self._lock:
+            if not self._done.is_set():
+                return None
+            result, self._result = self._result, None
+            self._running = False
+            self.started_at = self.snapshot = None
+        return result
+
+    def close(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel the request in flight and wait at most ``timeout_s`` seconds for its worker to
+        end (its plan is dropped); then forget it. A planner without ``cancel``, or whose model
+        call cannot be interrupted (an HTTP request to a silent server), is not waited for: its
+        daemon thread ends on its own or with the process.
+
+        Returns:
+            ``True`` when no worker of this planner runs any more.
+        """
+        thread = self._thread
+        ended = thread is None or not thread.is_alive()
+        cancel = getattr(self.planner, "cancel", None)
+        if not ended and callable(cancel):
+            if cancel(thread, timeout_s):  # its model call ended: the rest is quick
+                thread.join(timeout_s)
+            ended = not thread.is_alive()
+        with self._lock:
+            self._running = False
+        return ended
+
+
+def failure_kind(error: str | None) -> str:
+    """Trace ``failure`` kind of a fallback plan's error: timeout, backend_error or
+    invalid_llm_answer (the planners' error texts start with the reason)."""
+    error = error or ""
+    if error.startswith(("timeout", "team ended with timeout")):
+        return "timeout"
+    if error.startswith(("backend", "team ended with backend_error")):
+        return "backend_error"
+    return "invalid_llm_answer"
+
+
+def snapshot_of(env: WarehouseEnv) -> Snapshot:
+    """The planner's view of the environment now: pending orders, idle robots, distances."""
+    pending = tuple(env.pending_orders())
+    idle = tuple(env.idle_robots())
+    positions = env.robot_positions
+    index = {a: i for i, a in enumerate(env.possible_agents)}
+    cells = {robot: positions[index[robot]] for robot in idle}
+    return Snapshot(env.step_count, pending, idle, order_distances(env.layout, cells, pending))
+
+
+class PlanScheduler:
+    """Owns the planner's timing around one :class:`WarehouseEnv`: requests, deadlines, records.
+
+    Args:
+        env: the environment, built with ``auto_assign=False`` (the scheduler assigns).
+        planner: any :class:`marlm.hybrid.planner.Planner`.
+        emit: ``emit(type, **fields)`` writes one trace event (``plan``, ``llm_call``,
+            ``failure``).
+        sync: call the planner inside :meth:`update` instead of on its own thread (a ``rule``
+            planner is always called inside).
+        plan_deadline_s: with an asynchronous planner, seconds an order may wait for the model
+            before the rule assigns the idle robots (0: wait for the model).
+        clock: seconds, monotonic (default :func:`time.perf_counter`).
+    """
+
+    def __init__(
+        self,
+        env: WarehouseEnv,
+        planner: Planner,
+        emit: Callable[..., None],
+        *,
+        sync: bool = False,
+        plan_deadline_s: float = 0.0,
+        clock: Clock = time.perf_counter,
+    ) -> None:
+        self.env = env
+        self.planner = planner
+        self.emit = emit
+        self.clock = clock
+        self.sync = sync or planner.name == "rule"
+        self.async_planner = None if self.sync else AsyncPlanner(planner, clock=clock)
+        self.plan_deadline_s = plan_deadline_s
+        self._last_key: tuple | None = None  # the situation of the last request
+        self._stand_in_key: tuple | None = None  # the situation the rule last stood in for
+        self._pending_since: dict[str, float] = {}  # order id -> when it was first seen pending
+        self._call_id = 0
+
+    @property
+    def in_flight_since(self) -> int | None:
+        """The step at which the request in flight was made, or None."""
+        ap = self.async_planner
+        return ap.snapshot.step if ap is not None and ap.snapshot is not None else None
+
+    def update(self) -> None:
+        """Once per control step, before the executor: apply a finished plan, then request a new
+        one when the situation changed, or let the rule stand in past the deadline."""
+        if self.async_planner is not None:
+            done = self.async_planner.poll()
+            if done is not None:
+                self._apply(done)
+        snap = snapshot_of(self.env)
+        now = self.clock()
+        self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
+        if not snap.pending or not snap.idle:
+            return
+        if self.in_flight_since is not None:
+            self._maybe_stand_in(snap)
+            return
+        key = snap.key()
+        if key == self._last_key:
+            return
+        if self.async_planner is None:
+            self._last_key = key
+            self._apply(self.planner.plan(snap))
+        elif self.async_planner.submit(snap):
+            self._last_key = key
+            self._stand_in_key = None
+
+    def close(self, wait: bool = True) -> None:
+        """End planning: apply a plan still in flight (when ``wait``), else record the request as
+        unanswered (an ``llm_call`` event with ``valid=False``), so no call goes uncounted."""
+        ap = self.async_planner
+        if ap is None:
+            return
+        plan = ap.poll(wait=wait)
+        if plan is not None:
+            self._apply(plan)
+        elif ap.busy and ap.snapshot is not None:
+            now = self.clock()
+            waited_ms = (now - (ap.started_at or now)) * 1e3
+            error = "unanswered: the run ended while the request was in flight"
+            call = LLMCall(
+                messages=[],
+                latency_ms=waited_ms,
+                valid=False,
+                error=error,
+                attempt=0,
+                finish_reason="none",
+            )
+            self._emit_call(call, ap.snapshot.step, None, fallback=False)
+        ap.close()
+
+    def status(self) -> str:
+        """The planner's state in a few words, for the episode animation."""
+        if self.in_flight_since is not None:
+            return f"LLM thinking (since {self.in_flight_since})"
+        return "LLM idle" if self.planner.name != "rule" else "rule"
+
+    # -- records ------------------------------------------------------------------------------
+    def _emit_call(
+        self, call: LLMCall, step_requested: int, step_applied: int | None, fallback: bool
+    ) -> None:
+        self._call_id += 1
+        self.emit(
+            "llm_call",
+            call_id=self._call_id,
+            step_requested=step_requested,
+            step_applied=step_applied,
+            fallback=fallback,
+            **call_record(call),
+        )
+
+    def _apply(self, plan: Plan) -> None:
+        """Assign the plan's pairs that are still valid; record the calls, the plan, a failure."""
+        env = self.env
+        step = env.step_count
+        for call in plan.calls:
+            self._emit_call(call, plan.snapshot.step, step, plan.source == "fallback")
+        applied = []
+        idle = set(env.idle_robots())
+        pending = {o.id for o in env.pending_orders()}
+        for robot, order in plan.assignments:
+            if robot in idle and order in pending:
+                env.assign(robot, order)
+                idle.discard(robot)
+                pending.discard(order)
+                applied.append((robot, order))  # the env reports "assigned" in its next events
+        record: dict[str, Any] = plan_record(plan)
+        record["applied"] = [{"robot": r, "order": o} for r, o in applied]
+        self.emit("plan", step=step, **record)
+        if plan.source == "fallback":
+            self.emit("failure", kind=failure_kind(plan.error), step=step, detail=plan.error)
+
+    def _maybe_stand_in(self, snap: Snapshot) -> None:
+        """Past the planning deadline the rule stands in for the late model: it assigns the idle
+        robots, and again whenever the situation changes, until the model answers.
+
+        The deadline counts per order, from when it first became pending, not per request: an
+        order that arrives while a request runs waits for that request and the next one, so
+        timing requests alone would let it wait longer than the deadline. With idle robots, no
+        order waits for the model more than ``plan_deadline_s``. The model's late answer is still
+        applied for the robots and orders that are free when it arrives."""
+        if self.plan_deadline_s <= 0 or snap.key() == self._stand_in_key:
+            return
+        now = self.clock()
+        waited = now - min(self._pending_since.get(o.id, now) for o in snap.pending)
+        if waited < self.plan_deadline_s:
+            return
+        self._stand_in_key = snap.key()
+        error = (
+            f"planner deadline: an order waited {waited:.2f} s for the model "
+            f"(deadline {self.plan_deadline_s} s)"
+        )
+        self.emit("failure", kind="planner_deadline", step=self.env.step_count, detail=error)
+        self._apply(Plan(rule_assign(snap), "deadline", snap, [], error))
+
+
+__all__ = ["AsyncPlanner", "Clock", "PlanScheduler", "failure_kind", "snapshot_of"]
