@@ -16,6 +16,7 @@ model never stalls the robots.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -467,6 +468,23 @@ def render_prompt(snapshot: Snapshot, orders: Sequence[OrderView]) -> str:
     return "\n".join(lines)
 
 
+#: Seconds :meth:`marlm.hybrid.scheduler.AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
+#: its next token or decode batch; this bounds one batch on a busy machine).
+CANCEL_WAIT_S = 30.0
+
+
+def cancel_calls(model: Any, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+    """Cancel the calls ``thread`` makes on ``model``: the call in flight stops at its next
+    token, decode batch or body chunk, later ones fail at once (``BackendClosed``). Waits at
+    most ``timeout_s`` seconds. A backend without ``cancel`` (a scripted model) is left alone.
+
+    Returns:
+        ``True`` when ``thread`` holds the model no more.
+    """
+    cancel = getattr(model, "cancel", None)
+    return bool(cancel(timeout_s, thread)) if callable(cancel) else True
+
+
 class LLMPlanner:
     """A chat model assigns idle robots to pending orders; the rule is its fallback.
 
@@ -557,6 +575,10 @@ class LLMPlanner:
             return Plan(pairs, "llm", snapshot, calls)
         return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
 
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""
+        return cancel_calls(self.model, thread, timeout_s)
+
 
 def plan_record(plan: Plan) -> dict[str, Any]:
     """The trace fields of a plan (``plan`` event), JSON-ready."""
@@ -578,6 +600,7 @@ def call_record(call: LLMCall) -> dict[str, Any]:
 
 
 __all__ = [
+    "CANCEL_WAIT_S",
     "BusyRobot",
     "LLMCall",
     "LLMPlanner",
@@ -591,6 +614,7 @@ __all__ = [
     "answer_schema",
     "busy_robots",
     "call_record",
+    "cancel_calls",
     "effective_class",
     "order_distances",
     "outcome_of",

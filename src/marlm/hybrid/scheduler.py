@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .planner import (
+    CANCEL_WAIT_S,
     LLMCall,
     Plan,
     Planner,
@@ -48,7 +49,9 @@ class AsyncPlanner:
     already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
     Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
     The worker is a daemon thread: a request still waiting on a slow server when the run ends
-    does not hold the process open.
+    does not hold the process open. :meth:`close` cancels the request in flight (when the
+    planner has ``cancel(thread, timeout_s)``) and waits for it, bounded, so that no model call
+    of a finished run still runs when the next run starts or the process exits.
 
     Args:
         planner: any :class:`marlm.hybrid.planner.Planner`.
@@ -65,6 +68,7 @@ class AsyncPlanner:
         self._running = False
         self.started_at: float | None = None  # clock() when the request in flight started
         self.snapshot: Snapshot | None = None  # the snapshot in flight
+        self._thread: threading.Thread | None = None
 
     @property
     def busy(self) -> bool:
@@ -80,9 +84,10 @@ class AsyncPlanner:
             self._done.clear()
             self.snapshot = snapshot
             self.started_at = self.clock()
-        threading.Thread(
+        self._thread = threading.Thread(
             target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
-        ).start()
+        )
+        self._thread.start()
         return True
 
     def _work(self, snapshot: Snapshot) -> None:
@@ -103,10 +108,25 @@ class AsyncPlanner:
             self.started_at = self.snapshot = None
         return result
 
-    def close(self) -> None:
-        """Forget the request in flight; its daemon thread ends on its own or with the process."""
+    def close(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel the request in flight and wait at most ``timeout_s`` seconds for its worker to
+        end (its plan is dropped); then forget it. A planner without ``cancel``, or whose model
+        call cannot be interrupted (an HTTP request to a silent server), is not waited for: its
+        daemon thread ends on its own or with the process.
+
+        Returns:
+            ``True`` when no worker of this planner runs any more.
+        """
+        thread = self._thread
+        ended = thread is None or not thread.is_alive()
+        cancel = getattr(self.planner, "cancel", None)
+        if not ended and callable(cancel):
+            if cancel(thread, timeout_s):  # its model call ended: the rest is quick
+                thread.join(timeout_s)
+            ended = not thread.is_alive()
         with self._lock:
             self._running = False
+        return ended
 
 
 def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:

@@ -29,6 +29,7 @@ The "notes-only urgency" scenario that measures this planner against the rule is
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,10 +40,12 @@ from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.llm.triage import Triage
 
 from .planner import (
+    CANCEL_WAIT_S,
     UNREACHABLE_DISTANCE,
     LLMCall,
     Plan,
     Snapshot,
+    cancel_calls,
     effective_class,
     plan_preemptions,
     rule_assign,
@@ -121,6 +124,10 @@ class TriagePlanner:
         self.classes: dict[str, str] = {}
         self.sources: dict[str, str] = {}
         self.reasons: dict[str, str] = {}  # why the model did not decide an order ("": it did)
+
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
+        return cancel_calls(self.triage.model, thread, timeout_s)
 
     def plan(self, snapshot: Snapshot) -> Plan:
         """Triage the new notes (one request), order the queue, solve the matching, then
