@@ -2,7 +2,8 @@
 
 Every order is listed ``normal``; urgency lives only in its note (drawn from marlm's copy of the
 development notes). Truly urgent orders have a tighter true deadline. The few-shot examples and
-the batch prior come from ``marlm/data/triage/examples.jsonl``, disjoint from those notes.
+the batch prior come from the shipped labelled pool without the scenario's notes
+(:func:`marlm.experiments.notes_only.run_notes_only` leaves them out).
 
     python benchmarks/triage_notes_only.py --seeds 1 2 --modes batch calibrated score generate
 """

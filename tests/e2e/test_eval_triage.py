@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from marlm.llm.triage import dev_notes_path
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if cache is not None:
+        env["MARLM_CACHE"] = str(cache)
     return subprocess.run(
         [sys.executable, "-c", "from marlm.cli import main; main()", "eval", "triage", *args],
         capture_output=True,
         text=True,
+        env=env,
     )
 
 
@@ -38,6 +44,10 @@ def test_eval_triage_cross_validates_and_writes_json(small_notes, tmp_path):
         str(small_notes),
         "--mode",
         "calibrated",
+        "--protocol",
+        "cross-validation",
+        "--select",
+        "balanced",
         "--folds",
         "2",
         "--per-class",
@@ -81,14 +91,32 @@ def test_eval_triage_held_out_examples_file(small_notes, tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["protocol"] == "held-out" and data["folds"] is None
     assert data["calls"]["content_free"] == 0
-    assert data["examples_dropped_as_test_notes"] == 2
+    assert data["pool"]["notes"] == len(ex) - 2  # the two test notes were left out
+    ids = {p["id"] for p in data["predictions"]}
+    assert all(not ids & set(p["examples"]) for p in data["predictions"])
+
+
+def test_eval_triage_defaults_to_the_demos_path(small_notes, tmp_path):
+    r = run("--notes", str(small_notes), "--out", str(tmp_path / "r.json"), cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert (data["mode"], data["select"], data["protocol"]) == ("batch", "balanced", "held-out")
+    assert data["pool"]["notes"] == 67 - 8  # the shipped pool without the 8 test notes
+    assert data["calls"]["batch_prior"] == 24  # PRIOR_MAX_NOTES of them
+    assert len(list(tmp_path.glob("triage-prior-*.json"))) == 1
+    test_ids = {p["id"] for p in data["predictions"]}
+    assert all(
+        len(p["examples"]) == 8 and not test_ids & set(p["examples"]) for p in data["predictions"]
+    )
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--mode", "vote"], "--mode"),
-        (["--folds", "1"], "--folds"),
+        (["--protocol", "cross-validation", "--folds", "1"], "--folds"),
+        (["--protocol", "loo"], "--protocol"),
+        (["--select", "random"], "--select"),
         (["--llm", "ftp://x"], "--llm"),
     ],
 )

@@ -247,3 +247,48 @@ def test_online_signals_window_and_open_failures() -> None:
     assert sig.snapshot()["open_failures"] == 1
     sig.update({"type": "plan", "step": 40, "source": "llm", "assignments": []})
     assert sig.snapshot()["open_failures"] == 0
+
+
+def _plan(step, outcome, applied, t_s=None, t_req=None, source=None, error=None):
+    ev = {"type": "plan", "step": step, "assignments": applied, "applied": applied}
+    ev.update(source=source or {"answered": "llm"}.get(outcome, "fallback"), error=error)
+    if outcome is not None:
+        ev["outcome"] = outcome
+    if t_s is not None:
+        ev.update(t_s=t_s, t_requested_s=t_req)
+    return ev
+
+
+def test_who_decided_shares_unanswered_calls_and_time_to_first_answer() -> None:
+    a = [{"robot": "r0", "order": "o1"}]
+    events = [
+        _plan(
+            3, "deadline", a, t_s=2.5, t_req=0.4
+        ),  # the rule stood in; the first request at 0.4 s
+        _plan(5, "answered", [], t_s=2.9, t_req=0.4),  # answered, but nothing left to apply
+        _plan(9, "answered", a, t_s=3.0, t_req=2.6),
+        _plan(12, "answered", a, t_s=4.0, t_req=3.1),
+        _plan(14, "planner_error", a, t_s=4.2, t_req=4.1),
+        _plan(20, None, a, source="fallback", error="timeout: no answer in 2 s"),  # older trace
+        {
+            "type": "llm_call",
+            "valid": False,
+            "error": "unanswered: the run ended",
+            "t_requested_s": 9.0,
+        },
+    ]
+    d = summarise(events)
+    assert d["plans_effective"] == 5
+    assert d["plans_by_outcome"] == {
+        "answered": 2, "rule": 0, "deadline": 1, "backend_error": 1,
+        "invalid_answer": 0, "planner_error": 1,
+    }  # fmt: skip
+    assert d["decided_by_model_share"] == pytest.approx(2 / 5)
+    assert d["decided_by_rule_stand_in_share"] == pytest.approx(1 / 5)
+    assert d["decided_by_fallback_share"] == pytest.approx(2 / 5)
+    assert d["llm_unanswered"] == 1
+    # First answer: the plan of step 5 (answered, at 2.9 s) minus the first request (0.4 s).
+    assert d["llm_first_answer_s"] == pytest.approx(2.5)
+    assert d["llm_first_answer_step"] == 5
+    rule_run = summarise([_plan(1, "rule", a, source="rule")])
+    assert rule_run["decided_by_model_share"] is None and rule_run["llm_first_answer_s"] is None

@@ -34,6 +34,9 @@ class _FixedTriage:
             raise self.error
         return TriageDecision(self.table.get(note, fallback), "model", "fixed")
 
+    def classify_many(self, notes, fallbacks):
+        return [self.classify(n, fallback=f) for n, f in zip(notes, fallbacks, strict=True)]
+
 
 def test_notes_only_orders_hide_urgency_in_the_note():
     layout = load_layout("small")

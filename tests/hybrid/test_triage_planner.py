@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from marlm.envs.warehouse.orders import Order
-from marlm.hybrid.planner import RulePlanner, Snapshot
+from marlm.hybrid.planner import (
+    BusyRobot,
+    RulePlanner,
+    Snapshot,
+    busy_robots,
+    effective_class,
+    plan_preemptions,
+)
 from marlm.hybrid.triage_planner import TriagePlanner, queue_order, solve_assignment
 from marlm.llm.backends import BackendError
 from marlm.llm.triage import Triage
@@ -27,6 +35,105 @@ def test_queue_puts_triaged_urgent_orders_first():
     a, b, c = order("a", deadline=50), order("b", deadline=60), order("c", priority="low")
     q = queue_order([a, b, c], {"b": "urgent", "c": "normal"})
     assert [o.id for o in q] == ["b", "a", "c"]
+
+
+def test_a_listed_priority_is_a_floor_the_note_can_raise_but_not_lower():
+    assert effective_class("urgent", "low") == "urgent"
+    assert effective_class("urgent", "normal") == "urgent"
+    assert effective_class("normal", "urgent") == "urgent"
+    assert effective_class("low", "normal") == "normal"
+    assert effective_class("normal", "low") == "normal"
+    assert effective_class("low", None) == "low"
+    # "production is down" read as low cannot push a listed-urgent order behind a normal one.
+    u, n = order("u", priority="urgent", deadline=90), order("n", deadline=10)
+    assert [o.id for o in queue_order([n, u], {"u": "low", "n": "normal"})] == ["u", "n"]
+    cost_pairs = solve_assignment(
+        snapshot([n, u], ["r0"], {("r0", "u"): 9, ("r0", "n"): 1}), [u, n], {"u": "low"}
+    )
+    assert cost_pairs == [("r0", "u")]
+
+
+def busy(robot, o, *, carrying=False, to_free=20, free=None):
+    return BusyRobot(robot, o, carrying, to_free, free or {})
+
+
+def test_preemption_known_answer_reassigns_the_robot_heading_for_a_normal_order():
+    urgent = order("u", priority="urgent", deadline=40)
+    n1, n2 = order("n1"), order("n2")
+    snap = Snapshot(
+        10,
+        (urgent,),
+        (),
+        {("r0", "u"): 4, ("r1", "u"): 6},
+        busy=(
+            busy("r0", n1, to_free=20, free={"u": 5}),  # without preemption: u picked at 25
+            busy("r1", n2, to_free=30, free={"u": 5}),
+        ),
+    )
+    assert plan_preemptions(snap, {}, []) == [("r0", "n1", "u")]
+    # A robot already carrying its shelf, or heading for an urgent order, is never preempted.
+    snap2 = Snapshot(
+        10,
+        (urgent,),
+        (),
+        {("r0", "u"): 4, ("r1", "u"): 6},
+        busy=(
+            busy("r0", n1, carrying=True, to_free=20, free={"u": 5}),
+            busy("r1", order("x", priority="urgent"), to_free=30, free={"u": 5}),
+        ),
+    )
+    assert plan_preemptions(snap2, {}, []) == []
+    # Nor when waiting for a robot to finish is as soon: no gain, no preemption.
+    snap3 = Snapshot(
+        10,
+        (urgent,),
+        (),
+        {("r0", "u"): 9},
+        busy=(busy("r0", n1, to_free=4, free={"u": 5}),),
+    )
+    assert plan_preemptions(snap3, {}, []) == []
+    # An order the note made urgent counts; a normal pending order never preempts.
+    snap4 = Snapshot(10, (order("v"),), (), {("r0", "v"): 1}, busy=(busy("r0", n1, free={"v": 5}),))
+    assert plan_preemptions(snap4, {}, []) == []
+    assert plan_preemptions(snap4, {"v": "urgent"}, []) == [("r0", "n1", "v")]
+    # An urgent order an idle robot already takes is not a reason to preempt.
+    assert plan_preemptions(snap4, {"v": "urgent"}, [("r9", "v")]) == []
+
+
+def test_triage_planner_preempts_for_an_urgent_note_with_every_robot_busy():
+    planner = TriagePlanner(_FixedTriage({"line down": "urgent"}))
+    u = order("u", "line down")
+    snap = Snapshot(
+        3,
+        (u,),
+        (),
+        {("r0", "u"): 2},
+        busy=(busy("r0", order("n1", "restock"), to_free=25, free={"u": 6}),),
+    )
+    plan = planner.plan(snap)
+    assert plan.preemptions == [("r0", "n1")]
+    assert plan.assignments == [("r0", "u")]
+
+
+def test_env_release_puts_the_order_back_in_the_queue_and_busy_robots_reads_the_env():
+    from marlm.envs.warehouse import WarehouseEnv
+
+    env = WarehouseEnv(layout="small", n_orders=6, max_steps=50, auto_assign=False)
+    env.reset(seed=0)
+    while not env.pending_orders():
+        env.step({})
+    robot, o = env.idle_robots()[0], env.pending_orders()[0]
+    env.assign(robot, o.id)
+    (b,) = busy_robots(env, env.pending_orders())
+    assert (b.robot, b.order.id, b.carrying) == (robot, o.id, False)
+    assert b.steps_to_free > 0
+    assert env.release(robot) == o.id
+    assert env.task_of(robot) is None and env.order_status(o.id) == "pending"
+    assert o.id in {x.id for x in env.pending_orders()}  # its shelf is free to claim again
+    with pytest.raises(ValueError, match="no order"):
+        env.release(robot)
+    env.step({})
+    assert [e["type"] for e in env.last_events if e["order"] == o.id][-1] == "released"
 
 
 def test_solver_known_answer_serves_urgent_first_then_minimises_distance():
@@ -86,6 +193,9 @@ class _FixedTriage:
         if self.error:
             raise self.error
         return TriageDecision(self.table.get(note, fallback), "model", "fixed")
+
+    def classify_many(self, notes, fallbacks):
+        return [self.classify(n, fallback=f) for n, f in zip(notes, fallbacks, strict=True)]
 
 
 def test_plan_asks_once_per_order_and_assigns_only_idle_robots_and_pending_orders():

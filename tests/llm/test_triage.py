@@ -15,11 +15,14 @@ from marlm.llm.triage import (
     PROMPT_VERSION,
     URGENCY_CLASSES,
     LabelledNote,
+    NoteIndex,
     Triage,
     clean_note,
     default_examples_path,
+    default_pool_path,
     dev_notes_path,
     load_labelled_notes,
+    nearest_class,
     parse_answer,
     render_prompt,
     select_examples,
@@ -41,6 +44,13 @@ def test_shipped_files_load_and_are_disjoint():
     assert {e.label for e in examples} == set(URGENCY_CLASSES)
     assert len(dev) == 40 and {d.label for d in dev} == {"urgent", "normal"}
     assert not {clean_note(e.note) for e in examples} & {clean_note(d.note) for d in dev}
+    # The shipped pool is exactly the two files, each note naming where it comes from.
+    pool = load_labelled_notes(default_pool_path())
+    assert [(x.id, x.note, x.label) for x in pool] == [
+        (x.id, x.note, x.label) for x in dev + examples
+    ]
+    assert {x.source for x in pool[:40]} == {"shared/data/order_notes_dev.jsonl"}
+    assert {x.source for x in pool[40:]} == {"examples.jsonl"}
 
 
 @pytest.mark.parametrize(
@@ -103,6 +113,61 @@ def test_select_examples_balances_and_interleaves():
     assert ex != select_examples(pool, per_class=3, classes=("urgent", "normal"), seed=2)
 
 
+def test_note_index_known_answer():
+    idx = NoteIndex(["ab", "abc", "xyz"], ngram_range=(1, 1))
+    # Unigrams with padding: "ab" -> {" ", a, b}; the query "ab" is nearest to itself, then "abc".
+    assert idx.nearest("ab", 3) == [0, 1, 2]
+    assert idx.nearest("ab", 2, exclude=[0]) == [1, 2]
+    assert np.allclose(np.linalg.norm(idx.vectors, axis=1), 1.0)
+    # idf: " " is in all 3 texts -> log(4/4) + 1 = 1; "a" in 2 -> log(4/3) + 1.
+    assert idx.idf[idx.vocab[" "]] == pytest.approx(1.0)
+    assert idx.idf[idx.vocab["a"]] == pytest.approx(np.log(4 / 3) + 1)
+    # Unseen n-grams are dropped: "???" keeps only its padding space.
+    assert np.flatnonzero(idx.vector("???")).tolist() == [idx.vocab[" "]]
+
+
+def test_nearest_class_maps_labels_outside_the_class_set():
+    assert nearest_class("low", ("urgent", "normal")) == "normal"
+    assert nearest_class("urgent", ("normal", "low")) == "normal"
+    assert nearest_class("normal", ("urgent", "low")) == "urgent"  # tie: the more urgent
+    assert nearest_class("low", URGENCY_CLASSES) == "low"
+
+
+def test_similar_examples_are_the_nearest_of_each_class_never_the_note_itself(scripted):
+    pool = [
+        LabelledNote("a", "line down, need the part now", "urgent"),
+        LabelledNote("b", "routine restock", "normal"),
+        LabelledNote("c", "line down again", "urgent"),
+        LabelledNote("d", "archive boxes whenever", "low"),
+        LabelledNote("e", "line restock, routine", "normal"),
+        LabelledNote("f", "emergency: line down, part needed now", "urgent"),
+    ]
+    tri = Triage(scripted([]), mode="score", examples=pool, shots=2, select="similar")
+    ex = [e.id for e in tri.examples_for(clean_note("line down, need the part now"))]
+    # Per class the two nearest (one low note only), classes alternating in a fixed order, the
+    # most similar round last; the note's own pool entry "a" is never its example.
+    assert "a" not in ex and len(ex) == 5
+    assert [pool[[x.id for x in pool].index(i)].label for i in ex] == [
+        "urgent", "normal", "urgent", "normal", "low",
+    ]  # fmt: skip
+    assert ex[2] == "f" or ex[2] == "c"
+    held = Triage(
+        scripted([]), examples=pool, hold_out=["routine restock"], shots=3, select="similar"
+    )
+    assert [x.id for x in held.pool] == ["a", "c", "d", "e", "f"]
+    assert "b" not in [e.id for e in held.examples_for("routine restock")]
+    two = Triage(scripted([]), examples=pool, classes=("urgent", "normal"))
+    assert [x.label for x in two.pool] == [
+        "urgent",
+        "normal",
+        "urgent",
+        "normal",
+        "normal",
+        "urgent",
+    ]
+    assert tri.without(["line down again"]).pool == [x for x in pool if x.id != "c"]
+
+
 def test_parse_answer_accepts_only_a_class():
     assert parse_answer('{"urgency": "Urgent"}', URGENCY_CLASSES) == "urgent"
     for bad in ("urgent", '{"urgency": "asap"}', '{"level": "low"}', "[]"):
@@ -143,7 +208,8 @@ def test_score_mode_on_an_unreachable_server_gives_the_fallback(refused_url):
 
 
 def test_real_server_without_prompt_logprobs_falls_back_to_generate_and_warns_once(llama_server):
-    tri = Triage(OpenAICompatible(llama_server, "smollm2"), mode="calibrated")
+    # llama-cpp-python 0.3.36 answers the logprobs probe (shifted) slowly: a generous timeout
+    tri = Triage(OpenAICompatible(llama_server, "smollm2", timeout_s=600), mode="calibrated")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         a = tri.classify("The truck leaves at 11, load before then.")
@@ -215,7 +281,7 @@ def test_score_and_generate_modes_answer_with_a_class(embedded_model):
 
 def test_batch_mode_prior_comes_from_unlabelled_pool_notes_outside_the_prompt(embedded_model):
     pool = load_labelled_notes(default_examples_path())
-    tri = Triage(embedded_model, mode="batch", examples=pool, per_class=2)
+    tri = Triage(embedded_model, mode="batch", examples=pool, per_class=2, select="balanced")
     shots = {clean_note(e.note) for e in tri.examples}
     assert len(tri.prior_notes) == len(pool) - len(shots)
     assert not shots & set(tri.prior_notes)
@@ -224,9 +290,9 @@ def test_batch_mode_prior_comes_from_unlabelled_pool_notes_outside_the_prompt(em
     assert np.exp(prior).sum() == pytest.approx(1.0)
     assert tri.stats.prior_calls == len(tri.prior_notes)
     assert d.mode == "batch" and d.label in URGENCY_CLASSES
-    raw = Triage(embedded_model, mode="score", examples=pool, per_class=2).classify(
-        "Emergency order for the fire department."
-    )
+    raw = Triage(
+        embedded_model, mode="score", examples=pool, per_class=2, select="balanced"
+    ).classify("Emergency order for the fire department.")
     for c in URGENCY_CLASSES:
         assert d.scores[c] == pytest.approx(raw.scores[c] - prior[URGENCY_CLASSES.index(c)])
 
@@ -235,10 +301,35 @@ def test_calibrated_triage_beats_the_majority_on_held_out_dev_notes(embedded_mod
     # Few-shot examples from the shipped examples file; test notes from the dev set (disjoint).
     dev = load_labelled_notes(dev_notes_path())
     sample = dev[::3]  # 14 notes, both languages, both classes
-    tri = Triage(embedded_model, mode="calibrated", classes=("urgent", "normal"))
+    tri = Triage(
+        embedded_model,
+        mode="calibrated",
+        classes=("urgent", "normal"),
+        examples=default_examples_path(),
+        select="balanced",
+    )
     pred = [tri.classify(n.note).label for n in sample]
     m = metrics([n.label for n in sample], pred, ("urgent", "normal"))
     assert m["accuracy"] > m["majority_baseline_accuracy"]
+
+
+def test_similar_batch_prior_is_cached_on_disk_per_model_and_pool(embedded_model, tmp_path):
+    pool = load_labelled_notes(default_examples_path())[::3]  # 9 notes, all three classes
+    tri = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
+    assert tri.mode == "batch" and tri.select == "similar"
+    prior = tri.batch_prior()
+    assert tri.stats.prior_calls == len(pool) and tri.prior_source == "computed"
+    (cached,) = tmp_path.glob("triage-prior-*.json")
+    again = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
+    assert np.array_equal(again.batch_prior(), prior)
+    assert again.stats.prior_calls == 0 and again.prior_source == "disk cache"
+    # Another pool is another prior; a broken cache file is computed again.
+    assert again.without([pool[0].note]).prior_key() != again.prior_key()
+    cached.write_text("{not json", encoding="utf-8")
+    third = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
+    assert np.allclose(third.batch_prior(), prior) and third.stats.prior_calls == len(pool)
+    d = third.classify("Emergency order for the fire department.")
+    assert len(d.examples) == 3 + 3 + 1 and d.label in URGENCY_CLASSES  # one low note
 
 
 # ----------------------------------------------------------------------------- evaluation math

@@ -48,6 +48,10 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _share(v) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
 def metrics_table(m: dict, title: str) -> Table:
     """The demo's table of figures, from a metrics dict."""
     from rich.table import Table
@@ -68,10 +72,23 @@ def metrics_table(m: dict, title: str) -> Table:
         ("collisions", _fmt(m.get("collisions"))),
         ("shield overrides", _fmt(m.get("shield_overrides"))),
         ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
+        ("plans that took effect", _fmt(m.get("plans_effective"))),
+        ("  decided by the model", _share(m.get("decided_by_model_share"))),
+        (
+            "  decided by the rule standing in (deadline)",
+            _share(m.get("decided_by_rule_stand_in_share")),
+        ),
+        ("  decided by the rule after a failure", _share(m.get("decided_by_fallback_share"))),
         ("LLM calls", _fmt(m.get("llm_calls"))),
-        ("LLM fallbacks", _fmt(m.get("llm_fallbacks"))),
-        ("rule stand-ins past the LLM deadline", _fmt(m.get("planner_deadlines"))),
-        ("mean LLM latency (ms)", _fmt(m.get("llm_latency_mean_ms"))),
+        (
+            "LLM calls unanswered / invalid",
+            f"{_fmt(m.get('llm_unanswered'))} / {_fmt(m.get('llm_invalid'))}",
+        ),
+        ("time to the first answer (s)", _fmt(m.get("llm_first_answer_s"))),
+        (
+            "LLM latency p50 / p95 (ms)",
+            f"{_fmt(m.get('llm_latency_p50_ms'))} / {_fmt(m.get('llm_latency_p95_ms'))}",
+        ),
         ("control step p50 (ms)", _fmt(m.get("step_latency_p50_ms"))),
         ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
         ("steps", _fmt(m.get("steps"))),
@@ -193,6 +210,11 @@ def demo(
             )
             q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
             bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
+        warm = getattr(plan, "warm_up", None)
+        if warm is not None:  # before the control clock starts: the first answer is then prompt
+            task = bar.add_task("warming up the model (batch prior, cached after)", total=None)
+            warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
+            bar.update(task, completed=1, total=1)
         task = bar.add_task("warehouse", total=config.steps)
         result = run(
             config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i)

@@ -19,12 +19,20 @@ def _backend(llm: str):
     return make_backend(llm)
 
 
+def _cache_dir() -> Path:
+    from marlm.hybrid.build import cache_dir
+
+    return cache_dir()
+
+
 @eval_app.command("triage")
 def triage(
     notes: Path = typer.Option(
         ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
     ),
-    mode: str = typer.Option("calibrated", "--mode", help="generate, score, calibrated or batch."),
+    mode: str = typer.Option(
+        "batch", "--mode", help="generate, score, calibrated or batch (the demo's)."
+    ),
     llm: str = typer.Option(
         "embedded",
         "--llm",
@@ -37,23 +45,44 @@ def triage(
     examples: Path | None = typer.Option(
         None,
         "--examples",
-        help="Few-shot examples from this file (held-out protocol); default: k-fold cross-validation on --notes.",
+        help="Labelled pool for few-shot examples and the batch prior (default: the shipped "
+        "pool the demo uses); notes equal to a test note are left out.",
+    ),
+    protocol: str = typer.Option(
+        "held-out",
+        "--protocol",
+        help="held-out (the pool classifies every note: the demo's path) or cross-validation "
+        "(the pool plus the other folds of --notes).",
     ),
     folds: int = typer.Option(5, "--folds", help="k of the cross-validation."),
-    per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class."),
+    select: str = typer.Option(
+        "balanced",
+        "--select",
+        help="Few-shot examples: balanced (one draw per class, the demo's) or similar (per note).",
+    ),
+    shots: int = typer.Option(2, "--shots", help="Similar few-shot examples per class and note."),
+    per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class (balanced)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the folds and the example draw."),
 ) -> None:
-    """Urgency triage accuracy of one decision mode on labelled notes; never tuned on them."""
-    from marlm.llm.triage import MODES, load_labelled_notes
-    from marlm.llm.triage_eval import evaluate_triage, write_json
+    """Urgency triage accuracy on labelled notes, by default on the demo's path; never tuned on them."""
+    from marlm.llm.triage import MODES, SELECTIONS, load_labelled_notes
+    from marlm.llm.triage_eval import PROTOCOLS, evaluate_triage, write_json
 
     if mode not in MODES:
         raise InputError(f"use one of {', '.join(MODES)}, got {mode!r}", source="--mode")
+    if protocol not in PROTOCOLS:
+        raise InputError(
+            f"use one of {', '.join(PROTOCOLS)}, got {protocol!r}", source="--protocol"
+        )
+    if select not in SELECTIONS:
+        raise InputError(f"use one of {', '.join(SELECTIONS)}, got {select!r}", source="--select")
+    if shots < 1:
+        raise InputError(f"must be 1 or more, got {shots}", source="--shots")
     if out is not None:
         check_output_file(out, overwrite=overwrite)
     labelled = load_labelled_notes(notes)
     pool = load_labelled_notes(examples) if examples is not None else None
-    if pool is None and not 2 <= folds <= len(labelled):
+    if protocol == "cross-validation" and not 2 <= folds <= len(labelled):
         raise InputError(
             f"must be between 2 and {len(labelled)} (the number of notes), got {folds}",
             source="--folds",
@@ -64,8 +93,9 @@ def triage(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = evaluate_triage(
-            labelled, model, mode, examples=pool, folds=folds, per_class=per_class, seed=seed
-        )
+            labelled, model, mode, examples=pool, protocol=protocol, folds=folds, select=select,
+            shots=shots, per_class=per_class, seed=seed, cache_dir=_cache_dir(),
+        )  # fmt: skip
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
     result["warnings"] = [str(w.message) for w in caught]
@@ -85,9 +115,13 @@ def _print(r: dict) -> None:
     typer.echo(
         f"triage  mode={r['mode']}  modes used={','.join(r['modes_used'])}  model={r['model']}"
     )
-    typer.echo(
-        f"protocol: {proto}; prompt {r['prompt_version']}; {r['per_class']} examples per class"
+    shots = (
+        f"{r['shots']} similar examples per note"
+        if r["select"] == "similar"
+        else f"{r['per_class']} examples per class"
     )
+    pool = ", ".join(f"{n} from {s}" for s, n in r["pool"]["by_source"].items())
+    typer.echo(f"protocol: {proto}; prompt {r['prompt_version']}; {shots}; pool: {pool}")
     typer.echo(
         f"accuracy {_pct(r['accuracy'])} on {r['n_notes']} notes "
         f"(always-majority baseline {_pct(r['majority_baseline_accuracy'])})"
@@ -106,6 +140,12 @@ def _print(r: dict) -> None:
         typer.echo(
             f"latency per note: mean {lat['mean']:.0f} ms, p95 {lat['p95']:.0f} ms, max {lat['max']:.0f} ms"
         )
+        cpu, load = r.get("cpu_ms") or {}, r.get("load_average")
+        if cpu.get("p95") is not None:
+            typer.echo(
+                f"CPU time per note (scoring thread): p50 {cpu['p50']:.0f} ms, p95 {cpu['p95']:.0f} ms"
+                + (f"; load average {load[0]:.1f}" if load else "")
+            )
     c = r["calls"]
     typer.echo(
         f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} batch-prior, "

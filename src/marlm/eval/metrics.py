@@ -207,6 +207,80 @@ def _on_time(rec: dict[str, Any]) -> bool:
     return rec["delivered"] is not None and rec["deadline_missed"] is None
 
 
+#: Typed outcomes of a plan (trace ``plan.outcome``): the model's answer was used; the configured
+#: planner is the rule; the rule stood in past the planning deadline; the rule replaced the model
+#: because the backend failed, the answer was invalid, or our planner code raised.
+PLAN_OUTCOMES = ("answered", "rule", "deadline", "backend_error", "invalid_answer", "planner_error")
+_FALLBACK_OUTCOMES = ("backend_error", "invalid_answer", "planner_error")
+
+
+def plan_outcome(plan: dict[str, Any]) -> str:
+    """The outcome of a ``plan`` event: its ``outcome`` field, or for traces written before it
+    existed, derived from ``source`` (``fallback`` as a backend error when its error text says
+    timeout or backend, else as an invalid answer)."""
+    if plan.get("outcome") in PLAN_OUTCOMES:
+        return str(plan["outcome"])
+    source = plan.get("source")
+    if source == "llm":
+        return "answered"
+    if source in ("rule", "deadline"):
+        return str(source)
+    error = str(plan.get("error") or "")
+    return "backend_error" if error.startswith(("timeout", "backend")) else "invalid_answer"
+
+
+def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Who decided the plans that took effect, and how soon the model first answered.
+
+    A plan *took effect* when at least one of its assignments was applied (``plan.applied``
+    non-empty; a trace without ``applied`` counts every plan with assignments).
+
+    Returns:
+        ``plans_effective`` (int), ``plans_by_outcome`` (``{outcome: int}`` over those plans),
+        ``decided_by_model_share``, ``decided_by_rule_stand_in_share`` (deadline),
+        ``decided_by_fallback_share`` (backend error, invalid answer, planner error): shares of
+        the plans that took effect in a run whose planner is not the rule (``None`` otherwise),
+        ``llm_unanswered`` (calls the run ended without an answer to), ``llm_first_answer_s``
+        (wall seconds from the first model request to the first model plan taking effect,
+        from ``plan.t_s`` and ``t_requested_s``; ``None`` without those fields or without an
+        answer) and ``llm_first_answer_step`` (control step at which it took effect).
+    """
+    plans = _of(events, "plan")
+    calls = _of(events, "llm_call")
+    effective = [p for p in plans if (p.get("applied") if "applied" in p else p.get("assignments"))]
+    counts = {k: 0 for k in PLAN_OUTCOMES}
+    for p in effective:
+        counts[plan_outcome(p)] += 1
+    decided = len(effective) - counts["rule"]
+
+    def share(n: int) -> float | None:
+        return n / decided if decided else None
+
+    requests = [
+        float(x["t_requested_s"])
+        for x in [*plans, *calls]
+        if x.get("t_requested_s") is not None
+        and (x.get("type") == "llm_call" or plan_outcome(x) not in ("rule", "deadline"))
+    ]
+    answered = [p for p in plans if plan_outcome(p) == "answered"]
+    first = min(answered, key=lambda p: int(p["step"]), default=None)
+    first_s = None
+    if first is not None and first.get("t_s") is not None and requests:
+        first_s = float(first["t_s"]) - min(requests)
+    return {
+        "plans_effective": len(effective),
+        "plans_by_outcome": counts,
+        "decided_by_model_share": share(counts["answered"]),
+        "decided_by_rule_stand_in_share": share(counts["deadline"]),
+        "decided_by_fallback_share": share(sum(counts[k] for k in _FALLBACK_OUTCOMES)),
+        "llm_unanswered": sum(
+            1 for c in calls if str(c.get("error") or "").startswith("unanswered")
+        ),
+        "llm_first_answer_s": first_s,
+        "llm_first_answer_step": int(first["step"]) if first is not None else None,
+    }
+
+
 def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Compute a run's metrics from its trace events (definitions in docs/metrics.md).
 
@@ -223,7 +297,8 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ``prompt_tokens``, ``completion_tokens``, ``tokens``, ``failures``, ``recoveries``,
         ``unrecovered``, ``recovery_steps_mean``, ``recovery_steps_total``,
         ``recovery_actions_total``, ``recovery_tokens_total``, ``recovery_by_kind``,
-        ``shield_overrides_by_robot``. Latencies are milliseconds; a figure with no data is ``None``.
+        ``shield_overrides_by_robot``, and the :func:`decisions` keys. Latencies are
+        milliseconds; a figure with no data is ``None``.
     """
     steps = _of(events, "step")
     calls = _of(events, "llm_call")
@@ -278,7 +353,12 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "shield_overrides": int(sum(overrides_by_robot.values())),
         "shield_overrides_by_robot": dict(sorted(overrides_by_robot.items())),
         "llm_calls": len(calls),
-        "llm_invalid": sum(1 for c in calls if not c["valid"]),
+        # Unanswered calls (the run ended first) are counted apart, in llm_unanswered.
+        "llm_invalid": sum(
+            1
+            for c in calls
+            if not c["valid"] and not str(c.get("error") or "").startswith("unanswered")
+        ),
         "llm_fallbacks": fallbacks,
         "llm_latency_mean_ms": _mean(llm_lat),
         "llm_latency_p50_ms": percentile(llm_lat, 50),
@@ -305,6 +385,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "recovery_actions_total": sum(r.actions for r in recs),
         "recovery_tokens_total": sum(r.tokens for r in recs),
         "recovery_by_kind": by_kind,
+        **decisions(events),
     }
 
 

@@ -27,7 +27,7 @@ from marlm.envs.warehouse.orders import Order
 from marlm.errors import InputError
 from marlm.eval.metrics import order_table
 from marlm.eval.trace import read_trace
-from marlm.hybrid.build import build_planner, make_model
+from marlm.hybrid.build import build_planner, cache_dir, make_model
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.triage_planner import TriagePlanner
 from marlm.llm.triage import LabelledNote, Triage, dev_notes_path, load_labelled_notes
@@ -165,7 +165,9 @@ def run_notes_only(
 
     The executor is the greedy shortest-path one for every planner, with the shield, and the
     planner runs synchronously, so rows differ only by the planner. Each run writes its folder
-    under ``out_dir/<name>``.
+    under ``out_dir/<name>``. A :class:`TriagePlanner` runs with the scenario's notes left out
+    of its labelled pool (:meth:`marlm.llm.triage.Triage.without`): its few-shot examples and
+    batch prior never contain a note it is asked about.
 
     Returns:
         Rows with ``planner``, :func:`notes_only_metrics` fields, ``llm_calls`` and ``wall_s``.
@@ -174,7 +176,12 @@ def run_notes_only(
     truth = notes_only_orders(load_layout(layout), n_orders, seed, horizon=horizon, notes=notes)
     orders_file = truth.write_jsonl(out / "orders.jsonl")
     rows = []
+    scenario_notes = sorted({o.note for o in truth.orders})
     for name, planner in planners.items():
+        without = getattr(getattr(planner, "triage", None), "without", None)
+        if isinstance(planner, TriagePlanner) and without is not None:
+            # The scenario's notes leave the labelled pool: no answer is looked up in it.
+            planner = TriagePlanner(without(scenario_notes), max_orders=planner.max_orders)
         config = run_config(
             layout=layout,
             orders=str(orders_file),
@@ -251,7 +258,9 @@ def compare_notes_only(
         if name == "rule":
             built[name] = build_planner("rule")
         else:
-            built[name] = TriagePlanner(Triage(model, mode=name.partition("-")[2]))
+            built[name] = TriagePlanner(
+                Triage(model, mode=name.partition("-")[2], cache_dir=cache_dir())
+            )
     say(f"notes-only scenario: {', '.join(planners)} on seed {seed}")
     out = Path(out_dir)
     rows = run_notes_only(

@@ -69,7 +69,9 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
         from .triage_planner import TriagePlanner
 
         mode = name.partition("-")[2] or "batch"
-        return TriagePlanner(Triage(make_model(llm, **model_kwargs), mode=mode))
+        return TriagePlanner(
+            Triage(make_model(llm, **model_kwargs), mode=mode, cache_dir=cache_dir())
+        )
     raise InputError(f"got {name!r}; allowed: {', '.join(PLANNERS)}", field="--planner")
 
 

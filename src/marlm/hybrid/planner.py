@@ -16,6 +16,7 @@ model never stalls the robots.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,10 +25,18 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from marlm.envs.warehouse.layout import Layout
-from marlm.envs.warehouse.orders import dispatch_key
+from marlm.envs.warehouse.orders import PRIORITY_RANK, dispatch_key
 from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 
 PROMPT_VERSION = "assign-v1"
+
+#: Typed outcome of a plan, recorded in the trace (``plan.outcome``): the model's answer was
+#: used; the configured planner is the rule; the rule stood in past the planning deadline; the
+#: rule replaced the model because the backend failed, its answer was invalid, or our own planner
+#: code raised (a bug of ours, never blamed on the model).
+PlanOutcome = Literal[
+    "answered", "rule", "deadline", "backend_error", "invalid_answer", "planner_error"
+]
 
 #: Distance recorded for a robot that cannot reach an order's shelf (larger than any path).
 UNREACHABLE_DISTANCE = 10**6
@@ -58,6 +67,26 @@ class OrderView(Protocol):
 
 
 @dataclass(frozen=True)
+class BusyRobot:
+    """A robot with a task, as a planner sees it (for preemption before pick-up).
+
+    Attributes:
+        robot: the robot id.
+        order: its order (an :class:`OrderView`).
+        carrying: whether it already carries the order's shelf (then it cannot be preempted).
+        steps_to_free: shortest-path steps until it delivers and is free (``int``).
+        free_distance: ``{order_id: steps}`` from its delivery cell to each pending order's pick
+            cell (``int``), i.e. the travel of that order if this robot takes it once free.
+    """
+
+    robot: str
+    order: OrderView
+    carrying: bool
+    steps_to_free: int
+    free_distance: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """The situation a planner decides on.
 
@@ -66,13 +95,17 @@ class Snapshot:
         pending: orders that arrived and are not assigned yet.
         idle: ids of robots without a task, in agent order.
         distance: ``distance[(robot, order_id)]`` = shortest-path steps from the robot to the
-            order's pick cell (``int``; a large number when unreachable).
+            order's pick cell (``int``; a large number when unreachable), for the idle robots
+            and for the busy robots that do not carry a shelf yet.
+        busy: the robots with a task (:class:`BusyRobot`), in agent order; empty when the
+            caller does not offer preemption.
     """
 
     step: int
     pending: tuple[OrderView, ...]
     idle: tuple[str, ...]
     distance: dict[tuple[str, str], int]
+    busy: tuple[BusyRobot, ...] = ()
 
     def key(self) -> tuple[frozenset[str], frozenset[str]]:
         """What makes two snapshots the same decision: the pending ids and the idle robots."""
@@ -158,6 +191,10 @@ class Plan:
         calls: model calls made for this plan, in order.
         snapshot: the snapshot it answers.
         error: why the model's answer was not used, for a fallback.
+        preemptions: ``(robot, order_id)`` pairs: take the robot off that order (it has not
+            picked it up) before the assignments; the order goes back to the queue.
+        outcome: the typed outcome (:data:`PlanOutcome`); ``None`` derives it from ``source``
+            and ``error`` (:func:`outcome_of`).
     """
 
     assignments: list[tuple[str, str]]
@@ -165,6 +202,22 @@ class Plan:
     snapshot: Snapshot
     calls: list[LLMCall] = field(default_factory=list)
     error: str | None = None
+    preemptions: list[tuple[str, str]] = field(default_factory=list)
+    outcome: PlanOutcome | None = None
+
+
+def outcome_of(plan: Plan) -> PlanOutcome:
+    """The plan's outcome: its own, else from ``source`` (``llm`` answered, ``rule``,
+    ``deadline``) and, for a ``fallback``, its error text (timeout or backend: backend error;
+    else invalid answer)."""
+    if plan.outcome is not None:
+        return plan.outcome
+    if plan.source == "llm":
+        return "answered"
+    if plan.source in ("rule", "deadline"):
+        return plan.source  # type: ignore[return-value]
+    error = plan.error or ""
+    return "backend_error" if error.startswith(("timeout", "backend")) else "invalid_answer"
 
 
 class Planner(Protocol):
@@ -173,6 +226,103 @@ class Planner(Protocol):
     name: str
 
     def plan(self, snapshot: Snapshot) -> Plan: ...
+
+
+def effective_class(listed: str, triaged: str | None) -> str:
+    """The class an order is served by: the more urgent of its listed priority and the class
+    read from its note. A listed priority is a floor: a note may raise an order's urgency, never
+    lower it (a listed ``urgent`` order stays urgent whatever its note says)."""
+    if triaged is None or triaged not in PRIORITY_RANK:
+        return listed
+    return min(listed, triaged, key=PRIORITY_RANK.__getitem__)
+
+
+def plan_preemptions(
+    snapshot: Snapshot,
+    classes: Mapping[str, str],
+    assignments: Sequence[tuple[str, str]],
+) -> list[tuple[str, str, str]]:
+    """Urgent work first: robots to take off a normal or low order before pick-up.
+
+    For each pending ``urgent`` order (by :func:`effective_class`) that ``assignments`` leave
+    unserved, in deadline order: the soonest it could be picked without preemption is
+    ``min(steps_to_free + free_distance)`` over the busy robots (an idle robot would already
+    have been assigned). A robot on its way to a ``normal`` or ``low`` order that has not
+    picked it up (``carrying`` false) is reassigned when its own distance to the urgent order
+    is strictly shorter than that, so the urgent order is delivered sooner; among such robots
+    the nearest (then the first listed). Each robot is preempted at most once per plan; an
+    urgent order is never preempted.
+
+    Args:
+        snapshot: the situation, with :attr:`Snapshot.busy` filled in.
+        classes: ``{order_id: class read from the note}`` (missing: the listed priority).
+        assignments: the ``(robot, order_id)`` pairs already planned for idle robots.
+
+    Returns:
+        ``(robot, old_order_id, urgent_order_id)`` triples.
+    """
+    if not snapshot.busy:
+        return []
+    served = {o for _, o in assignments}
+    urgent = sorted(
+        (
+            o
+            for o in snapshot.pending
+            if o.id not in served and effective_class(o.priority, classes.get(o.id)) == "urgent"
+        ),
+        key=lambda o: (o.deadline, o.arrival, o.id),
+    )
+    taken: set[str] = set()
+    out: list[tuple[str, str, str]] = []
+    for order in urgent:
+        wait = min(
+            (b.steps_to_free + b.free_distance.get(order.id, 10**6) for b in snapshot.busy),
+            default=10**6,
+        )
+        candidates = [
+            b
+            for b in snapshot.busy
+            if not b.carrying
+            and b.robot not in taken
+            and effective_class(b.order.priority, classes.get(b.order.id)) != "urgent"
+            and snapshot.distance.get((b.robot, order.id), 10**6) < wait
+        ]
+        if not candidates:
+            continue
+        best = min(candidates, key=lambda b: snapshot.distance[(b.robot, order.id)])
+        taken.add(best.robot)
+        out.append((best.robot, best.order.id, order.id))
+    return out
+
+
+def busy_robots(env: Any, pending: Sequence[OrderView]) -> tuple[BusyRobot, ...]:
+    """The robots of a warehouse env that have a task, for :attr:`Snapshot.busy`.
+
+    Reads only the env's public API (``possible_agents``, ``task_of``, ``carrying``,
+    ``robot_positions``, ``orders``, ``layout.access`` / ``drop`` / ``distance_from``). Steps are
+    shortest-path lengths: to the pick cell then the delivery cell (or only the latter when the
+    shelf is carried), and from the delivery cell to each pending order's pick cell.
+    """
+    layout = env.layout
+    positions = env.robot_positions
+    out = []
+    for i, robot in enumerate(env.possible_agents):
+        order_id = env.task_of(robot)
+        if order_id is None:
+            continue
+        order = env.orders[order_id]
+        pos = (int(positions[i][0]), int(positions[i][1]))
+        access, drop = layout.access[order.shelf], layout.drop[order.shelf]
+        carrying = bool(env.carrying(robot))
+        to_drop = layout.distance_from(drop)
+        if carrying:
+            steps = int(to_drop[pos])
+        else:
+            steps = int(layout.distance_from(access)[pos]) + int(to_drop[access])
+        free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in pending}
+        free = {k: (v if v >= 0 else 10**6) for k, v in free.items()}
+        out.append(BusyRobot(robot, order, carrying, steps if steps >= 0 else 10**6, free))
+    return tuple(out)
 
 
 def rule_order(orders: Sequence[OrderView]) -> list[OrderView]:
@@ -318,6 +468,23 @@ def render_prompt(snapshot: Snapshot, orders: Sequence[OrderView]) -> str:
     return "\n".join(lines)
 
 
+#: Seconds :meth:`marlm.hybrid.scheduler.AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
+#: its next token or decode batch; this bounds one batch on a busy machine).
+CANCEL_WAIT_S = 30.0
+
+
+def cancel_calls(model: Any, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+    """Cancel the calls ``thread`` makes on ``model``: the call in flight stops at its next
+    token, decode batch or body chunk, later ones fail at once (``BackendClosed``). Waits at
+    most ``timeout_s`` seconds. A backend without ``cancel`` (a scripted model) is left alone.
+
+    Returns:
+        ``True`` when ``thread`` holds the model no more.
+    """
+    cancel = getattr(model, "cancel", None)
+    return bool(cancel(timeout_s, thread)) if callable(cancel) else True
+
+
 class LLMPlanner:
     """A chat model assigns idle robots to pending orders; the rule is its fallback.
 
@@ -408,6 +575,10 @@ class LLMPlanner:
             return Plan(pairs, "llm", snapshot, calls)
         return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
 
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""
+        return cancel_calls(self.model, thread, timeout_s)
+
 
 def plan_record(plan: Plan) -> dict[str, Any]:
     """The trace fields of a plan (``plan`` event), JSON-ready."""
@@ -415,7 +586,9 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "step_requested": plan.snapshot.step,
         "assignments": [{"robot": r, "order": o} for r, o in plan.assignments],
         "source": plan.source,
+        "outcome": outcome_of(plan),
         "error": plan.error,
+        "preempted": [{"robot": r, "order": o} for r, o in plan.preemptions],
         "pending": [o.id for o in plan.snapshot.pending],
         "idle": list(plan.snapshot.idle),
     }
@@ -427,6 +600,8 @@ def call_record(call: LLMCall) -> dict[str, Any]:
 
 
 __all__ = [
+    "CANCEL_WAIT_S",
+    "BusyRobot",
     "LLMCall",
     "LLMPlanner",
     "Plan",
@@ -434,10 +609,16 @@ __all__ = [
     "PlannerName",
     "RulePlanner",
     "Snapshot",
+    "PlanOutcome",
     "UNREACHABLE_DISTANCE",
     "answer_schema",
+    "busy_robots",
     "call_record",
+    "cancel_calls",
+    "effective_class",
     "order_distances",
+    "outcome_of",
+    "plan_preemptions",
     "plan_record",
     "rule_assign",
     "rule_order",

@@ -23,12 +23,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .planner import (
+    CANCEL_WAIT_S,
     LLMCall,
     Plan,
     Planner,
     Snapshot,
+    busy_robots,
     call_record,
     order_distances,
+    outcome_of,
     plan_record,
     rule_assign,
 )
@@ -46,7 +49,9 @@ class AsyncPlanner:
     already running); :meth:`poll` returns the finished :class:`Plan` once, else None.
     Exceptions raised by the planner are turned into a rule plan with ``source="fallback"``.
     The worker is a daemon thread: a request still waiting on a slow server when the run ends
-    does not hold the process open.
+    does not hold the process open. :meth:`close` cancels the request in flight (when the
+    planner has ``cancel(thread, timeout_s)``) and waits for it, bounded, so that no model call
+    of a finished run still runs when the next run starts or the process exits.
 
     Args:
         planner: any :class:`marlm.hybrid.planner.Planner`.
@@ -63,6 +68,7 @@ class AsyncPlanner:
         self._running = False
         self.started_at: float | None = None  # clock() when the request in flight started
         self.snapshot: Snapshot | None = None  # the snapshot in flight
+        self._thread: threading.Thread | None = None
 
     @property
     def busy(self) -> bool:
@@ -78,19 +84,14 @@ class AsyncPlanner:
             self._done.clear()
             self.snapshot = snapshot
             self.started_at = self.clock()
-        threading.Thread(
+        self._thread = threading.Thread(
             target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
-        ).start()
+        )
+        self._thread.start()
         return True
 
     def _work(self, snapshot: Snapshot) -> None:
-        try:
-            result = self.planner.plan(snapshot)
-        except Exception as e:  # a planner bug must not stop the robots
-            result = Plan(
-                rule_assign(snapshot), "fallback", snapshot, [], f"{type(e).__name__}: {e}"
-            )
-        self._result = result
+        self._result = plan_or_fallback(self.planner, snapshot)
         self._done.set()
 
     def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | None:
@@ -107,15 +108,51 @@ class AsyncPlanner:
             self.started_at = self.snapshot = None
         return result
 
-    def close(self) -> None:
-        """Forget the request in flight; its daemon thread ends on its own or with the process."""
+    def close(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel the request in flight and wait at most ``timeout_s`` seconds for its worker to
+        end (its plan is dropped); then forget it. A planner without ``cancel``, or whose model
+        call cannot be interrupted (an HTTP request to a silent server), is not waited for: its
+        daemon thread ends on its own or with the process.
+
+        Returns:
+            ``True`` when no worker of this planner runs any more.
+        """
+        thread = self._thread
+        ended = thread is None or not thread.is_alive()
+        cancel = getattr(self.planner, "cancel", None)
+        if not ended and callable(cancel):
+            if cancel(thread, timeout_s):  # its model call ended: the rest is quick
+                thread.join(timeout_s)
+            ended = not thread.is_alive()
         with self._lock:
             self._running = False
+        return ended
 
 
-def failure_kind(error: str | None) -> str:
-    """Trace ``failure`` kind of a fallback plan's error: timeout, backend_error or
-    invalid_llm_answer (the planners' error texts start with the reason)."""
+def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
+    """``planner.plan(snapshot)``; if our planner code raises, the rule's plan with outcome
+    ``planner_error`` (a bug of ours must not stop the robots, nor be blamed on the model)."""
+    try:
+        return planner.plan(snapshot)
+    except Exception as e:
+        return Plan(
+            rule_assign(snapshot),
+            "fallback",
+            snapshot,
+            [],
+            f"planner error: {type(e).__name__}: {e}",
+            outcome="planner_error",
+        )
+
+
+def failure_kind(error: str | None, outcome: str | None = None) -> str:
+    """Trace ``failure`` kind of a fallback plan: ``planner_error`` (our bug) or
+    ``invalid_llm_answer`` from its typed outcome, else from its error text: timeout,
+    backend_error or invalid_llm_answer (the planners' error texts start with the reason)."""
+    if outcome == "planner_error":
+        return "planner_error"
+    if outcome == "invalid_answer":
+        return "invalid_llm_answer"
     error = error or ""
     if error.startswith(("timeout", "team ended with timeout")):
         return "timeout"
@@ -130,8 +167,14 @@ def snapshot_of(env: WarehouseEnv) -> Snapshot:
     idle = tuple(env.idle_robots())
     positions = env.robot_positions
     index = {a: i for i, a in enumerate(env.possible_agents)}
-    cells = {robot: positions[index[robot]] for robot in idle}
-    return Snapshot(env.step_count, pending, idle, order_distances(env.layout, cells, pending))
+    busy = busy_robots(env, pending)
+    # Distances from the idle robots and from the busy ones not yet carrying a shelf (the
+    # robots a planner may reassign before pick-up).
+    movable = [*idle, *(b.robot for b in busy if not b.carrying)]
+    cells = {robot: positions[index[robot]] for robot in movable}
+    return Snapshot(
+        env.step_count, pending, idle, order_distances(env.layout, cells, pending), busy
+    )
 
 
 class PlanScheduler:
@@ -170,6 +213,8 @@ class PlanScheduler:
         self._stand_in_key: tuple | None = None  # the situation the rule last stood in for
         self._pending_since: dict[str, float] = {}  # order id -> when it was first seen pending
         self._call_id = 0
+        self._t0 = clock()  # wall times in the trace (t_s, t_requested_s) count from here
+        self._requested: dict[int, float] = {}  # id(snapshot) -> clock() when it was asked
 
     @property
     def in_flight_since(self) -> int | None:
@@ -187,7 +232,7 @@ class PlanScheduler:
         snap = snapshot_of(self.env)
         now = self.clock()
         self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
-        if not snap.pending or not snap.idle:
+        if not snap.pending or not (snap.idle or self._may_preempt(snap)):
             return
         if self.in_flight_since is not None:
             self._maybe_stand_in(snap)
@@ -197,8 +242,10 @@ class PlanScheduler:
             return
         if self.async_planner is None:
             self._last_key = key
-            self._apply(self.planner.plan(snap))
+            self._requested[id(snap)] = self.clock()
+            self._apply(plan_or_fallback(self.planner, snap))
         elif self.async_planner.submit(snap):
+            self._requested[id(snap)] = self.clock()
             self._last_key = key
             self._stand_in_key = None
 
@@ -252,7 +299,11 @@ class PlanScheduler:
         step = env.step_count
         for call in plan.calls:
             self._emit_call(call, plan.snapshot.step, step, plan.source == "fallback")
-        applied = []
+        applied, preempted = [], []
+        for robot, order in plan.preemptions:  # before pick-up only, and only if still so
+            if env.task_of(robot) == order and not env.carrying(robot):
+                env.release(robot)
+                preempted.append((robot, order))
         idle = set(env.idle_robots())
         pending = {o.id for o in env.pending_orders()}
         for robot, order in plan.assignments:
@@ -263,9 +314,21 @@ class PlanScheduler:
                 applied.append((robot, order))  # the env reports "assigned" in its next events
         record: dict[str, Any] = plan_record(plan)
         record["applied"] = [{"robot": r, "order": o} for r, o in applied]
+        record["preempted"] = [{"robot": r, "order": o} for r, o in preempted]
+        now = self.clock()
+        record["t_s"] = now - self._t0
+        record["t_requested_s"] = self._requested.pop(id(plan.snapshot), now) - self._t0
         self.emit("plan", step=step, **record)
         if plan.source == "fallback":
-            self.emit("failure", kind=failure_kind(plan.error), step=step, detail=plan.error)
+            kind = failure_kind(plan.error, outcome_of(plan))
+            self.emit("failure", kind=kind, step=step, detail=plan.error)
+
+    def _may_preempt(self, snap: Snapshot) -> bool:
+        """Whether a planner that reassigns robots before pick-up (``preempts = True``, e.g.
+        the triage planner) should be asked although no robot is idle."""
+        return bool(getattr(self.planner, "preempts", False)) and any(
+            not b.carrying for b in snap.busy
+        )
 
     def _maybe_stand_in(self, snap: Snapshot) -> None:
         """Past the planning deadline the rule stands in for the late model: it assigns the idle
@@ -276,7 +339,7 @@ class PlanScheduler:
         timing requests alone would let it wait longer than the deadline. With idle robots, no
         order waits for the model more than ``plan_deadline_s``. The model's late answer is still
         applied for the robots and orders that are free when it arrives."""
-        if self.plan_deadline_s <= 0 or snap.key() == self._stand_in_key:
+        if self.plan_deadline_s <= 0 or not snap.idle or snap.key() == self._stand_in_key:
             return
         now = self.clock()
         waited = now - min(self._pending_since.get(o.id, now) for o in snap.pending)
@@ -291,4 +354,11 @@ class PlanScheduler:
         self._apply(Plan(rule_assign(snap), "deadline", snap, [], error))
 
 
-__all__ = ["AsyncPlanner", "Clock", "PlanScheduler", "failure_kind", "snapshot_of"]
+__all__ = [
+    "AsyncPlanner",
+    "Clock",
+    "PlanScheduler",
+    "failure_kind",
+    "plan_or_fallback",
+    "snapshot_of",
+]

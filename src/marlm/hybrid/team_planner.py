@@ -16,13 +16,24 @@ ids and checked again here. When the team ends without the coordinator's ``done`
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from marlm.llm.backends import ChatModel
 from marlm.llm.team import Role, Team, TeamMessage
 
-from .planner import LLMCall, Plan, Snapshot, answer_schema, render_prompt, rule_assign, rule_order
+from .planner import (
+    CANCEL_WAIT_S,
+    LLMCall,
+    Plan,
+    Snapshot,
+    answer_schema,
+    cancel_calls,
+    render_prompt,
+    rule_assign,
+    rule_order,
+)
 
 PROMPT_VERSION = "team-v1"
 
@@ -94,6 +105,10 @@ class TeamPlanner:
         self.max_rounds = max_rounds
         self.max_tokens = max_tokens
         self.prompt_version = PROMPT_VERSION
+
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
+        return cancel_calls(self.model, thread, timeout_s)
 
     def plan(self, snapshot: Snapshot) -> Plan:
         """Run the team on ``snapshot``; fall back to the rule unless the coordinator is done."""

@@ -3,13 +3,19 @@
 Division of the decision:
 
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
-  urgency class; the queue is ordered by that class, then the listed priority, deadline, arrival
-  and id. It never emits coordinates, robot ids or moves.
+  urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planner.effective_class`):
+  the note may raise an order's urgency, never lower it. The queue is ordered by that class,
+  then the listed priority, deadline, arrival and id. It never emits coordinates, robot ids or
+  moves.
 - A solver matches idle robots to queued orders: ``scipy.optimize.linear_sum_assignment`` over
   the cost ``RANK_COST * rank(class) + weight(class) * distance``, where ``distance`` is the
   shortest-path length from the robot to the order's shelf. ``RANK_COST`` exceeds any distance
   term, so with fewer robots than orders the more urgent orders are always served first, and
   among orders of one class the assignment minimises the total (weighted) travel.
+- Urgent work first: when an urgent order would otherwise wait for a robot to finish its task,
+  a robot on its way to pick up a normal or low order is reassigned to it if that is sooner
+  (:func:`~marlm.hybrid.planner.plan_preemptions`, before pick-up only); the preempted order
+  goes back to the queue.
 - Rules are the fallback: any failure of triage or solver ends in :func:`rule_assign`.
 
 A note can change only its own order's class: the answer of triage is a class from a fixed set
@@ -23,6 +29,7 @@ The "notes-only urgency" scenario that measures this planner against the rule is
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +39,17 @@ from scipy.optimize import linear_sum_assignment
 from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.llm.triage import Triage
 
-from .planner import UNREACHABLE_DISTANCE, LLMCall, Plan, Snapshot, rule_assign
+from .planner import (
+    CANCEL_WAIT_S,
+    UNREACHABLE_DISTANCE,
+    LLMCall,
+    Plan,
+    Snapshot,
+    cancel_calls,
+    effective_class,
+    plan_preemptions,
+    rule_assign,
+)
 
 #: Cost added per urgency rank (urgent 0, normal 1, low 2); larger than any distance term.
 RANK_COST = 1e6
@@ -42,11 +59,12 @@ DISTANCE_WEIGHT = {"urgent": 2.0, "normal": 1.0, "low": 0.5}
 
 
 def queue_order(orders: Sequence[Any], classes: dict[str, str]) -> list[Any]:
-    """Orders by triaged class, then listed priority, deadline, arrival and id."""
+    """Orders by effective class (the listed priority raised by the note, never lowered), then
+    listed priority, deadline, arrival and id."""
     return sorted(
         orders,
         key=lambda o: (
-            PRIORITY_RANK[classes.get(o.id, o.priority)],
+            PRIORITY_RANK[effective_class(o.priority, classes.get(o.id))],
             PRIORITY_RANK[o.priority],
             o.deadline,
             o.arrival,
@@ -71,7 +89,7 @@ def solve_assignment(
     n = len(queue)
     cost = np.empty((len(robots), n), dtype=np.float64)
     for j, order in enumerate(queue):
-        cls = classes.get(order.id, order.priority)
+        cls = effective_class(order.priority, classes.get(order.id))
         base = RANK_COST * (PRIORITY_RANK[cls] + 0.5 * j / n)
         for i, robot in enumerate(robots):
             cost[i, j] = base + DISTANCE_WEIGHT[cls] * snapshot.distance.get(
@@ -94,6 +112,10 @@ class TriagePlanner:
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
 
+    #: The scheduler may ask this planner with no robot idle: it reassigns robots before
+    #: pick-up when an urgent order is sooner served that way.
+    preempts = True
+
     def __init__(self, triage: Triage, *, max_orders: int = 12) -> None:
         self.triage = triage
         self.max_orders = max_orders
@@ -101,44 +123,89 @@ class TriagePlanner:
         self.prompt_version = triage.prompt_version
         self.classes: dict[str, str] = {}
         self.sources: dict[str, str] = {}
+        self.reasons: dict[str, str] = {}  # why the model did not decide an order ("": it did)
+
+    def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
+        return cancel_calls(self.triage.model, thread, timeout_s)
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        """Triage the pending notes, order the queue, solve the matching; rules on failure."""
-        if not snapshot.pending or not snapshot.idle:
+        """Triage the new notes (one request), order the queue, solve the matching, then
+        reassign robots to urgent orders where :func:`plan_preemptions` finds it sooner.
+
+        Returns an empty rule plan when nothing is pending, or when no robot is idle and none
+        can be preempted. A triage or solver exception (a bug of ours) ends in the rule's plan
+        with ``source="fallback"`` and the exception in ``error``.
+        """
+        if not snapshot.pending or not (snapshot.idle or snapshot.busy):
             return Plan([], "rule", snapshot)
         calls: list[LLMCall] = []
         try:
             todo = sorted(snapshot.pending, key=lambda o: (o.arrival, o.id))[: self.max_orders]
-            for order in todo:
-                if order.id in self.classes:
-                    continue
-                d = self.triage.classify(order.note, fallback=order.priority)
+            new = [o for o in todo if o.id not in self.classes]
+            decisions = self.triage.classify_many(
+                [o.note for o in new], fallbacks=[o.priority for o in new]
+            )
+            for order, d in zip(new, decisions, strict=True):
                 self.classes[order.id] = d.label
                 self.sources[order.id] = d.source
+                self.reasons[order.id] = d.reason or ""
                 if not d.cached and d.reason != "empty note":
-                    calls.append(
-                        LLMCall(
-                            messages=[
-                                {
-                                    "role": "user",
-                                    "content": f"triage {order.id}: {order.note[:200]}",
-                                }
-                            ],
-                            raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
-                            latency_ms=d.latency_s * 1e3,
-                            valid=d.source == "model",
-                            error=d.reason,
-                            attempt=0,
-                        )
-                    )
+                    calls.append(self._call(order, d))
             queue = queue_order(snapshot.pending, self.classes)
             pairs = solve_assignment(snapshot, queue, self.classes)
-        except Exception as e:  # triage or solver bug: the rule keeps robots moving
+            preempt = plan_preemptions(snapshot, self.classes, pairs)
+        except Exception as e:  # triage or solver bug (ours): the rule keeps robots moving
             return Plan(
-                rule_assign(snapshot), "fallback", snapshot, calls, f"{type(e).__name__}: {e}"
+                rule_assign(snapshot),
+                "fallback",
+                snapshot,
+                calls,
+                f"planner error: {type(e).__name__}: {e}",
+                outcome="planner_error",
             )
+        pairs += [(robot, urgent) for robot, _, urgent in preempt]
         by_model = any(self.sources.get(o.id) == "model" for o in snapshot.pending)
-        return Plan(pairs, "llm" if by_model else "fallback", snapshot, calls)
+        reasons = [
+            self.reasons[o.id]
+            for o in snapshot.pending
+            if self.reasons.get(o.id) not in (None, "", "empty note")
+        ]
+        if by_model:
+            outcome, error = "answered", None
+        elif any(r.startswith("invalid answer") for r in reasons):
+            outcome, error = "invalid_answer", reasons[0]
+        elif reasons:
+            outcome, error = "backend_error", reasons[0]
+        else:  # no note the model could read (all empty): the listed priorities decided
+            outcome, error = "rule", None
+        return Plan(
+            pairs,
+            "llm" if by_model else "fallback",
+            snapshot,
+            calls,
+            error,
+            preemptions=[(robot, old) for robot, old, _ in preempt],
+            outcome=outcome,
+        )
+
+    def warm_up(self, progress: Any = None) -> None:
+        """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the batch
+        prior (or its disk cache) and one scoring pass; ``progress(done, total)`` as it goes."""
+        warm = getattr(self.triage, "warm_up", None)
+        if warm is not None:
+            warm(progress=progress)
+
+    @staticmethod
+    def _call(order: Any, d: Any) -> LLMCall:
+        return LLMCall(
+            messages=[{"role": "user", "content": f"triage {order.id}: {order.note[:200]}"}],
+            raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
+            latency_ms=d.latency_s * 1e3,
+            valid=d.source == "model",
+            error=d.reason,
+            attempt=0,
+        )
 
 
 __all__ = [

@@ -68,8 +68,12 @@ DEFAULT_MODEL_FILE_SUFFIX = ".gguf"
 #: Circuit breaker defaults: consecutive failures that open it, seconds it stays open.
 BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
+#: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
+EMBEDDED_N_BATCH = 64
 #: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
 CLOSE_TIMEOUT_S = 30.0
+#: Longest wait of :meth:`OpenAICompatible.cancel` for the call in flight (seconds).
+HTTP_CANCEL_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -158,14 +162,18 @@ _NEUTRAL = (ContextLengthExceeded, ScoringUnsupported, BackendClosed, CircuitOpe
 
 
 class _Guard:
-    """Breaker + lock + closing flag, shared by every call of one backend.
+    """Breaker + lock + closing flag + cancelled threads, shared by every call of one backend.
 
-    ``with guard.call(name, deadline) as check:`` refuses at once when the breaker is open or the
-    backend is closing, waits for the lock until ``deadline`` (clock seconds, ``None`` = no limit),
-    and records the outcome on the breaker. ``check()`` raises :class:`BackendTimeout` past the
-    deadline and :class:`BackendClosed` once :meth:`close` started; long calls call it between
-    tokens or decode batches. :meth:`cancel` stops the call in flight the same way, and leaves
-    the backend open.
+    ``with guard.call(name, deadline, timeout_s) as check:`` refuses at once when the breaker is
+    open, the backend is closing or the calling thread was cancelled; waits for the lock until
+    ``deadline`` (clock seconds, ``None`` = no limit); and records the outcome on the breaker.
+    ``check()`` raises :class:`BackendTimeout` past the deadline and :class:`BackendClosed` once
+    :meth:`close` started or the calling thread was cancelled; long calls call it between tokens,
+    decode batches or body chunks.
+
+    Cancellation is per thread (:meth:`cancel`): a planner's worker thread that is cancelled at
+    the end of a run stops its call in flight and fails its later calls at once, while other
+    threads (the next run's worker) use the backend as before.
     """
 
     def __init__(self, breaker: CircuitBreaker, clock: Clock) -> None:
@@ -173,12 +181,22 @@ class _Guard:
         self.clock = clock
         self.lock = threading.Lock()
         self.closing = threading.Event()
-        self.cancelled = threading.Event()
+        self.owner: threading.Thread | None = None  # the thread whose call holds the lock
+        self._cancelled: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+    def stopped(self, name: str) -> BackendClosed | None:
+        """The error to raise when the backend is closing or this thread was cancelled."""
+        if self.closing.is_set():
+            return BackendClosed(f"{name} is closed")
+        if threading.current_thread() in self._cancelled:
+            return BackendClosed(f"{name}: the call was cancelled")
+        return None
 
     @contextlib.contextmanager
     def call(self, name: str, deadline: float | None, timeout_s: float | None) -> Iterator[Any]:
-        if self.closing.is_set():
-            raise BackendClosed(f"{name} is closed")
+        stop = self.stopped(name)
+        if stop is not None:
+            raise stop
         self.breaker.before_call(name)
         try:
             wait = -1.0 if deadline is None else max(deadline - self.clock.now(), 0.0)
@@ -189,16 +207,16 @@ class _Guard:
         except BaseException:
             self.breaker.neutral()
             raise
+        self.owner = threading.current_thread()
         try:
-            if self.closing.is_set():
-                raise BackendClosed(f"{name} is closed")
-            self.cancelled.clear()  # a cancel() before this call does not concern it
+            stop = self.stopped(name)
+            if stop is not None:
+                raise stop
 
             def check() -> None:
-                if self.closing.is_set():
-                    raise BackendClosed(f"{name} was closed during the call")
-                if self.cancelled.is_set():
-                    raise BackendClosed(f"{name}: the call was cancelled")
+                stop = self.stopped(name)
+                if stop is not None:
+                    raise stop
                 if deadline is not None and self.clock.now() > deadline:
                     raise BackendTimeout(f"{name} did not finish within {timeout_s} s")
 
@@ -215,18 +233,27 @@ class _Guard:
         else:
             self.breaker.success()
         finally:
+            self.owner = None
             self.lock.release()
 
-    def cancel(self, timeout_s: float) -> bool:
-        """Stop the call in flight at its next check; wait at most ``timeout_s`` (real seconds)
-        for it to end. Returns ``True`` when no call holds the backend any more."""
-        if not self.lock.locked():
+    def cancel(self, timeout_s: float, thread: threading.Thread | None = None) -> bool:
+        """Cancel ``thread`` (default: the thread whose call holds the backend now): its call in
+        flight stops at its next check, its later calls fail at once. Waits at most
+        ``timeout_s`` real seconds for its call to let go of the backend.
+
+        Returns:
+            ``True`` when ``thread`` holds the backend no more.
+        """
+        thread = thread if thread is not None else self.owner
+        if thread is None:
             return True
-        self.cancelled.set()
-        if self.lock.acquire(timeout=max(timeout_s, 0.0)):
-            self.lock.release()
-            return True
-        return False
+        self._cancelled.add(thread)
+        end = time.monotonic() + max(timeout_s, 0.0)
+        while self.owner is thread:
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.005)
+        return True
 
 
 def _check_timeout(timeout_s: float | None, name: str = "timeout_s") -> float | None:
@@ -244,11 +271,12 @@ _open_models: weakref.WeakSet[EmbeddedModel] = weakref.WeakSet()
 
 @atexit.register
 def _close_open_models() -> None:
-    """At interpreter exit, before modules are torn down: cancel or await (bounded) every embedded
-    model's call in flight, then free the model. A daemon thread still inside llama.cpp while the
-    model is freed dies with a segmentation fault."""
+    """At interpreter exit, before modules are torn down: stop every embedded model's call in
+    flight (bounded wait) and refuse later calls, then keep the model alive for good. Freeing it
+    is left to the operating system: a daemon thread still inside llama.cpp while the
+    interpreter's teardown freed the model died with a segmentation fault (exit 139)."""
     for model in list(_open_models):
-        model.close()
+        model.close(free=False)
 
 
 class EmbeddedModel:
@@ -268,6 +296,10 @@ class EmbeddedModel:
             own default evaluates prompts on every core while generating on half of them; on a
             busy 2-core machine the two prompt threads wait on each other, and a 140-token
             prompt of SmolLM2-135M took about 8 s instead of 0.5 s (measured).
+        n_batch: tokens per decode batch of a prompt. A cancel or close stops a prompt's
+            evaluation between batches (llama.cpp's abort callback), so this bounds how long it
+            takes; 64 evaluates a 400-token prompt of SmolLM2-135M as fast as llama.cpp's 512
+            (measured in one process on 2 busy cores: 58.5 s against 62.0 s for 3 runs).
         seed: the sampler's seed (only matters for temperature > 0).
         timeout_s: wall-time limit of one call in seconds (waiting for the lock included),
             checked at every generated token and decode batch; ``None`` for no limit. Exceeding it
@@ -286,6 +318,7 @@ class EmbeddedModel:
         *,
         n_ctx: int = 2048,
         n_threads: int | None = None,
+        n_batch: int = EMBEDDED_N_BATCH,
         seed: int = 0,
         timeout_s: float | None = None,
         breaker: CircuitBreaker | None = None,
@@ -309,6 +342,7 @@ class EmbeddedModel:
                 n_ctx=n_ctx,
                 n_threads=n_threads,
                 n_threads_batch=n_threads,
+                n_batch=n_batch,
                 seed=seed,
                 verbose=False,
             )
@@ -323,6 +357,12 @@ class EmbeddedModel:
         self._guard = _Guard(self.breaker, self.clock)
         self._grammars: dict[str, Any] = {}
         self.closed = False
+        # llama.cpp's abort callback, installed only to stop a decode (a Python callback costs
+        # the GIL at every graph node, so it is never left in place during normal calls).
+        import llama_cpp
+
+        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: True)
+        self._abort_set = False
         _open_models.add(self)
 
     @property
@@ -418,22 +458,14 @@ class EmbeddedModel:
             kwargs["grammar"] = self._grammar(schema)
         t0 = time.perf_counter()
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            self._clear_abort()
             self._check_fits(messages)
             try:
                 out = self._stream(kwargs, check)
             except BackendError:
                 raise
-            except ValueError as e:
-                # llama-cpp-python's own check ("exceed context window"), or, when streaming,
-                # numpy's error as Llama.eval writes tokens past the context's end.
-                if "context window" in str(e) or "could not broadcast" in str(e):
-                    raise ContextLengthExceeded(
-                        f"{self.name}: the prompt does not fit the context of "
-                        f"{self._llm.n_ctx()} tokens ({e}); shorten it or raise n_ctx"
-                    ) from e
-                raise BackendError(f"{self.name} failed: ValueError: {e}") from e
             except Exception as e:
-                raise BackendError(f"{self.name} failed: {type(e).__name__}: {e}") from e
+                raise self._failure(e) from e
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -469,50 +501,104 @@ class EmbeddedModel:
         """:meth:`score` for each prompt, in one hold of the lock (one timeout for all)."""
         opts = check_options(options)
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            self._clear_abort()
             try:
                 return [score_llama(self._llm, p, opts, cache_prefix, check) for p in prompts]
-            except (BackendError, ValueError):
+            except (BackendClosed, BackendTimeout, ValueError):
                 raise
             except Exception as e:
-                raise BackendError(f"{self.name} failed: {type(e).__name__}: {e}") from e
+                raise self._failure(e) from e
 
-    def cancel(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
-        """Stop the call in flight (it raises :class:`BackendClosed`) at its next token or decode
-        batch, and wait at most ``timeout_s`` seconds for it to end. The model stays open.
+    def _failure(self, e: Exception) -> BackendError:
+        """The typed error for an exception out of llama.cpp during a call."""
+        stop = self._guard.stopped(self.name)
+        if stop is not None:  # the decode was aborted by cancel() or close()
+            return stop
+        if isinstance(e, BackendError):
+            return e
+        if isinstance(e, ValueError) and (
+            # llama-cpp-python's own check, or, when streaming, numpy's error as Llama.eval
+            # writes tokens past the context's end.
+            "context window" in str(e) or "could not broadcast" in str(e)
+        ):
+            return ContextLengthExceeded(
+                f"{self.name}: the prompt does not fit the context of "
+                f"{self._llm.n_ctx()} tokens ({e}); shorten it or raise n_ctx"
+            )
+        return BackendError(f"{self.name} failed: {type(e).__name__}: {e}")
+
+    def _request_abort(self) -> None:
+        """Make llama.cpp abort the decode in flight at its next batch (llama_set_abort_callback)."""
+        import llama_cpp
+
+        with contextlib.suppress(Exception):
+            llama_cpp.llama_set_abort_callback(self._llm.ctx, self._abort_cb, None)
+            self._abort_set = True
+
+    def _clear_abort(self) -> None:
+        """Remove the abort callback (called holding the lock, before a call's first decode)."""
+        if not self._abort_set:
+            return
+        import llama_cpp
+
+        with contextlib.suppress(Exception):
+            null = ctypes.cast(None, llama_cpp.ggml_abort_callback)
+            llama_cpp.llama_set_abort_callback(self._llm.ctx, null, None)
+            self._abort_set = False
+
+    def cancel(
+        self, timeout_s: float = CLOSE_TIMEOUT_S, thread: threading.Thread | None = None
+    ) -> bool:
+        """Cancel the calls of ``thread`` (default: the thread whose call runs now): its call in
+        flight raises :class:`BackendClosed` at its next token or decode batch, its later calls
+        at once. Waits at most ``timeout_s`` seconds for the call in flight to end. The model
+        stays open for other threads.
 
         Returns:
-            ``True`` when no call holds the model any more.
+            ``True`` when ``thread`` holds the model no more.
         """
-        return self._guard.cancel(timeout_s)
+        owner = self._guard.owner
+        if owner is not None and (thread is None or owner is thread):
+            self._request_abort()  # stops a long prompt evaluation between decode batches
+        return self._guard.cancel(timeout_s, thread)
 
-    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+    def close(self, timeout_s: float = CLOSE_TIMEOUT_S, *, free: bool = True) -> bool:
         """Stop taking calls, cancel the call in flight at its next token or decode batch, and
         free the model once no call holds it.
 
         Waits at most ``timeout_s`` seconds (real time) for the call in flight. If it does not
-        end in time the model is deliberately never freed (kept alive until the process ends),
-        since freeing it under a running decode crashes the process. Called at interpreter exit
-        for every model still open. Idempotent.
+        end in time, or ``free`` is false, the model is deliberately never freed (kept alive
+        until the process ends), since freeing it under a running decode crashes the process.
+        Called with ``free=False`` at interpreter exit for every model still open. Later calls
+        raise :class:`BackendClosed`. Idempotent.
 
         Returns:
-            ``True`` when the model was freed (now or before), ``False`` when it was left alive.
+            ``True`` when no call holds the model any more, ``False`` when one still ran.
         """
         if self.closed:
             return True
         self._guard.closing.set()
+        if self._guard.owner is not None:
+            self._request_abort()
         if not self._guard.lock.acquire(timeout=max(timeout_s, 0.0)):
-            # A decode is still running: never free the model (see above).
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._llm))
+            _keep_alive(self._llm)  # a decode is still running: never free the model
             return False
         try:
-            if not self.closed:
-                self.closed = True
+            self.closed = True
+            if free:
                 with contextlib.suppress(Exception):
                     self._llm.close()
+            else:
+                _keep_alive(self._llm)
         finally:
             self._guard.lock.release()
         _open_models.discard(self)
         return True
+
+
+def _keep_alive(obj: Any) -> None:
+    """One reference that is never dropped: the interpreter's teardown never frees ``obj``."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 # --------------------------------------------------------------------------------------------
@@ -858,8 +944,9 @@ class OpenAICompatible:
                         kind,
                     ) from e
                 self.clock.sleep(wait)
-                if self._guard.closing.is_set() or self._guard.cancelled.is_set():
-                    raise BackendClosed(f"{self.name}: the call was cancelled") from e
+                stop = self._guard.stopped(self.name)
+                if stop is not None:
+                    raise stop from e
                 attempt += 1
 
     def _final(self, e: _Retryable, detail: str, kind: str) -> BackendError:
@@ -906,8 +993,9 @@ class OpenAICompatible:
                             f"within {self.timeout_s} s",
                             url=url,
                         )
-                    if self._guard.closing.is_set() or self._guard.cancelled.is_set():
-                        raise BackendClosed(f"{self.name}: the call was cancelled", url=url)
+                    stop = self._guard.stopped(self.name)
+                    if stop is not None:
+                        raise stop
         except openai.APITimeoutError as e:
             raise BackendTimeout(
                 f"{self.name} did not answer within {self.timeout_s} s", url=url
@@ -976,15 +1064,17 @@ class OpenAICompatible:
         except self._openai.OpenAIError:
             return
 
-    def cancel(self, timeout_s: float = 1.0) -> bool:
-        """Stop the call in flight (it raises :class:`BackendClosed`) at its next chunk or retry
-        wait; wait at most ``timeout_s`` seconds for it. The backend stays open.
+    def cancel(self, timeout_s: float = 1.0, thread: threading.Thread | None = None) -> bool:
+        """Cancel the calls of ``thread`` (default: the thread whose call runs now): its call in
+        flight raises :class:`BackendClosed` at its next body chunk or retry wait, its later
+        calls at once. Waits at most ``min(timeout_s, 1)`` seconds for that: a call blocked on a
+        silent server ends only at its own timeout (the socket is not interrupted), and an
+        abandoned HTTP call holds nothing that could crash the process.
 
         Returns:
-            ``True`` when no call holds the backend any more (a call blocked on a silent server
-            ends only at its own timeout).
+            ``True`` when ``thread`` holds the backend no more.
         """
-        return self._guard.cancel(timeout_s)
+        return self._guard.cancel(min(timeout_s, HTTP_CANCEL_WAIT_S), thread)
 
     def close(self, timeout_s: float = 1.0) -> bool:
         """Stop taking calls; a call in flight stops at its next chunk or retry wait. Waits at

@@ -1,12 +1,13 @@
 """Measure a triage mode on labelled notes, without tuning on the notes reported.
 
-Two protocols, named in every result (``protocol``):
+Two protocols, named in every result (``protocol``); in both, the classifier is the demo's
+(``batch`` mode, balanced examples from the shipped pool, prior over the pool) unless told
+otherwise, and no test note's text or label reaches a prompt or the prior:
 
-- ``"cross-validation"`` (default): stratified k-fold over the labelled notes; the few-shot
-  examples for each fold are drawn from the other folds only, so no note is ever in the prompt
-  that classifies it.
-- ``"held-out"``: the few-shot examples come from a separate file (``examples``); every labelled
-  note is a test note. Examples whose text equals a test note are dropped.
+- ``"held-out"`` (default): the pool is the shipped one (or ``examples``) without any note whose
+  text equals a test note; every labelled note is a test note. This is the demo's path.
+- ``"cross-validation"``: stratified k-fold over the labelled notes; for each fold the pool is the
+  shipped one (or ``examples``) plus the other folds, without the fold's notes.
 
 The class set is the labels present in the notes (e.g. ``urgent, normal`` for the development
 set), in :data:`marlm.llm.triage.URGENCY_CLASSES` order.
@@ -24,7 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from .triage import URGENCY_CLASSES, LabelledNote, Triage, clean_note
+from .triage import (
+    DEFAULT_SHOTS,
+    URGENCY_CLASSES,
+    LabelledNote,
+    Triage,
+    clean_note,
+    default_pool_path,
+    load_labelled_notes,
+)
+
+#: The evaluation protocols (module docstring).
+PROTOCOLS: tuple[str, ...] = ("held-out", "cross-validation")
 
 
 def stratified_folds(notes: Sequence[LabelledNote], k: int, seed: int) -> list[list[int]]:
@@ -85,75 +97,81 @@ def metrics(
 def evaluate_triage(
     notes: Sequence[LabelledNote],
     model: Any,
-    mode: str,
+    mode: str = "batch",
     *,
     examples: Sequence[LabelledNote] | None = None,
+    protocol: str = "held-out",
     folds: int = 5,
+    select: str = "balanced",
+    shots: int = DEFAULT_SHOTS,
     per_class: int = 4,
     seed: int = 0,
+    cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Classify every note with ``mode`` and measure the result.
 
     Args:
         notes: the labelled test notes.
         model: the backend (see :class:`marlm.llm.triage.Triage`).
-        mode: ``"generate"``, ``"score"`` or ``"calibrated"``.
-        examples: few-shot pool from another file (protocol ``held-out``); ``None`` for k-fold
-            cross-validation over ``notes``.
+        mode: ``"generate"``, ``"score"``, ``"calibrated"`` or ``"batch"`` (the demo's).
+        examples: the labelled pool; ``None`` takes the shipped pool (:func:`default_pool_path`).
+        protocol: ``"held-out"`` or ``"cross-validation"`` (module docstring).
         folds: k of the cross-validation.
-        per_class: few-shot examples per class.
-        seed: seed of the folds and of the example draw.
+        select, shots, per_class, seed: example selection (:class:`Triage`); ``seed`` also
+            seeds the folds.
+        cache_dir: where :class:`Triage` keeps the batch prior on disk.
 
     Returns:
-        A JSON-ready dict: ``protocol``, ``mode``, ``classes``, :func:`metrics` fields,
-        ``latency_ms`` (``mean``, ``p50``, ``p95``, ``max`` over model calls), ``calls``
-        (``model``, ``content_free``, ``cache_hits``, ``fallbacks``), ``modes_used``,
-        ``prompt_version``, ``wall_s`` and ``predictions`` (one entry per note).
+        A JSON-ready dict: ``protocol``, ``mode``, ``select``, ``classes``, :func:`metrics`
+        fields, ``latency_ms`` (``mean``, ``p50``, ``p95``, ``max`` over model calls),
+        ``calls`` (``model``, ``content_free``, ``batch_prior``, ``cache_hits``, ``fallbacks``),
+        ``modes_used``, ``prompt_version``, ``pool`` (notes by source), ``wall_s`` and
+        ``predictions`` (one entry per note, with the ids of its few-shot examples).
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
     classes = tuple(c for c in URGENCY_CLASSES if any(n.label == c for n in notes))
+    base = list(load_labelled_notes(default_pool_path()) if examples is None else examples)
     t_start = time.perf_counter()
     predicted: dict[int, Any] = {}
     runs: list[tuple[Triage, list[int]]] = []
-    dropped = 0
-    if examples is not None:
-        texts = {clean_note(n.note) for n in notes}
-        pool = [e for e in examples if clean_note(e.note) not in texts]
-        dropped = len(examples) - len(pool)
-        protocol = "held-out"
-        runs.append(
-            (
-                Triage(
-                    model, mode=mode, examples=pool, classes=classes, per_class=per_class, seed=seed
-                ),
-                list(range(len(notes))),
-            )
-        )
+    settings = dict(
+        mode=mode, classes=classes, select=select, shots=shots, per_class=per_class, seed=seed,
+        cache_dir=cache_dir,
+    )  # fmt: skip
+    if protocol == "held-out":
+        test = list(range(len(notes)))
+        tri = Triage(model, examples=base, hold_out=[n.note for n in notes], **settings)
+        runs.append((tri, test))
     else:
-        protocol = "cross-validation"
+        known = {clean_note(x.note) for x in base}
+        pool = base + [n for n in notes if clean_note(n.note) not in known]
         for fold in stratified_folds(notes, folds, seed):
-            train = [notes[i] for i in range(len(notes)) if i not in set(fold)]
-            tri = Triage(
-                model, mode=mode, examples=train, classes=classes, per_class=per_class, seed=seed
-            )
+            tri = Triage(model, examples=pool, hold_out=[notes[i].note for i in fold], **settings)
             runs.append((tri, fold))
     for tri, test_idx in runs:
         for i in test_idx:
-            d = tri.classify(notes[i].note)
-            predicted[i] = d
+            predicted[i] = tri.classify(notes[i].note)
+    pool_sources: dict[str, int] = {}
+    for x in runs[0][0].pool:
+        pool_sources[x.source or "?"] = pool_sources.get(x.source or "?", 0) + 1
     order = range(len(notes))
     labels = [notes[i].label for i in order]
     preds = [predicted[i].label for i in order]
     lat = np.array([x for tri, _ in runs for x in tri.stats.latencies_s], dtype=np.float64) * 1e3
+    cpu = np.array([x for tri, _ in runs for x in tri.stats.cpu_s], dtype=np.float64) * 1e3
     out: dict[str, Any] = {
         "task": "triage",
         "protocol": protocol,
         "folds": folds if protocol == "cross-validation" else None,
-        "examples_dropped_as_test_notes": dropped,
         "mode": mode,
+        "select": select,
+        "shots": shots if select == "similar" else None,
+        "pool": {"notes": len(runs[0][0].pool), "by_source": pool_sources},
         "model": runs[0][0].model_name,
         "prompt_version": runs[0][0].prompt_version,
         "classes": list(classes),
-        "per_class": per_class,
+        "per_class": per_class if select == "balanced" else None,
         "seed": seed,
         **metrics(labels, preds, classes),
         "latency_ms": {
@@ -162,6 +180,11 @@ def evaluate_triage(
             "p95": float(np.percentile(lat, 95)) if lat.size else None,
             "max": float(lat.max()) if lat.size else None,
         },
+        "cpu_ms": {
+            "p50": float(np.percentile(cpu, 50)) if cpu.size else None,
+            "p95": float(np.percentile(cpu, 95)) if cpu.size else None,
+        },
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "calls": {
             "model": sum(t.stats.model_calls for t, _ in runs),
             "content_free": sum(t.stats.content_free_calls for t, _ in runs),
@@ -179,6 +202,7 @@ def evaluate_triage(
                 "source": predicted[i].source,
                 "mode": predicted[i].mode,
                 "scores": predicted[i].scores,
+                "examples": list(predicted[i].examples),
             }
             for i in order
         ],
@@ -202,4 +226,4 @@ def write_json(data: dict[str, Any], path: str | Path) -> Path:
     return p
 
 
-__all__ = ["evaluate_triage", "metrics", "stratified_folds", "write_json"]
+__all__ = ["PROTOCOLS", "evaluate_triage", "metrics", "stratified_folds", "write_json"]

@@ -344,7 +344,7 @@ class WarehouseEnv(ParallelEnv):
     @property
     def last_events(self) -> list[dict]:
         """Events of the last ``step()`` (or ``reset()``): dicts ``{"type", "order", "robot",
-        "step"}`` with type ``order_arrived | assigned | picked | delivered | deadline_missed``.
+        "step"}`` with type ``order_arrived | assigned | released | picked | delivered | deadline_missed``.
         Assignments made with :meth:`assign` between steps are reported in the next step's list
         (their ``step`` is the step count when they were made).
 
@@ -432,6 +432,26 @@ class WarehouseEnv(ParallelEnv):
         if self._path_length(i, order_id) < 0:
             raise ValueError(f"{agent} cannot reach shelf {self._orders[order_id].shelf}")
         self._assign(i, order_id, self._pending_events)
+
+    def release(self, agent: str) -> str:
+        """Take a robot off its order before it picks the shelf up; the order is pending again
+        (a planner may reassign the robot to a more urgent order). Reported as a ``released``
+        event in the next step's events. Returns the order id.
+
+        Raises:
+            ValueError: unknown robot, robot idle, or the robot already carries the shelf.
+        """
+        i = self._agent_index(agent)
+        order_id = self._task[i]
+        if order_id is None:
+            raise ValueError(f"{agent} has no order to release")
+        if self._carrying[i]:
+            raise ValueError(f"{agent} already carries the shelf of order {order_id!r}")
+        self._task[i] = self._target[i] = None
+        self._status[order_id] = "pending"
+        self._shelf_holder.pop(self._orders[order_id].shelf, None)  # the shelf is unclaimed again
+        self._pending_events.append(self._event("released", order_id, i))
+        return order_id
 
     # -------------------------------------------------------------- internals
     def _reset_state(self, orders: list[Order]) -> None:

@@ -1,0 +1,103 @@
+"""Typed plan outcomes in the trace: a planner bug is a planner error, never the model's fault;
+preemption before pick-up through the scheduler; the plan event's fields are the documented ones."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from marlm.envs.warehouse import WarehouseEnv
+from marlm.hybrid.planner import Plan, RulePlanner, Snapshot, rule_assign
+from marlm.hybrid.scheduler import PlanScheduler
+
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "trace-schema.md"
+
+
+class _BuggyPlanner:
+    """A planner whose own code raises (an index error of ours), not a model failure."""
+
+    name = "buggy"
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        return [][0]
+
+
+class _UrgentFirst:
+    """Stands in for the triage planner: preempts the robot on its way to order ``victim``."""
+
+    name = "urgent-first"
+    preempts = True
+
+    def __init__(self) -> None:
+        self.victim: str | None = None
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        if snapshot.idle:
+            return Plan(rule_assign(snapshot), "llm", snapshot, outcome="answered")
+        b = next(b for b in snapshot.busy if not b.carrying and b.order.id == self.victim)
+        urgent = snapshot.pending[0].id
+        return Plan([(b.robot, urgent)], "llm", snapshot, preemptions=[(b.robot, b.order.id)])
+
+
+def _scheduler(planner, *, n_robots=1):
+    env = WarehouseEnv(
+        layout="small", n_orders=8, n_robots=n_robots, max_steps=200, auto_assign=False
+    )
+    env.reset(seed=3)
+    events: list[dict] = []
+    sched = PlanScheduler(env, planner, lambda t, **f: events.append({"type": t, **f}), sync=True)
+    return env, sched, events
+
+
+def _documented_fields(event: str) -> set[str]:
+    text = SCHEMA.read_text(encoding="utf-8")
+    section = text.split(f"### `{event}`", 1)[1].split("\n### ", 1)[0]
+    return set(re.findall(r"^\| \**`(\w+)`\** \|", section, flags=re.M))
+
+
+def test_a_planner_bug_is_recorded_as_planner_error_not_as_an_invalid_answer():
+    env, sched, events = _scheduler(_BuggyPlanner())
+    while not any(e["type"] == "plan" for e in events):
+        sched.update()
+        env.step({})
+    plan = next(e for e in events if e["type"] == "plan")
+    failure = next(e for e in events if e["type"] == "failure")
+    assert plan["outcome"] == "planner_error" and plan["source"] == "fallback"
+    assert plan["error"].startswith("planner error: IndexError")
+    assert failure["kind"] == "planner_error"
+    assert plan["applied"]  # the rule kept the robot working
+
+
+def test_preemption_releases_the_robot_before_pick_up_and_requeues_its_order():
+    planner = _UrgentFirst()
+    env, sched, events = _scheduler(planner)
+    robot = env.possible_agents[0]
+    while env.task_of(robot) is None:
+        sched.update()
+        env.step({})
+    planner.victim = env.task_of(robot)
+    while not env.pending_orders():  # the next order arrives while the only robot is busy
+        env.step({})
+    urgent = env.pending_orders()[0].id
+    sched.update()
+    plan = [e for e in events if e["type"] == "plan"][-1]
+    assert plan["preempted"] == [{"robot": robot, "order": planner.victim}]
+    assert plan["applied"] == [{"robot": robot, "order": urgent}]
+    assert env.task_of(robot) == urgent
+    assert planner.victim in {o.id for o in env.pending_orders()}
+
+
+def test_plan_events_carry_exactly_the_documented_fields():
+    env, sched, events = _scheduler(RulePlanner(), n_robots=2)
+    for _ in range(40):
+        sched.update()
+        env.step({})
+    plans = [e for e in events if e["type"] == "plan"]
+    assert plans
+    documented = _documented_fields("plan")
+    for p in plans:
+        fields = set(p) - {"type"}
+        assert fields <= documented, sorted(fields - documented)
+        assert {"step", "assignments", "source", "outcome", "preempted", "t_s"} <= fields
+        assert p["outcome"] == "rule" and p["t_s"] >= p["t_requested_s"]
+    assert {"outcome", "preempted", "t_s", "t_requested_s"} <= documented
