@@ -29,7 +29,13 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
     assert rows["rules"]["collisions"] == 0 and rows["rl_shield"]["collisions"] == 0
     assert rows["rl_no_shield"]["collisions"] > 0  # what the policy alone would do
     assert rows["rl_no_shield"]["shield_overrides"] == 0
-    assert all(r["llm_calls"] == 0 and r["steps"] == 150 for r in rows.values())
+    assert all(r["llm_calls"] == 0 for r in rows.values())
+    # Under the PIBT rule layer both shielded schemes deliver all 24 orders of the stream before
+    # the 150-step limit (the run then ends, at step 137); the unshielded policy runs to the limit.
+    assert rows["rl_no_shield"]["steps"] == 150
+    assert all(
+        rows[s]["delivered"] == 24 and rows[s]["steps"] < 150 for s in ("rules", "rl_shield")
+    )
     assert any("trained on seed 0; table seed 1" in n for n in result["notes"])
     saved = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))
     assert [r["scheme"] for r in saved["rows"]] == list(rows)
