@@ -174,6 +174,32 @@ def _dist(i, v, goal_slot, pool):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr):  # pragma: no cover - compiled
+    """``(m, u)``: how many cells the puller at ``v_puller`` can back into, and the last of them.
+
+    Excluded: the pusher's cell, and a dead-end cell where a robot already stands on its target
+    (LaCAM3 ``src/pibt.cpp``, the neighbour count shared by ``is_swap_required`` and
+    ``is_swap_possible``).
+    """
+    m = 0
+    tmp = -1
+    for a in range(1, 5):
+        u = nbr[v_puller, a]
+        if u < 0:
+            continue
+        k = occ_now[u]
+        deg_u = 0
+        for b in range(1, 5):
+            if nbr[u, b] >= 0:
+                deg_u += 1
+        if u == v_pusher or (deg_u == 1 and k >= 0 and goal_cell[k] == u):
+            continue
+        m += 1
+        tmp = u
+    return m, tmp
+
+
+@njit(cache=True)
 def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_slot, pool, nbr):
     """LaCAM3 ``is_swap_required``: the pusher can only pass the puller by pulling it along.
 
@@ -189,21 +215,7 @@ def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_
         guard -= 1
         if guard < 0:
             return False
-        m = 0
-        tmp = -1
-        for a in range(1, 5):
-            u = nbr[v_puller, a]
-            if u < 0:
-                continue
-            k = occ_now[u]
-            deg_u = 0
-            for b in range(1, 5):
-                if nbr[u, b] >= 0:
-                    deg_u += 1
-            if u == v_pusher or (deg_u == 1 and k >= 0 and goal_cell[k] == u):
-                continue
-            m += 1
-            tmp = u
+        m, tmp = _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr)
         if m >= 2:
             return False
         if m <= 0:
@@ -234,21 +246,7 @@ def _swap_possible(v_pusher_origin, v_puller_origin, occ_now, goal_cell, nbr):
     guard = nbr.shape[0]
     while v_puller != v_pusher_origin and guard > 0:
         guard -= 1
-        m = 0
-        tmp = -1
-        for a in range(1, 5):
-            u = nbr[v_puller, a]
-            if u < 0:
-                continue
-            k = occ_now[u]
-            deg_u = 0
-            for b in range(1, 5):
-                if nbr[u, b] >= 0:
-                    deg_u += 1
-            if u == v_pusher or (deg_u == 1 and k >= 0 and goal_cell[k] == u):
-                continue
-            m += 1
-            tmp = u
+        m, tmp = _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr)
         if m >= 2:
             return True
         if m <= 0:

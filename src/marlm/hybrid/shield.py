@@ -98,14 +98,6 @@ class Shield:
         self._cell_of = np.full(self.free.shape, -1, dtype=np.int64)
         self._claim = np.full(self.free.shape, -1, dtype=np.int64)
 
-    def _static_ok(self, cells: np.ndarray) -> np.ndarray:
-        """``bool[n]``: cell inside the map and free of walls and shelves."""
-        h, w = self.free.shape
-        inside = (cells[:, 0] >= 0) & (cells[:, 0] < h) & (cells[:, 1] >= 0) & (cells[:, 1] < w)
-        ok = np.zeros(len(cells), dtype=bool)
-        ok[inside] = self.free[cells[inside, 0], cells[inside, 1]]
-        return ok
-
     def filter(
         self,
         positions: np.ndarray,
@@ -131,17 +123,8 @@ class Shield:
         (rounds are few unless a long chain of robots is blocked from its far end); the map size
         does not enter, because the occupancy grids are allocated once and cleaned after use.
         """
-        positions = np.asarray(positions, dtype=np.int64)
-        proposed = np.asarray(proposed, dtype=np.int64)
+        positions, proposed = _checked_inputs(positions, proposed, self.n_robots, self.free.shape)
         n = self.n_robots
-        if positions.shape != (n, 2) or proposed.shape != (n,):
-            raise ValueError(
-                f"expected positions of shape ({n}, 2) and proposed of shape ({n},), "
-                f"got {positions.shape} and {proposed.shape}"
-            )
-        h, w = self.free.shape
-        if n and (positions.min() < 0 or positions[:, 0].max() >= h or positions[:, 1].max() >= w):
-            raise ValueError(f"positions must lie inside the {h}x{w} map")
         actions = np.where((proposed >= 0) & (proposed < len(MOVES)), proposed, STAY)
         if priority is None:
             order = np.arange(n)
@@ -255,17 +238,8 @@ class PibtShield:
         Raises:
             ValueError: shapes disagree with ``n_robots``, or a position is not a free cell.
         """
-        positions = np.asarray(positions, dtype=np.int64)
-        proposed = np.asarray(proposed, dtype=np.int64)
+        positions, proposed = _checked_inputs(positions, proposed, self.n_robots, self.free.shape)
         n = self.n_robots
-        if positions.shape != (n, 2) or proposed.shape != (n,):
-            raise ValueError(
-                f"expected positions of shape ({n}, 2) and proposed of shape ({n},), "
-                f"got {positions.shape} and {proposed.shape}"
-            )
-        h, w = self.free.shape
-        if n and (positions.min() < 0 or positions[:, 0].max() >= h or positions[:, 1].max() >= w):
-            raise ValueError(f"positions must lie inside the {h}x{w} map")
         valid = (proposed >= 0) & (proposed < len(MOVES))
         proposed_ok = np.where(valid, proposed, STAY)
         if scores is None:
@@ -282,6 +256,27 @@ class PibtShield:
         codes = np.where(overridden, np.where(static, _CODE_STATIC, _CODE_ROBOT), 0)
         self.overrides += overridden
         return ShieldResult(actions, overridden, [_REASONS[c] for c in codes.tolist()], 0)
+
+
+def _checked_inputs(
+    positions: np.ndarray, proposed: np.ndarray, n: int, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(int64[n, 2], int64[n])`` views of a shield's inputs.
+
+    Raises:
+        ValueError: shapes disagree with ``n``, or a position lies outside the ``shape`` map.
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    proposed = np.asarray(proposed, dtype=np.int64)
+    if positions.shape != (n, 2) or proposed.shape != (n,):
+        raise ValueError(
+            f"expected positions of shape ({n}, 2) and proposed of shape ({n},), "
+            f"got {positions.shape} and {proposed.shape}"
+        )
+    h, w = shape
+    if n and (positions.min() < 0 or positions[:, 0].max() >= h or positions[:, 1].max() >= w):
+        raise ValueError(f"positions must lie inside the {h}x{w} map")
+    return positions, proposed
 
 
 def _static_ok(cells: np.ndarray, free: np.ndarray) -> np.ndarray:
