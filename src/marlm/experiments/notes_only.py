@@ -215,6 +215,7 @@ NOTES_ONLY_PLANNERS = (
     "triage-score",
     "triage-calibrated",
     "triage-batch",
+    "triage-probe",
 )
 
 
