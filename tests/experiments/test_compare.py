@@ -50,6 +50,17 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
     assert any(line.startswith("running rl_shield") for line in lines)
 
 
+def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Path) -> None:
+    for rule in ("pibt", "local"):
+        result = compare_schemes(
+            steps=10, schemes=["rules"], spread_seeds=1, shield_rule=rule,
+            out_dir=tmp_path / rule,
+        )  # fmt: skip
+        start = json.loads((tmp_path / rule / "rules" / "trace.jsonl").read_text().split("\n")[0])
+        assert start["config"]["shield_rule"] == rule
+        assert f"shield {rule}" in format_table(result)
+
+
 def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown scheme"):
         compare_schemes(schemes=["rules", "magic"], out_dir=tmp_path)
