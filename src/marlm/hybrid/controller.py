@@ -202,8 +202,11 @@ class Controller:
         While the episode runs, ``env.agents`` is every robot, so the executor's joint action is
         in ``env.possible_agents`` order, as the shield expects.
         """
-        self.scheduler.update()
         env = self.env
+        tasks = [env.task_of(a) for a in env.possible_agents]
+        self.scheduler.update()
+        if [env.task_of(a) for a in env.possible_agents] != tasks:
+            observations = env.current_observations()  # act on the plan applied just now
         agents = list(env.agents)
         t0 = self.clock()
         proposed, safe = propose_and_shield(self.shield, env, self.executor, observations, self.rng)
