@@ -98,12 +98,22 @@ def _credit(mode, weight, i, r_ind, team, p0, p1, a0, a1, act0, act1, moves, goa
     return team - base / 5.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight):
     n0, n1, r0, r1 = race_transition(p0, p1, a0, a1, act0, act1, moves, goal)
     team = r0 + r1
-    g0 = _credit(mode, weight, 0, r0, team, p0, p1, a0, a1, act0, act1, moves, goal)
-    g1 = _credit(mode, weight, 1, r1, team, p0, p1, a0, a1, act0, act1, moves, goal)
+    # The common credit modes inline; the difference modes re-run the step with a counterfactual.
+    if mode == SHARED:
+        g0 = g1 = team
+    elif mode == INDIVIDUAL:
+        g0 = r0
+        g1 = r1
+    elif mode == MIXED:
+        g0 = (1.0 - weight) * team + weight * r0
+        g1 = (1.0 - weight) * team + weight * r1
+    else:
+        g0 = _credit(mode, weight, 0, r0, team, p0, p1, a0, a1, act0, act1, moves, goal)
+        g1 = _credit(mode, weight, 1, r1, team, p0, p1, a0, a1, act0, act1, moves, goal)
     reached0 = act0 and n0 == goal
     reached1 = act1 and n1 == goal
     if end_any:
@@ -241,6 +251,9 @@ def _compile_race_loop(kind: int):
             weight = 0.0
         ev = np.empty(q0.shape[1])  # JAL's expected values (5 own actions = 5 partner actions)
         for ep in range(eps.shape[0]):
+            eps0 = eps[ep, 0]
+            eps1 = eps[ep, 1]
+            alpha_ep = alpha[ep]
             p0 = 0
             p1 = 0
             act0 = True
@@ -252,14 +265,14 @@ def _compile_race_loop(kind: int):
             while True:
                 o0 = p0 * n_cells + p1
                 o1 = p1 * n_cells + p0
-                a0 = _choose(kind, q0, c0, o0, eps[ep, 0], rng, ev) if act0 else STAY
-                a1 = _choose(kind, q1, c1, o1, eps[ep, 1], rng, ev) if act1 else STAY
+                a0 = _choose(kind, q0, c0, o0, eps0, rng, ev) if act0 else STAY
+                a1 = _choose(kind, q1, c1, o1, eps1, rng, ev) if act1 else STAY
                 n0, n1, r0, r1, team, g0, g1, term0, term1, got0, got1 = _race_step(
                     p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
                 )
                 _learn(
                     kind, q0, q1, c0, c1, o0, o1, a0, a1, n0 * n_cells + n1, n1 * n_cells + n0,
-                    g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha[ep], gamma, ev,
+                    g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha_ep, gamma, ev,
                 )  # fmt: skip
                 if act0:
                     ret0 += g0
