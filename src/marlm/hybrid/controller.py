@@ -412,6 +412,8 @@ def _episode(
             if tick > 0:
                 next_tick += tick
                 time.sleep(max(0.0, next_tick - ctl.clock()))
+        if config.gif:  # the end state too: the last delivery, the robots where they stopped
+            frames.append(render_frame(env, status=ctl.status(), overridden=ctl.last_overridden))
     finally:
         ctl.close(wait=False)
     return reason
