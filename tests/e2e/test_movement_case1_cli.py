@@ -46,6 +46,8 @@ def test_case1_dead_end_station_delivers_both_orders(tmp_path: Path, case: str):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["delivered"] == 2
     assert metrics["deadlock_breaks"] == 0
+    # No robot with a task stands still for long (measured: 1 step on both maps).
+    assert metrics["still_with_task_max_steps"] <= 30
 
 
 @pytest.mark.parametrize("option", ["--shield", "--shield-rule"])

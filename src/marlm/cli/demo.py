@@ -72,6 +72,7 @@ def metrics_table(m: dict, title: str) -> Table:
         ("collisions", _fmt(m.get("collisions"))),
         ("shield overrides", _fmt(m.get("shield_overrides"))),
         ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
+        ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
         ("plans that took effect", _fmt(m.get("plans_effective"))),
         ("  decided by the model", _share(m.get("decided_by_model_share"))),
         (

@@ -202,8 +202,11 @@ class Controller:
         While the episode runs, ``env.agents`` is every robot, so the executor's joint action is
         in ``env.possible_agents`` order, as the shield expects.
         """
-        self.scheduler.update()
         env = self.env
+        tasks = [env.task_of(a) for a in env.possible_agents]
+        self.scheduler.update()
+        if [env.task_of(a) for a in env.possible_agents] != tasks:
+            observations = env.current_observations()  # act on the plan applied just now
         agents = list(env.agents)
         t0 = self.clock()
         proposed, safe = propose_and_shield(self.shield, env, self.executor, observations, self.rng)
@@ -409,6 +412,8 @@ def _episode(
             if tick > 0:
                 next_tick += tick
                 time.sleep(max(0.0, next_tick - ctl.clock()))
+        if config.gif:  # the end state too: the last delivery, the robots where they stopped
+            frames.append(render_frame(env, status=ctl.status(), overridden=ctl.last_overridden))
     finally:
         ctl.close(wait=False)
     return reason
