@@ -44,6 +44,7 @@ from .planner import (
     UNREACHABLE_DISTANCE,
     LLMCall,
     Plan,
+    PlanOutcome,
     Snapshot,
     cancel_calls,
     effective_class,
@@ -129,9 +130,69 @@ class TriagePlanner:
         """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
         return cancel_calls(self.triage.model, thread, timeout_s)
 
+    def unclassified(self, orders: Sequence[Any]) -> list[Any]:
+        """The ``orders`` whose class is not decided yet (their note was never triaged here)."""
+        return [o for o in orders if o.id not in self.sources]
+
+    def classify(self, orders: Sequence[Any]) -> list[LLMCall]:
+        """Decide the class of each order not decided yet, once: its note never changes, so
+        the class is kept per order (and :class:`~marlm.llm.triage.Triage` keeps it per note
+        text, so a repeated note costs no model call). The new notes go in one request.
+
+        Safe to call on a worker thread while :meth:`plan` runs on another for orders already
+        classified (a class is published, ``sources`` last, only once it is decided).
+
+        Returns:
+            the records of the model calls made (one per new note scored; none for cached or
+            empty notes).
+
+        Raises:
+            whatever the classifier raises (a bug of ours); :meth:`plan` turns it into a
+            ``planner_error`` plan.
+        """
+        new = self.unclassified(orders)
+        if not new:  # nothing to ask: do not even wait for the classifier's lock
+            return []
+        decisions = self.triage.classify_many(
+            [o.note for o in new], fallbacks=[o.priority for o in new]
+        )
+        calls: list[LLMCall] = []
+        for order, d in zip(new, decisions, strict=True):
+            self.classes[order.id] = d.label
+            self.reasons[order.id] = d.reason or ""
+            self.sources[order.id] = d.source  # last: marks the order classified
+            if not d.cached and d.reason != "empty note":
+                calls.append(self._call(order, d))
+        return calls
+
+    def outcome(self, orders: Sequence[Any]) -> tuple[PlanOutcome, str | None]:
+        """Who decided a plan over ``orders``, and why not the model.
+
+        ``answered`` only when every class in it came from the model (an empty note, which
+        gives the model nothing to read, keeps its listed priority and does not count
+        either way); any class the rule filled in for a failed model call makes the plan that
+        failure (``invalid_answer`` or ``backend_error``, with the first reason); ``rule`` when
+        no order had a note.
+        """
+        reasons = [
+            self.reasons.get(o.id, "not classified")
+            for o in orders
+            if self.sources.get(o.id) != "model"
+            and self.reasons.get(o.id, "not classified") != "empty note"
+        ]
+        if reasons:
+            kind = "invalid_answer" if reasons[0].startswith("invalid answer") else "backend_error"
+            return kind, reasons[0]
+        if any(self.sources.get(o.id) == "model" for o in orders):
+            return "answered", None
+        return "rule", None
+
     def plan(self, snapshot: Snapshot) -> Plan:
         """Triage the new notes (one request), order the queue, solve the matching, then
         reassign robots to urgent orders where :func:`plan_preemptions` finds it sooner.
+
+        When every pending order is already classified (:meth:`classify` ran ahead, off the
+        control thread), no model is called and the plan takes well under a millisecond.
 
         Returns an empty rule plan when nothing is pending, or when no robot is idle and none
         can be preempted. A triage or solver exception (a bug of ours) ends in the rule's plan
@@ -142,16 +203,7 @@ class TriagePlanner:
         calls: list[LLMCall] = []
         try:
             todo = sorted(snapshot.pending, key=lambda o: (o.arrival, o.id))[: self.max_orders]
-            new = [o for o in todo if o.id not in self.classes]
-            decisions = self.triage.classify_many(
-                [o.note for o in new], fallbacks=[o.priority for o in new]
-            )
-            for order, d in zip(new, decisions, strict=True):
-                self.classes[order.id] = d.label
-                self.sources[order.id] = d.source
-                self.reasons[order.id] = d.reason or ""
-                if not d.cached and d.reason != "empty note":
-                    calls.append(self._call(order, d))
+            calls = self.classify(todo)
             queue = queue_order(snapshot.pending, self.classes)
             pairs = solve_assignment(snapshot, queue, self.classes)
             preempt = plan_preemptions(snapshot, self.classes, pairs)
@@ -165,23 +217,10 @@ class TriagePlanner:
                 outcome="planner_error",
             )
         pairs += [(robot, urgent) for robot, _, urgent in preempt]
-        by_model = any(self.sources.get(o.id) == "model" for o in snapshot.pending)
-        reasons = [
-            self.reasons[o.id]
-            for o in snapshot.pending
-            if self.reasons.get(o.id) not in (None, "", "empty note")
-        ]
-        if by_model:
-            outcome, error = "answered", None
-        elif any(r.startswith("invalid answer") for r in reasons):
-            outcome, error = "invalid_answer", reasons[0]
-        elif reasons:
-            outcome, error = "backend_error", reasons[0]
-        else:  # no note the model could read (all empty): the listed priorities decided
-            outcome, error = "rule", None
+        outcome, error = self.outcome(snapshot.pending)
         return Plan(
             pairs,
-            "llm" if by_model else "fallback",
+            "llm" if outcome == "answered" else "fallback" if error else "rule",
             snapshot,
             calls,
             error,
