@@ -145,8 +145,8 @@ def test_a_plan_is_the_models_only_when_every_class_in_it_came_from_the_model():
     a = order("a", "restock")
     b = order("b", "fire", priority="urgent")
     c = order("c", "")
-    snap = Snapshot(0, (a, b, c), ("r0", "r1", "r2"), {(r, o): 3 for r in "r0 r1 r2".split()
-                                                         for o in "abc"})  # fmt: skip
+    robots = ("r0", "r1", "r2")
+    snap = Snapshot(0, (a, b, c), robots, {(r, o): 3 for r in robots for o in "abc"})
     plan = planner.plan(snap)
     assert (plan.outcome, plan.source, plan.error) == (
         "backend_error",
@@ -161,3 +161,22 @@ def test_a_plan_is_the_models_only_when_every_class_in_it_came_from_the_model():
     only_c = Snapshot(0, (c,), ("r0",), {("r0", "c"): 3})
     assert (planner.plan(only_c).outcome, planner.plan(only_c).source) == ("rule", "rule")
     assert tri.asked == [["restock", "fire", ""]]  # each note asked once, in one request
+
+
+def test_when_the_model_falls_behind_it_decides_the_order_it_can_still_decide_in_time():
+    tri = GatedTriage({"restock": "normal", "line down": "urgent", "fire": "urgent"})
+    orders = [order("a", "restock"), order("b", "fire"), order("c", "line down", arrival=1)]
+    env, clock, sched, events = setup(orders, 1, tri)
+    sched.update()  # t = 0 s: "a" (first listed of the two at step 0) goes to the worker
+    while "c" not in {o.id for o in env.pending_orders()}:
+        env.step({})
+    clock.now += 2.5  # "b" has now waited past the deadline, "c" has just arrived
+    tri.release()
+    answered(sched)
+    sched.update()
+    # "a" is planned (the only robot takes it); of "b" (stale) and "c" (fresh), "c" is asked
+    assert [p["pending"] for p in of(events, "plan")] == [["a"]]
+    assert tri.asked == [["restock"], ["line down"]]
+    tri.release()
+    answered(sched)
+    sched.close(wait=False)

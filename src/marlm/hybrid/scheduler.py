@@ -16,8 +16,8 @@ when asynchronous, so that the model's work is done as soon as an order is known
 waits for no model:
 
 1. Each new order's note is classified on the worker as soon as the order is pending, whether or
-   not a robot is free, one order per request (oldest first), so each class is applied as soon as
-   it is decided (:meth:`PlanScheduler._triage_ahead`).
+   not a robot is free, one order per request, so each class is applied as soon as it is decided
+   (:meth:`PlanScheduler._triage_ahead` says which order goes first).
 2. Whenever the situation changes, the planner plans at once, on the control thread, over the
    pending orders whose class is decided: no model call, well under a millisecond.
 3. An order whose class is still not decided after the planning deadline, with a robot idle, is
@@ -356,21 +356,30 @@ class PlanScheduler:
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
     def _triage_ahead(self, snap: Snapshot) -> None:
-        """Ask the worker to classify the oldest pending order not classified yet (one order
-        per request, so each class is applied as soon as it is decided), unless it is busy."""
+        """Ask the worker to classify one pending order not classified yet (one order per
+        request, so each class is applied as soon as it is decided), unless it is busy.
+
+        Which one: the newest of the orders that have waited less than the planning deadline
+        (the one with the most time left to be decided by the model in time), else the oldest.
+        When the model keeps up this is every order in turn; when it cannot (a busy machine),
+        it decides the orders it still can in time instead of orders the rule is about to
+        take anyway. (Without a deadline: the oldest first.)"""
         ap = self.async_planner
         if ap is None or ap.busy:
             return
         todo = [
-            o
-            for o in self.planner.unclassified(
-                sorted(snap.pending, key=lambda o: (o.arrival, o.id))
-            )
-            if o.id not in self._triage_failed
-        ][:1]
+            o for o in self.planner.unclassified(snap.pending) if o.id not in self._triage_failed
+        ]
         if not todo:
             return
-        request = dataclasses.replace(snap, pending=tuple(todo))
+        now = self.clock()
+        since = {o.id: self._pending_since.get(o.id, now) for o in todo}
+        fresh = [o for o in todo if now - since[o.id] < self.plan_deadline_s]
+        if fresh:
+            pick = max(fresh, key=lambda o: since[o.id])  # ties: the first listed (oldest)
+        else:
+            pick = min(todo, key=lambda o: since[o.id])
+        request = dataclasses.replace(snap, pending=(pick,))
         if ap.submit(request, job=lambda r: classify_or_error(self.planner, r)):
             self._requested[id(request)] = self.clock()
 
