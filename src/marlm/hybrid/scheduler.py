@@ -212,11 +212,13 @@ def snapshot_of(env: WarehouseEnv) -> Snapshot:
     index = {a: i for i, a in enumerate(env.possible_agents)}
     busy = busy_robots(env, pending)
     # Distances from the idle robots and from the busy ones not yet carrying a shelf (the
-    # robots a planner may reassign before pick-up).
+    # robots a planner may reassign before pick-up), to the pending orders and to those busy
+    # robots' orders (the orders a preemption would put back).
     movable = [*idle, *(b.robot for b in busy if not b.carrying)]
     cells = {robot: positions[index[robot]] for robot in movable}
+    targets = [*pending, *(b.order for b in busy if not b.carrying)]
     return Snapshot(
-        env.step_count, pending, idle, order_distances(env.layout, cells, pending), busy
+        env.step_count, pending, idle, order_distances(env.layout, cells, targets), busy
     )
 
 

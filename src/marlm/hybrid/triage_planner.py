@@ -28,6 +28,7 @@ The "notes-only urgency" scenario that measures this planner against the rule is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Sequence
@@ -204,9 +205,7 @@ class TriagePlanner:
         try:
             todo = sorted(snapshot.pending, key=lambda o: (o.arrival, o.id))[: self.max_orders]
             calls = self.classify(todo)
-            queue = queue_order(snapshot.pending, self.classes)
-            pairs = solve_assignment(snapshot, queue, self.classes)
-            preempt = plan_preemptions(snapshot, self.classes, pairs)
+            pairs, preempt = self.assign(snapshot)
         except Exception as e:  # triage or solver bug (ours): the rule keeps robots moving
             return Plan(
                 rule_assign(snapshot),
@@ -216,7 +215,6 @@ class TriagePlanner:
                 f"planner error: {type(e).__name__}: {e}",
                 outcome="planner_error",
             )
-        pairs += [(robot, urgent) for robot, _, urgent in preempt]
         outcome, error = self.outcome(snapshot.pending)
         return Plan(
             pairs,
@@ -227,6 +225,34 @@ class TriagePlanner:
             preemptions=[(robot, old) for robot, old, _ in preempt],
             outcome=outcome,
         )
+
+    def assign(
+        self, snapshot: Snapshot
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+        """The matching for the classes decided so far: ``(pairs, preemptions)``.
+
+        Solve the idle robots against the queue; then :func:`plan_preemptions` may send a busy
+        robot, nearer than the one the solver gave, to an urgent order; the orders it leaves
+        go back to the queue and the idle robots are matched again over it (so the idle robot
+        the urgent order no longer needs takes one of them at once). ``pairs`` ends with the
+        preempted robots' ``(robot, urgent_order)``; ``preemptions`` are
+        ``(robot, old_order, urgent_order)``.
+        """
+        queue = queue_order(snapshot.pending, self.classes)
+        pairs = solve_assignment(snapshot, queue, self.classes)
+        preempt = plan_preemptions(snapshot, self.classes, pairs)
+        if not preempt:
+            return pairs, []
+        taken = {urgent for _, _, urgent in preempt}
+        released = {
+            old: b.order for b in snapshot.busy for _, old, _ in preempt if b.order.id == old
+        }
+        again = dataclasses.replace(
+            snapshot,
+            pending=(*(o for o in snapshot.pending if o.id not in taken), *released.values()),
+        )
+        pairs = solve_assignment(again, queue_order(again.pending, self.classes), self.classes)
+        return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
 
     def warm_up(self, progress: Any = None) -> None:
         """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the batch
