@@ -11,8 +11,8 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
    with an empty numba cache. The converged result is checked, not assumed: both engines must write
    the same ``tables.npz``.
 3. The compiled GridRace loop alone against the plain loops, in joint updates per second, in this
-   process: the reference engine and a bare plain-Python IQL loop (``benchmarks/bench_rl.py``'s
-   ``bench_race`` and ``bench_race_bare``); target: >= 100x.
+   process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
+   (``benchmarks/bench_rl.py``'s ``bench_race`` and ``bench_race_baselines``); target: >= 100x.
 
     python benchmarks/bench_cli.py [--repeat 5]
 
@@ -119,10 +119,10 @@ def main() -> None:
     r_loop = r_bare = None
     if not args.skip_loop:
         sys.path.insert(0, str(Path(__file__).parent))
-        from bench_rl import bench_race, bench_race_bare
+        from bench_rl import bench_race, bench_race_baselines
 
         r_loop = bench_race()
-        r_bare = bench_race_bare()
+        r_bare = bench_race_baselines(args.repeat)["bare"]
     print(
         f"ratios: help {r_help:.2f}x typer import (<= 2), train race {r_train:.1f}x (>= 3)"
         + (

@@ -187,18 +187,18 @@ def _argmax_random_tie_at(q, s, rng):  # pragma: no cover - compiled
     """
     n = q.shape[1]
     best = q[s, 0]
+    first = 0
     count = 1
     for k in range(1, n):
         v = q[s, k]
         if v > best:
             best = v
+            first = k
             count = 1
         elif v == best:
             count += 1
-    if count == 1:
-        for k in range(n):
-            if q[s, k] == best:
-                return k
+    if count == 1:  # one pass when the maximum is unique (the common case once learning)
+        return first
     pick = int(rng.random() * count)
     for k in range(n):
         if q[s, k] == best:
