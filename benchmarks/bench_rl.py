@@ -324,9 +324,12 @@ def main() -> None:
     parser.add_argument(
         "--seed-loop", action="store_true", help="run only the seed-style loop (30000 episodes)"
     )
+    parser.add_argument("--save", help="with --seed-loop: write its Q-tables to this .npy file")
     args = parser.parse_args()
     if args.seed_loop:
-        _, updates = seed_style_iql_race()
+        q, updates = seed_style_iql_race()
+        if args.save:
+            np.save(args.save, q)
         print(f"seed-style loop: {updates} joint updates")
         return
     r1 = bench_gridworld()

@@ -256,7 +256,7 @@ def train_warehouse(
         str,
         typer.Option(
             "--shield",
-            help="Rule layer of the 'with shield' column: pibt (PIBT over the executor's "
+            help="Rule layer of the table's last column: pibt (PIBT over the executor's "
             "action scores, no random actions) or local (the earlier shield).",
         ),
     ] = "pibt",

@@ -220,7 +220,7 @@ def compare(
         str,
         typer.Option(
             "--shield",
-            help="Rule layer of the schemes with a shield: pibt (PIBT over the executor's "
+            help="Rule layer of every run with a shield: pibt (PIBT over the executor's "
             "action scores) or local (the earlier shield).",
         ),
     ] = "pibt",
@@ -255,7 +255,7 @@ def compare(
     if scenario == "notes-only":
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
-            llm=llm, planners=names, out_dir=out, progress=say,
+            llm=llm, planners=names, out_dir=out, progress=say, shield_rule=shield,
         )  # fmt: skip
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)

@@ -232,11 +232,23 @@ def _epsilon_greedy_row(row, epsilon, rng):  # pragma: no cover - compiled
     return _epsilon_greedy_at(row.reshape(1, row.shape[0]), 0, epsilon, rng)
 
 
-@njit(cache=True)
-def _decay_values(start, decay, floor, first, n):  # pragma: no cover - compiled
-    out = np.empty(n)
+def _decay_values(start: float, decay: float, floor: float, first: int, n: int) -> np.ndarray:
+    """``float64[n]``: ``max(floor, start * decay ** float(first + k))`` for ``k < n``.
+
+    Plain Python (the C library's ``pow``, as a compiled loop calls it: the same floats), and only
+    up to the floor: with ``decay <= 1`` the values never rise again, so a long run costs a few
+    thousand powers and no compilation.
+    """
+    if decay == 1.0:
+        return np.full(n, max(floor, start))
+    values = []
     for k in range(n):
-        out[k] = max(floor, start * decay ** float(first + k))
+        v = start * decay ** float(first + k)
+        if v <= floor:
+            break
+        values.append(v)
+    out = np.full(n, float(floor))
+    out[: len(values)] = values
     return out
 
 
