@@ -97,7 +97,8 @@ class Snapshot:
         idle: ids of robots without a task, in agent order.
         distance: ``distance[(robot, order_id)]`` = shortest-path steps from the robot to the
             order's pick cell (``int``; a large number when unreachable), for the idle robots
-            and for the busy robots that do not carry a shelf yet.
+            and for the busy robots that do not carry a shelf yet, to the pending orders and
+            to those busy robots' own orders (which a preemption would put back).
         busy: the robots with a task (:class:`BusyRobot`), in agent order; empty when the
             caller does not offer preemption.
     """
@@ -245,17 +246,21 @@ def plan_preemptions(
 ) -> list[tuple[str, str, str]]:
     """Urgent work first: robots to take off a normal or low order before pick-up.
 
-    For each pending ``urgent`` order (by :func:`effective_class`) that ``assignments`` leave
-    unserved, in deadline order: the soonest it could be picked without preemption is
-    ``min(steps_to_free + free_distance)`` over the busy robots (an idle robot would already
-    have been assigned). A robot on its way to a ``normal`` or ``low`` order that has not
-    picked it up (``carrying`` false) is reassigned when its own distance to the urgent order
-    is strictly shorter than that, so the urgent order is delivered sooner; among such robots
-    the nearest (then the first listed). Each robot is preempted at most once per plan; an
-    urgent order is never preempted.
+    For each pending ``urgent`` order (by :func:`effective_class`), in deadline order, the
+    soonest it is picked without preemption is: the distance of the idle robot ``assignments``
+    give it, or, when none does, ``min(steps_to_free + free_distance)`` over the busy robots. A
+    robot on its way to a ``normal`` or ``low`` order that has not picked it up (``carrying``
+    false) is reassigned when its own distance to the urgent order is strictly shorter than
+    that, so the urgent order is delivered sooner, and only when its own order can still be
+    delivered by its deadline by the robot left for it (the idle robot the urgent order no
+    longer needs, else the busy robot that frees first; with no other robot at all it waits
+    for this one, unchecked): ``step + that robot's steps to it + its carrying steps <=
+    deadline``. Among such robots the nearest (then the first listed).
+    Each robot is preempted at most once per plan; an urgent order is never preempted.
 
     Args:
-        snapshot: the situation, with :attr:`Snapshot.busy` filled in.
+        snapshot: the situation, with :attr:`Snapshot.busy` filled in and
+            :attr:`Snapshot.distance` holding the busy robots' own orders too.
         classes: ``{order_id: class read from the note}`` (missing: the listed priority).
         assignments: the ``(robot, order_id)`` pairs already planned for idle robots.
 
@@ -264,29 +269,45 @@ def plan_preemptions(
     """
     if not snapshot.busy:
         return []
-    served = {o for _, o in assignments}
+    far = UNREACHABLE_DISTANCE
+    robot_of = {o: r for r, o in assignments}
     urgent = sorted(
-        (
-            o
-            for o in snapshot.pending
-            if o.id not in served and effective_class(o.priority, classes.get(o.id)) == "urgent"
-        ),
+        (o for o in snapshot.pending if effective_class(o.priority, classes.get(o.id)) == "urgent"),
         key=lambda o: (o.deadline, o.arrival, o.id),
     )
+
+    def on_time_without(b: BusyRobot, stand_in: str | None) -> bool:
+        """Whether ``b``'s order is still delivered by its deadline once ``b`` leaves it."""
+        order = b.order
+        carry = b.steps_to_free - snapshot.distance.get((b.robot, order.id), far)
+        if stand_in is not None:
+            reach = snapshot.distance.get((stand_in, order.id), far)
+        else:
+            others = [o for o in snapshot.busy if o.robot != b.robot]
+            if not others:  # no other robot: the order waits for this one, as it would anyway
+                return True
+            reach = min(o.steps_to_free + o.free_distance.get(order.id, far) for o in others)
+        return snapshot.step + reach + max(carry, 0) <= order.deadline
+
     taken: set[str] = set()
     out: list[tuple[str, str, str]] = []
     for order in urgent:
-        wait = min(
-            (b.steps_to_free + b.free_distance.get(order.id, 10**6) for b in snapshot.busy),
-            default=10**6,
-        )
+        stand_in = robot_of.get(order.id)
+        if stand_in is not None:
+            soonest = snapshot.distance.get((stand_in, order.id), far)
+        else:
+            soonest = min(
+                (b.steps_to_free + b.free_distance.get(order.id, far) for b in snapshot.busy),
+                default=far,
+            )
         candidates = [
             b
             for b in snapshot.busy
             if not b.carrying
             and b.robot not in taken
             and effective_class(b.order.priority, classes.get(b.order.id)) != "urgent"
-            and snapshot.distance.get((b.robot, order.id), 10**6) < wait
+            and snapshot.distance.get((b.robot, order.id), far) < soonest
+            and on_time_without(b, stand_in)
         ]
         if not candidates:
             continue
@@ -302,25 +323,27 @@ def busy_robots(env: Any, pending: Sequence[OrderView]) -> tuple[BusyRobot, ...]
     Reads only the env's public API (``possible_agents``, ``task_of``, ``carrying``,
     ``robot_positions``, ``orders``, ``layout.access`` / ``drop`` / ``distance_from``). Steps are
     shortest-path lengths: to the pick cell then the delivery cell (or only the latter when the
-    shelf is carried), and from the delivery cell to each pending order's pick cell.
+    shelf is carried), and from the delivery cell to the pick cell of each pending order and of
+    each busy robot's order not yet picked up (an order a preemption would put back).
     """
     layout = env.layout
     positions = env.robot_positions
-    out = []
+    tasks = []
     for i, robot in enumerate(env.possible_agents):
         order_id = env.task_of(robot)
-        if order_id is None:
-            continue
-        order = env.orders[order_id]
+        if order_id is not None:
+            tasks.append((i, robot, env.orders[order_id], bool(env.carrying(robot))))
+    targets = [*pending, *(order for _, _, order, carrying in tasks if not carrying)]
+    out = []
+    for i, robot, order, carrying in tasks:
         pos = (int(positions[i][0]), int(positions[i][1]))
         access, drop = layout.access[order.shelf], layout.drop[order.shelf]
-        carrying = bool(env.carrying(robot))
         to_drop = layout.distance_from(drop)
         if carrying:
             steps = int(to_drop[pos])
         else:
             steps = int(layout.distance_from(access)[pos]) + int(to_drop[access])
-        free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in pending}
+        free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in targets}
         free = {k: (v if v >= 0 else 10**6) for k, v in free.items()}
         out.append(BusyRobot(robot, order, carrying, steps if steps >= 0 else 10**6, free))
     return tuple(out)
