@@ -131,7 +131,7 @@ def demo(
     planner: Annotated[
         str,
         typer.Option(
-            help="triage[-generate|-score|-calibrated|-batch] (the model reads each note's "
+            help="triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's "
             "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
         ),
     ] = "triage",
@@ -216,7 +216,7 @@ def demo(
             bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
         warm = getattr(plan, "warm_up", None)
         if warm is not None:  # before the control clock starts: the first answer is then prompt
-            task = bar.add_task("warming up the model (batch prior, cached after)", total=None)
+            task = bar.add_task("warming up the model (triage pool, cached after)", total=None)
             warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
             bar.update(task, completed=1, total=1)
         task = bar.add_task("warehouse", total=config.steps)

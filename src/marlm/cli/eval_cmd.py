@@ -31,7 +31,7 @@ def triage(
         ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
     ),
     mode: str = typer.Option(
-        "batch", "--mode", help="generate, score, calibrated or batch (the demo's)."
+        "probe", "--mode", help="generate, score, calibrated, batch or probe (the demo's)."
     ),
     llm: str = typer.Option(
         "embedded",

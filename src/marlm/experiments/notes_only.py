@@ -168,8 +168,8 @@ def run_notes_only(
     (``shield_rule``: ``"pibt"`` or ``"local"``, see ``RunConfig``), and the
     planner runs synchronously, so rows differ only by the planner. Each run writes its folder
     under ``out_dir/<name>``. A :class:`TriagePlanner` runs with the scenario's notes left out
-    of its labelled pool (:meth:`marlm.llm.triage.Triage.without`): its few-shot examples and
-    batch prior never contain a note it is asked about.
+    of its labelled pool (:meth:`marlm.llm.triage.Triage.without`): its few-shot examples,
+    batch prior and probe training set never contain a note it is asked about.
 
     Returns:
         Rows with ``planner``, :func:`notes_only_metrics` fields, ``llm_calls`` and ``wall_s``.
@@ -218,6 +218,7 @@ NOTES_ONLY_PLANNERS = (
     "triage-score",
     "triage-calibrated",
     "triage-batch",
+    "triage-probe",
 )
 
 

@@ -42,7 +42,7 @@ PlanOutcome = Literal[
 UNREACHABLE_DISTANCE = 10**6
 
 #: Planner names ``--planner`` accepts (``marlm.hybrid.build.PLANNERS`` is this list as a tuple).
-#: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
+#: ``triage`` is ``triage-probe``, the best mode measured (docs/triage.md).
 PlannerName = Literal[
     "llm",
     "rule",
@@ -52,6 +52,7 @@ PlannerName = Literal[
     "triage-score",
     "triage-calibrated",
     "triage-batch",
+    "triage-probe",
 ]
 
 

@@ -255,8 +255,9 @@ class TriagePlanner:
         return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
 
     def warm_up(self, progress: Any = None) -> None:
-        """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the batch
-        prior (or its disk cache) and one scoring pass; ``progress(done, total)`` as it goes."""
+        """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the probe
+        (pool hidden states, or their disk cache) or the batch prior, and one model pass;
+        ``progress(done, total)`` as it goes."""
         warm = getattr(self.triage, "warm_up", None)
         if warm is not None:
             warm(progress=progress)

@@ -70,6 +70,8 @@ BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
 #: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
 EMBEDDED_N_BATCH = 64
+#: Longest text :meth:`EmbeddedModel.embed` takes, in tokens (one decode batch per text).
+EMBED_MAX_TOKENS = 512
 #: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
 CLOSE_TIMEOUT_S = 30.0
 #: Longest wait of :meth:`OpenAICompatible.cancel` for the call in flight (seconds).
@@ -350,6 +352,8 @@ class EmbeddedModel:
             raise BackendError(f"could not load model {path}: {e}") from e
         self.model_path = path
         self.name = f"embedded:{path.name}"
+        self._n_threads, self._n_batch = n_threads, n_batch
+        self._embedder: Any = None  # a second context on the same file, made by embed()
         self.clock: Clock = clock or SystemClock()
         self.breaker = breaker or CircuitBreaker(
             BREAKER_FAILURES, BREAKER_COOLDOWN_S, clock=self.clock
@@ -509,6 +513,57 @@ class EmbeddedModel:
             except Exception as e:
                 raise self._failure(e) from e
 
+    def embed(self, texts: Sequence[str]) -> Any:
+        """The model's final hidden state at the last token of each text: a representation
+        for a linear probe (Alain and Bengio 2016, "Understanding intermediate layers using
+        linear classifier probes").
+
+        Runs on a second llama.cpp context of the same GGUF file, created on first use with
+        ``embedding=True`` and last-token pooling (the weights are memory-mapped, so they are
+        shared), under the same guard as :meth:`chat` (lock, timeout, breaker, close), checked
+        before each text.
+
+        Returns:
+            ``float32[len(texts), n_embd]`` (576 for SmolLM2-135M), unnormalised.
+
+        Raises:
+            ContextLengthExceeded: a text has more than :data:`EMBED_MAX_TOKENS` tokens.
+            BackendTimeout, CircuitOpen, BackendClosed, BackendError: as for :meth:`chat`.
+        """
+        import numpy as np
+
+        with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            try:
+                if self._embedder is None:
+                    import llama_cpp
+
+                    self._embedder = llama_cpp.Llama(
+                        model_path=str(self.model_path),
+                        embedding=True,
+                        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_LAST,
+                        n_ctx=self._llm.n_ctx(),
+                        n_threads=self._n_threads,
+                        n_threads_batch=self._n_threads,
+                        n_batch=EMBED_MAX_TOKENS,  # one text is one batch
+                        n_ubatch=EMBED_MAX_TOKENS,
+                        verbose=False,
+                    )
+                rows = []
+                for text in texts:
+                    check()
+                    n = len(self._embedder.tokenize(text.encode("utf-8"), add_bos=True))
+                    if n > EMBED_MAX_TOKENS:
+                        raise ContextLengthExceeded(
+                            f"{self.name}: a text of {n} tokens is longer than the "
+                            f"{EMBED_MAX_TOKENS} tokens embed() takes; shorten it"
+                        )
+                    rows.append(self._embedder.embed(text, normalize=False, truncate=False))
+            except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
+                raise
+            except Exception as e:
+                raise self._failure(e) from e
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+
     def _failure(self, e: Exception) -> BackendError:
         """The typed error for an exception out of llama.cpp during a call."""
         stop = self._guard.stopped(self.name)
@@ -582,14 +637,18 @@ class EmbeddedModel:
             self._request_abort()
         if not self._guard.lock.acquire(timeout=max(timeout_s, 0.0)):
             _keep_alive(self._llm)  # a decode is still running: never free the model
+            _keep_alive(self._embedder)
             return False
         try:
             self.closed = True
             if free:
                 with contextlib.suppress(Exception):
                     self._llm.close()
+                    if self._embedder is not None:
+                        self._embedder.close()
             else:
                 _keep_alive(self._llm)
+                _keep_alive(self._embedder)
         finally:
             self._guard.lock.release()
         _open_models.discard(self)
