@@ -126,7 +126,10 @@ def demo(
     ] = "embedded",
     llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
     llm_timeout: Annotated[
-        float, typer.Option(help="Seconds an HTTP server may take per answer.")
+        float,
+        typer.Option(
+            help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call)."
+        ),
     ] = 10.0,
     planner: Annotated[
         str,

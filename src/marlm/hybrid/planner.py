@@ -196,7 +196,12 @@ class Plan:
         preemptions: ``(robot, order_id)`` pairs: take the robot off that order (it has not
             picked it up) before the assignments; the order goes back to the queue.
         outcome: the typed outcome (:data:`PlanOutcome`); ``None`` derives it from ``source``
-            and ``error`` (:func:`outcome_of`).
+            and ``exception`` (:func:`outcome_of`).
+        exception: for a fallback, the exception that made the model's answer unusable: a
+            :class:`~marlm.llm.errors.BackendError` (timeout, HTTP error, open circuit ...), a
+            ``ValueError`` (:class:`~marlm.llm.errors.InvalidAnswer` or a failed validation), or
+            any other exception (a bug of ours). Outcome and trace failure kind are read from its
+            type, never from ``error``'s text (which is for people).
     """
 
     assignments: list[tuple[str, str]]
@@ -206,20 +211,27 @@ class Plan:
     error: str | None = None
     preemptions: list[tuple[str, str]] = field(default_factory=list)
     outcome: PlanOutcome | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 def outcome_of(plan: Plan) -> PlanOutcome:
     """The plan's outcome: its own, else from ``source`` (``llm`` answered, ``rule``,
-    ``deadline``) and, for a ``fallback``, its error text (timeout or backend: backend error;
-    else invalid answer)."""
+    ``deadline``) and, for a ``fallback``, the type of its ``exception``:
+    :class:`~marlm.llm.errors.BackendError` -> ``backend_error``; ``ValueError`` (an invalid
+    answer) -> ``invalid_answer``; any other exception -> ``planner_error``. A fallback that
+    names no exception counts as ``invalid_answer``."""
     if plan.outcome is not None:
         return plan.outcome
     if plan.source == "llm":
         return "answered"
     if plan.source in ("rule", "deadline"):
         return plan.source  # type: ignore[return-value]
-    error = plan.error or ""
-    return "backend_error" if error.startswith(("timeout", "backend")) else "invalid_answer"
+    e = plan.exception
+    if isinstance(e, BackendError):
+        return "backend_error"
+    if e is None or isinstance(e, ValueError):
+        return "invalid_answer"
+    return "planner_error"
 
 
 class Planner(Protocol):
@@ -560,6 +572,7 @@ class LLMPlanner:
         schema = answer_schema(snapshot.idle, [o.id for o in orders], n)
         calls: list[LLMCall] = []
         error = None
+        exception: Exception | None = None
         for attempt in range(1 + self.retries):
             t0 = time.perf_counter()
             try:
@@ -567,6 +580,7 @@ class LLMPlanner:
                     messages, schema=schema, max_tokens=self.max_tokens, temperature=0.0
                 )
             except BackendError as e:  # BackendTimeout included
+                exception = e
                 error = f"{'timeout' if isinstance(e, BackendTimeout) else 'backend error'}: {e}"
                 calls.append(
                     LLMCall(
@@ -583,6 +597,7 @@ class LLMPlanner:
                     raise ValueError(f"the answer was cut off at max_tokens={self.max_tokens}")
                 pairs = validate_answer(result.text, snapshot, n)
             except ValueError as e:
+                exception = e
                 error = str(e)
                 calls.append(
                     LLMCall.from_result(messages, result, valid=False, error=error, attempt=attempt)
@@ -597,7 +612,7 @@ class LLMPlanner:
                 LLMCall.from_result(messages, result, valid=True, error=None, attempt=attempt)
             )
             return Plan(pairs, "llm", snapshot, calls)
-        return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
+        return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error, exception=exception)
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""

@@ -37,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from marlm.llm.errors import BackendTimeout
+
 from .planner import (
     CANCEL_WAIT_S,
     LLMCall,
@@ -162,6 +164,7 @@ def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
             [],
             f"planner error: {type(e).__name__}: {e}",
             outcome="planner_error",
+            exception=e,
         )
 
 
@@ -188,20 +191,32 @@ def classify_or_error(planner: Any, snapshot: Snapshot) -> Triaged:
         return Triaged(snapshot, [], f"planner error: {type(e).__name__}: {e}")
 
 
-def failure_kind(error: str | None, outcome: str | None = None) -> str:
-    """Trace ``failure`` kind of a fallback plan: ``planner_error`` (our bug) or
-    ``invalid_llm_answer`` from its typed outcome, else from its error text: timeout,
-    backend_error or invalid_llm_answer (the planners' error texts start with the reason)."""
+def failure_kind(plan: Plan) -> str:
+    """Trace ``failure`` kind of a fallback plan, from its typed outcome and its exception's
+    type (:attr:`Plan.exception`), never from error text: ``planner_error`` (our bug),
+    ``timeout`` (:class:`~marlm.llm.errors.BackendTimeout`), ``backend_error`` (any other
+    backend failure) or ``invalid_llm_answer``."""
+    outcome = outcome_of(plan)
     if outcome == "planner_error":
         return "planner_error"
-    if outcome == "invalid_answer":
-        return "invalid_llm_answer"
-    error = error or ""
-    if error.startswith(("timeout", "team ended with timeout")):
+    if isinstance(plan.exception, BackendTimeout):
         return "timeout"
-    if error.startswith(("backend", "team ended with backend_error")):
+    if outcome == "backend_error":
         return "backend_error"
     return "invalid_llm_answer"
+
+
+def _breaker_of(planner: Any) -> tuple[Any, str]:
+    """The circuit breaker of the planner's model backend (``planner.model.breaker``, or the
+    triage planner's ``planner.triage.model.breaker``) and the backend's name; ``(None, "")``
+    for a planner without one (the rule)."""
+    model = getattr(planner, "model", None)
+    if model is None:
+        model = getattr(getattr(planner, "triage", None), "model", None)
+    breaker = getattr(model, "breaker", None)
+    if breaker is None or not callable(getattr(breaker, "state", None)):
+        return None, ""
+    return breaker, str(getattr(model, "name", type(model).__name__))
 
 
 def snapshot_of(env: WarehouseEnv) -> Snapshot:
@@ -263,6 +278,8 @@ class PlanScheduler:
         # A triaging planner, asynchronous: classes are decided ahead, plans made at once.
         self.ahead = self.async_planner is not None and callable(getattr(planner, "classify", None))
         self._triage_failed: set[str] = set()  # orders whose classify raised: the rule's
+        self._breaker, self._backend_name = _breaker_of(planner)
+        self._opened_seen = 0 if self._breaker is None else self._breaker.state().opened
 
     @property
     def in_flight_since(self) -> int | None:
@@ -279,6 +296,7 @@ class PlanScheduler:
                 self._record_triage(done)
             elif done is not None:
                 self._apply(done)
+        self._watch_breaker()
         snap = snapshot_of(self.env)
         now = self.clock()
         self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
@@ -336,6 +354,25 @@ class PlanScheduler:
         return "LLM idle" if self.planner.name != "rule" else "rule"
 
     # -- records ------------------------------------------------------------------------------
+    def _watch_breaker(self) -> None:
+        """One ``circuit_open`` event each time the model backend's circuit breaker opens (not
+        one per refused call): from then on, for its cool-down, calls fail at once and the rule
+        decides, and the trace says why once."""
+        if self._breaker is None:
+            return
+        state = self._breaker.state()
+        if state.opened <= self._opened_seen:
+            return
+        self._opened_seen = state.opened
+        self.emit(
+            "circuit_open",
+            step=self.env.step_count,
+            backend=self._backend_name,
+            failures=state.failures,
+            cooldown_s=self._breaker.cooldown_s,
+            cause=state.cause,
+        )
+
     def _emit_call(
         self,
         call: LLMCall,
@@ -444,7 +481,7 @@ class PlanScheduler:
         record["t_requested_s"] = self._requested.pop(id(plan.snapshot), now) - self._t0
         self.emit("plan", step=step, **record)
         if plan.source == "fallback":
-            kind = failure_kind(plan.error, outcome_of(plan))
+            kind = failure_kind(plan)
             self.emit("failure", kind=kind, step=step, detail=plan.error)
 
     def _may_preempt(self, snap: Snapshot) -> bool:

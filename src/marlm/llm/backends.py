@@ -70,6 +70,11 @@ BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
 #: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
 EMBEDDED_N_BATCH = 64
+#: Default wall-time limit of one call to the embedded model through :func:`make_backend`
+#: (seconds). Far above what a planner waits for (its planning deadline is 2 s; a note of the
+#: demo scores in 0.2-0.4 s of CPU time), it keeps a call that runs away (a stuck decode) from
+#: holding the model, and every later call, for good.
+EMBEDDED_TIMEOUT_S = 60.0
 #: Longest text :meth:`EmbeddedModel.embed` takes, in tokens (one decode batch per text).
 EMBED_MAX_TOKENS = 512
 #: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
@@ -1128,7 +1133,11 @@ class OpenAICompatible:
         flight raises :class:`BackendClosed` at its next body chunk or retry wait, its later
         calls at once. Waits at most ``min(timeout_s, 1)`` seconds for that: a call blocked on a
         silent server ends only at its own timeout (the socket is not interrupted), and an
-        abandoned HTTP call holds nothing that could crash the process.
+        abandoned HTTP call holds nothing that could crash the process. The openai client
+        offers no clean way to interrupt a request still waiting for the response headers
+        from another thread: closing the client (``OpenAI.close()``, which closes its httpx
+        connection pool) left such a call blocked (measured: still blocked 10 s after the
+        close), and reaching its socket would take the client's private internals.
 
         Returns:
             ``True`` when ``thread`` holds the backend no more.
@@ -1173,7 +1182,7 @@ def make_backend(
     model: str = "local",
     timeout_s: float | None = None,
     max_retries: int = 2,
-    embedded_timeout_s: float | None = None,
+    embedded_timeout_s: float | None = EMBEDDED_TIMEOUT_S,
     n_ctx: int = 2048,
     breaker: CircuitBreaker | None = None,
     clock: Clock | None = None,
@@ -1189,8 +1198,9 @@ def make_backend(
         model: the model name sent to an HTTP server.
         timeout_s: wall-time limit of one call to a server in seconds (``None``: 30 s).
         max_retries: retries of an HTTP call after a connection error, 429 or 5xx.
-        embedded_timeout_s: wall-time limit of one call to an embedded model (``None``: no
-            limit; a run's planning deadline, not this, decides when the rule stands in).
+        embedded_timeout_s: wall-time limit of one call to an embedded model in seconds
+            (default :data:`EMBEDDED_TIMEOUT_S`, 60 s; ``None``: no limit). A run's planning
+            deadline, not this, decides when the rule stands in for a late model.
         n_ctx: the embedded model's context window in tokens.
         breaker, clock: see :class:`OpenAICompatible` / :class:`EmbeddedModel`.
         check: for a server, ask for its model list first (:meth:`OpenAICompatible.check`), so
@@ -1253,6 +1263,7 @@ __all__ = [
     "CircuitBreaker",
     "CircuitOpen",
     "ContextLengthExceeded",
+    "EMBEDDED_TIMEOUT_S",
     "EmbeddedModel",
     "EndpointNotFound",
     "LLM_OPTION_HELP",
