@@ -1,8 +1,14 @@
 """Urgency triage of an order note: ``urgent``, ``normal`` or ``low``, by a (small) language model.
 
-Four decision modes, all on one prompt template (versioned, :data:`PROMPT_VERSION`) with few-shot
-examples from a labelled pool (default: :func:`default_pool_path`, the development notes plus the
-written examples, each line naming its ``source``):
+Five decision modes over a labelled pool (default: :func:`default_pool_path`, the development
+notes plus notes written for marlm, each line naming its ``source``). ``probe``, the default,
+classifies the model's own hidden states; the other four share one prompt template (versioned,
+:data:`PROMPT_VERSION`) with few-shot examples from the pool:
+
+- ``probe``: a linear probe (Alain and Bengio 2016): multinomial logistic regression
+  (:class:`marlm.llm.probe.LinearProbe`) on the mean of the model's final hidden states over
+  :func:`probe_input` (the backend's ``embed``), trained on every pool note; the pool's hidden
+  states are kept on disk per model file and :data:`PROBE_VERSION` under ``cache_dir``.
 
 - ``generate``: the model writes ``{"urgency": "<class>"}`` under a JSON schema whose enum is the
   class set (the path for capable chat servers).
@@ -125,8 +131,9 @@ def default_pool_path() -> Path:
     """The labelled pool the demo draws few-shot examples and the batch prior from.
 
     ``marlm/data/triage/pool.jsonl``: the 40 development notes (``source`` =
-    ``shared/data/order_notes_dev.jsonl``) and the 27 written examples (``source`` =
-    ``examples.jsonl``), 67 notes in English and Chinese (see ``data/triage/README.md``).
+    ``shared/data/order_notes_dev.jsonl``), the 27 written examples (``source`` =
+    ``examples.jsonl``) and 202 notes written for marlm (``source`` = ``written.jsonl``), 269
+    notes in English and Chinese (see ``data/triage/README.md``).
     """
     return Path(str(resources.files("marlm") / "data" / "triage" / "pool.jsonl"))
 
