@@ -148,6 +148,7 @@ def _print(r: dict) -> None:
             )
     c = r["calls"]
     typer.echo(
-        f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} batch-prior, "
+        f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} "
+        f"{'pool-embedding' if r['mode'] == 'probe' else 'batch-prior'}, "
         f"{c['cache_hits']} cache hits, {c['fallbacks']} fallbacks"
     )

@@ -524,9 +524,10 @@ class EmbeddedModel:
         linear classifier probes").
 
         Runs on a second llama.cpp context of the same GGUF file, created on first use with
-        ``embedding=True`` and mean pooling (the weights are memory-mapped, so they are
-        shared), under the same guard as :meth:`chat` (lock, timeout, breaker, close), checked
-        before each text.
+        ``embedding=True`` (the weights are memory-mapped, so they are shared), under the same
+        guard as :meth:`chat` (lock, timeout, breaker, close), checked before each text; the
+        mean over tokens is taken here (llama.cpp's own mean pooling gives the same values, but
+        warns on every load that it is not the model's default).
 
         Returns:
             ``float32[len(texts), n_embd]`` (576 for SmolLM2-135M), unnormalised.
@@ -545,7 +546,6 @@ class EmbeddedModel:
                     self._embedder = llama_cpp.Llama(
                         model_path=str(self.model_path),
                         embedding=True,
-                        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
                         n_ctx=self._llm.n_ctx(),
                         n_threads=self._n_threads,
                         n_threads_batch=self._n_threads,
@@ -562,7 +562,8 @@ class EmbeddedModel:
                             f"{self.name}: a text of {n} tokens is longer than the "
                             f"{EMBED_MAX_TOKENS} tokens embed() takes; shorten it"
                         )
-                    rows.append(self._embedder.embed(text, normalize=False, truncate=False))
+                    tokens = self._embedder.embed(text, normalize=False, truncate=False)
+                    rows.append(np.mean(np.asarray(tokens, dtype=np.float64), axis=0))
             except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
                 raise
             except Exception as e:

@@ -481,7 +481,9 @@ def _warn_once(key: str, message: str) -> None:
 
 @dataclass
 class TriageStats:
-    """Counters of a :class:`Triage`: notes asked, model calls, cache hits, fallbacks."""
+    """Counters of a :class:`Triage`: notes asked, model calls, cache hits, fallbacks;
+    ``prior_calls`` counts the notes scored for the ``batch`` prior, or the pool notes embedded
+    for the ``probe``."""
 
     notes: int = 0
     model_calls: int = 0
@@ -490,7 +492,7 @@ class TriageStats:
     cache_hits: int = 0
     fallbacks: int = 0
     latencies_s: list[float] = field(default_factory=list)
-    #: CPU time of this thread per scored note, seconds: with llama.cpp on one thread (the
+    #: CPU time of this thread per classified note, seconds: with llama.cpp on one thread (the
     #: embedded default) the compute a note costs, whatever other processes take of the cores.
     cpu_s: list[float] = field(default_factory=list)
 
@@ -608,7 +610,8 @@ class Triage:
         self.stats = TriageStats()
         self._probe: LinearProbe | None = None
         self._embedded: dict[str, np.ndarray] = {}  # probe input -> hidden state (pool notes)
-        self.probe_source: str | None = None  # pool hidden states: "computed" / "disk cache"
+        #: Where the pool's hidden states came from: "computed", "disk cache" or "memory".
+        self.probe_source: str | None = None
         self._options = tuple(f" {c}" for c in self.classes)
         self._cache: dict[str, TriageDecision] = {}
         self._content_free: OptionScores | None = None
