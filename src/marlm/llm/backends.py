@@ -535,12 +535,12 @@ class EmbeddedModel:
                 raise self._failure(e) from e
 
     def embed(self, texts: Sequence[str]) -> Any:
-        """The model's final hidden state at the last token of each text: a representation
+        """The mean of the model's final hidden states over each text's tokens: a representation
         for a linear probe (Alain and Bengio 2016, "Understanding intermediate layers using
         linear classifier probes").
 
         Runs on a second llama.cpp context of the same GGUF file, created on first use with
-        ``embedding=True`` and last-token pooling (the weights are memory-mapped, so they are
+        ``embedding=True`` and mean pooling (the weights are memory-mapped, so they are
         shared), under the same guard as :meth:`chat` (lock, timeout, breaker, close), checked
         before each text.
 
@@ -561,7 +561,7 @@ class EmbeddedModel:
                     self._embedder = llama_cpp.Llama(
                         model_path=str(self.model_path),
                         embedding=True,
-                        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_LAST,
+                        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
                         n_ctx=self._llm.n_ctx(),
                         n_threads=self._n_threads,
                         n_threads_batch=self._n_threads,

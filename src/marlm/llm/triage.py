@@ -1,8 +1,14 @@
 """Urgency triage of an order note: ``urgent``, ``normal`` or ``low``, by a (small) language model.
 
-Four decision modes, all on one prompt template (versioned, :data:`PROMPT_VERSION`) with few-shot
-examples from a labelled pool (default: :func:`default_pool_path`, the development notes plus the
-written examples, each line naming its ``source``):
+Five decision modes over a labelled pool (default: :func:`default_pool_path`, the development
+notes plus notes written for marlm, each line naming its ``source``). ``probe``, the default,
+classifies the model's own hidden states; the other four share one prompt template (versioned,
+:data:`PROMPT_VERSION`) with few-shot examples from the pool:
+
+- ``probe``: a linear probe (Alain and Bengio 2016): multinomial logistic regression
+  (:class:`marlm.llm.probe.LinearProbe`) on the mean of the model's final hidden states over
+  :func:`probe_input` (the backend's ``embed``), trained on every pool note; the pool's hidden
+  states are kept on disk per model file and :data:`PROBE_VERSION` under ``cache_dir``.
 
 - ``generate``: the model writes ``{"urgency": "<class>"}`` under a JSON schema whose enum is the
   class set (the path for capable chat servers).
@@ -71,7 +77,7 @@ URGENCY_CLASSES: tuple[str, ...] = ("urgent", "normal", "low")
 #: The decision modes (``probe``: the demo's default, see :class:`Triage`).
 MODES: tuple[str, ...] = ("generate", "score", "calibrated", "batch", "probe")
 #: Version of the ``probe`` mode's input and classifier; recorded with its decisions.
-PROBE_VERSION = "triage-probe-v1"
+PROBE_VERSION = "triage-probe-v2"
 #: Longest ``probe`` input in UTF-8 bytes (the note is cut to fit): at most that many tokens for
 #: a byte-level tokenizer, which bounds the cost of one note.
 PROBE_MAX_BYTES = 320
@@ -125,8 +131,9 @@ def default_pool_path() -> Path:
     """The labelled pool the demo draws few-shot examples and the batch prior from.
 
     ``marlm/data/triage/pool.jsonl``: the 40 development notes (``source`` =
-    ``shared/data/order_notes_dev.jsonl``) and the 27 written examples (``source`` =
-    ``examples.jsonl``), 67 notes in English and Chinese (see ``data/triage/README.md``).
+    ``shared/data/order_notes_dev.jsonl``), the 27 written examples (``source`` =
+    ``examples.jsonl``) and 202 notes written for marlm (``source`` = ``written.jsonl``), 269
+    notes in English and Chinese (see ``data/triage/README.md``).
     """
     return Path(str(resources.files("marlm") / "data" / "triage" / "pool.jsonl"))
 
@@ -362,16 +369,16 @@ def render_prompt(note: str, examples: Sequence[LabelledNote], classes: Sequence
 
 
 def probe_input(note: str, max_bytes: int = PROBE_MAX_BYTES) -> str:
-    """The text whose last-token hidden state the ``probe`` mode classifies.
+    """The text whose mean hidden state the ``probe`` mode classifies.
 
-    ``note`` (already cleaned) JSON-quoted on one line, then the question
-    ``Is this order urgent?``; the note is cut (with a ``" …"`` mark) until the whole text is at
-    most ``max_bytes`` UTF-8 bytes.
+    ``Warehouse order note: "<note>"`` (the note already cleaned, JSON-quoted), then the question
+    ``Is this order urgent? Answer:`` on the next line; the note is cut (with a ``" …"`` mark)
+    until the whole text is at most ``max_bytes`` UTF-8 bytes.
     """
-    question = "\nIs this order urgent?"
+    question = "\nIs this order urgent? Answer:"
     text = note
     while True:
-        out = f"{_quote(text)}{question}"
+        out = f"Warehouse order note: {_quote(text)}{question}"
         if len(out.encode("utf-8")) <= max_bytes or not text:
             return out
         cut = text[: -len(_TRUNCATION_MARK)] if text.endswith(_TRUNCATION_MARK) else text
@@ -497,8 +504,8 @@ class Triage:
             server has correct ones, else fall back to ``generate`` with one warning).
         mode: ``"generate"``, ``"score"``, ``"calibrated"``, ``"batch"`` or ``"probe"`` (the
             demo's): a linear probe (:class:`marlm.llm.probe.LinearProbe`, multinomial logistic
-            regression, ``C`` = :data:`marlm.llm.probe.DEFAULT_C`) on the model's final hidden
-            state at the last token of :func:`probe_input`, trained on the whole pool at first
+            regression, ``C`` = :data:`marlm.llm.probe.DEFAULT_C`) on the mean of the model's
+            final hidden states over :func:`probe_input`'s tokens, trained on the whole pool at first
             use (the pool's hidden states kept on disk under ``cache_dir``). Needs a backend with
             ``embed`` (the embedded model); others use ``batch`` instead, with one warning.
         examples: the labelled pool, or a path to a JSONL file of it; ``None`` takes
