@@ -176,7 +176,9 @@ class _Guard:
     ``deadline`` (clock seconds, ``None`` = no limit); and records the outcome on the breaker.
     ``check()`` raises :class:`BackendTimeout` past the deadline and :class:`BackendClosed` once
     :meth:`close` started or the calling thread was cancelled; long calls call it between tokens,
-    decode batches or body chunks.
+    decode batches or body chunks. ``check.renew()`` moves the deadline to ``timeout_s`` from
+    now: a batch call (:meth:`EmbeddedModel.score_batch`, :meth:`EmbeddedModel.embed`) gives
+    each item its own timeout.
 
     Cancellation is per thread (:meth:`cancel`): a planner's worker thread that is cancelled at
     the end of a run stops its call in flight and fails its later calls at once, while other
@@ -220,13 +222,21 @@ class _Guard:
             if stop is not None:
                 raise stop
 
+            limit = [deadline]
+
             def check() -> None:
                 stop = self.stopped(name)
                 if stop is not None:
                     raise stop
-                if deadline is not None and self.clock.now() > deadline:
+                if limit[0] is not None and self.clock.now() > limit[0]:
                     raise BackendTimeout(f"{name} did not finish within {timeout_s} s")
 
+            def renew() -> None:
+                """A new ``timeout_s`` from now: batch calls give each item its own."""
+                if timeout_s is not None:
+                    limit[0] = self.clock.now() + timeout_s
+
+            check.renew = renew  # type: ignore[attr-defined]
             yield check
         except _NEUTRAL:
             self.breaker.neutral()
@@ -308,9 +318,10 @@ class EmbeddedModel:
             takes; 64 evaluates a 400-token prompt of SmolLM2-135M as fast as llama.cpp's 512
             (measured in one process on 2 busy cores: 58.5 s against 62.0 s for 3 runs).
         seed: the sampler's seed (only matters for temperature > 0).
-        timeout_s: wall-time limit of one call in seconds (waiting for the lock included),
-            checked at every generated token and decode batch; ``None`` for no limit. Exceeding it
-            raises :class:`BackendTimeout`.
+        timeout_s: wall-time limit of one call in seconds (waiting for the lock included), of
+            each prompt or text of a batch call (:meth:`score_batch`, :meth:`embed`), checked
+            at every generated token and decode batch; ``None`` for no limit. Exceeding it
+            raises :class:`BackendTimeout`. :func:`make_backend` gives 60 s by default.
         breaker: the circuit breaker (default: opens after 3 consecutive failures for 30 s).
         clock: where the timeout and the breaker read time (default: the monotonic clock).
 
@@ -507,12 +518,17 @@ class EmbeddedModel:
     def score_batch(
         self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None
     ) -> list[OptionScores]:
-        """:meth:`score` for each prompt, in one hold of the lock (one timeout for all)."""
+        """:meth:`score` for each prompt, in one hold of the lock; ``timeout_s`` bounds each
+        prompt (and the wait for the lock), so a long batch is not cut by a per-call limit."""
         opts = check_options(options)
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
             self._clear_abort()
             try:
-                return [score_llama(self._llm, p, opts, cache_prefix, check) for p in prompts]
+                out = []
+                for p in prompts:
+                    out.append(score_llama(self._llm, p, opts, cache_prefix, check))
+                    check.renew()
+                return out
             except (BackendClosed, BackendTimeout, ValueError):
                 raise
             except Exception as e:
@@ -556,6 +572,7 @@ class EmbeddedModel:
                 rows = []
                 for text in texts:
                     check()
+                    check.renew()  # timeout_s per text, not for the whole batch
                     n = len(self._embedder.tokenize(text.encode("utf-8"), add_bos=True))
                     if n > EMBED_MAX_TOKENS:
                         raise ContextLengthExceeded(
