@@ -288,3 +288,38 @@ def test_bad_backend_options_are_input_errors(kwargs, field):
     with pytest.raises(InputError) as e:
         OpenAICompatible(**kwargs)
     assert e.value.field == field
+
+
+def test_embed_reuses_the_shared_opening_and_gives_llama_cpps_own_values(embedded_model):
+    """Texts that open alike decode only their new tokens; the means equal ``Llama.embed``'s."""
+    import numpy as np
+
+    texts = [
+        'Warehouse order note: "Line 3 is down."\nAnswer:',
+        'Warehouse order note: "No hurry."\nAnswer:',
+        'Warehouse order note: "No hurry."\nAnswer:',  # the same text again
+        "Something else entirely.",
+        'Warehouse order note: "No',  # a prefix of an earlier text
+    ]
+    embedded_model.embed(["warm-up"])  # makes the embedding context
+    llama = embedded_model._embedder
+    decoded = []
+    set_batch = llama._batch.set_batch
+    llama._batch.set_batch = lambda toks, n_past, all_: (
+        decoded.append(len(toks)) or set_batch(toks, n_past, all_)
+    )
+    try:
+        got = np.vstack([embedded_model.embed([t]) for t in texts])
+    finally:
+        del llama._batch.set_batch
+    n_tokens = [len(llama.tokenize(t.encode())) for t in texts]
+    opening = len(llama.tokenize(b'Warehouse order note: "'))
+    assert decoded[0] == n_tokens[0]  # nothing in common with "warm-up"
+    assert decoded[1] == n_tokens[1] - opening  # the template's opening is not decoded again
+    assert decoded[2] == 1  # the same text: only its last token
+    cached_tokens, states = embedded_model._embed_cache
+    assert len(cached_tokens) == states.shape[0] == n_tokens[-1]
+    want = [np.mean(llama.embed(t, normalize=False, truncate=False), axis=0) for t in texts]
+    embedded_model._embed_cache = ((), None)  # Llama.embed cleared the KV cache
+    assert np.allclose(got, np.asarray(want), rtol=0, atol=1e-4)
+    assert np.array_equal(got[1], got[2])

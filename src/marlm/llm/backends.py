@@ -370,6 +370,7 @@ class EmbeddedModel:
         self.name = f"embedded:{path.name}"
         self._n_threads, self._n_batch = n_threads, n_batch
         self._embedder: Any = None  # a second context on the same file, made by embed()
+        self._embed_cache: tuple = ((), None)  # tokens in its KV cache, their hidden states
         self.clock: Clock = clock or SystemClock()
         self.breaker = breaker or CircuitBreaker(
             BREAKER_FAILURES, BREAKER_COOLDOWN_S, clock=self.clock
@@ -543,7 +544,8 @@ class EmbeddedModel:
         ``embedding=True`` (the weights are memory-mapped, so they are shared), under the same
         guard as :meth:`chat` (lock, timeout, breaker, close), checked before each text; the
         mean over tokens is taken here (llama.cpp's own mean pooling gives the same values, but
-        warns on every load that it is not the model's default).
+        warns on every load that it is not the model's default). The tokens a text shares at its
+        start with the previous text are not decoded again (:meth:`_hidden_states`).
 
         Returns:
             ``float32[len(texts), n_embd]`` (576 for SmolLM2-135M), unnormalised.
@@ -569,23 +571,58 @@ class EmbeddedModel:
                         n_ubatch=EMBED_MAX_TOKENS,
                         verbose=False,
                     )
+                    self._embed_cache = ((), None)
                 rows = []
                 for text in texts:
                     check()
                     check.renew()  # timeout_s per text, not for the whole batch
-                    n = len(self._embedder.tokenize(text.encode("utf-8"), add_bos=True))
-                    if n > EMBED_MAX_TOKENS:
+                    tokens = self._embedder.tokenize(text.encode("utf-8"), add_bos=True)
+                    if len(tokens) > EMBED_MAX_TOKENS:
                         raise ContextLengthExceeded(
-                            f"{self.name}: a text of {n} tokens is longer than the "
+                            f"{self.name}: a text of {len(tokens)} tokens is longer than the "
                             f"{EMBED_MAX_TOKENS} tokens embed() takes; shorten it"
                         )
-                    tokens = self._embedder.embed(text, normalize=False, truncate=False)
-                    rows.append(np.mean(np.asarray(tokens, dtype=np.float64), axis=0))
+                    rows.append(self._hidden_states(tokens).mean(axis=0))
             except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
                 raise
             except Exception as e:
                 raise self._failure(e) from e
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+
+    def _hidden_states(self, tokens: list[int]) -> Any:
+        """Final hidden states of ``tokens`` on the embedding context: ``float64[len(tokens),
+        n_embd]``.
+
+        The context keeps the last text's tokens in its KV cache with their hidden states, and
+        only the tokens after the longest common prefix are decoded (attention is causal, so a
+        prefix's states do not depend on what follows it); the triage probe's notes share their
+        template's opening, so each note skips those tokens. This is the prefix reuse that
+        ``llama_cpp.Llama`` does for generation, applied to embeddings, through the same
+        llama-cpp-python context and batch objects ``Llama.embed`` uses.
+        """
+        import numpy as np
+
+        emb = self._embedder
+        cached, states = self._embed_cache
+        keep = 0
+        for a, b in zip(cached, tokens[:-1], strict=False):  # decode at least one token
+            if a != b:
+                break
+            keep += 1
+        if keep:
+            emb._ctx.kv_cache_seq_rm(0, keep, -1)
+        else:
+            emb._ctx.kv_cache_clear()
+        self._embed_cache = ((), None)  # until the decode below has succeeded
+        rest = tokens[keep:]
+        emb._batch.set_batch(rest, keep, True)
+        emb._ctx.decode(emb._batch)
+        n_embd = emb.n_embd()
+        new = np.ctypeslib.as_array(emb._ctx.get_embeddings(), shape=(len(rest) * n_embd,))
+        new = new.reshape(len(rest), n_embd).astype(np.float64)
+        out = np.concatenate([states[:keep], new]) if keep else new
+        self._embed_cache = (tuple(tokens), out)
+        return out
 
     def _failure(self, e: Exception) -> BackendError:
         """The typed error for an exception out of llama.cpp during a call."""
