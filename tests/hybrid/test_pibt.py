@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from marlm.envs.warehouse.dynamics import LEFT, MOVES, RIGHT, STAY, UP, resolve_moves
-from marlm.hybrid.guidance import aisle_costs, guided_distance
+from marlm.hybrid.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
 from marlm.hybrid.pibt import (
     Pibt,
     bfs_distance,
@@ -279,6 +279,16 @@ def test_aisle_guidance_makes_lanes_one_way_but_never_cuts_a_target_off():
     assert d[2 * 6 + 3] == 3 + 2 * 3  # from (2, 3): west with the flow, up against column 0
     assert (d[free.reshape(-1)] < 10**6).all()
     assert cost[0 * 6 + 0, UP] == 0  # blocked moves are never costed
+
+
+def test_traffic_costs_make_rows_one_way_only_on_a_busy_floor():
+    free = np.ones((3, 20), dtype=bool)
+    free[1, 1:19] = False  # 42 free cells; columns 0 and 19 are the vertical aisles
+    quiet, busy = traffic_costs(free, 2), traffic_costs(free, int(np.ceil(42 * BUSY)))
+    assert quiet[0 * 20 + 2, LEFT] == 1 and busy[0 * 20 + 2, LEFT] == 3  # row 0 runs east if busy
+    assert quiet[1 * 20 + 0, UP] == busy[1 * 20 + 0, UP] == 3  # column 0 runs south always
+    with pytest.raises(ValueError, match="n_robots"):
+        traffic_costs(free, -1)
 
 
 def test_pibt_shield_keeps_the_shield_contract():
