@@ -5,14 +5,16 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
 1. ``marlm --help`` against ``python -c "import typer"`` (the least any typer CLI costs); target:
    within 2x.
 2. ``marlm train race`` at its defaults (the seed note's settings: IQL, shared reward, 30000
-   episodes, seed 0; diagnostics on) against the plain-Python loop of the same run,
-   ``marlm train race --engine reference --no-diagnose``, which stands in for the seed's own plain
-   loop; target: >= 3x. Also ``--no-diagnose`` on both sides, and the first (cold) compiled run
-   with an empty numba cache. The converged result is checked, not assumed: both engines must write
-   the same ``tables.npz``.
+   episodes, seed 0; diagnostics and plot on), and with ``--no-plot`` and ``--no-plot
+   --no-diagnose``, against the seed-style plain loop run as a whole process the way the seed ran
+   it (``python benchmarks/bench_rl.py --seed-loop``: one env object, numpy Q-tables, numpy only;
+   the seed's own code is not in the repository); target: >= 3x. Also the first run after install,
+   with an empty numba cache (``NUMBA_CACHE_DIR`` a new empty folder each time, median of
+   ``--cold-repeat``). The converged result is checked, not assumed: the seed-style loop's tables
+   must equal ``tables.npz``.
 3. The compiled GridRace loop alone against the plain loops, in joint updates per second, in this
-   process: the reference engine and a bare plain-Python IQL loop (``benchmarks/bench_rl.py``'s
-   ``bench_race`` and ``bench_race_bare``); target: >= 100x.
+   process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
+   (``benchmarks/bench_rl.py``'s ``bench_race`` and ``bench_race_baselines``); target: >= 100x.
 
     python benchmarks/bench_cli.py [--repeat 5]
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,6 +50,14 @@ def _run(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def _run_cpu(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU time (user + system) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = _run(cmd, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def bench_help(repeat: int, env: dict[str, str]) -> float:
     marlm = _marlm()
     _run([*marlm, "--help"], env)  # warm the file cache for both
@@ -64,65 +75,86 @@ def bench_help(repeat: int, env: dict[str, str]) -> float:
     return ratio
 
 
-def bench_train_race(repeat: int, env: dict[str, str], scratch: Path) -> float:
+def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repeat: int) -> float:
     race = [*_marlm(), "train", "race"]
     runs = iter(range(10**6))
 
-    def timed(*options: str, run_env: dict[str, str]) -> tuple[float, Path]:
+    def timed(*options: str, run_env: dict[str, str]) -> tuple[tuple[float, float], Path]:
         out = scratch / f"run-{next(runs)}"  # a new run folder each time
-        return _run([*race, *options, "--out", str(out)], run_env), out
+        return _run_cpu([*race, *options, "--out", str(out)], run_env), out
 
-    cache_env = {**env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache")}  # empty: compiles
-    t_cold, _ = timed(run_env=cache_env)
+    seed_tables = scratch / "seed-q.npy"
+    seed_loop = [sys.executable, str(Path(__file__).with_name("bench_rl.py")), "--seed-loop"]
+    cold = []
+    for k in range(cold_repeat):  # the first run after install: nothing compiled yet
+        cold_env = {**env, "NUMBA_CACHE_DIR": str(scratch / f"numba-cold-{k}")}
+        cold.append(timed(run_env=cold_env)[0])
+    cache_env = {**env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache")}
+    timed(run_env=cache_env)  # fills the cache
     variants = {  # alternated run by run, so all see the same load
-        "reference": ("--engine", "reference", "--no-diagnose"),
+        "seed": None,
         "fast": (),
-        "fast, no diagnose": ("--no-diagnose",),
+        "fast, no plot": ("--no-plot",),
+        "fast, no plot, no diagnose": ("--no-plot", "--no-diagnose"),
     }
-    times: dict[str, list[float]] = {name: [] for name in variants}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     outs: dict[str, Path] = {}
+    load_before = os.getloadavg()[0]
     for _ in range(repeat):
         for name, options in variants.items():
-            t, outs[name] = timed(*options, run_env=cache_env)
+            if options is None:
+                t = _run_cpu([*seed_loop, "--save", str(seed_tables)], env)
+            else:
+                t, outs[name] = timed(*options, run_env=cache_env)
             times[name].append(t)
-    t_ref, t_fast, t_fast_nodiag = (statistics.median(times[name]) for name in variants)
-    ref_dir, fast_dir = outs["reference"], outs["fast"]
-    ref_tables, fast_tables = np.load(ref_dir / "tables.npz"), np.load(fast_dir / "tables.npz")
-    same = all(np.array_equal(ref_tables[k], fast_tables[k]) for k in ref_tables.files)
-    ratio = t_ref / t_fast
-    print(f"train race --engine reference --no-diagnose  {t_ref:7.2f} s  (baseline, plain loop)")
-    print(f"train race (compiled, diagnostics on)        {t_fast:7.2f} s  -> {ratio:5.1f}x")
-    print(
-        f"train race --no-diagnose (compiled)          {t_fast_nodiag:7.2f} s  "
-        f"-> {t_ref / t_fast_nodiag:5.1f}x"
-    )
-    print(
-        f"train race, first run, empty numba cache     {t_cold:7.2f} s  -> {t_ref / t_cold:5.1f}x"
-    )
-    print(f"same tables.npz from both engines: {same}")
-    print(f"train race whole process / plain loop: {ratio:.1f}x (target >= 3x, median of {repeat})")
+    load_after = os.getloadavg()[0]
+
+    def median(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+        return statistics.median(w for w, _ in pairs), statistics.median(c for _, c in pairs)
+
+    med = {name: median(ts) for name, ts in times.items()}
+    seed_wall, seed_cpu = med["seed"]
+    with np.load(outs["fast"] / "tables.npz") as fast_tables:
+        same = np.array_equal(np.load(seed_tables), fast_tables["q"])
+    print(f"median of {repeat}; wall-clock s, CPU s, ratio to the seed-style loop (wall, CPU)")
+    print(f"seed-style loop, whole process            {seed_wall:7.2f} {seed_cpu:7.2f}  (baseline)")
+    rows = [
+        (f"train race {' '.join(variants[n]) or '(defaults)'}", med[n])
+        for n in variants
+        if n != "seed"
+    ]
+    rows.append((f"first run, empty numba cache (of {cold_repeat})", median(cold)))
+    for label, (wall, cpu) in rows:
+        print(
+            f"{label:41s} {wall:7.2f} {cpu:7.2f}  -> {seed_wall / wall:5.1f}x {seed_cpu / cpu:5.1f}x"
+        )
+    print(f"same Q-tables, seed-style loop and train race: {same}")
+    print(f"load average {load_before:.2f} before, {load_after:.2f} after ({os.cpu_count()} CPUs)")
+    ratio = seed_wall / med["fast"][0]
+    print(f"train race whole process / seed-style loop: {ratio:.1f}x wall (target >= 3x)")
     return ratio
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
+    parser.add_argument("--cold-repeat", type=int, default=3, help="first runs (empty cache)")
     parser.add_argument("--skip-loop", action="store_true", help="skip the in-process loop figure")
     args = parser.parse_args()
     env = dict(os.environ)
     scratch = Path(tempfile.mkdtemp(prefix="marlm-bench-cli-"))
     try:
         r_help = bench_help(args.repeat, env)
-        r_train = bench_train_race(args.repeat, env, scratch)
+        r_train = bench_train_race(args.repeat, env, scratch, args.cold_repeat)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     r_loop = r_bare = None
     if not args.skip_loop:
         sys.path.insert(0, str(Path(__file__).parent))
-        from bench_rl import bench_race, bench_race_bare
+        from bench_rl import bench_race, bench_race_baselines
 
         r_loop = bench_race()
-        r_bare = bench_race_bare()
+        r_bare = bench_race_baselines(args.repeat)["bare"]
     print(
         f"ratios: help {r_help:.2f}x typer import (<= 2), train race {r_train:.1f}x (>= 3)"
         + (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from marlm.llm.triage import dev_notes_path
+from marlm.llm.triage import default_pool_path, dev_notes_path
 
 
 def run(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
@@ -97,17 +97,27 @@ def test_eval_triage_held_out_examples_file(small_notes, tmp_path):
 
 
 def test_eval_triage_defaults_to_the_demos_path(small_notes, tmp_path):
-    r = run("--notes", str(small_notes), "--out", str(tmp_path / "r.json"), cache=tmp_path)
+    # The demo's mode and protocol; a small pool (written notes and two of the test notes,
+    # which must be left out) keeps the run short: the shipped pool is the same code path.
+    pool = tmp_path / "pool.jsonl"
+    rows = [json.loads(x) for x in default_pool_path().read_text(encoding="utf-8").splitlines()]
+    test_rows = [json.loads(x) for x in small_notes.read_text(encoding="utf-8").splitlines()]
+    written = [r for r in rows if r["source"] == "written.jsonl"]
+    given = test_rows[:2] + written[:3] + written[50:53] + written[95:97]
+    pool.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in given), encoding="utf-8")
+    r = run(
+        "--notes", str(small_notes), "--examples", str(pool), "--out", str(tmp_path / "r.json"),
+        cache=tmp_path,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert (data["mode"], data["select"], data["protocol"]) == ("batch", "balanced", "held-out")
-    assert data["pool"]["notes"] == 67 - 8  # the shipped pool without the 8 test notes
-    assert data["calls"]["batch_prior"] == 24  # PRIOR_MAX_NOTES of them
-    assert len(list(tmp_path.glob("triage-prior-*.json"))) == 1
-    test_ids = {p["id"] for p in data["predictions"]}
-    assert all(
-        len(p["examples"]) == 8 and not test_ids & set(p["examples"]) for p in data["predictions"]
-    )
+    assert (data["mode"], data["protocol"]) == ("probe", "held-out")
+    assert data["prompt_version"] == "triage-probe-v2"
+    assert data["pool"]["notes"] == len(given) - 2  # the two test notes were left out
+    assert sorted(data["pool"]["removed"]) == sorted(x["id"] for x in test_rows[:2])
+    assert data["calls"]["batch_prior"] == len(given) - 2  # pool notes embedded, then cached
+    assert len(list(tmp_path.glob("triage-embed-*.npz"))) == 1
+    assert data["calls"]["model"] == 8 and data["calls"]["fallbacks"] == 0
 
 
 @pytest.mark.parametrize(

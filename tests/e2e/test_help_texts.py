@@ -74,5 +74,5 @@ def test_planner_help_names_every_planner():
 
     shown = CliRunner().invoke(app, ["demo", "--help"], env={"COLUMNS": "80"}, terminal_width=80)
     flat = " ".join(shown.output.split())
-    for name in ("triage[-generate|-score|-calibrated|-batch]", "llm", "team", "or rule."):
+    for name in ("triage[-generate|-score|-calibrated|-batch|-probe]", "llm", "team", "or rule."):
         assert name in flat

@@ -46,3 +46,55 @@ def test_case1_dead_end_station_delivers_both_orders(tmp_path: Path, case: str):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["delivered"] == 2
     assert metrics["deadlock_breaks"] == 0
+    # No robot with a task stands still for long (measured: 1 step on both maps).
+    assert metrics["still_with_task_max_steps"] <= 30
+
+
+@pytest.mark.parametrize("option", ["--shield", "--shield-rule"])
+def test_case1_with_the_local_shield_the_carrier_waits_behind_the_idle_robot(
+    tmp_path: Path, option: str
+):
+    # The same lane under `--shield local` (and its deprecated spelling `--shield-rule local`):
+    # the earlier shield treats the idle robot on the station as a wall; 1 of 2 delivered.
+    (tmp_path / "map.txt").write_text(MAPS["lane"])
+    (tmp_path / "orders.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"o{k}", "shelf": s, "priority": "normal", "arrival": 0,
+                        "deadline": 400}) + "\n"
+            for k, s in enumerate(ORDERS["lane"])
+        )
+    )  # fmt: skip
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "marlm.cli", "demo", "--planner", "rule", "--executor",
+            "greedy", "--sync", "--tick-ms", "0", "--steps", "300", "--no-gif", option, "local",
+            "--layout", str(tmp_path / "map.txt"), "--orders", str(tmp_path / "orders.jsonl"),
+            "--out", str(out),
+        ],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    start = json.loads((out / "trace.jsonl").read_text().splitlines()[0])
+    assert start["config"]["shield"] is True and start["config"]["shield_rule"] == "local"
+    assert json.loads((out / "metrics.json").read_text())["delivered"] == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--shield", "pibbt"],
+        ["compare", "--shield", "none"],
+        ["train", "warehouse", "--shield", "fast"],
+    ],
+)
+def test_a_bad_shield_value_exits_2_naming_the_option_and_the_choices(
+    tmp_path: Path, argv: list[str]
+):
+    proc = subprocess.run(
+        [sys.executable, "-m", "marlm.cli", *argv, "--out", str(tmp_path / "x")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "--shield" in proc.stderr and "pibt, local" in proc.stderr
+    assert not (tmp_path / "x").exists()

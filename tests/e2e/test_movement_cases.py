@@ -61,27 +61,29 @@ def test_case2_the_second_order_for_a_shelf_waits_for_the_first(tmp_path):
 
 
 def test_case4_one_step_numbering_on_time_and_latency(tmp_path):
-    # o01 of the shipped sample: shelf S3-2, arrival 0; one robot from (8, 1). The robot stands on
-    # the station (1, 1) after step 9 and the delivery is logged at step 9 (it said 10).
-    order = {"id": "o1", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 9}
-    on_deadline = orders_file(tmp_path, "d9.jsonl", [order])
+    # o01 of the shipped sample: shelf S3-2, arrival 0; one robot from (8, 1), assigned at step 0
+    # and moving from step 0 (9 moves). The robot stands on the station (1, 1) after step 8 and
+    # the delivery is logged at step 8 (it once said 10: one step late in the log, and one more
+    # lost because the robot acted at step 0 on the observation from before its assignment).
+    order = {"id": "o1", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 8}
+    on_deadline = orders_file(tmp_path, "d8.jsonl", [order])
     metrics, events = demo(
-        tmp_path, "d9", "--layout", "small", "--robots", "1", "--orders", on_deadline,
+        tmp_path, "d8", "--layout", "small", "--robots", "1", "--orders", on_deadline,
         "--steps", "40",
     )  # fmt: skip
     steps = [e for e in events if e["type"] == "step"]
     on_station = next(e["step"] for e in steps if e["positions"][0] == [1, 1])
-    assert on_station == 9
-    assert order_steps(events, "delivered") == {"o1": 9}
-    assert order_steps(events, "picked")["o1"] < 9
+    assert on_station == 8
+    assert order_steps(events, "delivered") == {"o1": 8}
+    assert order_steps(events, "picked")["o1"] < 8
     assert metrics["delivered"] == 1 and metrics["deadline_misses"] == 0
     assert metrics["on_time"] == 1 and metrics["on_time_rate"] == 1.0
-    assert metrics["order_latency_mean_steps"]["normal"] == 9
+    assert metrics["order_latency_mean_steps"]["normal"] == 8
 
-    late = orders_file(tmp_path, "d8.jsonl", [{**order, "deadline": 8}])
+    late = orders_file(tmp_path, "d7.jsonl", [{**order, "deadline": 7}])
     metrics, events = demo(
-        tmp_path, "d8", "--layout", "small", "--robots", "1", "--orders", late, "--steps", "40"
+        tmp_path, "d7", "--layout", "small", "--robots", "1", "--orders", late, "--steps", "40"
     )
-    assert order_steps(events, "deadline_missed") == {"o1": 9}
+    assert order_steps(events, "deadline_missed") == {"o1": 8}
     assert metrics["deadline_misses"] == 1
     assert metrics["on_time"] == 0 and metrics["on_time_rate"] == 0.0

@@ -68,6 +68,31 @@ def test_train_race_then_diagnose(tmp_path):
     assert d.returncode == 0 and d.stdout.startswith("lazy_agent [agent_")
 
 
+NO_PLOT_RUN = """
+import sys
+from marlm.cli import main
+sys.argv = ["marlm", "train", {command!r}, "--out", "run", "--episodes", "50", "--no-plot"]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+print("matplotlib" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("command", ["gridworld", "race"])
+def test_no_plot_writes_no_curves_and_never_loads_matplotlib(tmp_path, command):
+    p = subprocess.run(
+        [sys.executable, "-c", NO_PLOT_RUN.format(command=command)],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-1] == "False"  # matplotlib was never imported
+    written = {f.name for f in (tmp_path / "run").iterdir()}
+    assert "curves.png" not in written
+    assert {"metrics.json", "tables.npz", "episodes.npz", "findings.json"} <= written
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [(["train", "race", "--learner", "ppo"], "allowed: iql, vdn, jal"),

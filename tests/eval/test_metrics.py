@@ -294,3 +294,40 @@ def test_who_decided_shares_unanswered_calls_and_time_to_first_answer() -> None:
     assert d["llm_first_answer_step"] == 5
     rule_run = summarise([_plan(1, "rule", a, source="rule")])
     assert rule_run["decided_by_model_share"] is None and rule_run["llm_first_answer_s"] is None
+
+
+def test_longest_time_a_robot_with_a_task_stood_still():
+    # r0: assigned at step 0, still at steps 1-3 (3 steps), moves at 4, delivers at 5, then
+    # stands idle (no task: not counted). r1: idle and still at steps 0-2 (not counted),
+    # assigned at 3, still at 3-4 (2 steps), released at 5 (no task from step 5 on).
+    a, b, c = [0, 0], [0, 1], [0, 2]
+    cells = {  # step -> positions after the step
+        0: [b, [5, 5]], 1: [b, [5, 5]], 2: [b, [5, 5]], 3: [b, [5, 5]],
+        4: [c, [5, 5]], 5: [a, [5, 6]], 6: [a, [5, 6]], 7: [a, [5, 6]], 8: [a, [5, 6]],
+    }  # fmt: skip
+    events = [
+        {
+            "v": 1,
+            "type": "run_start",
+            "config": {},
+            "agents": ["r0", "r1"],
+            "positions": [a, [5, 5]],
+        },
+        _order("assigned", "o1", 0, robot="r0"),
+        *[_step(s, [0, 0], positions=p) for s, p in cells.items() if s < 3],
+        _order("assigned", "o2", 3, robot="r1"),
+        *[_step(s, [0, 0], positions=p) for s, p in cells.items() if 3 <= s < 5],
+        _order("released", "o2", 5, robot="r1"),
+        _step(5, [0, 0], positions=cells[5]),
+        _order("delivered", "o1", 5, robot="r0"),
+        *[_step(s, [0, 0], positions=p) for s, p in cells.items() if s > 5],
+    ]
+    m = summarise(events)
+    assert m["still_with_task_max_steps"] == 3
+    assert m["still_with_task_max_robot"] == "r0" and m["still_with_task_max_from_step"] == 1
+    # A step without positions ends a run (and the next step has no "before"): r0's wait is cut
+    # to step 3 alone, and r1's two steps (3-4) are the longest.
+    events[3]["positions"] = None
+    m = summarise(events)
+    assert m["still_with_task_max_steps"] == 2 and m["still_with_task_max_robot"] == "r1"
+    assert m["still_with_task_max_from_step"] == 3

@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 from marlm.eval.plots import (
+    drawn_points,
     moving_average,
     plot_latency_histogram,
     plot_llm_timeline,
@@ -68,6 +69,16 @@ def test_reward_plot_legend_names_the_team_rule(tmp_path: Path) -> None:
     with Image.open(out) as im:
         assert im.format == "PNG" and im.size[0] > 200
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_long_smoothed_curve_is_drawn_at_four_points_a_window_with_its_last() -> None:
+    y = np.arange(30000, dtype=np.float64)
+    x, yx = drawn_points(y, 600)
+    assert x[0] == 0 and x[-1] == 29999 and np.all(np.diff(x) <= 150)
+    assert x.size == 201 and np.array_equal(yx, y[x])
+    x, _ = drawn_points(y[:10], 1)  # unsmoothed (or lightly smoothed): every point
+    assert np.array_equal(x, np.arange(10))
+    assert drawn_points(np.zeros(0), 600)[0].size == 0
 
 
 def test_gif_has_every_frame_in_order(tmp_path: Path) -> None:

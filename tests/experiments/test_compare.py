@@ -31,7 +31,7 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
     assert rows["rl_no_shield"]["shield_overrides"] == 0
     assert all(r["llm_calls"] == 0 for r in rows.values())
     # Under the PIBT rule layer both shielded schemes deliver all 24 orders of the stream before
-    # the 150-step limit (the run then ends, at step 137); the unshielded policy runs to the limit.
+    # the 150-step limit (the run then ends, after 135 steps); the unshielded policy runs to the limit.
     assert rows["rl_no_shield"]["steps"] == 150
     assert all(
         rows[s]["delivered"] == 24 and rows[s]["steps"] < 150 for s in ("rules", "rl_shield")
@@ -48,6 +48,17 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
             tmp_path / name / "metrics.json"
         ).is_file()
     assert any(line.startswith("running rl_shield") for line in lines)
+
+
+def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Path) -> None:
+    for rule in ("pibt", "local"):
+        result = compare_schemes(
+            steps=10, schemes=["rules"], spread_seeds=1, shield_rule=rule,
+            out_dir=tmp_path / rule,
+        )  # fmt: skip
+        start = json.loads((tmp_path / rule / "rules" / "trace.jsonl").read_text().split("\n")[0])
+        assert start["config"]["shield_rule"] == rule
+        assert f"shield {rule}" in format_table(result)
 
 
 def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:

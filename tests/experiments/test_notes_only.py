@@ -87,3 +87,11 @@ def test_oracle_triage_beats_the_rule_on_urgent_orders(tmp_path):
     rule, oracle = rows
     assert oracle["urgent_on_time_rate"] >= rule["urgent_on_time_rate"] + 0.15
     assert oracle["delivered"] >= 0.95 * rule["delivered"]
+
+
+def test_notes_only_runs_on_the_chosen_rule_layer(tmp_path):
+    import json
+
+    run_notes_only({"rule": RulePlanner()}, tmp_path, steps=5, shield_rule="local")
+    start = json.loads((tmp_path / "rule" / "trace.jsonl").read_text().split("\n")[0])
+    assert start["config"]["shield"] is True and start["config"]["shield_rule"] == "local"

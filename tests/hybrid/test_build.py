@@ -15,7 +15,7 @@ def test_every_planner_name_builds_and_is_a_valid_run_setting(name):
     assert hasattr(planner, "plan")
     RunConfig(planner=name)  # the run config accepts every name build_planner accepts
     if name.startswith("triage"):
-        assert planner.triage.mode == (name.partition("-")[2] or "batch")
+        assert planner.triage.mode == (name.partition("-")[2] or "probe")
 
 
 def test_unknown_planner_names_the_option_and_the_choices():

@@ -101,3 +101,94 @@ def test_plan_events_carry_exactly_the_documented_fields():
         assert {"step", "assignments", "source", "outcome", "preempted", "t_s"} <= fields
         assert p["outcome"] == "rule" and p["t_s"] >= p["t_requested_s"]
     assert {"outcome", "preempted", "t_s", "t_requested_s"} <= documented
+
+
+def test_outcome_and_failure_kind_come_from_the_error_type_not_its_text():
+    from marlm.hybrid.planner import outcome_of
+    from marlm.hybrid.scheduler import failure_kind
+    from marlm.llm.errors import BackendError, BackendTimeout, CircuitOpen, InvalidAnswer
+
+    snap = Snapshot(0, (), (), {})
+
+    def fallback(error: str, exception: BaseException | None) -> Plan:
+        return Plan([], "fallback", snap, [], error, exception=exception)
+
+    cases = [  # (text that misleads, exception) -> (outcome, failure kind)
+        (fallback("timeout: but the server said 500", BackendError("500")), "backend_error"),
+        (fallback("backend error: slow", BackendTimeout("no answer in 1 s")), "timeout"),
+        (fallback("timeout?", InvalidAnswer("not JSON", kind="not_json")), "invalid_llm_answer"),
+        (fallback("backend", KeyError("ours")), "planner_error"),
+        (fallback("x", CircuitOpen("refused", failures=3, retry_in_s=30.0, first=True)),
+         "backend_error"),
+    ]  # fmt: skip
+    outcomes = [outcome_of(p) for p, _ in cases]
+    assert outcomes == [
+        "backend_error",
+        "backend_error",
+        "invalid_answer",
+        "planner_error",
+        "backend_error",
+    ]
+    assert [failure_kind(p) for p, _ in cases] == [kind for _, kind in cases]
+
+
+class _DownModel:
+    """Fault injector: every call fails as a dead backend, through a real circuit breaker on
+    a fake clock (3 failures open it for 30 s)."""
+
+    name = "down"
+
+    def __init__(self) -> None:
+        from marlm.llm.breaker import CircuitBreaker, FakeClock
+
+        self.clock = FakeClock()
+        self.breaker = CircuitBreaker(3, 30.0, clock=self.clock)
+
+    def chat(self, messages, **kwargs):
+        from marlm.llm.errors import BackendError
+
+        self.breaker.before_call(self.name)  # raises CircuitOpen while open
+        self.breaker.failure("connection refused")
+        raise BackendError("connection refused")
+
+
+def test_the_trace_says_once_per_opening_that_the_circuit_breaker_opened():
+    from marlm.hybrid.planner import LLMPlanner
+
+    model = _DownModel()
+    planner = LLMPlanner(model)
+    env, sched, events = _scheduler(planner, n_robots=2)
+    while not env.pending_orders():
+        env.step({})
+    from marlm.hybrid.scheduler import snapshot_of
+
+    snap = snapshot_of(env)
+    for _ in range(3):
+        assert planner.plan(snap).exception is not None  # three failures: the circuit opens
+    step = env.step_count
+    sched.update()
+    for _ in range(5):  # refused calls while open: no second event
+        planner.plan(snap)
+        sched.update()
+    opened = [e for e in events if e["type"] == "circuit_open"]
+    assert opened == [
+        {
+            "type": "circuit_open",
+            "step": step,
+            "backend": "down",
+            "failures": 3,
+            "cooldown_s": 30.0,
+            "cause": "connection refused",
+        }
+    ]
+    model.clock.advance(30.0)  # the trial call fails: the circuit stays open, no new event
+    planner.plan(snap)
+    sched.update()
+    assert len([e for e in events if e["type"] == "circuit_open"]) == 1
+    model.clock.advance(30.0)
+    model.breaker.success()  # a trial call answered: closed; three more failures open it again
+    for _ in range(3):
+        planner.plan(snap)
+    sched.update()
+    assert [e["failures"] for e in events if e["type"] == "circuit_open"] == [3, 3]
+    assert set(opened[0]) - {"type"} == _documented_fields("circuit_open")

@@ -64,13 +64,26 @@ def test_preemption_known_answer_reassigns_the_robot_heading_for_a_normal_order(
         10,
         (urgent,),
         (),
-        {("r0", "u"): 4, ("r1", "u"): 6},
+        {("r0", "u"): 4, ("r1", "u"): 6, ("r0", "n1"): 8, ("r1", "n2"): 9},
         busy=(
-            busy("r0", n1, to_free=20, free={"u": 5}),  # without preemption: u picked at 25
-            busy("r1", n2, to_free=30, free={"u": 5}),
+            busy("r0", n1, to_free=20, free={"u": 5, "n2": 4}),  # without preemption: u at 25
+            busy("r1", n2, to_free=30, free={"u": 5, "n1": 5}),
         ),
     )
+    # n1 is then delivered at the latest by 10 + (30 + 5) + (20 - 8) = 57 <= its deadline 100
     assert plan_preemptions(snap, {}, []) == [("r0", "n1", "u")]
+    # ... but not when that would make n1 late: with deadline 56 r0 stays on n1
+    late = Snapshot(
+        10,
+        (urgent,),
+        (),
+        snap.distance,
+        busy=(
+            busy("r0", order("n1", deadline=56), to_free=20, free=snap.busy[0].free_distance),
+            snap.busy[1],
+        ),
+    )
+    assert plan_preemptions(late, {}, []) == [("r1", "n2", "u")]
     # A robot already carrying its shelf, or heading for an urgent order, is never preempted.
     snap2 = Snapshot(
         10,
@@ -96,8 +109,23 @@ def test_preemption_known_answer_reassigns_the_robot_heading_for_a_normal_order(
     snap4 = Snapshot(10, (order("v"),), (), {("r0", "v"): 1}, busy=(busy("r0", n1, free={"v": 5}),))
     assert plan_preemptions(snap4, {}, []) == []
     assert plan_preemptions(snap4, {"v": "urgent"}, []) == [("r0", "n1", "v")]
-    # An urgent order an idle robot already takes is not a reason to preempt.
-    assert plan_preemptions(snap4, {"v": "urgent"}, [("r9", "v")]) == []
+    # An urgent order an idle robot takes: a busy robot is sent instead only when nearer.
+    near = {("r0", "v"): 1, ("r9", "v"): 1, ("r0", "n1"): 4, ("r9", "n1"): 6}
+    snap5 = Snapshot(10, (order("v"),), ("r9",), near, busy=(busy("r0", n1, free={"v": 5}),))
+    assert plan_preemptions(snap5, {"v": "urgent"}, [("r9", "v")]) == []
+    snap5.distance[("r9", "v")] = 7
+    assert plan_preemptions(snap5, {"v": "urgent"}, [("r9", "v")]) == [("r0", "n1", "v")]
+
+
+def test_the_idle_robot_an_urgent_order_no_longer_needs_takes_the_preempted_order():
+    planner = TriagePlanner(_FixedTriage({"line down": "urgent"}))
+    u, n1 = order("u", "line down"), order("n1", "restock", deadline=200)
+    dist = {("r9", "u"): 12, ("r0", "u"): 2, ("r0", "n1"): 3, ("r9", "n1"): 10}
+    snap = Snapshot(5, (u,), ("r9",), dist, busy=(busy("r0", n1, to_free=9, free={"u": 6}),))
+    plan = planner.plan(snap)
+    assert plan.preemptions == [("r0", "n1")]
+    assert plan.assignments == [("r9", "n1"), ("r0", "u")]
+    assert plan.outcome == "answered"
 
 
 def test_triage_planner_preempts_for_an_urgent_note_with_every_robot_busy():

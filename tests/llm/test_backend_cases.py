@@ -320,3 +320,21 @@ def test_the_tool_loop_reports_an_open_breaker_as_a_backend_error(fault_server, 
     r = ToolAgent(model, warehouse.registry).run("x")
     assert r.reason == "backend_error" and "refused" in r.detail
     assert fault_server.count("500~loop") == 1
+
+
+def test_a_batch_call_gives_each_item_its_own_timeout_on_a_fake_clock():
+    from marlm.llm.backends import _Guard
+    from marlm.llm.breaker import CircuitBreaker, FakeClock
+    from marlm.llm.errors import BackendTimeout
+
+    clock = FakeClock()
+    guard = _Guard(CircuitBreaker(3, 30.0, clock=clock), clock)
+    timed_out = pytest.raises(BackendTimeout, match="within 5.0 s")
+    with timed_out, guard.call("m", clock.now() + 5.0, 5.0) as check:
+        for _ in range(3):  # three items of 4 s each: 12 s in all, each within its 5 s
+            clock.advance(4.0)
+            check()
+            check.renew()
+        clock.advance(5.5)  # one item past its own 5 s
+        check()
+    assert guard.breaker.state().failures == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from marlm.errors import InputError
 from marlm.llm.backends import BackendError, OpenAICompatible
 from marlm.llm.triage import (
     MAX_NOTE_CHARS,
+    PROBE_MAX_BYTES,
+    PROBE_VERSION,
     PROMPT_VERSION,
     URGENCY_CLASSES,
     LabelledNote,
@@ -24,10 +27,11 @@ from marlm.llm.triage import (
     load_labelled_notes,
     nearest_class,
     parse_answer,
+    probe_input,
     render_prompt,
     select_examples,
 )
-from marlm.llm.triage_eval import metrics, stratified_folds
+from marlm.llm.triage_eval import evaluate_triage, metrics, stratified_folds
 
 # ----------------------------------------------------------------------------- files
 
@@ -44,13 +48,21 @@ def test_shipped_files_load_and_are_disjoint():
     assert {e.label for e in examples} == set(URGENCY_CLASSES)
     assert len(dev) == 40 and {d.label for d in dev} == {"urgent", "normal"}
     assert not {clean_note(e.note) for e in examples} & {clean_note(d.note) for d in dev}
-    # The shipped pool is exactly the two files, each note naming where it comes from.
+    written = load_labelled_notes(default_pool_path().with_name("written.jsonl"))
+    assert len(written) == 202 and {w.label for w in written} == set(URGENCY_CLASSES)
+    # No written note copies a development note, nor comes close to one in wording.
+    index = NoteIndex([clean_note(d.note) for d in dev])
+    assert (
+        max(float((index.vectors @ index.vector(clean_note(w.note))).max()) for w in written) < 0.6
+    )
+    # The shipped pool is exactly the three files, each note naming where it comes from.
     pool = load_labelled_notes(default_pool_path())
     assert [(x.id, x.note, x.label) for x in pool] == [
-        (x.id, x.note, x.label) for x in dev + examples
+        (x.id, x.note, x.label) for x in dev + examples + written
     ]
     assert {x.source for x in pool[:40]} == {"shared/data/order_notes_dev.jsonl"}
-    assert {x.source for x in pool[40:]} == {"examples.jsonl"}
+    assert {x.source for x in pool[40:67]} == {"examples.jsonl"}
+    assert {x.source for x in pool[67:]} == {"written.jsonl"}
 
 
 @pytest.mark.parametrize(
@@ -315,18 +327,24 @@ def test_calibrated_triage_beats_the_majority_on_held_out_dev_notes(embedded_mod
 
 def test_similar_batch_prior_is_cached_on_disk_per_model_and_pool(embedded_model, tmp_path):
     pool = load_labelled_notes(default_examples_path())[::3]  # 9 notes, all three classes
-    tri = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
+    tri = Triage(
+        embedded_model, mode="batch", examples=pool, shots=3, select="similar", cache_dir=tmp_path
+    )
     assert tri.mode == "batch" and tri.select == "similar"
     prior = tri.batch_prior()
     assert tri.stats.prior_calls == len(pool) and tri.prior_source == "computed"
     (cached,) = tmp_path.glob("triage-prior-*.json")
-    again = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
+    again = Triage(
+        embedded_model, mode="batch", examples=pool, shots=3, select="similar", cache_dir=tmp_path
+    )
     assert np.array_equal(again.batch_prior(), prior)
     assert again.stats.prior_calls == 0 and again.prior_source == "disk cache"
     # Another pool is another prior; a broken cache file is computed again.
     assert again.without([pool[0].note]).prior_key() != again.prior_key()
     cached.write_text("{not json", encoding="utf-8")
-    third = Triage(embedded_model, examples=pool, shots=3, select="similar", cache_dir=tmp_path)
+    third = Triage(
+        embedded_model, mode="batch", examples=pool, shots=3, select="similar", cache_dir=tmp_path
+    )
     assert np.allclose(third.batch_prior(), prior) and third.stats.prior_calls == len(pool)
     d = third.classify("Emergency order for the fire department.")
     assert len(d.examples) == 3 + 3 + 1 and d.label in URGENCY_CLASSES  # one low note
@@ -359,3 +377,88 @@ def test_stratified_folds_partition_and_spread_labels():
         assert sum(1 for i in f if notes[i].label == "urgent") == 3
     with pytest.raises(ValueError):
         stratified_folds(notes, 1, seed=0)
+
+
+# ----------------------------------------------------------------------------- probe mode
+
+
+class EmbedSpy:
+    """The real embedded model, recording the texts of every ``embed`` call."""
+
+    def __init__(self, model):
+        self.model = model
+        self.name = model.name
+        self.model_path = model.model_path
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.model.embed(texts)
+
+
+def _pool_and_tests():
+    pool = load_labelled_notes(default_pool_path())
+    written = [x for x in pool if x.source == "written.jsonl" and x.lang == "en"]
+    small = written[:4] + written[50:54] + written[95:98]  # urgent, normal, low
+    tests = [x for x in pool if x.id in ("D002", "D020")]  # one urgent, one normal dev note
+    return small, tests
+
+
+def test_probe_held_out_protocol_never_sees_the_test_notes(embedded_model, tmp_path):
+    small, tests = _pool_and_tests()
+    spy = EmbedSpy(embedded_model)
+    # The given pool holds the test notes (as the shipped pool holds the dev notes).
+    res = evaluate_triage(tests, spy, examples=small + tests, cache_dir=tmp_path)
+    assert res["mode"] == "probe" and res["prompt_version"] == PROBE_VERSION
+    assert sorted(res["pool"]["removed"]) == sorted(x.id for x in tests)
+    inputs = {probe_input(clean_note(x.note)) for x in tests}
+    for call in spy.calls:  # a test note is only ever embedded alone, to be classified
+        assert len(call) == 1 or not inputs & set(call)
+    with np.load(next(tmp_path.glob("triage-embed-*.npz"))) as z:
+        assert not inputs & set(z["texts"].tolist())  # nor kept as a training input
+    # Their labels do not matter either: flipped in the pool, the same scores.
+    flipped = [replace(x, label="normal" if x.label == "urgent" else "urgent") for x in tests]
+    again = evaluate_triage(tests, spy, examples=small + flipped, cache_dir=tmp_path)
+    assert [p["scores"] for p in again["predictions"]] == [p["scores"] for p in res["predictions"]]
+
+
+def test_probe_mode_on_the_real_model_caches_the_pool_on_disk(embedded_model, tmp_path):
+    small, _ = _pool_and_tests()
+    small = small[1:]  # ten notes, all three classes
+    tri = Triage(embedded_model, examples=small, cache_dir=tmp_path)
+    assert tri.mode == "probe"
+    tri.warm_up()
+    assert tri.stats.prior_calls == len(small) and tri.probe_source == "computed"
+    urgent, calm = tri.classify_many(
+        ["Our conveyor broke and the whole shift is standing idle.", "No hurry at all."]
+    )
+    assert (urgent.label, urgent.source, urgent.mode) == ("urgent", "model", "probe")
+    assert calm.label != "urgent" and calm.prompt_version == PROBE_VERSION
+    assert np.exp(list(urgent.scores.values())).sum() == pytest.approx(1.0)
+    again = Triage(embedded_model, examples=small, cache_dir=tmp_path)
+    again.warm_up()
+    assert again.stats.prior_calls == 0 and again.probe_source == "disk cache"
+    d = again.classify("Our conveyor broke and the whole shift is standing idle.")
+    assert d.scores == pytest.approx(urgent.scores)
+    fewer = again.without([small[0].note])  # a smaller pool: no new model call
+    fewer.warm_up()
+    assert fewer.stats.prior_calls == 0 and fewer.probe_source == "memory"
+    assert len(fewer.pool) == len(small) - 1
+
+
+def test_probe_input_is_cut_to_its_byte_budget():
+    text = probe_input(clean_note("紧急！" * 200))
+    assert len(text.encode("utf-8")) <= PROBE_MAX_BYTES
+    assert text.endswith('…"\nIs this order urgent? Answer:')
+    expected = 'Warehouse order note: "Line 3 is down."\nIs this order urgent? Answer:'
+    assert probe_input("Line 3 is down.") == expected
+
+
+def test_embed_refuses_a_text_longer_than_its_batch_without_opening_the_breaker(embedded_model):
+    from marlm.llm.backends import EMBED_MAX_TOKENS
+    from marlm.llm.errors import ContextLengthExceeded
+
+    for _ in range(4):
+        with pytest.raises(ContextLengthExceeded, match=f"{EMBED_MAX_TOKENS} tokens"):
+            embedded_model.embed(["urgent " * EMBED_MAX_TOKENS])
+    assert embedded_model.embed(["ok"]).shape == (1, 576)  # the breaker stayed closed

@@ -24,7 +24,7 @@ RACE_LOOP = """
 from marlm.rl import fast
 from marlm.rl.train import RaceConfig, train_race
 train_race(RaceConfig(episodes=2))
-print(sum(fast._RACE_LOOPS[fast.IQL].stats.cache_hits.values()))
+print(sum(fast.race_loop(fast.IQL, fast.PLAIN_CREDIT).stats.cache_hits.values()))
 """
 
 

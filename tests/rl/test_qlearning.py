@@ -88,6 +88,18 @@ def test_epsilon_schedule_decays_to_floor():
     assert LearningRateSchedule(0.1, 0.5, 0.01)(10) == 0.01
 
 
+@pytest.mark.parametrize("first,n", [(0, 30000), (2999, 700), (0, 1), (5, 0)])
+def test_schedule_values_are_the_formula_element_by_element_whatever_the_chunk(first, n):
+    # The values stop being computed at the floor: every one must still be exactly the formula's.
+    for sched in (EpsilonSchedule(0.6, 0.999, 0.02), LearningRateSchedule(0.05)):
+        expect = [max(sched.floor, sched.start * sched.decay ** float(first + k)) for k in range(n)]
+        got = sched.values(n, first)
+        assert got.dtype == np.float64 and got.tolist() == expect
+    whole = EpsilonSchedule(0.6, 0.999, 0.02).values(5000)
+    parts = [EpsilonSchedule(0.6, 0.999, 0.02).values(1000, k) for k in range(0, 5000, 1000)]
+    assert np.array_equal(whole, np.concatenate(parts))
+
+
 @pytest.mark.parametrize(
     "kwargs,field",
     [

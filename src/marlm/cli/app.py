@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import typer
 
+from marlm.errors import InputError
+
 app = typer.Typer(
     name="marlm",
     help="Multi-agent systems: RL for actions, an LLM for semantic decisions, rules as the safety net.",
@@ -31,3 +33,18 @@ eval_app = typer.Typer(
 app.add_typer(train_app, name="train")
 app.add_typer(llm_app, name="llm")
 app.add_typer(eval_app, name="eval")
+
+
+def rule_layer(value: str, *, allow_none: bool = False) -> str:
+    """The ``--shield`` value checked: ``pibt`` or ``local`` (see
+    :data:`marlm.hybrid.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.
+
+    Raises:
+        InputError: another value, naming ``--shield`` and the allowed values.
+    """
+    from marlm.hybrid.shield import SHIELD_RULES
+
+    allowed = (*SHIELD_RULES, "none") if allow_none else SHIELD_RULES
+    if value not in allowed:
+        raise InputError(f"got {value!r}; allowed: {', '.join(allowed)}", field="--shield")
+    return value

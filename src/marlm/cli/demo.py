@@ -12,7 +12,7 @@ from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
-from .app import app, train_app
+from .app import app, rule_layer, train_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,6 +72,7 @@ def metrics_table(m: dict, title: str) -> Table:
         ("collisions", _fmt(m.get("collisions"))),
         ("shield overrides", _fmt(m.get("shield_overrides"))),
         ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
+        ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
         ("plans that took effect", _fmt(m.get("plans_effective"))),
         ("  decided by the model", _share(m.get("decided_by_model_share"))),
         (
@@ -125,26 +126,31 @@ def demo(
     ] = "embedded",
     llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
     llm_timeout: Annotated[
-        float, typer.Option(help="Seconds an HTTP server may take per answer.")
+        float,
+        typer.Option(
+            help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call)."
+        ),
     ] = 10.0,
     planner: Annotated[
         str,
         typer.Option(
-            help="triage[-generate|-score|-calibrated|-batch] (the model reads each note's "
+            help="triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's "
             "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
         ),
     ] = "triage",
     executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
     shield: Annotated[
-        bool, typer.Option(help="Filter every joint action through the shield.")
-    ] = True,
-    shield_rule: Annotated[
         str,
         typer.Option(
-            help="pibt: PIBT over the executor's action scores (pushes idle robots aside, no "
-            "random actions); local: the earlier shield (holds conflicting moves)."
+            "--shield",
+            help="Rule layer with the last word on every move. pibt: PIBT over the executor's "
+            "action scores (pushes idle robots aside, no random actions); local: the earlier "
+            "shield (holds conflicting moves); none: the executor's actions unfiltered.",
         ),
     ] = "pibt",
+    # Deprecated spellings, kept hidden: --no-shield (= --shield none), --shield-rule RULE.
+    no_shield: Annotated[bool, typer.Option("--no-shield", hidden=True)] = False,
+    shield_rule: Annotated[str | None, typer.Option("--shield-rule", hidden=True)] = None,
     sync: Annotated[
         bool, typer.Option(help="Wait for the planner inside the step (reproducible trace).")
     ] = False,
@@ -175,6 +181,7 @@ def demo(
             "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
             field="--executor",
         )
+    rule = rule_layer("none" if no_shield else (shield_rule or shield), allow_none=True)
     config = run_config(
         layout=layout,
         orders=orders if orders is not None else default_orders(layout),
@@ -183,8 +190,8 @@ def demo(
         seed=seed,
         planner=planner,
         executor=executor,
-        shield=shield,
-        shield_rule=shield_rule,
+        shield=rule != "none",
+        shield_rule="pibt" if rule == "none" else rule,
         sync_planner=sync,
         tick_ms=tick_ms,
         gif=gif,
@@ -212,7 +219,7 @@ def demo(
             bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
         warm = getattr(plan, "warm_up", None)
         if warm is not None:  # before the control clock starts: the first answer is then prompt
-            task = bar.add_task("warming up the model (batch prior, cached after)", total=None)
+            task = bar.add_task("warming up the model (triage pool, cached after)", total=None)
             warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
             bar.update(task, completed=1, total=1)
         task = bar.add_task("warehouse", total=config.steps)
@@ -248,6 +255,14 @@ def train_warehouse(
     address: Annotated[
         str | None, typer.Option(help="Ray head host:port to join (default: local Ray).")
     ] = None,
+    shield: Annotated[
+        str,
+        typer.Option(
+            "--shield",
+            help="Rule layer of the table's last column: pibt (PIBT over the executor's "
+            "action scores, no random actions) or local (the earlier shield).",
+        ),
+    ] = "pibt",
 ) -> None:
     """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
     from rich.console import Console
@@ -261,6 +276,7 @@ def train_warehouse(
         train_executor,
     )
 
+    shield = rule_layer(shield)
     if seeds > 1 or workers != 1 or address is not None:
         from marlm.scale.parallel import seed_table_path, train_warehouse_seeds
 
@@ -291,23 +307,27 @@ def train_warehouse(
         title=f"executor on {layout}: {stats.updates} updates in {stats.seconds:.1f} s; "
         "held-out seeds, 40 orders, rule assignment"
     )
-    for col in ("policy", "delivered (raw env)", "robot conflicts", "delivered (shield)"):
+    for col in ("policy", "delivered (raw env)", "robot conflicts", f"delivered ({shield})"):
         t.add_column(col)
     noise = q.noise
-    for name, ex in (
-        (f"rl (trained, noise {noise})", q),
-        ("rl (trained, no noise)", QExecutor(q=q.q, noise=0.0)),
-        ("greedy shortest path", GreedyExecutor()),
-        (f"greedy shortest path, noise {noise}", GreedyExecutor(noise=noise)),
-        ("random", RandomExecutor()),
+    for name, ex, noisy in (
+        (f"rl (trained, noise {noise})", q, True),
+        ("rl (trained, no noise)", QExecutor(q=q.q, noise=0.0), False),
+        ("greedy shortest path", GreedyExecutor(), False),
+        (f"greedy shortest path, noise {noise}", GreedyExecutor(noise=noise), True),
+        ("random", RandomExecutor(), False),
     ):
         raw = evaluate_executor(ex, layout=layout)
-        safe = evaluate_executor(ex, layout=layout, shield=True)
+        if noisy and shield == "pibt":  # PIBT ranks the scores: no random actions, same as above
+            safe_cell = "= no noise"
+        else:
+            safe = evaluate_executor(ex, layout=layout, shield=True, shield_rule=shield)
+            safe_cell = f"{safe['delivered']:.1f} ({safe['delivery_rate']:.0%})"
         t.add_row(
             name,
             f"{raw['delivered']:.1f} ({raw['delivery_rate']:.0%})",
             f"{raw['collisions']:.0f}",
-            f"{safe['delivered']:.1f} ({safe['delivery_rate']:.0%})",
+            safe_cell,
         )
     Console().print(t)
     console.print(f"saved: {path}")

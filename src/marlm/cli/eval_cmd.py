@@ -31,7 +31,7 @@ def triage(
         ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
     ),
     mode: str = typer.Option(
-        "batch", "--mode", help="generate, score, calibrated or batch (the demo's)."
+        "probe", "--mode", help="generate, score, calibrated, batch or probe (the demo's)."
     ),
     llm: str = typer.Option(
         "embedded",
@@ -148,6 +148,7 @@ def _print(r: dict) -> None:
             )
     c = r["calls"]
     typer.echo(
-        f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} batch-prior, "
+        f"calls: {c['model']} model, {c['content_free']} content-free, {c['batch_prior']} "
+        f"{'pool-embedding' if r['mode'] == 'probe' else 'batch-prior'}, "
         f"{c['cache_hits']} cache hits, {c['fallbacks']} fallbacks"
     )

@@ -15,7 +15,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
-from .app import app
+from .app import app, rule_layer
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -216,6 +216,14 @@ def compare(
             "in its note: the rule planner vs the triage planner in each mode).",
         ),
     ] = "standard",
+    shield: Annotated[
+        str,
+        typer.Option(
+            "--shield",
+            help="Rule layer of every run with a shield: pibt (PIBT over the executor's "
+            "action scores) or local (the earlier shield).",
+        ),
+    ] = "pibt",
     workers: Annotated[
         int, typer.Option("--workers", help="Ray tasks at once for the spread seeds (1: no Ray).")
     ] = 1,
@@ -232,6 +240,7 @@ def compare(
     )
 
     say = lambda msg: _err().print(msg, markup=False, highlight=False)  # noqa: E731
+    shield = rule_layer(shield)
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
@@ -246,7 +255,7 @@ def compare(
     if scenario == "notes-only":
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
-            llm=llm, planners=names, out_dir=out, progress=say,
+            llm=llm, planners=names, out_dir=out, progress=say, shield_rule=shield,
         )  # fmt: skip
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
@@ -261,6 +270,7 @@ def compare(
         schemes=names,
         llm_only_steps=llm_only_steps,
         spread_seeds=spread_seeds,
+        shield_rule=shield,
         out_dir=out,
         progress=say,
         workers=workers,

@@ -40,6 +40,9 @@ OVERWRITE = typer.Option(
     "--checkpoint file.",
 )
 RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
+PLOT = typer.Option(
+    True, "--plot/--no-plot", help="Write curves.png (--no-plot: no plot, matplotlib not loaded)."
+)
 CHUNK = typer.Option(
     1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
 )
@@ -129,6 +132,7 @@ def train_gridworld_cmd(
     checkpoint: Path | None = CHECKPOINT,
     resume: Path | None = RESUME,
     chunk: int = CHUNK,
+    plot: bool = PLOT,
 ) -> None:
     """Tabular Q-learning on the 4x4 GridWorld."""
     from marlm.eval.runs import run_gridworld
@@ -150,7 +154,7 @@ def train_gridworld_cmd(
     with bar:
         _, metrics = run_gridworld(
             config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
-            chunk=chunk, reward_fn=reward_fn,
+            chunk=chunk, reward_fn=reward_fn, plot=plot,
         )  # fmt: skip
     _table(
         console, "GridWorld", {k: v for k, v in metrics.items() if k not in ("config", "findings")}
@@ -187,6 +191,7 @@ def train_race_cmd(
     checkpoint: Path | None = CHECKPOINT,
     resume: Path | None = RESUME,
     chunk: int = CHUNK,
+    plot: bool = PLOT,
 ) -> None:
     """Two agents on GridRace: IQL, VDN or joint-action learners, with a credit-assignment mode."""
     from marlm.eval.runs import run_race
@@ -205,7 +210,7 @@ def train_race_cmd(
     with bar:
         _, metrics, findings = run_race(
             config, out, diagnose=diagnose, engine=engine, progress=update,
-            checkpoint=checkpoint, resume=resume, chunk=chunk,
+            checkpoint=checkpoint, resume=resume, chunk=chunk, plot=plot,
         )  # fmt: skip
     _table(
         console,

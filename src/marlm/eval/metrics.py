@@ -281,6 +281,79 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def task_steps(events: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, int | None]]]:
+    """The control steps in which each robot had a task, from ``order`` events.
+
+    A robot has a task from the step of its ``assigned`` event (plans are applied before the
+    robots act) to the step of its ``delivered`` event (it moved onto the station in that step),
+    or to the step before its ``released`` event; a task not ended by the end of the trace is
+    open (``None``).
+
+    Returns:
+        ``{robot: [(first_step, last_step or None), ...]}`` in trace order.
+    """
+    spans: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
+    since: dict[str, int] = {}
+    for ev in _of(events, "order"):
+        robot, kind, step = ev.get("robot"), ev["event"], int(ev["step"])
+        if robot is None:
+            continue
+        if kind == "assigned":
+            since[str(robot)] = step
+        elif kind in ("delivered", "released") and str(robot) in since:
+            first = since.pop(str(robot))
+            spans[str(robot)].append((first, step if kind == "delivered" else step - 1))
+    for robot, first in since.items():
+        spans[robot].append((first, None))
+    return dict(spans)
+
+
+def still_with_task(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The longest time a robot with a task stood still, from the trace.
+
+    A robot *stood still with a task* at step ``s`` when it had a task at ``s``
+    (:func:`task_steps`) and its cell after ``s`` (``step.positions``) equals its cell before
+    (the previous step's positions, or ``run_start.positions`` at step 0). A step without
+    positions, or a gap in the step numbers, ends every run.
+
+    Returns:
+        ``still_with_task_max_steps`` (int: the most consecutive such steps of one robot; 0 when
+        none; ``None`` when the steps carry no positions), ``still_with_task_max_robot``
+        (str or None) and ``still_with_task_max_from_step`` (int or None: the run's first step).
+    """
+    starts = _of(events, "run_start")
+    start = starts[0] if starts else {}
+    steps = sorted(_of(events, "step"), key=lambda e: int(e["step"]))
+    n = max((len(e.get("positions") or []) for e in steps), default=0)
+    names = [str(a) for a in start.get("agents") or []][:n]
+    names += [f"robot_{i}" for i in range(len(names), n)]
+    spans = task_steps(events)
+    todo = [sorted(spans.get(name, ()), key=lambda ab: ab[0]) for name in names]
+    cursor = [0] * n  # the first span of robot r that may still contain a step (steps ascend)
+
+    def busy(r: int, step: int) -> bool:
+        ab = todo[r]
+        while cursor[r] < len(ab) and ab[cursor[r]][1] is not None and ab[cursor[r]][1] < step:
+            cursor[r] += 1
+        return cursor[r] < len(ab) and ab[cursor[r]][0] <= step
+
+    best = {"still_with_task_max_steps": 0 if n else None, "still_with_task_max_robot": None,
+            "still_with_task_max_from_step": None}  # fmt: skip
+    run = [0] * n
+    prev, prev_step = start.get("positions"), -1
+    for ev in steps:
+        s, pos = int(ev["step"]), ev.get("positions")
+        known = pos is not None and prev is not None and s == prev_step + 1
+        for r in range(n):
+            still = known and r < len(pos) and r < len(prev) and list(pos[r]) == list(prev[r])
+            run[r] = run[r] + 1 if busy(r, s) and still else 0
+            if run[r] > best["still_with_task_max_steps"]:
+                best = {"still_with_task_max_steps": run[r], "still_with_task_max_robot": names[r],
+                        "still_with_task_max_from_step": s - run[r] + 1}  # fmt: skip
+        prev, prev_step = pos, s
+    return best
+
+
 def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Compute a run's metrics from its trace events (definitions in docs/metrics.md).
 
@@ -297,7 +370,8 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ``prompt_tokens``, ``completion_tokens``, ``tokens``, ``failures``, ``recoveries``,
         ``unrecovered``, ``recovery_steps_mean``, ``recovery_steps_total``,
         ``recovery_actions_total``, ``recovery_tokens_total``, ``recovery_by_kind``,
-        ``shield_overrides_by_robot``, and the :func:`decisions` keys. Latencies are
+        ``shield_overrides_by_robot``, the :func:`still_with_task` keys, and the
+        :func:`decisions` keys. Latencies are
         milliseconds; a figure with no data is ``None``.
     """
     steps = _of(events, "step")
@@ -385,6 +459,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "recovery_actions_total": sum(r.actions for r in recs),
         "recovery_tokens_total": sum(r.tokens for r in recs),
         "recovery_by_kind": by_kind,
+        **still_with_task(events),
         **decisions(events),
     }
 

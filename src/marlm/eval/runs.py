@@ -8,7 +8,7 @@ it is a run that did not finish), ``reward_curves.png`` and ``episode.gif``.
 ``marlm train gridworld|race``: one run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
 logs), ``metrics.json`` (fixed names, see :func:`marlm.rl.train.gridworld_metrics` and
 :func:`marlm.rl.train.race_metrics`), ``curves.png`` (per-agent returns and the team curve,
-labelled sum), ``findings.json`` (:mod:`marlm.eval.diagnose`), and for GridRace with diagnostics
+labelled sum; not with ``plot=False``, which keeps matplotlib out of the process), ``findings.json`` (:mod:`marlm.eval.diagnose`), and for GridRace with diagnostics
 ``fixed_partner.npz`` (each agent's returns learning alone against its frozen partner).
 
 This lives in ``eval``, not in :mod:`marlm.rl.train`: it composes the learners' results with the
@@ -109,9 +109,9 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def save_gridworld_run(
-    res: GridWorldResult, out: str | Path, findings: list[dict] | None = None
+    res: GridWorldResult, out: str | Path, findings: list[dict] | None = None, *, plot: bool = True
 ) -> Path:
-    """Write the run folder of a GridWorld run; returns its path."""
+    """Write the run folder of a GridWorld run (``curves.png`` only with ``plot``); returns its path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     np.savez(out / "tables.npz", q=res.q)
@@ -120,19 +120,22 @@ def save_gridworld_run(
     )
     metrics = gridworld_metrics(res)
     _write_json(out / "metrics.json", metrics)
-    plot_reward_curves(
-        {"agent": res.returns[: res.episode]}, out / "curves.png", team="sum",
-        smooth=curve_window(res.episode) // 2 or 1, xlabel="episode",
-        title="GridWorld return per episode",
-    )  # fmt: skip
+    if plot:
+        plot_reward_curves(
+            {"agent": res.returns[: res.episode]}, out / "curves.png", team="sum",
+            smooth=curve_window(res.episode) // 2 or 1, xlabel="episode",
+            title="GridWorld return per episode",
+        )  # fmt: skip
     _write_json(out / "findings.json", findings or [])
     return out
 
 
-def save_race_run(res: RaceResult, out: str | Path, findings: list[dict] | None = None) -> Path:
+def save_race_run(
+    res: RaceResult, out: str | Path, findings: list[dict] | None = None, *, plot: bool = True
+) -> Path:
     """Write the run folder of a GridRace run; returns its path.
 
-    ``curves.png`` plots each agent's own (individual) return per episode and the team return,
+    With ``plot``, ``curves.png`` plots each agent's own (individual) return per episode and the team return,
     labelled ``team (sum of 2 agents)``: the per-agent curves add up to it.
     """
     out = Path(out)
@@ -140,39 +143,41 @@ def save_race_run(res: RaceResult, out: str | Path, findings: list[dict] | None 
     np.savez(out / "tables.npz", **res.tables)
     np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
     _write_json(out / "metrics.json", race_metrics(res))
-    own = res.log.own_return[: res.episode]
-    plot_reward_curves(
-        {agent: own[:, i] for i, agent in enumerate(res.agents)}, out / "curves.png", team="sum",
-        smooth=max(1, curve_window(res.episode) // 5), xlabel="episode",
-        title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
-    )  # fmt: skip
+    if plot:
+        own = res.log.own_return[: res.episode]
+        plot_reward_curves(
+            {agent: own[:, i] for i, agent in enumerate(res.agents)}, out / "curves.png",
+            team="sum", smooth=max(1, curve_window(res.episode) // 5), xlabel="episode",
+            title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
+        )  # fmt: skip
     _write_json(out / "findings.json", findings or [])
     return out
 
 
 def run_gridworld(
-    config: GridWorldConfig, out: str | Path, **kwargs: Any
+    config: GridWorldConfig, out: str | Path, *, plot: bool = True, **kwargs: Any
 ) -> tuple[GridWorldResult, dict[str, Any]]:
     """Train on GridWorld and write the run folder; returns the result and its metrics.
 
-    ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
+    ``plot``: write ``curves.png`` (matplotlib is imported only then). ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
     """
     res = train_gridworld(config, **kwargs)
     source = "llm" if kwargs.get("reward_fn") is not None else "env"
     findings = detect_goal_not_reached(
         res.greedy_path_length, config.max_steps, reward_source=source
     )
-    save_gridworld_run(res, out, [f.to_dict() for f in findings])
+    save_gridworld_run(res, out, [f.to_dict() for f in findings], plot=plot)
     metrics = gridworld_metrics(res)
     metrics["findings"] = [str(f) for f in findings]
     return res, metrics
 
 
 def run_race(
-    config: RaceConfig, out: str | Path, *, diagnose: bool = True, **kwargs: Any
+    config: RaceConfig, out: str | Path, *, diagnose: bool = True, plot: bool = True, **kwargs: Any
 ) -> tuple[RaceResult, dict[str, Any], list[Any]]:
     """Train on GridRace, run the diagnostics, and write the run folder.
 
+    ``plot``: write ``curves.png`` (matplotlib is imported only then).
     With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
     joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
     detector can compare. Returns ``(result, metrics, findings)``.
@@ -195,5 +200,5 @@ def run_race(
             out.mkdir(parents=True, exist_ok=True)
             np.savez(out / "fixed_partner.npz", **alone)
             findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
-    save_race_run(res, out, [f.to_dict() for f in findings])
+    save_race_run(res, out, [f.to_dict() for f in findings], plot=plot)
     return res, race_metrics(res), findings

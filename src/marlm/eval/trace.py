@@ -47,6 +47,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "plan": ("step", "assignments", "source"),
     "failure": ("kind", "step"),
     "recovery": ("kind", "step"),
+    "circuit_open": ("step", "failures"),
     "run_end": ("step", "reason"),
 }
 

@@ -98,6 +98,7 @@ def compare_schemes(
     tick_ms: float = 0.0,
     sync_planner: bool = True,
     spread_seeds: int = 5,
+    shield_rule: str = "pibt",
     out_dir: str | Path = "runs/compare",
     progress: Callable[[str], None] | None = None,
     workers: int = 1,
@@ -118,6 +119,8 @@ def compare_schemes(
             seed + spread_seeds - 1``; their row gets ``delivered_spread`` (mean ± standard
             deviation of delivered over those seeds), to tell a real gap from seed noise. Rows
             with a model get none (it would cost minutes per seed). 1 turns it off.
+        shield_rule: the rule layer of the schemes with a shield (``RunConfig.shield_rule``):
+            ``"pibt"`` (the demo's default) or ``"local"``.
         out_dir: each scheme's run folder goes to ``out_dir/<scheme>``; the table to
             ``out_dir/compare.json`` and ``out_dir/compare.txt``, the plot to ``compare.png``.
         progress: called with one line of text per scheme.
@@ -196,6 +199,7 @@ def compare_schemes(
             planner=s["planner"],
             executor=s["executor"],
             shield=s["shield"],
+            shield_rule=shield_rule,
             sync_planner=sync_planner,
             tick_ms=tick_ms,
             gif=False,
@@ -264,6 +268,7 @@ def compare_schemes(
             "llm": llm,
             "sync_planner": sync_planner,
             "tick_ms": tick_ms,
+            "shield_rule": shield_rule,
         },
         "notes": notes,
         "files": {},
@@ -340,7 +345,8 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     lines.append("")
     lines += textwrap.wrap(
         f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
-        f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}",
+        f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}, "
+        f"shield {s.get('shield_rule', 'pibt')}",
         width,
     )
     for n in result.get("notes", []):

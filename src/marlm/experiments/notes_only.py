@@ -160,14 +160,16 @@ def run_notes_only(
     horizon: int = 200,
     seed: int = 1,
     notes: Sequence[LabelledNote] | str | Path | None = None,
+    shield_rule: str = "pibt",
 ) -> list[dict[str, Any]]:
     """Run each planner on the same notes-only order stream; one row per planner.
 
-    The executor is the greedy shortest-path one for every planner, with the shield, and the
+    The executor is the greedy shortest-path one for every planner, with the shield
+    (``shield_rule``: ``"pibt"`` or ``"local"``, see ``RunConfig``), and the
     planner runs synchronously, so rows differ only by the planner. Each run writes its folder
     under ``out_dir/<name>``. A :class:`TriagePlanner` runs with the scenario's notes left out
-    of its labelled pool (:meth:`marlm.llm.triage.Triage.without`): its few-shot examples and
-    batch prior never contain a note it is asked about.
+    of its labelled pool (:meth:`marlm.llm.triage.Triage.without`): its few-shot examples,
+    batch prior and probe training set never contain a note it is asked about.
 
     Returns:
         Rows with ``planner``, :func:`notes_only_metrics` fields, ``llm_calls`` and ``wall_s``.
@@ -190,6 +192,7 @@ def run_notes_only(
             seed=seed,
             planner="rule" if name == "rule" else "llm",
             executor="greedy",
+            shield_rule=shield_rule,
             sync_planner=True,
             gif=False,
         )
@@ -215,6 +218,7 @@ NOTES_ONLY_PLANNERS = (
     "triage-score",
     "triage-calibrated",
     "triage-batch",
+    "triage-probe",
 )
 
 
@@ -229,12 +233,14 @@ def compare_notes_only(
     planners: Sequence[str] = NOTES_ONLY_PLANNERS,
     out_dir: str | Path = "runs/compare-notes-only",
     progress: Callable[[str], None] | None = None,
+    shield_rule: str = "pibt",
 ) -> dict[str, Any]:
     """The "notes-only urgency" scenario: every order is listed ``normal``; urgency is in the note.
 
     Runs the rule planner and the triage planner in each mode on the same seeded order stream
     (notes drawn from marlm's labelled notes; truly urgent orders have a tighter true deadline)
-    with the greedy executor and the shield, so rows differ only by the planner. See
+    with the greedy executor and the shield (``shield_rule``), so rows differ only by the
+    planner. See
     :func:`run_notes_only`.
 
     Returns:
@@ -264,8 +270,9 @@ def compare_notes_only(
     say(f"notes-only scenario: {', '.join(planners)} on seed {seed}")
     out = Path(out_dir)
     rows = run_notes_only(
-        built, out, layout=layout, n_orders=n_orders, n_robots=n_robots, steps=steps, seed=seed
-    )
+        built, out, layout=layout, n_orders=n_orders, n_robots=n_robots, steps=steps, seed=seed,
+        shield_rule=shield_rule,
+    )  # fmt: skip
     base = next((r for r in rows if r["planner"] == "rule"), None)
     for row in rows:
         if base is not None and row["urgent_on_time_rate"] is not None:
@@ -280,7 +287,7 @@ def compare_notes_only(
     result = {
         "rows": rows,
         "setting": {"layout": layout, "n_orders": n_orders, "n_robots": n_robots,
-                    "steps": steps, "seed": seed, "llm": llm},
+                    "steps": steps, "seed": seed, "llm": llm, "shield_rule": shield_rule},
         "files": {},
     }  # fmt: skip
     path = out / "compare_notes_only.json"

@@ -40,7 +40,7 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
     return make_backend(llm, model=model_name, timeout_s=timeout_s)
 
 
-#: Planner names ``--planner`` accepts. ``triage`` is ``triage-batch``, the best mode measured
+#: Planner names ``--planner`` accepts. ``triage`` is ``triage-probe``, the best mode measured
 #: (docs/triage.md). The values of :data:`marlm.hybrid.planner.PlannerName`, the type the run
 #: config validates, so the two lists cannot drift.
 PLANNERS: tuple[str, ...] = get_args(PlannerName)
@@ -52,7 +52,7 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
     ``"llm"``: one model call assigns robots (:class:`LLMPlanner`); ``"rule"``: no model;
     ``"team"``: a coordinator ranks and a dispatcher assigns (:class:`TeamPlanner`);
     ``"triage[-MODE]"``: the model classifies each order's urgency from its note in MODE
-    (generate, score, calibrated, batch; default batch) and a solver matches robots
+    (generate, score, calibrated, batch, probe; default probe) and a solver matches robots
     (:class:`TriagePlanner`).
     """
     if name == "rule":
@@ -68,7 +68,7 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
 
         from .triage_planner import TriagePlanner
 
-        mode = name.partition("-")[2] or "batch"
+        mode = name.partition("-")[2] or "probe"
         return TriagePlanner(
             Triage(make_model(llm, **model_kwargs), mode=mode, cache_dir=cache_dir())
         )

@@ -32,10 +32,16 @@ from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.executor import Executor, GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import Planner, PlannerName
-from marlm.hybrid.preferences import executor_scores
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.scheduler import Clock, PlanScheduler
-from marlm.hybrid.shield import PibtShield, Shield, ShieldResult, make_shield, shield_step, warm_up
+from marlm.hybrid.shield import (
+    PibtShield,
+    Shield,
+    ShieldResult,
+    make_shield,
+    propose_and_shield,
+    warm_up,
+)
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
 
@@ -90,7 +96,12 @@ class RunConfig(BaseModel):
         return f"{self.planner}+{self.executor}" + ("+shield" if self.shield else "")
 
 
-_OPTION_OF = {"n_robots": "robots", "sync_planner": "sync", "plan_deadline_s": "plan_deadline"}
+_OPTION_OF = {
+    "n_robots": "robots",
+    "sync_planner": "sync",
+    "plan_deadline_s": "plan_deadline",
+    "shield_rule": "shield",
+}
 
 
 def run_config(**settings: Any) -> RunConfig:
@@ -191,17 +202,14 @@ class Controller:
         While the episode runs, ``env.agents`` is every robot, so the executor's joint action is
         in ``env.possible_agents`` order, as the shield expects.
         """
-        self.scheduler.update()
         env = self.env
+        tasks = [env.task_of(a) for a in env.possible_agents]
+        self.scheduler.update()
+        if [env.task_of(a) for a in env.possible_agents] != tasks:
+            observations = env.current_observations()  # act on the plan applied just now
         agents = list(env.agents)
         t0 = self.clock()
-        if isinstance(self.shield, PibtShield):  # the whole ranking, no random actions
-            scores = executor_scores(self.executor, observations, agents, self.rng)
-            proposed = scores.argmax(axis=1)
-            safe = shield_step(self.shield, env, proposed, scores)
-        else:
-            proposed = self.executor.act(observations, agents, self.rng)
-            safe = None if self.shield is None else shield_step(self.shield, env, proposed)
+        proposed, safe = propose_and_shield(self.shield, env, self.executor, observations, self.rng)
         actions = proposed if safe is None else safe.actions
         latency_ms = (self.clock() - t0) * 1e3
         step = env.step_count
@@ -404,6 +412,8 @@ def _episode(
             if tick > 0:
                 next_tick += tick
                 time.sleep(max(0.0, next_tick - ctl.clock()))
+        if config.gif:  # the end state too: the last delivery, the robots where they stopped
+            frames.append(render_frame(env, status=ctl.status(), overridden=ctl.last_overridden))
     finally:
         ctl.close(wait=False)
     return reason

@@ -42,7 +42,7 @@ PlanOutcome = Literal[
 UNREACHABLE_DISTANCE = 10**6
 
 #: Planner names ``--planner`` accepts (``marlm.hybrid.build.PLANNERS`` is this list as a tuple).
-#: ``triage`` is ``triage-batch``, the best mode measured (docs/triage.md).
+#: ``triage`` is ``triage-probe``, the best mode measured (docs/triage.md).
 PlannerName = Literal[
     "llm",
     "rule",
@@ -52,6 +52,7 @@ PlannerName = Literal[
     "triage-score",
     "triage-calibrated",
     "triage-batch",
+    "triage-probe",
 ]
 
 
@@ -96,7 +97,8 @@ class Snapshot:
         idle: ids of robots without a task, in agent order.
         distance: ``distance[(robot, order_id)]`` = shortest-path steps from the robot to the
             order's pick cell (``int``; a large number when unreachable), for the idle robots
-            and for the busy robots that do not carry a shelf yet.
+            and for the busy robots that do not carry a shelf yet, to the pending orders and
+            to those busy robots' own orders (which a preemption would put back).
         busy: the robots with a task (:class:`BusyRobot`), in agent order; empty when the
             caller does not offer preemption.
     """
@@ -194,7 +196,12 @@ class Plan:
         preemptions: ``(robot, order_id)`` pairs: take the robot off that order (it has not
             picked it up) before the assignments; the order goes back to the queue.
         outcome: the typed outcome (:data:`PlanOutcome`); ``None`` derives it from ``source``
-            and ``error`` (:func:`outcome_of`).
+            and ``exception`` (:func:`outcome_of`).
+        exception: for a fallback, the exception that made the model's answer unusable: a
+            :class:`~marlm.llm.errors.BackendError` (timeout, HTTP error, open circuit ...), a
+            ``ValueError`` (:class:`~marlm.llm.errors.InvalidAnswer` or a failed validation), or
+            any other exception (a bug of ours). Outcome and trace failure kind are read from its
+            type, never from ``error``'s text (which is for people).
     """
 
     assignments: list[tuple[str, str]]
@@ -204,20 +211,27 @@ class Plan:
     error: str | None = None
     preemptions: list[tuple[str, str]] = field(default_factory=list)
     outcome: PlanOutcome | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 def outcome_of(plan: Plan) -> PlanOutcome:
     """The plan's outcome: its own, else from ``source`` (``llm`` answered, ``rule``,
-    ``deadline``) and, for a ``fallback``, its error text (timeout or backend: backend error;
-    else invalid answer)."""
+    ``deadline``) and, for a ``fallback``, the type of its ``exception``:
+    :class:`~marlm.llm.errors.BackendError` -> ``backend_error``; ``ValueError`` (an invalid
+    answer) -> ``invalid_answer``; any other exception -> ``planner_error``. A fallback that
+    names no exception counts as ``invalid_answer``."""
     if plan.outcome is not None:
         return plan.outcome
     if plan.source == "llm":
         return "answered"
     if plan.source in ("rule", "deadline"):
         return plan.source  # type: ignore[return-value]
-    error = plan.error or ""
-    return "backend_error" if error.startswith(("timeout", "backend")) else "invalid_answer"
+    e = plan.exception
+    if isinstance(e, BackendError):
+        return "backend_error"
+    if e is None or isinstance(e, ValueError):
+        return "invalid_answer"
+    return "planner_error"
 
 
 class Planner(Protocol):
@@ -244,17 +258,21 @@ def plan_preemptions(
 ) -> list[tuple[str, str, str]]:
     """Urgent work first: robots to take off a normal or low order before pick-up.
 
-    For each pending ``urgent`` order (by :func:`effective_class`) that ``assignments`` leave
-    unserved, in deadline order: the soonest it could be picked without preemption is
-    ``min(steps_to_free + free_distance)`` over the busy robots (an idle robot would already
-    have been assigned). A robot on its way to a ``normal`` or ``low`` order that has not
-    picked it up (``carrying`` false) is reassigned when its own distance to the urgent order
-    is strictly shorter than that, so the urgent order is delivered sooner; among such robots
-    the nearest (then the first listed). Each robot is preempted at most once per plan; an
-    urgent order is never preempted.
+    For each pending ``urgent`` order (by :func:`effective_class`), in deadline order, the
+    soonest it is picked without preemption is: the distance of the idle robot ``assignments``
+    give it, or, when none does, ``min(steps_to_free + free_distance)`` over the busy robots. A
+    robot on its way to a ``normal`` or ``low`` order that has not picked it up (``carrying``
+    false) is reassigned when its own distance to the urgent order is strictly shorter than
+    that, so the urgent order is delivered sooner, and only when its own order can still be
+    delivered by its deadline by the robot left for it (the idle robot the urgent order no
+    longer needs, else the busy robot that frees first; with no other robot at all it waits
+    for this one, unchecked): ``step + that robot's steps to it + its carrying steps <=
+    deadline``. Among such robots the nearest (then the first listed).
+    Each robot is preempted at most once per plan; an urgent order is never preempted.
 
     Args:
-        snapshot: the situation, with :attr:`Snapshot.busy` filled in.
+        snapshot: the situation, with :attr:`Snapshot.busy` filled in and
+            :attr:`Snapshot.distance` holding the busy robots' own orders too.
         classes: ``{order_id: class read from the note}`` (missing: the listed priority).
         assignments: the ``(robot, order_id)`` pairs already planned for idle robots.
 
@@ -263,29 +281,45 @@ def plan_preemptions(
     """
     if not snapshot.busy:
         return []
-    served = {o for _, o in assignments}
+    far = UNREACHABLE_DISTANCE
+    robot_of = {o: r for r, o in assignments}
     urgent = sorted(
-        (
-            o
-            for o in snapshot.pending
-            if o.id not in served and effective_class(o.priority, classes.get(o.id)) == "urgent"
-        ),
+        (o for o in snapshot.pending if effective_class(o.priority, classes.get(o.id)) == "urgent"),
         key=lambda o: (o.deadline, o.arrival, o.id),
     )
+
+    def on_time_without(b: BusyRobot, stand_in: str | None) -> bool:
+        """Whether ``b``'s order is still delivered by its deadline once ``b`` leaves it."""
+        order = b.order
+        carry = b.steps_to_free - snapshot.distance.get((b.robot, order.id), far)
+        if stand_in is not None:
+            reach = snapshot.distance.get((stand_in, order.id), far)
+        else:
+            others = [o for o in snapshot.busy if o.robot != b.robot]
+            if not others:  # no other robot: the order waits for this one, as it would anyway
+                return True
+            reach = min(o.steps_to_free + o.free_distance.get(order.id, far) for o in others)
+        return snapshot.step + reach + max(carry, 0) <= order.deadline
+
     taken: set[str] = set()
     out: list[tuple[str, str, str]] = []
     for order in urgent:
-        wait = min(
-            (b.steps_to_free + b.free_distance.get(order.id, 10**6) for b in snapshot.busy),
-            default=10**6,
-        )
+        stand_in = robot_of.get(order.id)
+        if stand_in is not None:
+            soonest = snapshot.distance.get((stand_in, order.id), far)
+        else:
+            soonest = min(
+                (b.steps_to_free + b.free_distance.get(order.id, far) for b in snapshot.busy),
+                default=far,
+            )
         candidates = [
             b
             for b in snapshot.busy
             if not b.carrying
             and b.robot not in taken
             and effective_class(b.order.priority, classes.get(b.order.id)) != "urgent"
-            and snapshot.distance.get((b.robot, order.id), 10**6) < wait
+            and snapshot.distance.get((b.robot, order.id), far) < soonest
+            and on_time_without(b, stand_in)
         ]
         if not candidates:
             continue
@@ -301,25 +335,27 @@ def busy_robots(env: Any, pending: Sequence[OrderView]) -> tuple[BusyRobot, ...]
     Reads only the env's public API (``possible_agents``, ``task_of``, ``carrying``,
     ``robot_positions``, ``orders``, ``layout.access`` / ``drop`` / ``distance_from``). Steps are
     shortest-path lengths: to the pick cell then the delivery cell (or only the latter when the
-    shelf is carried), and from the delivery cell to each pending order's pick cell.
+    shelf is carried), and from the delivery cell to the pick cell of each pending order and of
+    each busy robot's order not yet picked up (an order a preemption would put back).
     """
     layout = env.layout
     positions = env.robot_positions
-    out = []
+    tasks = []
     for i, robot in enumerate(env.possible_agents):
         order_id = env.task_of(robot)
-        if order_id is None:
-            continue
-        order = env.orders[order_id]
+        if order_id is not None:
+            tasks.append((i, robot, env.orders[order_id], bool(env.carrying(robot))))
+    targets = [*pending, *(order for _, _, order, carrying in tasks if not carrying)]
+    out = []
+    for i, robot, order, carrying in tasks:
         pos = (int(positions[i][0]), int(positions[i][1]))
         access, drop = layout.access[order.shelf], layout.drop[order.shelf]
-        carrying = bool(env.carrying(robot))
         to_drop = layout.distance_from(drop)
         if carrying:
             steps = int(to_drop[pos])
         else:
             steps = int(layout.distance_from(access)[pos]) + int(to_drop[access])
-        free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in pending}
+        free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in targets}
         free = {k: (v if v >= 0 else 10**6) for k, v in free.items()}
         out.append(BusyRobot(robot, order, carrying, steps if steps >= 0 else 10**6, free))
     return tuple(out)
@@ -536,6 +572,7 @@ class LLMPlanner:
         schema = answer_schema(snapshot.idle, [o.id for o in orders], n)
         calls: list[LLMCall] = []
         error = None
+        exception: Exception | None = None
         for attempt in range(1 + self.retries):
             t0 = time.perf_counter()
             try:
@@ -543,6 +580,7 @@ class LLMPlanner:
                     messages, schema=schema, max_tokens=self.max_tokens, temperature=0.0
                 )
             except BackendError as e:  # BackendTimeout included
+                exception = e
                 error = f"{'timeout' if isinstance(e, BackendTimeout) else 'backend error'}: {e}"
                 calls.append(
                     LLMCall(
@@ -559,6 +597,7 @@ class LLMPlanner:
                     raise ValueError(f"the answer was cut off at max_tokens={self.max_tokens}")
                 pairs = validate_answer(result.text, snapshot, n)
             except ValueError as e:
+                exception = e
                 error = str(e)
                 calls.append(
                     LLMCall.from_result(messages, result, valid=False, error=error, attempt=attempt)
@@ -573,7 +612,7 @@ class LLMPlanner:
                 LLMCall.from_result(messages, result, valid=True, error=None, attempt=attempt)
             )
             return Plan(pairs, "llm", snapshot, calls)
-        return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
+        return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error, exception=exception)
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""

@@ -10,6 +10,19 @@ and never waits for a model:
 3. While a request is in flight and an order has waited longer than the planning deadline, the
    rule stands in for the late model.
 
+A planner that decides each order's class once, apart from the assignment (a *triaging* planner:
+``unclassified(orders)`` and ``classify(orders)``, e.g. the triage planner), is asked differently
+when asynchronous, so that the model's work is done as soon as an order is known and a replan
+waits for no model:
+
+1. Each new order's note is classified on the worker as soon as the order is pending, whether or
+   not a robot is free, one order per request, so each class is applied as soon as it is decided
+   (:meth:`PlanScheduler._triage_ahead` says which order goes first).
+2. Whenever the situation changes, the planner plans at once, on the control thread, over the
+   pending orders whose class is decided: no model call, well under a millisecond.
+3. An order whose class is still not decided after the planning deadline, with a robot idle, is
+   assigned by the rule standing in (only those orders).
+
 :class:`AsyncPlanner` runs any planner on a worker thread. Time is read from an injected
 ``clock`` (seconds, monotonic; default :func:`time.perf_counter`), so tests can drive the
 deadline with a fake clock.
@@ -17,10 +30,14 @@ deadline with a fake clock.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from marlm.llm.errors import BackendTimeout
 
 from .planner import (
     CANCEL_WAIT_S,
@@ -64,7 +81,7 @@ class AsyncPlanner:
         self.clock = clock
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._result: Plan | None = None
+        self._result: Any = None
         self._running = False
         self.started_at: float | None = None  # clock() when the request in flight started
         self.snapshot: Snapshot | None = None  # the snapshot in flight
@@ -75,8 +92,11 @@ class AsyncPlanner:
         """Whether a request is in flight (started and not yet answered)."""
         return self._running and not self._done.is_set()
 
-    def submit(self, snapshot: Snapshot) -> bool:
-        """Start planning ``snapshot`` unless a request is in flight or unread."""
+    def submit(self, snapshot: Snapshot, job: Callable[[Snapshot], Any] | None = None) -> bool:
+        """Start planning ``snapshot`` unless a request is in flight or unread.
+
+        ``job(snapshot)`` replaces the plan (e.g. a triaging planner's classification); its
+        result is what :meth:`poll` returns. It must not raise."""
         with self._lock:
             if self._running:
                 return False
@@ -85,16 +105,18 @@ class AsyncPlanner:
             self.snapshot = snapshot
             self.started_at = self.clock()
         self._thread = threading.Thread(
-            target=self._work, args=(snapshot,), name="marlm-planner", daemon=True
+            target=self._work, args=(snapshot, job), name="marlm-planner", daemon=True
         )
         self._thread.start()
         return True
 
-    def _work(self, snapshot: Snapshot) -> None:
-        self._result = plan_or_fallback(self.planner, snapshot)
+    def _work(self, snapshot: Snapshot, job: Callable[[Snapshot], Any] | None) -> None:
+        self._result = (
+            job(snapshot) if job is not None else plan_or_fallback(self.planner, snapshot)
+        )
         self._done.set()
 
-    def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | None:
+    def poll(self, wait: bool = False, timeout: float | None = None) -> Any:
         """The finished plan (once), or None. ``wait=True`` blocks until it ends (or ``timeout``)."""
         if not self._running:
             return None
@@ -142,23 +164,59 @@ def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
             [],
             f"planner error: {type(e).__name__}: {e}",
             outcome="planner_error",
+            exception=e,
         )
 
 
-def failure_kind(error: str | None, outcome: str | None = None) -> str:
-    """Trace ``failure`` kind of a fallback plan: ``planner_error`` (our bug) or
-    ``invalid_llm_answer`` from its typed outcome, else from its error text: timeout,
-    backend_error or invalid_llm_answer (the planners' error texts start with the reason)."""
+@dataclass
+class Triaged:
+    """What a triaging planner's ``classify`` did on the worker for ``snapshot.pending``.
+
+    Attributes:
+        snapshot: the request (its ``pending`` are the orders asked about).
+        calls: the model calls made, in order.
+        error: ``"planner error: ..."`` when ``classify`` raised (a bug of ours), else None.
+    """
+
+    snapshot: Snapshot
+    calls: list[LLMCall] = field(default_factory=list)
+    error: str | None = None
+
+
+def classify_or_error(planner: Any, snapshot: Snapshot) -> Triaged:
+    """``planner.classify(snapshot.pending)`` as a :class:`Triaged`; never raises."""
+    try:
+        return Triaged(snapshot, list(planner.classify(snapshot.pending)))
+    except Exception as e:
+        return Triaged(snapshot, [], f"planner error: {type(e).__name__}: {e}")
+
+
+def failure_kind(plan: Plan) -> str:
+    """Trace ``failure`` kind of a fallback plan, from its typed outcome and its exception's
+    type (:attr:`Plan.exception`), never from error text: ``planner_error`` (our bug),
+    ``timeout`` (:class:`~marlm.llm.errors.BackendTimeout`), ``backend_error`` (any other
+    backend failure) or ``invalid_llm_answer``."""
+    outcome = outcome_of(plan)
     if outcome == "planner_error":
         return "planner_error"
-    if outcome == "invalid_answer":
-        return "invalid_llm_answer"
-    error = error or ""
-    if error.startswith(("timeout", "team ended with timeout")):
+    if isinstance(plan.exception, BackendTimeout):
         return "timeout"
-    if error.startswith(("backend", "team ended with backend_error")):
+    if outcome == "backend_error":
         return "backend_error"
     return "invalid_llm_answer"
+
+
+def _breaker_of(planner: Any) -> tuple[Any, str]:
+    """The circuit breaker of the planner's model backend (``planner.model.breaker``, or the
+    triage planner's ``planner.triage.model.breaker``) and the backend's name; ``(None, "")``
+    for a planner without one (the rule)."""
+    model = getattr(planner, "model", None)
+    if model is None:
+        model = getattr(getattr(planner, "triage", None), "model", None)
+    breaker = getattr(model, "breaker", None)
+    if breaker is None or not callable(getattr(breaker, "state", None)):
+        return None, ""
+    return breaker, str(getattr(model, "name", type(model).__name__))
 
 
 def snapshot_of(env: WarehouseEnv) -> Snapshot:
@@ -169,11 +227,13 @@ def snapshot_of(env: WarehouseEnv) -> Snapshot:
     index = {a: i for i, a in enumerate(env.possible_agents)}
     busy = busy_robots(env, pending)
     # Distances from the idle robots and from the busy ones not yet carrying a shelf (the
-    # robots a planner may reassign before pick-up).
+    # robots a planner may reassign before pick-up), to the pending orders and to those busy
+    # robots' orders (the orders a preemption would put back).
     movable = [*idle, *(b.robot for b in busy if not b.carrying)]
     cells = {robot: positions[index[robot]] for robot in movable}
+    targets = [*pending, *(b.order for b in busy if not b.carrying)]
     return Snapshot(
-        env.step_count, pending, idle, order_distances(env.layout, cells, pending), busy
+        env.step_count, pending, idle, order_distances(env.layout, cells, targets), busy
     )
 
 
@@ -215,6 +275,11 @@ class PlanScheduler:
         self._call_id = 0
         self._t0 = clock()  # wall times in the trace (t_s, t_requested_s) count from here
         self._requested: dict[int, float] = {}  # id(snapshot) -> clock() when it was asked
+        # A triaging planner, asynchronous: classes are decided ahead, plans made at once.
+        self.ahead = self.async_planner is not None and callable(getattr(planner, "classify", None))
+        self._triage_failed: set[str] = set()  # orders whose classify raised: the rule's
+        self._breaker, self._backend_name = _breaker_of(planner)
+        self._opened_seen = 0 if self._breaker is None else self._breaker.state().opened
 
     @property
     def in_flight_since(self) -> int | None:
@@ -227,11 +292,18 @@ class PlanScheduler:
         one when the situation changed, or let the rule stand in past the deadline."""
         if self.async_planner is not None:
             done = self.async_planner.poll()
-            if done is not None:
+            if isinstance(done, Triaged):
+                self._record_triage(done)
+            elif done is not None:
                 self._apply(done)
+        self._watch_breaker()
         snap = snapshot_of(self.env)
         now = self.clock()
         self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
+        if self.ahead:
+            self._triage_ahead(snap)
+            self._plan_known(snap)
+            return
         if not snap.pending or not (snap.idle or self._may_preempt(snap)):
             return
         if self.in_flight_since is not None:
@@ -256,7 +328,9 @@ class PlanScheduler:
         if ap is None:
             return
         plan = ap.poll(wait=wait)
-        if plan is not None:
+        if isinstance(plan, Triaged):
+            self._record_triage(plan)
+        elif plan is not None:
             self._apply(plan)
         elif ap.busy and ap.snapshot is not None:
             now = self.clock()
@@ -280,10 +354,35 @@ class PlanScheduler:
         return "LLM idle" if self.planner.name != "rule" else "rule"
 
     # -- records ------------------------------------------------------------------------------
+    def _watch_breaker(self) -> None:
+        """One ``circuit_open`` event each time the model backend's circuit breaker opens (not
+        one per refused call): from then on, for its cool-down, calls fail at once and the rule
+        decides, and the trace says why once."""
+        if self._breaker is None:
+            return
+        state = self._breaker.state()
+        if state.opened <= self._opened_seen:
+            return
+        self._opened_seen = state.opened
+        self.emit(
+            "circuit_open",
+            step=self.env.step_count,
+            backend=self._backend_name,
+            failures=state.failures,
+            cooldown_s=self._breaker.cooldown_s,
+            cause=state.cause,
+        )
+
     def _emit_call(
-        self, call: LLMCall, step_requested: int, step_applied: int | None, fallback: bool
+        self,
+        call: LLMCall,
+        step_requested: int,
+        step_applied: int | None,
+        fallback: bool,
+        t_requested: float | None = None,
     ) -> None:
         self._call_id += 1
+        extra = {} if t_requested is None else {"t_requested_s": t_requested - self._t0}
         self.emit(
             "llm_call",
             call_id=self._call_id,
@@ -291,7 +390,69 @@ class PlanScheduler:
             step_applied=step_applied,
             fallback=fallback,
             **call_record(call),
+            **extra,
         )
+
+    # -- a triaging planner, asynchronous -------------------------------------------------------
+    def _triage_ahead(self, snap: Snapshot) -> None:
+        """Ask the worker to classify one pending order not classified yet (one order per
+        request, so each class is applied as soon as it is decided), unless it is busy.
+
+        Which one: the newest of the orders that have waited less than the planning deadline
+        (the one with the most time left to be decided by the model in time), else the oldest.
+        When the model keeps up this is every order in turn; when it cannot (a busy machine),
+        it decides the orders it still can in time instead of orders the rule is about to
+        take anyway. (Without a deadline: the oldest first.)"""
+        ap = self.async_planner
+        if ap is None or ap.busy:
+            return
+        todo = [
+            o for o in self.planner.unclassified(snap.pending) if o.id not in self._triage_failed
+        ]
+        if not todo:
+            return
+        now = self.clock()
+        since = {o.id: self._pending_since.get(o.id, now) for o in todo}
+        fresh = [o for o in todo if now - since[o.id] < self.plan_deadline_s]
+        if fresh:
+            pick = max(fresh, key=lambda o: since[o.id])  # ties: the first listed (oldest)
+        else:
+            pick = min(todo, key=lambda o: since[o.id])
+        request = dataclasses.replace(snap, pending=(pick,))
+        if ap.submit(request, job=lambda r: classify_or_error(self.planner, r)):
+            self._requested[id(request)] = self.clock()
+
+    def _record_triage(self, done: Triaged) -> None:
+        """Record a finished classification: its model calls (applied now: their classes are
+        there for the next plan), and a ``planner_error`` failure when ``classify`` raised
+        (those orders are left to the rule standing in)."""
+        step = self.env.step_count
+        t_requested = self._requested.pop(id(done.snapshot), None)
+        for call in done.calls:
+            self._emit_call(call, done.snapshot.step, step, False, t_requested)
+        if done.error is not None:
+            self._triage_failed.update(o.id for o in done.snapshot.pending)
+            self.emit("failure", kind="planner_error", step=step, detail=done.error)
+
+    def _plan_known(self, snap: Snapshot) -> None:
+        """Plan now, on this thread, over the pending orders whose class is decided (no model
+        call), when that situation changed; then let the rule stand in for the orders still
+        unclassified past the deadline."""
+        unknown = {o.id for o in self.planner.unclassified(snap.pending)}
+        known = dataclasses.replace(
+            snap, pending=tuple(o for o in snap.pending if o.id not in unknown)
+        )
+        if known.pending and (known.idle or self._may_preempt(known)):
+            key = known.key()
+            if key != self._last_key:
+                self._last_key = key
+                self._requested[id(known)] = self.clock()
+                self._apply(plan_or_fallback(self.planner, known))
+                snap = snapshot_of(self.env)
+        if unknown:
+            late = tuple(o for o in snap.pending if o.id in unknown)
+            if late:
+                self._maybe_stand_in(dataclasses.replace(snap, pending=late))
 
     def _apply(self, plan: Plan) -> None:
         """Assign the plan's pairs that are still valid; record the calls, the plan, a failure."""
@@ -320,7 +481,7 @@ class PlanScheduler:
         record["t_requested_s"] = self._requested.pop(id(plan.snapshot), now) - self._t0
         self.emit("plan", step=step, **record)
         if plan.source == "fallback":
-            kind = failure_kind(plan.error, outcome_of(plan))
+            kind = failure_kind(plan)
             self.emit("failure", kind=kind, step=step, detail=plan.error)
 
     def _may_preempt(self, snap: Snapshot) -> bool:
@@ -358,6 +519,8 @@ __all__ = [
     "AsyncPlanner",
     "Clock",
     "PlanScheduler",
+    "Triaged",
+    "classify_or_error",
     "failure_kind",
     "plan_or_fallback",
     "snapshot_of",

@@ -22,6 +22,7 @@ including the random yield moves (``tests/hybrid/test_shield_speed_equivalence.p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,9 +30,11 @@ import numpy as np
 from numba import njit
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP  # the env's actions
+from marlm.hybrid.preferences import executor_scores
 
 if TYPE_CHECKING:
     from marlm.envs.warehouse import WarehouseEnv
+    from marlm.hybrid.executor import Executor
 
 #: Reasons recorded for an override.
 REASON_STATIC = "static"  # wall, shelf or map edge
@@ -595,6 +598,44 @@ def shield_step(
         goals = np.array([env.target_of(a) or (-1, -1) for a in env.possible_agents])
         return shield.filter(env.robot_positions, proposed, priority, scores=scores, goals=goals)
     return shield.filter(env.robot_positions, proposed, priority)
+
+
+def propose_and_shield(
+    shield: Shield | PibtShield | None,
+    env: WarehouseEnv,
+    executor: Executor,
+    observations: Mapping[str, np.ndarray],
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, ShieldResult | None]:
+    """The executor's proposed joint action and the rule layer's safe one, for ``env`` now.
+
+    The one way an executor meets a rule layer (the controller and
+    :func:`marlm.hybrid.executor.evaluate_executor` both call it):
+
+    - :class:`PibtShield`: the executor's whole ranking
+      (:func:`marlm.hybrid.preferences.executor_scores`, no random actions) goes to PIBT; the
+      proposal is each robot's best-scored action;
+    - :class:`Shield` (local): the executor's ``act`` (its own noise included) is filtered;
+    - ``None``: ``act``'s actions go to the environment unfiltered (the result is ``None``).
+
+    Args:
+        shield: the rule layer (:func:`make_shield`) or None.
+        env: a :class:`marlm.envs.warehouse.WarehouseEnv` (unwrapped) during an episode.
+        executor: any :class:`marlm.hybrid.executor.Executor`.
+        observations: each robot's current observation (``float32[16]`` per agent name).
+        rng: the executor's generator.
+
+    Returns:
+        ``(proposed, result)``: ``int64[n_robots]`` proposed action ids in
+        ``env.possible_agents`` order, and the :class:`ShieldResult` (``None`` without a shield).
+    """
+    agents = list(env.agents)
+    if isinstance(shield, PibtShield):
+        scores = executor_scores(executor, observations, agents, rng)
+        proposed = scores.argmax(axis=1)
+        return proposed, shield_step(shield, env, proposed, scores)
+    proposed = np.asarray(executor.act(observations, agents, rng), dtype=np.int64)
+    return proposed, None if shield is None else shield_step(shield, env, proposed)
 
 
 SHIELD_RULES = ("pibt", "local")

@@ -20,7 +20,8 @@ import threading
 import time
 from typing import Any
 
-from marlm.llm.backends import ChatModel
+from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
+from marlm.llm.errors import InvalidAnswer
 from marlm.llm.team import Role, Team, TeamMessage
 
 from .planner import (
@@ -145,7 +146,12 @@ class TeamPlanner:
         calls = self._calls(result, elapsed_ms)
         if result.reason != "done":
             error = f"team ended with {result.reason}: {result.detail}".strip(": ")
-            return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error)
+            exception = {"timeout": BackendTimeout, "backend_error": BackendError}.get(
+                result.reason, InvalidAnswer
+            )(error)
+            return Plan(
+                rule_assign(snapshot), "fallback", snapshot, calls, error, exception=exception
+            )
         proposals = [
             m.content.get("assignments", [])
             for m in result.messages

@@ -28,6 +28,7 @@ The "notes-only urgency" scenario that measures this planner against the rule is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ from .planner import (
     UNREACHABLE_DISTANCE,
     LLMCall,
     Plan,
+    PlanOutcome,
     Snapshot,
     cancel_calls,
     effective_class,
@@ -129,9 +131,69 @@ class TriagePlanner:
         """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
         return cancel_calls(self.triage.model, thread, timeout_s)
 
+    def unclassified(self, orders: Sequence[Any]) -> list[Any]:
+        """The ``orders`` whose class is not decided yet (their note was never triaged here)."""
+        return [o for o in orders if o.id not in self.sources]
+
+    def classify(self, orders: Sequence[Any]) -> list[LLMCall]:
+        """Decide the class of each order not decided yet, once: its note never changes, so
+        the class is kept per order (and :class:`~marlm.llm.triage.Triage` keeps it per note
+        text, so a repeated note costs no model call). The new notes go in one request.
+
+        Safe to call on a worker thread while :meth:`plan` runs on another for orders already
+        classified (a class is published, ``sources`` last, only once it is decided).
+
+        Returns:
+            the records of the model calls made (one per new note scored; none for cached or
+            empty notes).
+
+        Raises:
+            whatever the classifier raises (a bug of ours); :meth:`plan` turns it into a
+            ``planner_error`` plan.
+        """
+        new = self.unclassified(orders)
+        if not new:  # nothing to ask: do not even wait for the classifier's lock
+            return []
+        decisions = self.triage.classify_many(
+            [o.note for o in new], fallbacks=[o.priority for o in new]
+        )
+        calls: list[LLMCall] = []
+        for order, d in zip(new, decisions, strict=True):
+            self.classes[order.id] = d.label
+            self.reasons[order.id] = d.reason or ""
+            self.sources[order.id] = d.source  # last: marks the order classified
+            if not d.cached and d.reason != "empty note":
+                calls.append(self._call(order, d))
+        return calls
+
+    def outcome(self, orders: Sequence[Any]) -> tuple[PlanOutcome, str | None]:
+        """Who decided a plan over ``orders``, and why not the model.
+
+        ``answered`` only when every class in it came from the model (an empty note, which
+        gives the model nothing to read, keeps its listed priority and does not count
+        either way); any class the rule filled in for a failed model call makes the plan that
+        failure (``invalid_answer`` or ``backend_error``, with the first reason); ``rule`` when
+        no order had a note.
+        """
+        reasons = [
+            self.reasons.get(o.id, "not classified")
+            for o in orders
+            if self.sources.get(o.id) != "model"
+            and self.reasons.get(o.id, "not classified") != "empty note"
+        ]
+        if reasons:
+            kind = "invalid_answer" if reasons[0].startswith("invalid answer") else "backend_error"
+            return kind, reasons[0]
+        if any(self.sources.get(o.id) == "model" for o in orders):
+            return "answered", None
+        return "rule", None
+
     def plan(self, snapshot: Snapshot) -> Plan:
         """Triage the new notes (one request), order the queue, solve the matching, then
         reassign robots to urgent orders where :func:`plan_preemptions` finds it sooner.
+
+        When every pending order is already classified (:meth:`classify` ran ahead, off the
+        control thread), no model is called and the plan takes well under a millisecond.
 
         Returns an empty rule plan when nothing is pending, or when no robot is idle and none
         can be preempted. A triage or solver exception (a bug of ours) ends in the rule's plan
@@ -142,19 +204,8 @@ class TriagePlanner:
         calls: list[LLMCall] = []
         try:
             todo = sorted(snapshot.pending, key=lambda o: (o.arrival, o.id))[: self.max_orders]
-            new = [o for o in todo if o.id not in self.classes]
-            decisions = self.triage.classify_many(
-                [o.note for o in new], fallbacks=[o.priority for o in new]
-            )
-            for order, d in zip(new, decisions, strict=True):
-                self.classes[order.id] = d.label
-                self.sources[order.id] = d.source
-                self.reasons[order.id] = d.reason or ""
-                if not d.cached and d.reason != "empty note":
-                    calls.append(self._call(order, d))
-            queue = queue_order(snapshot.pending, self.classes)
-            pairs = solve_assignment(snapshot, queue, self.classes)
-            preempt = plan_preemptions(snapshot, self.classes, pairs)
+            calls = self.classify(todo)
+            pairs, preempt = self.assign(snapshot)
         except Exception as e:  # triage or solver bug (ours): the rule keeps robots moving
             return Plan(
                 rule_assign(snapshot),
@@ -164,24 +215,10 @@ class TriagePlanner:
                 f"planner error: {type(e).__name__}: {e}",
                 outcome="planner_error",
             )
-        pairs += [(robot, urgent) for robot, _, urgent in preempt]
-        by_model = any(self.sources.get(o.id) == "model" for o in snapshot.pending)
-        reasons = [
-            self.reasons[o.id]
-            for o in snapshot.pending
-            if self.reasons.get(o.id) not in (None, "", "empty note")
-        ]
-        if by_model:
-            outcome, error = "answered", None
-        elif any(r.startswith("invalid answer") for r in reasons):
-            outcome, error = "invalid_answer", reasons[0]
-        elif reasons:
-            outcome, error = "backend_error", reasons[0]
-        else:  # no note the model could read (all empty): the listed priorities decided
-            outcome, error = "rule", None
+        outcome, error = self.outcome(snapshot.pending)
         return Plan(
             pairs,
-            "llm" if by_model else "fallback",
+            "llm" if outcome == "answered" else "fallback" if error else "rule",
             snapshot,
             calls,
             error,
@@ -189,9 +226,38 @@ class TriagePlanner:
             outcome=outcome,
         )
 
+    def assign(
+        self, snapshot: Snapshot
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+        """The matching for the classes decided so far: ``(pairs, preemptions)``.
+
+        Solve the idle robots against the queue; then :func:`plan_preemptions` may send a busy
+        robot, nearer than the one the solver gave, to an urgent order; the orders it leaves
+        go back to the queue and the idle robots are matched again over it (so the idle robot
+        the urgent order no longer needs takes one of them at once). ``pairs`` ends with the
+        preempted robots' ``(robot, urgent_order)``; ``preemptions`` are
+        ``(robot, old_order, urgent_order)``.
+        """
+        queue = queue_order(snapshot.pending, self.classes)
+        pairs = solve_assignment(snapshot, queue, self.classes)
+        preempt = plan_preemptions(snapshot, self.classes, pairs)
+        if not preempt:
+            return pairs, []
+        taken = {urgent for _, _, urgent in preempt}
+        released = {
+            old: b.order for b in snapshot.busy for _, old, _ in preempt if b.order.id == old
+        }
+        again = dataclasses.replace(
+            snapshot,
+            pending=(*(o for o in snapshot.pending if o.id not in taken), *released.values()),
+        )
+        pairs = solve_assignment(again, queue_order(again.pending, self.classes), self.classes)
+        return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
+
     def warm_up(self, progress: Any = None) -> None:
-        """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the batch
-        prior (or its disk cache) and one scoring pass; ``progress(done, total)`` as it goes."""
+        """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the probe
+        (pool hidden states, or their disk cache) or the batch prior, and one model pass;
+        ``progress(done, total)`` as it goes."""
         warm = getattr(self.triage, "warm_up", None)
         if warm is not None:
             warm(progress=progress)

@@ -2,9 +2,11 @@
 
 ``ShieldWrapper(WarehouseEnv(...))`` is itself a ``ParallelEnv``: any learner or script that
 steps it gets the shield's guarantees (no robot moves into a wall or shelf, no two robots in one
-cell, no swaps) without the environment knowing about it. The hybrid controller does not step
-through the wrapper because it also records the overrides in its trace; both apply the shield
-through :func:`marlm.hybrid.shield.shield_step`, so with the same rules and priorities.
+cell, no swaps) without the environment knowing about it. The wrapper sees actions only, so it
+applies the local shield (:class:`marlm.hybrid.shield.Shield`) through
+:func:`marlm.hybrid.shield.shield_step`, with the controller's priorities. The hybrid controller
+does not step through the wrapper: it records the overrides in its trace, and its default rule
+layer, PIBT, ranks the executor's action scores (:func:`marlm.hybrid.shield.propose_and_shield`).
 """
 
 from __future__ import annotations

@@ -70,6 +70,13 @@ BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
 #: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
 EMBEDDED_N_BATCH = 64
+#: Default wall-time limit of one call to the embedded model through :func:`make_backend`
+#: (seconds). Far above what a planner waits for (its planning deadline is 2 s; a note of the
+#: demo scores in 0.2-0.4 s of CPU time), it keeps a call that runs away (a stuck decode) from
+#: holding the model, and every later call, for good.
+EMBEDDED_TIMEOUT_S = 60.0
+#: Longest text :meth:`EmbeddedModel.embed` takes, in tokens (one decode batch per text).
+EMBED_MAX_TOKENS = 512
 #: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
 CLOSE_TIMEOUT_S = 30.0
 #: Longest wait of :meth:`OpenAICompatible.cancel` for the call in flight (seconds).
@@ -169,7 +176,9 @@ class _Guard:
     ``deadline`` (clock seconds, ``None`` = no limit); and records the outcome on the breaker.
     ``check()`` raises :class:`BackendTimeout` past the deadline and :class:`BackendClosed` once
     :meth:`close` started or the calling thread was cancelled; long calls call it between tokens,
-    decode batches or body chunks.
+    decode batches or body chunks. ``check.renew()`` moves the deadline to ``timeout_s`` from
+    now: a batch call (:meth:`EmbeddedModel.score_batch`, :meth:`EmbeddedModel.embed`) gives
+    each item its own timeout.
 
     Cancellation is per thread (:meth:`cancel`): a planner's worker thread that is cancelled at
     the end of a run stops its call in flight and fails its later calls at once, while other
@@ -213,13 +222,21 @@ class _Guard:
             if stop is not None:
                 raise stop
 
+            limit = [deadline]
+
             def check() -> None:
                 stop = self.stopped(name)
                 if stop is not None:
                     raise stop
-                if deadline is not None and self.clock.now() > deadline:
+                if limit[0] is not None and self.clock.now() > limit[0]:
                     raise BackendTimeout(f"{name} did not finish within {timeout_s} s")
 
+            def renew() -> None:
+                """A new ``timeout_s`` from now: batch calls give each item its own."""
+                if timeout_s is not None:
+                    limit[0] = self.clock.now() + timeout_s
+
+            check.renew = renew  # type: ignore[attr-defined]
             yield check
         except _NEUTRAL:
             self.breaker.neutral()
@@ -301,9 +318,10 @@ class EmbeddedModel:
             takes; 64 evaluates a 400-token prompt of SmolLM2-135M as fast as llama.cpp's 512
             (measured in one process on 2 busy cores: 58.5 s against 62.0 s for 3 runs).
         seed: the sampler's seed (only matters for temperature > 0).
-        timeout_s: wall-time limit of one call in seconds (waiting for the lock included),
-            checked at every generated token and decode batch; ``None`` for no limit. Exceeding it
-            raises :class:`BackendTimeout`.
+        timeout_s: wall-time limit of one call in seconds (waiting for the lock included), of
+            each prompt or text of a batch call (:meth:`score_batch`, :meth:`embed`), checked
+            at every generated token and decode batch; ``None`` for no limit. Exceeding it
+            raises :class:`BackendTimeout`. :func:`make_backend` gives 60 s by default.
         breaker: the circuit breaker (default: opens after 3 consecutive failures for 30 s).
         clock: where the timeout and the breaker read time (default: the monotonic clock).
 
@@ -350,6 +368,8 @@ class EmbeddedModel:
             raise BackendError(f"could not load model {path}: {e}") from e
         self.model_path = path
         self.name = f"embedded:{path.name}"
+        self._n_threads, self._n_batch = n_threads, n_batch
+        self._embedder: Any = None  # a second context on the same file, made by embed()
         self.clock: Clock = clock or SystemClock()
         self.breaker = breaker or CircuitBreaker(
             BREAKER_FAILURES, BREAKER_COOLDOWN_S, clock=self.clock
@@ -498,16 +518,74 @@ class EmbeddedModel:
     def score_batch(
         self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None
     ) -> list[OptionScores]:
-        """:meth:`score` for each prompt, in one hold of the lock (one timeout for all)."""
+        """:meth:`score` for each prompt, in one hold of the lock; ``timeout_s`` bounds each
+        prompt (and the wait for the lock), so a long batch is not cut by a per-call limit."""
         opts = check_options(options)
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
             self._clear_abort()
             try:
-                return [score_llama(self._llm, p, opts, cache_prefix, check) for p in prompts]
+                out = []
+                for p in prompts:
+                    out.append(score_llama(self._llm, p, opts, cache_prefix, check))
+                    check.renew()
+                return out
             except (BackendClosed, BackendTimeout, ValueError):
                 raise
             except Exception as e:
                 raise self._failure(e) from e
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """The mean of the model's final hidden states over each text's tokens: a representation
+        for a linear probe (Alain and Bengio 2016, "Understanding intermediate layers using
+        linear classifier probes").
+
+        Runs on a second llama.cpp context of the same GGUF file, created on first use with
+        ``embedding=True`` (the weights are memory-mapped, so they are shared), under the same
+        guard as :meth:`chat` (lock, timeout, breaker, close), checked before each text; the
+        mean over tokens is taken here (llama.cpp's own mean pooling gives the same values, but
+        warns on every load that it is not the model's default).
+
+        Returns:
+            ``float32[len(texts), n_embd]`` (576 for SmolLM2-135M), unnormalised.
+
+        Raises:
+            ContextLengthExceeded: a text has more than :data:`EMBED_MAX_TOKENS` tokens.
+            BackendTimeout, CircuitOpen, BackendClosed, BackendError: as for :meth:`chat`.
+        """
+        import numpy as np
+
+        with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            try:
+                if self._embedder is None:
+                    import llama_cpp
+
+                    self._embedder = llama_cpp.Llama(
+                        model_path=str(self.model_path),
+                        embedding=True,
+                        n_ctx=self._llm.n_ctx(),
+                        n_threads=self._n_threads,
+                        n_threads_batch=self._n_threads,
+                        n_batch=EMBED_MAX_TOKENS,  # one text is one batch
+                        n_ubatch=EMBED_MAX_TOKENS,
+                        verbose=False,
+                    )
+                rows = []
+                for text in texts:
+                    check()
+                    check.renew()  # timeout_s per text, not for the whole batch
+                    n = len(self._embedder.tokenize(text.encode("utf-8"), add_bos=True))
+                    if n > EMBED_MAX_TOKENS:
+                        raise ContextLengthExceeded(
+                            f"{self.name}: a text of {n} tokens is longer than the "
+                            f"{EMBED_MAX_TOKENS} tokens embed() takes; shorten it"
+                        )
+                    tokens = self._embedder.embed(text, normalize=False, truncate=False)
+                    rows.append(np.mean(np.asarray(tokens, dtype=np.float64), axis=0))
+            except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
+                raise
+            except Exception as e:
+                raise self._failure(e) from e
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
 
     def _failure(self, e: Exception) -> BackendError:
         """The typed error for an exception out of llama.cpp during a call."""
@@ -582,14 +660,18 @@ class EmbeddedModel:
             self._request_abort()
         if not self._guard.lock.acquire(timeout=max(timeout_s, 0.0)):
             _keep_alive(self._llm)  # a decode is still running: never free the model
+            _keep_alive(self._embedder)
             return False
         try:
             self.closed = True
             if free:
                 with contextlib.suppress(Exception):
                     self._llm.close()
+                    if self._embedder is not None:
+                        self._embedder.close()
             else:
                 _keep_alive(self._llm)
+                _keep_alive(self._embedder)
         finally:
             self._guard.lock.release()
         _open_models.discard(self)
@@ -1069,7 +1151,11 @@ class OpenAICompatible:
         flight raises :class:`BackendClosed` at its next body chunk or retry wait, its later
         calls at once. Waits at most ``min(timeout_s, 1)`` seconds for that: a call blocked on a
         silent server ends only at its own timeout (the socket is not interrupted), and an
-        abandoned HTTP call holds nothing that could crash the process.
+        abandoned HTTP call holds nothing that could crash the process. The openai client
+        offers no clean way to interrupt a request still waiting for the response headers
+        from another thread: closing the client (``OpenAI.close()``, which closes its httpx
+        connection pool) left such a call blocked (measured: still blocked 10 s after the
+        close), and reaching its socket would take the client's private internals.
 
         Returns:
             ``True`` when ``thread`` holds the backend no more.
@@ -1114,7 +1200,7 @@ def make_backend(
     model: str = "local",
     timeout_s: float | None = None,
     max_retries: int = 2,
-    embedded_timeout_s: float | None = None,
+    embedded_timeout_s: float | None = EMBEDDED_TIMEOUT_S,
     n_ctx: int = 2048,
     breaker: CircuitBreaker | None = None,
     clock: Clock | None = None,
@@ -1130,8 +1216,9 @@ def make_backend(
         model: the model name sent to an HTTP server.
         timeout_s: wall-time limit of one call to a server in seconds (``None``: 30 s).
         max_retries: retries of an HTTP call after a connection error, 429 or 5xx.
-        embedded_timeout_s: wall-time limit of one call to an embedded model (``None``: no
-            limit; a run's planning deadline, not this, decides when the rule stands in).
+        embedded_timeout_s: wall-time limit of one call to an embedded model in seconds
+            (default :data:`EMBEDDED_TIMEOUT_S`, 60 s; ``None``: no limit). A run's planning
+            deadline, not this, decides when the rule stands in for a late model.
         n_ctx: the embedded model's context window in tokens.
         breaker, clock: see :class:`OpenAICompatible` / :class:`EmbeddedModel`.
         check: for a server, ask for its model list first (:meth:`OpenAICompatible.check`), so
@@ -1194,6 +1281,7 @@ __all__ = [
     "CircuitBreaker",
     "CircuitOpen",
     "ContextLengthExceeded",
+    "EMBEDDED_TIMEOUT_S",
     "EmbeddedModel",
     "EndpointNotFound",
     "LLM_OPTION_HELP",

@@ -65,11 +65,14 @@ class FakeClock:
 
 @dataclass(frozen=True)
 class BreakerState:
-    """A snapshot: ``state``, consecutive ``failures``, seconds until a trial (``retry_in_s``)."""
+    """A snapshot: ``state``, consecutive ``failures``, seconds until a trial (``retry_in_s``),
+    times the circuit has opened (``opened``) and the text of the last failure (``cause``)."""
 
     state: State
     failures: int
     retry_in_s: float
+    opened: int = 0
+    cause: str = ""
 
 
 class CircuitBreaker:
@@ -109,9 +112,10 @@ class CircuitBreaker:
         """The current state (``half_open`` once the cool-down has passed)."""
         with self._lock:
             if self._opened_at is None:
-                return BreakerState("closed", self._failures, 0.0)
+                return BreakerState("closed", self._failures, 0.0, self.opened, self._cause)
             left = self._opened_at + self.cooldown_s - self.clock.now()
-            return BreakerState("open" if left > 0 else "half_open", self._failures, max(left, 0.0))
+            state = "open" if left > 0 else "half_open"
+            return BreakerState(state, self._failures, max(left, 0.0), self.opened, self._cause)
 
     def before_call(self, name: str = "backend") -> None:
         """Let the call through, or raise :class:`CircuitOpen` at once.

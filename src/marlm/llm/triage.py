@@ -1,8 +1,14 @@
 """Urgency triage of an order note: ``urgent``, ``normal`` or ``low``, by a (small) language model.
 
-Four decision modes, all on one prompt template (versioned, :data:`PROMPT_VERSION`) with few-shot
-examples from a labelled pool (default: :func:`default_pool_path`, the development notes plus the
-written examples, each line naming its ``source``):
+Five decision modes over a labelled pool (default: :func:`default_pool_path`, the development
+notes plus notes written for marlm, each line naming its ``source``). ``probe``, the default,
+classifies the model's own hidden states; the other four share one prompt template (versioned,
+:data:`PROMPT_VERSION`) with few-shot examples from the pool:
+
+- ``probe``: a linear probe (Alain and Bengio 2016): multinomial logistic regression
+  (:class:`marlm.llm.probe.LinearProbe`) on the mean of the model's final hidden states over
+  :func:`probe_input` (the backend's ``embed``), trained on every pool note; the pool's hidden
+  states are kept on disk per model file and :data:`PROBE_VERSION` under ``cache_dir``.
 
 - ``generate``: the model writes ``{"urgency": "<class>"}`` under a JSON schema whose enum is the
   class set (the path for capable chat servers).
@@ -56,6 +62,8 @@ import numpy as np
 from marlm.errors import InputError
 
 from .backends import BackendError
+from .errors import ContextLengthExceeded
+from .probe import DEFAULT_C, LinearProbe
 from .scoring import (
     CONTENT_FREE_INPUTS,
     OptionScores,
@@ -66,8 +74,13 @@ from .scoring import (
 
 #: The urgency classes, most urgent first.
 URGENCY_CLASSES: tuple[str, ...] = ("urgent", "normal", "low")
-#: The decision modes.
-MODES: tuple[str, ...] = ("generate", "score", "calibrated", "batch")
+#: The decision modes (``probe``: the demo's default, see :class:`Triage`).
+MODES: tuple[str, ...] = ("generate", "score", "calibrated", "batch", "probe")
+#: Version of the ``probe`` mode's input and classifier; recorded with its decisions.
+PROBE_VERSION = "triage-probe-v2"
+#: Longest ``probe`` input in UTF-8 bytes (the note is cut to fit): at most that many tokens for
+#: a byte-level tokenizer, which bounds the cost of one note.
+PROBE_MAX_BYTES = 320
 #: Version of the prompt template; recorded with every decision (v2: examples chosen per note).
 PROMPT_VERSION = "triage-v2"
 #: How few-shot examples are chosen: per note by similarity, or one balanced set for all notes.
@@ -118,8 +131,9 @@ def default_pool_path() -> Path:
     """The labelled pool the demo draws few-shot examples and the batch prior from.
 
     ``marlm/data/triage/pool.jsonl``: the 40 development notes (``source`` =
-    ``shared/data/order_notes_dev.jsonl``) and the 27 written examples (``source`` =
-    ``examples.jsonl``), 67 notes in English and Chinese (see ``data/triage/README.md``).
+    ``shared/data/order_notes_dev.jsonl``), the 27 written examples (``source`` =
+    ``examples.jsonl``) and 202 notes written for marlm (``source`` = ``written.jsonl``), 269
+    notes in English and Chinese (see ``data/triage/README.md``).
     """
     return Path(str(resources.files("marlm") / "data" / "triage" / "pool.jsonl"))
 
@@ -354,6 +368,25 @@ def render_prompt(note: str, examples: Sequence[LabelledNote], classes: Sequence
     return render_prefix(examples, classes) + f"Note: {_quote(note)}\nUrgency:"
 
 
+def probe_input(note: str, max_bytes: int = PROBE_MAX_BYTES) -> str:
+    """The text whose mean hidden state the ``probe`` mode classifies.
+
+    ``Warehouse order note: "<note>"`` (the note already cleaned, JSON-quoted), then the question
+    ``Is this order urgent? Answer:`` on the next line; the note is cut (with a ``" …"`` mark)
+    until the whole text is at most ``max_bytes`` UTF-8 bytes.
+    """
+    question = "\nIs this order urgent? Answer:"
+    text = note
+    while True:
+        out = f"Warehouse order note: {_quote(text)}{question}"
+        if len(out.encode("utf-8")) <= max_bytes or not text:
+            return out
+        cut = text[: -len(_TRUNCATION_MARK)] if text.endswith(_TRUNCATION_MARK) else text
+        text = cut[: max(0, int(len(cut) * 0.9) - 1)].rstrip() + _TRUNCATION_MARK
+        if len(text) <= len(_TRUNCATION_MARK):
+            text = ""
+
+
 def render_messages(
     note: str, examples: Sequence[LabelledNote], classes: Sequence[str]
 ) -> list[dict[str, str]]:
@@ -448,7 +481,9 @@ def _warn_once(key: str, message: str) -> None:
 
 @dataclass
 class TriageStats:
-    """Counters of a :class:`Triage`: notes asked, model calls, cache hits, fallbacks."""
+    """Counters of a :class:`Triage`: notes asked, model calls, cache hits, fallbacks;
+    ``prior_calls`` counts the notes scored for the ``batch`` prior, or the pool notes embedded
+    for the ``probe``."""
 
     notes: int = 0
     model_calls: int = 0
@@ -457,7 +492,7 @@ class TriageStats:
     cache_hits: int = 0
     fallbacks: int = 0
     latencies_s: list[float] = field(default_factory=list)
-    #: CPU time of this thread per scored note, seconds: with llama.cpp on one thread (the
+    #: CPU time of this thread per classified note, seconds: with llama.cpp on one thread (the
     #: embedded default) the compute a note costs, whatever other processes take of the cores.
     cpu_s: list[float] = field(default_factory=list)
 
@@ -469,7 +504,12 @@ class Triage:
         model: a :class:`~marlm.llm.backends.EmbeddedModel` (all modes), or a chat backend with a
             ``base_url`` (``generate``; the score modes use its prompt log-probabilities when the
             server has correct ones, else fall back to ``generate`` with one warning).
-        mode: ``"generate"``, ``"score"``, ``"calibrated"`` or ``"batch"`` (the demo's).
+        mode: ``"generate"``, ``"score"``, ``"calibrated"``, ``"batch"`` or ``"probe"`` (the
+            demo's): a linear probe (:class:`marlm.llm.probe.LinearProbe`, multinomial logistic
+            regression, ``C`` = :data:`marlm.llm.probe.DEFAULT_C`) on the mean of the model's
+            final hidden states over :func:`probe_input`'s tokens, trained on the whole pool at first
+            use (the pool's hidden states kept on disk under ``cache_dir``). Needs a backend with
+            ``embed`` (the embedded model); others use ``batch`` instead, with one warning.
         examples: the labelled pool, or a path to a JSONL file of it; ``None`` takes
             :func:`default_pool_path`. Labels outside ``classes`` count as the nearest class in
             urgency order (``low`` as ``normal`` when ``low`` is not a class).
@@ -497,7 +537,7 @@ class Triage:
         self,
         model: Any,
         *,
-        mode: str = "batch",
+        mode: str = "probe",
         examples: Sequence[LabelledNote] | str | Path | None = None,
         classes: Sequence[str] = URGENCY_CLASSES,
         select: str = "balanced",
@@ -555,14 +595,23 @@ class Triage:
             self._prefix = render_prefix([], self.classes)  # instruction lines, shared
             self.index = NoteIndex(self._pool_texts)
         self.model = model
+        if mode == "probe" and not callable(getattr(model, "embed", None)):
+            name = str(getattr(model, "name", type(model).__name__))
+            _warn_once(f"probe:{name}", f"{name} gives no hidden states; triage mode 'probe' "
+                       "uses 'batch' instead")  # fmt: skip
+            mode = "batch"
         self.mode = mode
         self.fallback = fallback
         self.max_tokens = max_tokens
         self.per_class = per_class
         self.seed = seed
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
-        self.prompt_version = PROMPT_VERSION
+        self.prompt_version = PROBE_VERSION if mode == "probe" else PROMPT_VERSION
         self.stats = TriageStats()
+        self._probe: LinearProbe | None = None
+        self._embedded: dict[str, np.ndarray] = {}  # probe input -> hidden state (pool notes)
+        #: Where the pool's hidden states came from: "computed", "disk cache" or "memory".
+        self.probe_source: str | None = None
         self._options = tuple(f" {c}" for c in self.classes)
         self._cache: dict[str, TriageDecision] = {}
         self._content_free: OptionScores | None = None
@@ -578,8 +627,9 @@ class Triage:
 
     def without(self, texts: Sequence[str]) -> Triage:
         """A classifier with the same model and settings whose pool leaves out ``texts`` (the
-        notes a scenario or a test will ask about), so no answer is looked up in the pool."""
-        return Triage(
+        notes a scenario or a test will ask about), so no answer is looked up in the pool.
+        Hidden states the probe already has are shared (they carry no label)."""
+        other = Triage(
             self.model,
             mode=self.mode,
             examples=self.pool,
@@ -594,6 +644,8 @@ class Triage:
             hold_out=texts,
             cache_dir=self.cache_dir,
         )
+        other._embedded = self._embedded
+        return other
 
     def examples_for(self, text: str) -> list[LabelledNote]:
         """The few-shot examples for a cleaned note, in prompt order.
@@ -621,8 +673,11 @@ class Triage:
         return out
 
     def prompt(self, note: str) -> str:
-        """The score-mode prompt for a raw note (cleaned and cut first)."""
+        """The prompt for a raw note (cleaned and cut first): the ``probe`` input in that mode,
+        else the score-mode prompt."""
         text = clean_note(note, self.max_note_chars)
+        if self.mode == "probe":
+            return probe_input(text)
         return render_prompt(text, self.examples_for(text), self.classes)
 
     def classify(self, note: str | None, *, fallback: str | None = None) -> TriageDecision:
@@ -655,6 +710,9 @@ class Triage:
 
     def _decide(self, text: str, fb: str, truncated: bool) -> TriageDecision:
         mode = self.mode
+        if mode == "probe":
+            d = self._probe_many([text])[text]
+            return replace(d, label=fb if d.source == "fallback" else d.label, truncated=truncated)
         if mode != "generate" and self._scoring_ok:
             try:
                 return self._decide_by_score(text, mode, truncated)
@@ -795,6 +853,13 @@ class Triage:
 
         Raises nothing: a backend failure here is left for the first real note to meet.
         """
+        if self.mode == "probe":
+            try:
+                self.probe(progress=progress)
+                self.model.embed([probe_input(clean_note("warm-up", self.max_note_chars))])
+            except (BackendError, ValueError):
+                pass
+            return
         if self.mode == "generate" or not self._scoring_ok:
             return
         try:
@@ -831,7 +896,9 @@ class Triage:
             texts = [clean_note(n or "", self.max_note_chars) for n in notes]
             new = sorted({t for t in texts if t and t not in self._cache})
             fresh: dict[str, TriageDecision] = {}
-            if new and self.mode != "generate" and self._scoring_ok:
+            if new and self.mode == "probe":
+                fresh = self._probe_many(new)
+            elif new and self.mode != "generate" and self._scoring_ok:
                 fresh = self._score_many(new)
             out = []
             for note, text, fb in zip(notes, texts, fbs, strict=True):
@@ -849,6 +916,112 @@ class Triage:
                 else:
                     out.append(self.classify(note, fallback=fb))
             return out
+
+    # -- the probe -------------------------------------------------------------------------------
+
+    def embedding_key(self) -> str:
+        """What a ``probe`` input's hidden state depends on, hashed: the model file and
+        :data:`PROBE_VERSION` with :data:`PROBE_MAX_BYTES` (``str``, 16 hex digits)."""
+        path = getattr(self.model, "model_path", None)
+        model_id: list[Any] = [self.model_name]
+        if path is not None and Path(path).is_file():
+            model_id += [Path(path).name, Path(path).stat().st_size]
+        blob = json.dumps([model_id, PROBE_VERSION, PROBE_MAX_BYTES], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    def _embed_file(self) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"triage-embed-{self.embedding_key()}.npz"
+
+    def _pool_embeddings(
+        self, inputs: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """``float64[len(inputs), d]``: hidden states of pool inputs, from this process's memo,
+        else the disk cache, else the model (in chunks, then written back to disk)."""
+        path = self._embed_file()
+        memo = self._embedded
+        self.probe_source = "memory"
+        if path is not None and path.is_file() and any(t not in memo for t in inputs):
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    memo.update(
+                        zip(z["texts"].tolist(), z["vectors"].astype(np.float64), strict=True)
+                    )
+                self.probe_source = "disk cache"
+            except (OSError, ValueError, KeyError):
+                pass  # a broken cache entry is computed again and replaced
+        missing = [t for t in dict.fromkeys(inputs) if t not in memo]
+        if missing:
+            self.probe_source = "computed"
+        chunk = 16
+        for k in range(0, len(missing), chunk):
+            if progress is not None:
+                progress(k, len(missing))
+            part = missing[k : k + chunk]
+            vectors = np.asarray(self.model.embed(part), dtype=np.float64)
+            self.stats.prior_calls += len(part)
+            memo.update(zip(part, vectors, strict=True))
+        if missing and path is not None:
+            texts = list(memo)
+            vectors = np.stack([memo[t] for t in texts])
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+                np.savez(tmp, texts=np.array(texts, dtype=str), vectors=vectors.astype(np.float32))
+                os.replace(tmp, path)
+            except OSError as e:  # kept in memory; the next run computes them again
+                _warn_once(f"embed-cache:{path.parent}", f"cannot write the triage cache: {e}")
+        return np.stack([memo[t] for t in inputs])
+
+    def probe(self, progress: Callable[[int, int], None] | None = None) -> LinearProbe:
+        """The ``probe`` mode's classifier, trained on first use on every pool note (labels
+        mapped to :attr:`classes`) and kept.
+
+        The pool's hidden states come from memory or the disk cache when they are there
+        (:meth:`embedding_key`); training itself takes well under a second.
+
+        Raises:
+            BackendError: the backend failed while embedding the pool.
+        """
+        with self._lock:
+            if self._probe is None:
+                X = self._pool_embeddings([probe_input(t) for t in self._pool_texts], progress)
+                y = [self.classes.index(x.label) for x in self.pool]
+                self._probe = LinearProbe(X, y, len(self.classes), C=DEFAULT_C)
+            return self._probe
+
+    def _probe_many(self, texts: Sequence[str]) -> dict[str, TriageDecision]:
+        """Classify the cleaned ``texts`` with the probe, embedded in one request; decisions by
+        text (fallbacks with the reason when the backend fails)."""
+        try:
+            probe = self.probe()
+            t0, cpu0 = time.perf_counter(), time.thread_time()
+            X = np.asarray(self.model.embed([probe_input(t) for t in texts]), dtype=np.float64)
+            cpu = (time.thread_time() - cpu0) / len(texts)
+            latency = (time.perf_counter() - t0) / len(texts)
+            logp = probe.log_proba(X)
+        except (BackendError, ContextLengthExceeded, ValueError) as e:
+            reason = f"{type(e).__name__}: {e}"
+            return {
+                t: TriageDecision(self.fallback, "fallback", "probe", reason=reason,
+                                  prompt_version=PROBE_VERSION)
+                for t in texts
+            }  # fmt: skip
+        out = {}
+        for text, row in zip(texts, logp, strict=True):
+            self.stats.model_calls += 1
+            self.stats.latencies_s.append(latency)
+            self.stats.cpu_s.append(cpu)
+            out[text] = TriageDecision(
+                self.classes[int(np.argmax(row))],
+                "model",
+                "probe",
+                scores={c: float(v) for c, v in zip(self.classes, row, strict=True)},
+                latency_s=latency,
+                prompt_version=PROBE_VERSION,
+            )
+        return out
 
     def _score_many(self, texts: Sequence[str]) -> dict[str, TriageDecision]:
         """Score the cleaned ``texts`` in one request; decisions by text (fallbacks on failure)."""

@@ -1,8 +1,9 @@
 """Measure a triage mode on labelled notes, without tuning on the notes reported.
 
 Two protocols, named in every result (``protocol``); in both, the classifier is the demo's
-(``batch`` mode, balanced examples from the shipped pool, prior over the pool) unless told
-otherwise, and no test note's text or label reaches a prompt or the prior:
+(``probe`` mode, trained on the shipped pool) unless told
+otherwise, and no test note's text or label reaches a prompt, the prior or the probe's training
+set:
 
 - ``"held-out"`` (default): the pool is the shipped one (or ``examples``) without any note whose
   text equals a test note; every labelled note is a test note. This is the demo's path.
@@ -97,7 +98,7 @@ def metrics(
 def evaluate_triage(
     notes: Sequence[LabelledNote],
     model: Any,
-    mode: str = "batch",
+    mode: str = "probe",
     *,
     examples: Sequence[LabelledNote] | None = None,
     protocol: str = "held-out",
@@ -113,7 +114,8 @@ def evaluate_triage(
     Args:
         notes: the labelled test notes.
         model: the backend (see :class:`marlm.llm.triage.Triage`).
-        mode: ``"generate"``, ``"score"``, ``"calibrated"`` or ``"batch"`` (the demo's).
+        mode: ``"generate"``, ``"score"``, ``"calibrated"``, ``"batch"`` or ``"probe"`` (the
+            demo's).
         examples: the labelled pool; ``None`` takes the shipped pool (:func:`default_pool_path`).
         protocol: ``"held-out"`` or ``"cross-validation"`` (module docstring).
         folds: k of the cross-validation.
@@ -125,7 +127,8 @@ def evaluate_triage(
         A JSON-ready dict: ``protocol``, ``mode``, ``select``, ``classes``, :func:`metrics`
         fields, ``latency_ms`` (``mean``, ``p50``, ``p95``, ``max`` over model calls),
         ``calls`` (``model``, ``content_free``, ``batch_prior``, ``cache_hits``, ``fallbacks``),
-        ``modes_used``, ``prompt_version``, ``pool`` (notes by source), ``wall_s`` and
+        ``modes_used``, ``prompt_version``, ``pool`` (notes by source; ``removed``: ids of the given
+        pool's notes left out as equal to a test note, of the first classifier), ``wall_s`` and
         ``predictions`` (one entry per note, with the ids of its few-shot examples).
     """
     if protocol not in PROTOCOLS:
@@ -155,6 +158,8 @@ def evaluate_triage(
     pool_sources: dict[str, int] = {}
     for x in runs[0][0].pool:
         pool_sources[x.source or "?"] = pool_sources.get(x.source or "?", 0) + 1
+    kept = {x.id for x in runs[0][0].pool}
+    removed = [x.id for x in base if x.id not in kept and clean_note(x.note)]
     order = range(len(notes))
     labels = [notes[i].label for i in order]
     preds = [predicted[i].label for i in order]
@@ -167,7 +172,7 @@ def evaluate_triage(
         "mode": mode,
         "select": select,
         "shots": shots if select == "similar" else None,
-        "pool": {"notes": len(runs[0][0].pool), "by_source": pool_sources},
+        "pool": {"notes": len(runs[0][0].pool), "by_source": pool_sources, "removed": removed},
         "model": runs[0][0].model_name,
         "prompt_version": runs[0][0].prompt_version,
         "classes": list(classes),

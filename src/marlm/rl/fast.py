@@ -17,8 +17,8 @@ Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 indivi
 3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`).
 Learners: IQL (Tan 1993), VDN (Sunehag et al. 2018), JAL (Claus & Boutilier 1998), all run by one
 episode loop (:func:`race_episodes`) that differs only in each agent's action choice
-(:func:`_choose`) and the update (:func:`_learn`), compiled once per learner. Each episode writes
-one row of the ``RaceLog`` arrays.
+(:func:`_choose`) and the update (:func:`_learn`), compiled once per learner and credit family
+(plain or counterfactual), on first use. Each episode writes one row of the ``RaceLog`` arrays.
 """
 
 from __future__ import annotations
@@ -72,23 +72,19 @@ def _team_reward(p0, p1, a0, a1, act0, act1, moves, goal):  # pragma: no cover -
 
 
 @njit(cache=True)
-def _credit(mode, weight, i, r_ind, team, p0, p1, a0, a1, act0, act1, moves, goal):
-    """Learning reward of agent ``i`` for one joint step (see marlm.rl.credit for the math)."""
-    if mode == SHARED:
-        return team
-    if mode == INDIVIDUAL:
-        return r_ind
-    if mode == MIXED:
-        return (1.0 - weight) * team + weight * r_ind
-    # Difference reward D_i = r(s, u) - r(s, counterfactual_i) (Wolpert & Tumer 2002).
+def _difference_reward(mode, i, team, p0, p1, a0, a1, act0, act1, moves, goal):
+    """Difference reward of agent ``i``, ``D_i = r(s, u) - r(s, counterfactual_i)`` (Wolpert &
+    Tumer 2002), for the three counterfactuals of :mod:`marlm.rl.credit`."""
+    no = False
     if mode == DIFFERENCE_ABSENT:  # agent i removed from the world for this step
         if i == 0:
-            return team - _team_reward(p0, p1, a0, a1, False, act1, moves, goal)
-        return team - _team_reward(p0, p1, a0, a1, act0, False, moves, goal)
+            return team - _team_reward(p0, p1, a0, a1, no, act1, moves, goal)
+        return team - _team_reward(p0, p1, a0, a1, act0, no, moves, goal)
+    stay = STAY
     if mode == DIFFERENCE:  # agent i takes the default action stay
         if i == 0:
-            return team - _team_reward(p0, p1, STAY, a1, act0, act1, moves, goal)
-        return team - _team_reward(p0, p1, a0, STAY, act0, act1, moves, goal)
+            return team - _team_reward(p0, p1, stay, a1, act0, act1, moves, goal)
+        return team - _team_reward(p0, p1, a0, stay, act0, act1, moves, goal)
     base = 0.0  # DIFFERENCE_AVERAGE: mean over agent i's 5 actions
     for b in range(5):
         if i == 0:
@@ -98,12 +94,27 @@ def _credit(mode, weight, i, r_ind, team, p0, p1, a0, a1, act0, act1, moves, goa
     return team - base / 5.0
 
 
-@njit(cache=True)
-def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight):
+PLAIN_CREDIT, COUNTERFACTUAL_CREDIT = 0, 1  # credit families of the compiled loops
+
+
+@njit(cache=True, inline="always")
+def _race_step(p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight, family):
     n0, n1, r0, r1 = race_transition(p0, p1, a0, a1, act0, act1, moves, goal)
     team = r0 + r1
-    g0 = _credit(mode, weight, 0, r0, team, p0, p1, a0, a1, act0, act1, moves, goal)
-    g1 = _credit(mode, weight, 1, r1, team, p0, p1, a0, a1, act0, act1, moves, goal)
+    # ``family`` is a constant of the compiled loop: a loop of the plain family (shared,
+    # individual, mixed) holds no counterfactual step at all.
+    if family == COUNTERFACTUAL_CREDIT:
+        g0 = _difference_reward(mode, 0, team, p0, p1, a0, a1, act0, act1, moves, goal)
+        g1 = _difference_reward(mode, 1, team, p0, p1, a0, a1, act0, act1, moves, goal)
+    elif mode == INDIVIDUAL:
+        g0 = r0
+        g1 = r1
+    elif mode == MIXED:
+        g0 = (1.0 - weight) * team + weight * r0
+        g1 = (1.0 - weight) * team + weight * r1
+    else:  # SHARED
+        g0 = team
+        g1 = team
     reached0 = act0 and n0 == goal
     reached1 = act1 and n1 == goal
     if end_any:
@@ -219,15 +230,32 @@ def race_episodes(kind: int, *args) -> None:
     ``len int64[E]``, ``reached bool[E, 2]``, ``acts int64[E, 2, 5]``, ``seq int8[E, 2, T]`` (the
     action taken at each step, -1 where the agent did not act).
     """
-    _RACE_LOOPS[kind](*args)
+    mode = args[9]
+    family = COUNTERFACTUAL_CREDIT if mode >= DIFFERENCE else PLAIN_CREDIT
+    race_loop(kind, family)(*args)
 
 
-def _compile_race_loop(kind: int):
-    """The episode loop of :func:`race_episodes`, compiled for one learner ``kind``.
+_RACE_LOOPS: dict[tuple[int, int], object] = {}
 
-    One source for the three learners, compiled once per learner with ``kind`` a constant, so that
-    each loop holds only its own branches (with ``kind`` an argument read at run time the loop ran
-    a third slower). numba caches each on disk apart (its cache key includes the closure's values).
+
+def race_loop(kind: int, family: int):
+    """The compiled episode loop of one learner ``kind`` and credit ``family``, made on first use."""
+    key = (kind, family)
+    if key not in _RACE_LOOPS:
+        _RACE_LOOPS[key] = _compile_race_loop(kind, family)
+    return _RACE_LOOPS[key]
+
+
+def _compile_race_loop(kind: int, family: int):
+    """The episode loop of :func:`race_episodes`, compiled for one learner ``kind`` and one credit
+    ``family`` (``PLAIN_CREDIT``: shared, individual, mixed; ``COUNTERFACTUAL_CREDIT``: the
+    difference rewards).
+
+    One source for every learner, compiled per (learner, family) with both constants, so that each
+    loop holds only its own branches (with ``kind`` an argument read at run time the loop ran a
+    third slower) and a run compiles only the loop it uses (the plain family never compiles the
+    counterfactual step; inlining that one too made the compile slower, not faster). numba caches each loop on disk apart (its cache
+    key includes the closure's values).
     """
 
     @njit(cache=True)
@@ -241,6 +269,9 @@ def _compile_race_loop(kind: int):
             weight = 0.0
         ev = np.empty(q0.shape[1])  # JAL's expected values (5 own actions = 5 partner actions)
         for ep in range(eps.shape[0]):
+            eps0 = eps[ep, 0]
+            eps1 = eps[ep, 1]
+            alpha_ep = alpha[ep]
             p0 = 0
             p1 = 0
             act0 = True
@@ -252,14 +283,14 @@ def _compile_race_loop(kind: int):
             while True:
                 o0 = p0 * n_cells + p1
                 o1 = p1 * n_cells + p0
-                a0 = _choose(kind, q0, c0, o0, eps[ep, 0], rng, ev) if act0 else STAY
-                a1 = _choose(kind, q1, c1, o1, eps[ep, 1], rng, ev) if act1 else STAY
+                a0 = _choose(kind, q0, c0, o0, eps0, rng, ev) if act0 else STAY
+                a1 = _choose(kind, q1, c1, o1, eps1, rng, ev) if act1 else STAY
                 n0, n1, r0, r1, team, g0, g1, term0, term1, got0, got1 = _race_step(
-                    p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight
+                    p0, p1, a0, a1, act0, act1, moves, goal, end_any, mode, weight, family
                 )
                 _learn(
                     kind, q0, q1, c0, c1, o0, o1, a0, a1, n0 * n_cells + n1, n1 * n_cells + n0,
-                    g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha[ep], gamma, ev,
+                    g0, g1, team, term0, term1, act0, act1, learn0, learn1, alpha_ep, gamma, ev,
                 )  # fmt: skip
                 if act0:
                     ret0 += g0
@@ -291,9 +322,6 @@ def _compile_race_loop(kind: int):
             log_len[ep] = t
 
     return race_loop
-
-
-_RACE_LOOPS = {kind: _compile_race_loop(kind) for kind in (IQL, VDN, JAL)}
 
 
 @njit(cache=True)

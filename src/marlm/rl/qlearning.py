@@ -187,18 +187,18 @@ def _argmax_random_tie_at(q, s, rng):  # pragma: no cover - compiled
     """
     n = q.shape[1]
     best = q[s, 0]
+    first = 0
     count = 1
     for k in range(1, n):
         v = q[s, k]
         if v > best:
             best = v
+            first = k
             count = 1
         elif v == best:
             count += 1
-    if count == 1:
-        for k in range(n):
-            if q[s, k] == best:
-                return k
+    if count == 1:  # one pass when the maximum is unique (the common case once learning)
+        return first
     pick = int(rng.random() * count)
     for k in range(n):
         if q[s, k] == best:
@@ -232,11 +232,23 @@ def _epsilon_greedy_row(row, epsilon, rng):  # pragma: no cover - compiled
     return _epsilon_greedy_at(row.reshape(1, row.shape[0]), 0, epsilon, rng)
 
 
-@njit(cache=True)
-def _decay_values(start, decay, floor, first, n):  # pragma: no cover - compiled
-    out = np.empty(n)
+def _decay_values(start: float, decay: float, floor: float, first: int, n: int) -> np.ndarray:
+    """``float64[n]``: ``max(floor, start * decay ** float(first + k))`` for ``k < n``.
+
+    Plain Python (the C library's ``pow``, as a compiled loop calls it: the same floats), and only
+    up to the floor: with ``decay <= 1`` the values never rise again, so a long run costs a few
+    thousand powers and no compilation.
+    """
+    if decay == 1.0:
+        return np.full(n, max(floor, start))
+    values = []
     for k in range(n):
-        out[k] = max(floor, start * decay ** float(first + k))
+        v = start * decay ** float(first + k)
+        if v <= floor:
+            break
+        values.append(v)
+    out = np.full(n, float(floor))
+    out[: len(values)] = values
     return out
 
 

@@ -502,7 +502,8 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
     goal = n_cells - 1
     eps = _race_epsilons(cfg, n, first, (not learn[0], not learn[1]))
     alpha = cfg.learning_rate().values(n, first)
-    part = RaceLog.zeros(n, cfg.max_steps)
+    # The kernel adds to the run's own log rows (views, zero and -1 as RaceLog.zeros made them).
+    part = RaceLog(*(getattr(res.log, f)[first : first + n] for f in RACE_LOG_FIELDS))
     common = (
         moves, goal, n_cells, cfg.max_steps, cfg.end == "any",
         mode_code(cfg.reward, cfg.counterfactual), cfg.mix_weight, learn[0], learn[1], eps, alpha,
@@ -516,8 +517,6 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
     else:
         tables = (q[0], q[1], np.zeros((1, 5)), np.zeros((1, 5)))
     fast.race_episodes(_RACE_KERNEL_CODES[cfg.learner], *tables, *common)
-    for f in RACE_LOG_FIELDS:
-        getattr(res.log, f)[first : first + n] = getattr(part, f)
 
 
 def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True)) -> None:

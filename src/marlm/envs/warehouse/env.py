@@ -326,6 +326,12 @@ class WarehouseEnv(ParallelEnv):
         pass
 
     # ----------------------------------------------------------- planner API
+    def current_observations(self) -> dict[str, np.ndarray]:
+        """Every robot's observation now, as ``reset``/``step`` return them: after
+        :meth:`assign` or :meth:`release` changed a task, the observations that ``step``
+        returned are out of date (``has_task``, target offset and ``closer`` bits)."""
+        return self._observations()
+
     @property
     def step_count(self) -> int:
         """Steps taken in this episode."""

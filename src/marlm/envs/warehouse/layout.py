@@ -76,8 +76,39 @@ def list_layouts() -> list[str]:
     return sorted(p.name[:-4] for p in _layout_dir().iterdir() if p.name.endswith(".txt"))
 
 
+class _FreeGrid:
+    """What every grid map answers from its ``free`` mask (bool[H, W]) and ``_distance_cache``:
+    its size and cached BFS distances. Shared by :class:`Layout` and :class:`GridMap`."""
+
+    free: np.ndarray
+    _distance_cache: dict
+
+    @property
+    def height(self) -> int:
+        return int(self.free.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.free.shape[1])
+
+    def distance_from(self, cell: tuple[int, int]) -> np.ndarray:
+        """BFS shortest-path distances (4-neighbour moves over free cells) from ``cell``.
+
+        Returns:
+            int32[H, W], read-only and cached per cell; :data:`UNREACHABLE` (-1) where no path
+            exists or the cell is blocked.
+        """
+        key = (int(cell[0]), int(cell[1]))
+        table = self._distance_cache.get(key)
+        if table is None:
+            table = _bfs(self.free, [key])
+            table.flags.writeable = False
+            self._distance_cache[key] = table
+        return table
+
+
 @dataclass(frozen=True, eq=False)
-class Layout:
+class Layout(_FreeGrid):
     """A parsed warehouse map with precomputed tables.
 
     Attributes:
@@ -106,29 +137,6 @@ class Layout:
     source: str = "<string>"
     robots_line: int | None = None
     _distance_cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def height(self) -> int:
-        return int(self.grid.shape[0])
-
-    @property
-    def width(self) -> int:
-        return int(self.grid.shape[1])
-
-    def distance_from(self, cell: tuple[int, int]) -> np.ndarray:
-        """BFS shortest-path distances (4-neighbour moves over free cells) from ``cell``.
-
-        Returns:
-            int32[H, W], read-only and cached per cell; :data:`UNREACHABLE` (-1) where no path
-            exists or the cell is blocked.
-        """
-        key = (int(cell[0]), int(cell[1]))
-        table = self._distance_cache.get(key)
-        if table is None:
-            table = _bfs(self.free, [key])
-            table.flags.writeable = False
-            self._distance_cache[key] = table
-        return table
 
     @property
     def station_distance(self) -> np.ndarray:
@@ -421,7 +429,7 @@ _MOVINGAI_HEADER = ("type", "height", "width", "map")
 
 
 @dataclass(frozen=True, eq=False)
-class GridMap:
+class GridMap(_FreeGrid):
     """A grid for multi-agent path finding: free cells, where agents start, where targets are drawn.
 
     Attributes:
@@ -440,25 +448,6 @@ class GridMap:
     source: str = "<string>"
     format: str = "pogema"
     _distance_cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def height(self) -> int:
-        return int(self.free.shape[0])
-
-    @property
-    def width(self) -> int:
-        return int(self.free.shape[1])
-
-    def distance_from(self, cell: tuple[int, int]) -> np.ndarray:
-        """BFS distances from ``cell`` over free cells: int32[H, W], -1 where unreachable (cached,
-        read-only)."""
-        key = (int(cell[0]), int(cell[1]))
-        table = self._distance_cache.get(key)
-        if table is None:
-            table = _bfs(self.free, [key])
-            table.flags.writeable = False
-            self._distance_cache[key] = table
-        return table
 
     def components(self) -> np.ndarray:
         """int32[H, W]: connected-component label of every free cell (4-neighbour), -1 elsewhere;
