@@ -440,6 +440,9 @@ def test_probe_mode_on_the_real_model_caches_the_pool_on_disk(embedded_model, tm
     assert again.stats.prior_calls == 0 and again.probe_source == "disk cache"
     d = again.classify("Our conveyor broke and the whole shift is standing idle.")
     assert d.scores == pytest.approx(urgent.scores)
+    # A note that tries to close its quotes: a class from the model all the same.
+    (d,) = again.classify_many([INJECTIONS[3]])
+    assert (d.source, d.mode) == ("model", "probe") and d.label in URGENCY_CLASSES
     fewer = again.without([small[0].note])  # a smaller pool: no new model call
     fewer.warm_up()
     assert fewer.stats.prior_calls == 0 and fewer.probe_source == "memory"
