@@ -75,7 +75,7 @@ class MarlmPolicy:
         self.free = free
         self.width = free.shape[1]
         self.layer = self.pibt_mod.Pibt(free, num_agents, seed=seed, swap=swap)
-        self.cost = guidance.aisle_costs(free, penalty=penalty)
+        self.cost = guidance.traffic_costs(free, num_agents, penalty=penalty)
         v = self.layer.nbr.shape[0]
         self.slot_of = np.full(v, -1, dtype=np.int64)  # guided-distance table row of a target
         self.pool = np.zeros((int(free.sum()), v), dtype=np.int32)  # at most one per free cell

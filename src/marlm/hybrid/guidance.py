@@ -17,6 +17,12 @@ Path Finding" (AAAI 2024): route by congestion-aware costs, not by distance alon
 Lane directions are read off the map: a row (column) whose cells are at least ``min_free``
 free is a horizontal (vertical) aisle; aisles alternate direction in the order they appear
 (east, west, east, ... and south, north, south, ...), as one-way streets in a grid city.
+
+Density-aware (:func:`traffic_costs`): the one-way rule pays only where robots would otherwise
+meet head-on. Vertical aisles (on a warehouse, the one-wide passages between shelf blocks) are
+always one-way; horizontal aisles only when the floor is busy (at least ``busy`` robots per free
+cell), because on a nearly empty floor their detours cost more steps than the rare head-on
+meetings that PIBT resolves. Measured on POGEMA's ``wfi_warehouse`` (``docs/movement.md``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,13 @@ except ImportError:  # pragma: no cover - exercised only without numba
         return lambda f: f
 
 
-def aisle_costs(free: np.ndarray, penalty: int = 2, min_free: float = 0.9) -> np.ndarray:
+BUSY = 1 / 16
+"""Robots per free cell from which :func:`traffic_costs` makes horizontal aisles one-way too."""
+
+
+def aisle_costs(
+    free: np.ndarray, penalty: int = 2, min_free: float = 0.9, row_penalty: int | None = None
+) -> np.ndarray:
     """``int32[H*W, 5]`` cost of each action from each cell: 1, or ``1 + penalty`` against a lane.
 
     Args:
@@ -44,6 +56,8 @@ def aisle_costs(free: np.ndarray, penalty: int = 2, min_free: float = 0.9) -> np
         penalty: extra cost of a move against the direction of the aisle it is in (0 = plain
             shortest paths).
         min_free: fraction of free cells that makes a row or column an aisle.
+        row_penalty: the extra cost against a horizontal aisle (default ``penalty``; 0 = rows
+            two-way).
 
     Returns:
         costs; STAY costs 1 (waiting costs time); blocked moves cost 0 and are never used.
@@ -53,9 +67,10 @@ def aisle_costs(free: np.ndarray, penalty: int = 2, min_free: float = 0.9) -> np
     cost = np.ones((h, w, 5), dtype=np.int32)
     rows = np.flatnonzero(free.mean(axis=1) >= min_free)
     cols = np.flatnonzero(free.mean(axis=0) >= min_free)
+    row_penalty = penalty if row_penalty is None else row_penalty
     for k, r in enumerate(rows):
         against = LEFT if k % 2 == 0 else RIGHT  # even aisles run east
-        cost[r, :, against] += penalty
+        cost[r, :, against] += row_penalty
     for k, c in enumerate(cols):
         against = UP if k % 2 == 0 else DOWN  # even aisles run south
         cost[:, c, against] += penalty
@@ -63,6 +78,28 @@ def aisle_costs(free: np.ndarray, penalty: int = 2, min_free: float = 0.9) -> np
     out = cost.reshape(h * w, 5)
     out[nbr < 0] = 0
     return out
+
+
+def traffic_costs(
+    free: np.ndarray, n_robots: int, penalty: int = 2, min_free: float = 0.9, busy: float = BUSY
+) -> np.ndarray:
+    """Density-aware :func:`aisle_costs`: vertical aisles one-way always, horizontal ones busy only.
+
+    Args:
+        free: ``bool[H, W]``; n_robots: robots on the floor; penalty, min_free: as in
+            :func:`aisle_costs`; busy: robots per free cell from which rows are one-way too.
+
+    Returns:
+        ``int32[H*W, 5]`` as :func:`aisle_costs`.
+
+    Raises:
+        ValueError: ``n_robots`` negative or the map has no free cell.
+    """
+    free = np.asarray(free, dtype=bool)
+    if n_robots < 0 or not free.any():
+        raise ValueError("n_robots must be >= 0 and the map must have a free cell")
+    dense = n_robots / free.sum() >= busy
+    return aisle_costs(free, penalty, min_free, row_penalty=penalty if dense else 0)
 
 
 @njit(cache=True)

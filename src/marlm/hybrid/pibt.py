@@ -21,13 +21,22 @@ or a dead end (a station at the end of a lane with an idle robot on it). The lay
 Near-Optimal Multi-Agent Pathfinding", AAMAS 2024, §3; reference code ``Kei18/lacam3``,
 ``src/pibt.cpp``, ``is_swap_required`` / ``is_swap_possible``): when the robot in the way can
 only get out through the pusher's own cell, the pusher reverses its ranking and *pulls* the other
-robot behind it until they reach a junction, where they pass each other. Robots that are pushed
-prefer, among equally scored cells, cells outside dead-end branches, so an idle robot that was
-pulled out of a dead end does not walk back in.
+robot behind it until they reach a junction, where they pass each other. Beyond LaCAM3, the swap
+also applies when the pusher's target lies inside a dead-end corridor and the robot in the way
+wants out (idle, or its own target is outside) while the corridor past the target has fewer free
+cells than robots to hold (pushing deeper cannot make room). Robots that are pushed prefer, among
+equally scored cells, cells outside dead-end branches, so an idle robot that was pulled out of a
+dead end does not walk back in; among equally scored cells every robot prefers one that is empty
+now (the tie-break of Okumura's reference PIBT, ``Kei18/pibt2`` ``src/pibt.cpp``).
 
 Guarantees, checked by ``tests/hybrid/test_pibt.py`` (hypothesis, random maps with dead ends and
 corridors, random scores): the joint action never puts two robots in one cell, never swaps two
-robots through each other, and never moves into a wall or off the map.
+robots through each other, and never moves into a wall or off the map. Progress (greedy scores, a
+robot idle once it has stood on its target, up to 10 robots on maps with a one-wide ring and
+dead-end corridors): every robot reaches its target within |V| x n steps provided no target lies
+behind another robot's target in a dead-end branch, i.e. removing the cell of target j never cuts
+target i off the map's cycles (``dead_end_depth == 0``). Without that, two robots waiting at a
+branch's mouth can livelock (the deeper target must be entered first, which PIBT does not plan).
 
 Cost: O(n_robots) per step when robots are spread out (each robot is decided once; backtracking
 is bounded by the 5 candidates of each robot on the recursion path), in compiled code; the map
@@ -130,15 +139,21 @@ def bfs_distance(nbr, source):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _rank(scores, pos, nbr, depth, noise, cand, cand_key, n_cand):  # pragma: no cover - compiled
+def _rank(
+    scores, pos, nbr, depth, noise, cand, cand_key, n_cand, occ
+):  # pragma: no cover - compiled
     """Fill ``cand[i]`` with robot i's reachable cells, best first.
 
-    Key: score (descending), then dead-end depth (ascending), then ``noise`` (a fixed random
-    tie-break). Moves into blocked cells are dropped; STAY (the own cell) is always a candidate.
+    Key: score (descending), then dead-end depth (ascending), then empty before occupied now
+    (``Kei18/pibt2``), then ``noise`` (a fixed random tie-break). Moves into blocked cells are
+    dropped; STAY (the own cell) is always a candidate. ``occ``: ``int64[V]`` scratch holding -1
+    (restored).
     """
     n = pos.shape[0]
     keys = np.empty(5, dtype=np.float64)
     keys2 = np.empty(5, dtype=np.float64)
+    for i in range(n):
+        occ[pos[i]] = i
     for i in range(n):
         k = 0
         for a in range(5):
@@ -150,6 +165,8 @@ def _rank(scores, pos, nbr, depth, noise, cand, cand_key, n_cand):  # pragma: no
                 s = -1e300
             # insertion sort by (-score, depth + noise)
             key2 = depth[c] + noise[i, a]
+            if c != pos[i] and occ[c] >= 0:
+                key2 += 0.5
             j = k
             while j > 0 and (keys[j - 1] < s or (keys[j - 1] == s and keys2[j - 1] > key2)):
                 keys[j] = keys[j - 1]
@@ -163,6 +180,8 @@ def _rank(scores, pos, nbr, depth, noise, cand, cand_key, n_cand):  # pragma: no
         n_cand[i] = k
         for j in range(k):
             cand_key[i, j] = keys[j]
+    for i in range(n):
+        occ[pos[i]] = -1
 
 
 @njit(cache=True)
@@ -200,17 +219,47 @@ def _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr):  # pragma: no cover -
 
 
 @njit(cache=True)
+def _room_deeper(pusher, v_pusher, v_puller, occ_now, goal_cell, goal_slot, pool, nbr):
+    """True unless the corridor from ``v_puller`` away from ``v_pusher`` is a dead end holding
+    more robots than it has cells past the pusher's target (walks while there is one way on).
+    """  # pragma: no cover - compiled
+    guard = nbr.shape[0]
+    robots = 0
+    room = 0
+    past_goal = False
+    while guard > 0:
+        guard -= 1
+        if occ_now[v_puller] >= 0:
+            robots += 1
+        if past_goal:
+            room += 1
+        if _dist(pusher, v_puller, goal_slot, pool) == 0:
+            past_goal = True
+        m, tmp = _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr)
+        if m >= 2:
+            return True
+        if m <= 0:
+            return robots <= room
+        v_pusher = v_puller
+        v_puller = tmp
+    return True
+
+
+@njit(cache=True)
 def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_slot, pool, nbr):
     """LaCAM3 ``is_swap_required``: the pusher can only pass the puller by pulling it along.
 
     Walks from the puller's cell away from the pusher while the pusher still gains: a junction
     (two or more other exits) means they can pass there, no swap needed. An idle puller (no
-    target) counts as wanting to come out.
+    target) counts as wanting to come out. If the pusher stops gaining inside a corridor (its
+    target is there), the swap is required when the corridor has no room deeper
+    (:func:`_room_deeper`).
     """  # pragma: no cover - compiled
     if goal_slot[pusher] < 0:
         return False
     guard = nbr.shape[0]
     dead_end = False
+    v_pusher0, v_puller0 = v_pusher, v_puller
     while _dist(pusher, v_puller, goal_slot, pool) < _dist(pusher, v_pusher, goal_slot, pool):
         guard -= 1
         if guard < 0:
@@ -226,7 +275,18 @@ def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_
     # An idle puller (no target) must come out only if the walk ended in a dead end; one with a
     # target, if coming out brings it closer (LaCAM3's condition).
     if not dead_end:
-        return False
+        # Beyond LaCAM3: the pusher's target lies inside a dead-end corridor and a robot that
+        # wants out (idle, or closer to its own target outside) stands in the way. Pushing it
+        # deeper works only if the corridor past the target has room for every robot in it;
+        # otherwise it must come out past the pusher.
+        if v_pusher == v_pusher0:
+            return False
+        if goal_slot[puller] >= 0 and _dist(puller, v_pusher0, goal_slot, pool) >= _dist(
+            puller, v_puller0, goal_slot, pool
+        ):
+            return False
+        return not _room_deeper(pusher, v_pusher0, v_puller0, occ_now, goal_cell, goal_slot,
+                                pool, nbr)  # fmt: skip
     if goal_slot[puller] < 0:
         puller_wants = True
     else:
@@ -476,11 +536,12 @@ def pibt_step(
     cand = np.empty((n, N_ACTIONS), dtype=np.int64)
     cand_key = np.empty((n, N_ACTIONS), dtype=np.float64)
     n_cand = np.empty(n, dtype=np.int64)
-    _rank(scores, pos, nbr, np.asarray(depth, dtype=np.float64), noise, cand, cand_key, n_cand)
-    order = np.argsort(-priority, kind="stable")
     if scratch is None:
         scratch = (np.full(v, -1, dtype=np.int64), np.full(v, -1, dtype=np.int64))
     occ_now, occ_next = scratch
+    _rank(scores, pos, nbr, np.asarray(depth, dtype=np.float64), noise, cand, cand_key, n_cand,
+          occ_now)  # fmt: skip
+    order = np.argsort(-priority, kind="stable")
     nxt = _pibt_all(
         order, pos, cand, cand_key, n_cand, np.asarray(goal_cells, dtype=np.int64),
         np.asarray(goal_slot, dtype=np.int64), pool, nbr, bool(swap), occ_now, occ_next,
