@@ -55,14 +55,21 @@ def test_shipped_files_load_and_are_disjoint():
     assert (
         max(float((index.vectors @ index.vector(clean_note(w.note))).max()) for w in written) < 0.6
     )
-    # The shipped pool is exactly the three files, each note naming where it comes from.
+    negation = load_labelled_notes(default_pool_path().with_name("written_negation.jsonl"))
+    assert len(negation) == 33 and {w.label for w in negation} == set(URGENCY_CLASSES)
+    assert (
+        max(float((index.vectors @ index.vector(clean_note(w.note))).max()) for w in negation)
+        < 0.6
+    )
+    # The shipped pool is exactly the four files, each note naming where it comes from.
     pool = load_labelled_notes(default_pool_path())
     assert [(x.id, x.note, x.label) for x in pool] == [
-        (x.id, x.note, x.label) for x in dev + examples + written
+        (x.id, x.note, x.label) for x in dev + examples + written + negation
     ]
     assert {x.source for x in pool[:40]} == {"shared/data/order_notes_dev.jsonl"}
     assert {x.source for x in pool[40:67]} == {"examples.jsonl"}
-    assert {x.source for x in pool[67:]} == {"written.jsonl"}
+    assert {x.source for x in pool[67:269]} == {"written.jsonl"}
+    assert {x.source for x in pool[269:]} == {"written_negation.jsonl"}
 
 
 @pytest.mark.parametrize(

@@ -132,8 +132,9 @@ def default_pool_path() -> Path:
 
     ``marlm/data/triage/pool.jsonl``: the 40 development notes (``source`` =
     ``shared/data/order_notes_dev.jsonl``), the 27 written examples (``source`` =
-    ``examples.jsonl``) and 202 notes written for marlm (``source`` = ``written.jsonl``), 269
-    notes in English and Chinese (see ``data/triage/README.md``).
+    ``examples.jsonl``), 202 notes written for marlm (``source`` = ``written.jsonl``) and 33
+    written later on negated urgency (``source`` = ``written_negation.jsonl``): 302 notes in
+    English and Chinese (see ``data/triage/README.md``).
     """
     return Path(str(resources.files("marlm") / "data" / "triage" / "pool.jsonl"))
 
