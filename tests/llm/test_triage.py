@@ -58,8 +58,7 @@ def test_shipped_files_load_and_are_disjoint():
     negation = load_labelled_notes(default_pool_path().with_name("written_negation.jsonl"))
     assert len(negation) == 33 and {w.label for w in negation} == set(URGENCY_CLASSES)
     assert (
-        max(float((index.vectors @ index.vector(clean_note(w.note))).max()) for w in negation)
-        < 0.6
+        max(float((index.vectors @ index.vector(clean_note(w.note))).max()) for w in negation) < 0.6
     )
     # The shipped pool is exactly the four files, each note naming where it comes from.
     pool = load_labelled_notes(default_pool_path())
