@@ -170,12 +170,11 @@ def test_an_error_in_the_plot_process_is_raised_here(tmp_path: Path) -> None:
 def test_no_plot_process_outlives_its_block(tmp_path: Path, submitted: bool) -> None:
     # Left early by an error: a child still waiting for its call exits, one that has its call
     # finishes it; both are waited for before the block ends.
-    with pytest.raises(KeyError):
-        with PlotProcess() as plotter:
-            pid = plotter.pid
-            if submitted:
-                plotter.submit(plot_reward_curves, {"a": np.zeros(3)}, tmp_path / "a.png")
-            raise KeyError("the caller failed")
+    with pytest.raises(KeyError), PlotProcess() as plotter:
+        pid = plotter.pid
+        if submitted:
+            plotter.submit(plot_reward_curves, {"a": np.zeros(3)}, tmp_path / "a.png")
+        raise KeyError("the caller failed")
     assert plotter.pid is None
     with pytest.raises(ChildProcessError):  # already reaped: no zombie, no orphan
         os.waitpid(pid, os.WNOHANG)
