@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import traceback
 import warnings
@@ -69,8 +70,8 @@ class PlotProcess:
     the caller never waits for the child), :meth:`result` waits for the child and returns the
     call's value or raises its exception (with the child's traceback as a note). Use it as a
     context manager: on leaving the block the child is always waited for, so no child outlives
-    it; a child still waiting for its call (the block left early, e.g. on an error) sees the pipe
-    close and exits at once.
+    it; one given no call (the block left early, e.g. on bad input) is killed first, one given
+    its call finishes it.
 
     The point: the plot's ~1 s of CPU (import, draw, PNG) runs beside the work that produces its
     data, instead of after it. The child writes nothing to the parent's stdout or stderr and never
@@ -167,9 +168,11 @@ class PlotProcess:
     def __exit__(self, *exc: object) -> None:
         if self._pid is None:
             return
-        if self._sender is not None:
+        if self._sender is None:  # no call: the child has nothing to finish (it may be importing)
+            os.kill(self._pid, signal.SIGKILL)
+        else:
             self._sender.join()
-        for name in ("_call_w", "_reply_r"):  # a waiting child reads EOF and exits
+        for name in ("_call_w", "_reply_r"):  # a child waiting for its call reads EOF and exits
             fd = getattr(self, name, None)
             if fd is not None:
                 os.close(fd)

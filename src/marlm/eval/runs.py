@@ -180,19 +180,26 @@ def run_gridworld(
 
 
 def run_race(
-    config: RaceConfig, out: str | Path, *, diagnose: bool = True, plot: bool = True, **kwargs: Any
+    config: RaceConfig,
+    out: str | Path,
+    *,
+    diagnose: bool = True,
+    plot: bool | PlotProcess = True,
+    **kwargs: Any,
 ) -> tuple[RaceResult, dict[str, Any], list[Any]]:
     """Train on GridRace, run the diagnostics, and write the run folder.
 
-    ``plot``: write ``curves.png``, drawn by a :class:`marlm.eval.plots.PlotProcess` forked before
-    training, so that matplotlib's import and the drawing run beside the training, the
-    diagnostics and the other files (matplotlib is never imported in this process).
+    ``plot``: write ``curves.png``, drawn by a :class:`marlm.eval.plots.PlotProcess` (``True``:
+    one forked here, before training; or the caller's, started earlier and not yet given a
+    call), so that matplotlib's import and the drawing run beside the training, the diagnostics
+    and the other files (matplotlib is never imported in this process).
     With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
     joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
     detector can compare. Returns ``(result, metrics, findings)``.
     """
     out = Path(out)
-    with PlotProcess() if plot else nullcontext() as plotter:
+    own_plotter = PlotProcess() if plot is True else nullcontext(plot or None)
+    with own_plotter as plotter:
         res = train_race(config, **kwargs)
         if plotter is not None:
             out.mkdir(parents=True, exist_ok=True)
