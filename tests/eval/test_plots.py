@@ -126,7 +126,7 @@ def test_reward_plot_of_a_training_run_is_legible(tmp_path: Path) -> None:
     curves = {f"agent_{i}": rng.normal(0.2 + 0.4 * i, 0.1, 30000) for i in range(2)}
     out = plot_reward_curves(
         curves, tmp_path / "curves.png", team="sum", smooth=600, xlabel="episode",
-        title="GridRace iql, reward shared: own return per agent",
+        title="GridRace iql, reward shared: own return per agent", tight=False,
     )  # fmt: skip
     with Image.open(out) as im:
         assert im.size == (800, 450)  # 8 x 4.5 in at 100 dpi: one draw, fixed margins

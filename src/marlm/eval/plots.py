@@ -272,6 +272,7 @@ def plot_reward_curves(
     cumulative: bool = False,
     xlabel: str = "step",
     title: str | None = None,
+    tight: bool = True,
 ) -> Path:
     """Plot one reward curve per agent and the team curve, labelled with how it was formed.
 
@@ -285,6 +286,10 @@ def plot_reward_curves(
             smoothed team curve where every agent has a value, because the average is linear.
         cumulative: plot running totals (returns so far) instead of per-step values.
         xlabel: the x-axis label (``"step"`` or ``"episode"``).
+        tight: crop the 800 x 450 px image to its contents (two draws); ``False`` keeps it at
+            800 x 450 with fixed margins (one draw, a tenth of a second less), wide enough for
+            y tick labels of up to 5 characters (``-2.75``, ``-12.5``): per-episode returns,
+            not the cumulative sums of long runs.
 
     Returns:
         The written path.
@@ -316,11 +321,9 @@ def plot_reward_curves(
     ax.set_title(title or f"Per-agent {what} and team {team}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=2 if len(raw) > 6 else 1, loc="best")
-    # Fixed margins (in figure fractions of the 800 x 450 px image), wide enough for the axis
-    # labels, six-character tick labels and a one-line title: one draw instead of the two of
-    # bbox_inches="tight", a tenth of a second per plot.
-    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.11, top=0.92)
-    return _save(fig, path, tight=False)
+    if not tight:  # figure fractions of 800 x 450 px: the y label and 5-character tick labels
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.11, top=0.92)
+    return _save(fig, path, tight=tight)
 
 
 def save_episode_gif(

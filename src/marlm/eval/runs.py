@@ -156,7 +156,7 @@ def _plot_race_curves(res: RaceResult, out: Path, plotter: PlotProcess) -> None:
     plotter.submit(
         plot_reward_curves, {agent: own[:, i] for i, agent in enumerate(res.agents)},
         out / "curves.png", team="sum", smooth=max(1, curve_window(res.episode) // 5),
-        xlabel="episode",
+        xlabel="episode", tight=False,
         title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
     )  # fmt: skip
 
