@@ -1,5 +1,4 @@
-"""Urgency read from a note also decides which order of a shared shelf comes first, and the queue
-uses the classifier's probabilities, not only its argmax class.
+"""Urgency read from a note also decides which order of a shared shelf comes first.
 
 The classifier here is a table (a fault injector with instant answers): these tests pin the
 planner's and the environment's arithmetic at exact steps; the real model's classes are measured
@@ -13,7 +12,7 @@ import pytest
 
 from marlm.envs.warehouse import Order, WarehouseEnv
 from marlm.hybrid.scheduler import PlanScheduler, snapshot_of
-from marlm.hybrid.triage_planner import TriagePlanner, expected_rank, queue_order
+from marlm.hybrid.triage_planner import TriagePlanner
 from marlm.llm.triage import TriageDecision
 
 
@@ -49,34 +48,6 @@ def new_env(orders, n_robots=1) -> WarehouseEnv:
     )
     env.reset(seed=0)
     return env
-
-
-def test_expected_rank_is_the_probability_weighted_rank():
-    probs = {"urgent": 0.45, "normal": 0.5, "low": 0.05}
-    scores = {c: math.log(p) for c, p in probs.items()}
-    assert expected_rank(scores, "normal") == pytest.approx(0.5 * 1 + 0.05 * 2)
-    # unnormalised log-likelihoods (the score modes) go through a softmax
-    shifted = {c: v - 7.0 for c, v in scores.items()}
-    assert expected_rank(shifted, "normal") == pytest.approx(0.6)
-    assert expected_rank(None, "low") == 2.0  # generate mode: the label's rank
-    assert expected_rank({"urgent": float("nan"), "normal": 0.0}, "normal") == 1.0
-
-
-def test_among_normal_orders_the_likelier_urgent_goes_first_and_urgent_ones_keep_deadline_order():
-    a = order("a", "S3-2", deadline=50)  # routine for sure
-    b = order("b", "S3-3", deadline=90)  # normal, but maybe urgent
-    u1 = order("u1", "S3-5", deadline=120)
-    u2 = order("u2", "S3-6", deadline=60)
-    classes = {"a": "normal", "b": "normal", "u1": "urgent", "u2": "urgent"}
-    urgency = {"a": 0.99, "b": 0.55, "u1": 0.0, "u2": 0.2}
-    q = queue_order([a, b, u1, u2], classes, urgency)
-    # urgent first, by deadline (not by how sure the model is); then b before a
-    assert [o.id for o in q] == ["u2", "u1", "b", "a"]
-    # without probabilities the deadline decides among the normal ones
-    assert [o.id for o in queue_order([a, b, u1, u2], classes)] == ["u2", "u1", "a", "b"]
-    # the listed priority stays a floor: a listed-urgent order is not ranked by its note
-    lu = Order(id="lu", shelf="S3-8", priority="urgent", arrival=0, deadline=200, note="")
-    assert queue_order([b, lu], {"lu": "low", "b": "normal"}, {"lu": 2.0, "b": 0.55})[0] is lu
 
 
 def test_the_environment_offers_the_first_order_of_a_shelf_by_the_given_precedence():

@@ -4,13 +4,13 @@ Division of the decision:
 
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
   urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planner.effective_class`):
-  the note may raise an order's urgency, never lower it. The queue is ordered by the order's
-  *expected* urgency rank under the classifier's class probabilities (:func:`expected_rank`),
-  floored the same way, then the listed priority, deadline, arrival and id: a note the model
-  reads as "probably normal, possibly urgent" goes ahead of notes it is sure are routine. It
+  the note may raise an order's urgency, never lower it. The queue is ordered by that class,
+  then the listed priority, deadline, arrival and id (:func:`queue_key`). The same key decides
+  which order of a shared shelf is offered first: an order read as urgent does not wait behind
+  a routine order for its shelf (the notes of orders waiting for their shelf are read too). It
   never emits coordinates, robot ids or moves.
 - A solver matches idle robots to queued orders: ``scipy.optimize.linear_sum_assignment`` over
-  the cost ``RANK_COST * rank + weight(class) * distance`` (``rank``: the expected rank above), where ``distance`` is the
+  the cost ``RANK_COST * rank(class) + weight(class) * distance``, where ``distance`` is the
   shortest-path length from the robot to the order's shelf. ``RANK_COST`` exceeds any distance
   term, so with fewer robots than orders the more urgent orders are always served first, and
   among orders of one class the assignment minimises the total (weighted) travel.
@@ -62,82 +62,36 @@ RANK_COST = 1e6
 DISTANCE_WEIGHT = {"urgent": 2.0, "normal": 1.0, "low": 0.5}
 
 
-def expected_rank(scores: Mapping[str, float] | None, label: str) -> float:
-    """The expected urgency rank of a note, ``sum_c P(c) * rank(c)`` (urgent 0, normal 1, low 2).
-
-    ``scores``: the classifier's per-class scores in natural-log units (the probe's log
-    probabilities, or the score modes' log-likelihoods), turned into probabilities by a softmax
-    over the classes present; ``None`` (``generate`` mode, a fallback) gives ``rank(label)``.
-
-    Ordering a queue by it minimises the expected rank-weighted wait when lateness costs grow with
-    urgency (the Bayes decision under a linear cost, e.g. Elkan 2001, "The Foundations of
-    Cost-Sensitive Learning"): an argmax class throws away that the model was unsure, and a
-    truly urgent note the model calls ``normal`` at 0.45 is then served behind notes it calls
-    ``normal`` at 0.99.
-    """
-    if not scores:
-        return float(PRIORITY_RANK[label])
-    names = [c for c in scores if c in PRIORITY_RANK]
-    if not names:
-        return float(PRIORITY_RANK[label])
-    s = np.array([scores[c] for c in names], dtype=np.float64)
-    if not np.all(np.isfinite(s)):
-        return float(PRIORITY_RANK[label])
-    p = np.exp(s - s.max())
-    p /= p.sum()
-    return float(sum(pi * PRIORITY_RANK[c] for pi, c in zip(p, names, strict=True)))
-
-
-def order_rank(
-    order: Any, classes: Mapping[str, str], urgency: Mapping[str, float]
-) -> tuple[int, float]:
-    """The rank an order is queued by: its effective class (the listed priority raised by the
-    note, never lowered), then, below ``urgent``, its expected rank from the note (``urgency``,
-    floored by the listed priority; else the class's rank). Urgent orders all tie on the second
-    key, so among them the deadline decides (earliest deadline first)."""
-    cls = PRIORITY_RANK[effective_class(order.priority, classes.get(order.id))]
-    if cls == PRIORITY_RANK["urgent"] or order.id not in urgency:
-        return cls, float(cls)
-    return cls, min(float(PRIORITY_RANK[order.priority]), urgency[order.id])
-
-
-def queue_order(
-    orders: Sequence[Any], classes: dict[str, str], urgency: Mapping[str, float] | None = None
-) -> list[Any]:
-    """Orders by :func:`order_rank` (the expected rank from the note where ``urgency`` has it,
-    else the effective class; the listed priority a floor), then listed priority, deadline,
-    arrival and id."""
-    urgency = urgency or {}
-    return sorted(
-        orders,
-        key=lambda o: (
-            order_rank(o, classes, urgency),
-            PRIORITY_RANK[o.priority],
-            o.deadline,
-            o.arrival,
-            o.id,
-        ),
+def queue_key(order: Any, classes: Mapping[str, str]) -> tuple:
+    """Sort key of the queue: effective class (the listed priority raised by the note, never
+    lowered), then listed priority, deadline, arrival and id."""
+    return (
+        PRIORITY_RANK[effective_class(order.priority, classes.get(order.id))],
+        PRIORITY_RANK[order.priority],
+        order.deadline,
+        order.arrival,
+        order.id,
     )
 
 
+def queue_order(orders: Sequence[Any], classes: Mapping[str, str]) -> list[Any]:
+    """Orders by :func:`queue_key`."""
+    return sorted(orders, key=lambda o: queue_key(o, classes))
+
+
 def solve_assignment(
-    snapshot: Snapshot,
-    queue: Sequence[Any],
-    classes: dict[str, str],
-    urgency: Mapping[str, float] | None = None,
+    snapshot: Snapshot, queue: Sequence[Any], classes: dict[str, str]
 ) -> list[tuple[str, str]]:
     """Match idle robots to queued orders by ``linear_sum_assignment``.
 
-    Cost ``float64[n_robots, n_orders]``: ``RANK_COST * (rank + 0.5 * position/len(queue)) +
-    DISTANCE_WEIGHT[class] * distance``, ``rank`` by :func:`order_rank` (the position term keeps
-    the queue order when robots are scarce; with a robot for every order the distance term
-    decides who goes where). Unreachable pairs keep their large distance. Returns
-    ``(robot, order_id)`` pairs, at most ``min(n_robots, n_orders)``.
+    Cost ``float64[n_robots, n_orders]``: ``RANK_COST * (rank(class) + position/len(queue)) +
+    DISTANCE_WEIGHT[class] * distance`` (the position term keeps the queue order among orders of
+    one class when robots are scarce; it is below one rank). Unreachable pairs keep their large
+    distance. Returns ``(robot, order_id)`` pairs, at most ``min(n_robots, n_orders)``.
     """
     robots = list(snapshot.idle)
     if not robots or not queue:
         return []
-    urgency = urgency or {}
     n = len(queue)
     cost = np.empty((len(robots), n), dtype=np.float64)
     for j, order in enumerate(queue):
@@ -174,7 +128,6 @@ class TriagePlanner:
         self.name = f"triage-{triage.mode}"
         self.prompt_version = triage.prompt_version
         self.classes: dict[str, str] = {}
-        self.urgency: dict[str, float] = {}  # expected rank per order (expected_rank)
         self.sources: dict[str, str] = {}
         self.reasons: dict[str, str] = {}  # why the model did not decide an order ("": it did)
 
@@ -184,15 +137,9 @@ class TriagePlanner:
 
     def shelf_precedence(self, order: Any) -> tuple:
         """Sort key of the orders for one shelf (which one the environment offers first): the
-        queue's key (:func:`queue_order`) over the classes decided so far, so an order this
-        planner finds urgent is not held behind a routine order for the same shelf."""
-        return (
-            order_rank(order, self.classes, self.urgency),
-            PRIORITY_RANK[order.priority],
-            order.deadline,
-            order.arrival,
-            order.id,
-        )
+        queue's key (:func:`queue_key`) over the classes decided so far, so an order this
+        planner reads as urgent is not held behind a routine order for the same shelf."""
+        return queue_key(order, self.classes)
 
     def reoffer(self, snapshot: Snapshot) -> Snapshot:
         """``snapshot`` with, for each shelf, the order :meth:`shelf_precedence` puts first
@@ -250,8 +197,6 @@ class TriagePlanner:
         calls: list[LLMCall] = []
         for order, d in zip(new, decisions, strict=True):
             self.classes[order.id] = d.label
-            if d.source == "model":
-                self.urgency[order.id] = expected_rank(d.scores, d.label)
             self.reasons[order.id] = d.reason or ""
             self.sources[order.id] = d.source  # last: marks the order classified
             if not d.cached and d.reason != "empty note":
@@ -334,8 +279,8 @@ class TriagePlanner:
         preempted robots' ``(robot, urgent_order)``; ``preemptions`` are
         ``(robot, old_order, urgent_order)``.
         """
-        queue = queue_order(snapshot.pending, self.classes, self.urgency)
-        pairs = solve_assignment(snapshot, queue, self.classes, self.urgency)
+        queue = queue_order(snapshot.pending, self.classes)
+        pairs = solve_assignment(snapshot, queue, self.classes)
         preempt = plan_preemptions(snapshot, self.classes, pairs)
         if not preempt:
             return pairs, []
@@ -347,8 +292,7 @@ class TriagePlanner:
             snapshot,
             pending=(*(o for o in snapshot.pending if o.id not in taken), *released.values()),
         )
-        queue = queue_order(again.pending, self.classes, self.urgency)
-        pairs = solve_assignment(again, queue, self.classes, self.urgency)
+        pairs = solve_assignment(again, queue_order(again.pending, self.classes), self.classes)
         return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
 
     def warm_up(self, progress: Any = None) -> None:
@@ -375,8 +319,7 @@ __all__ = [
     "DISTANCE_WEIGHT",
     "RANK_COST",
     "TriagePlanner",
-    "expected_rank",
-    "order_rank",
+    "queue_key",
     "queue_order",
     "solve_assignment",
 ]
