@@ -34,8 +34,9 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 #: Modules of ``envs`` that ``rl`` may import: only the grid worlds, whose transition function
-#: the compiled loops share (``envs.grid.race_transition``), never the warehouse's internals.
-RL_MAY_IMPORT_FROM_ENVS = {"marlm.envs.grid"}
+#: the compiled loops share (``envs.grid_dynamics.race_transition``, re-exported by ``envs.grid``),
+#: never the warehouse's internals.
+RL_MAY_IMPORT_FROM_ENVS = {"marlm.envs.grid", "marlm.envs.grid_dynamics"}
 
 
 def module_name(path: Path) -> str:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from marlm.envs.palette import agent_colour
 from marlm.eval.plots import (
+    FORK_AVAILABLE,
+    PlotProcess,
     drawn_points,
     moving_average,
     plot_latency_histogram,
@@ -109,3 +113,75 @@ def test_other_plots_write_pngs(tmp_path: Path) -> None:
     for name in ("l.png", "t.png", "c.png"):
         with Image.open(tmp_path / name) as im:
             assert im.format == "PNG"
+
+
+def _pixels_near(image: Image.Image, rgb: np.ndarray, tol: float = 24.0) -> int:
+    px = np.asarray(image.convert("RGB"), dtype=np.float64)
+    return int((np.abs(px - rgb).max(axis=2) <= tol).sum())
+
+
+def test_reward_plot_of_a_training_run_is_legible(tmp_path: Path) -> None:
+    # The curves.png of ``marlm train race``: 30000 episodes, two agents, a 600-episode average.
+    rng = np.random.default_rng(0)
+    curves = {f"agent_{i}": rng.normal(0.2 + 0.4 * i, 0.1, 30000) for i in range(2)}
+    out = plot_reward_curves(
+        curves, tmp_path / "curves.png", team="sum", smooth=600, xlabel="episode",
+        title="GridRace iql, reward shared: own return per agent", tight=False,
+    )  # fmt: skip
+    with Image.open(out) as im:
+        assert im.size == (800, 450)  # 8 x 4.5 in at 100 dpi: one draw, fixed margins
+        for k in range(2):  # each agent in its palette colour (drawn at alpha 0.8 on white)
+            shade = 0.8 * np.array(agent_colour(k)) + 0.2 * 255
+            assert _pixels_near(im, shade) > 300, k
+        assert _pixels_near(im, np.zeros(3)) > 300  # the team curve, 2 px wide, black
+        # the frame is not crowded out: the title and the axis labels leave the plot area white
+        assert _pixels_near(im, np.full(3, 255.0), tol=1) > 0.5 * 800 * 450
+
+
+needs_fork = pytest.mark.skipif(not FORK_AVAILABLE, reason="the plot process needs os.fork (Linux)")
+
+
+@needs_fork
+def test_the_plot_process_draws_the_same_file_in_another_process(tmp_path: Path) -> None:
+    curves = {"agent_0": np.linspace(-1, 1, 500), "agent_1": np.linspace(1, -1, 500)}
+    with PlotProcess() as plotter:
+        assert plotter.pid not in (None, os.getpid())
+        plotter.submit(plot_reward_curves, curves, tmp_path / "child.png", smooth=20)
+        assert plotter.result() == tmp_path / "child.png"
+    with PlotProcess() as plotter:
+        plotter.submit(os.getpid)
+        assert plotter.result() != os.getpid()
+    plot_reward_curves(curves, tmp_path / "here.png", smooth=20)
+    assert (tmp_path / "child.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+
+
+@needs_fork
+def test_an_error_in_the_plot_process_is_raised_here(tmp_path: Path) -> None:
+    with PlotProcess() as plotter:
+        plotter.submit(plot_reward_curves, {}, tmp_path / "none.png")
+        with pytest.raises(ValueError, match="no reward curves") as info:
+            plotter.result()
+    assert any("in the plot process" in note for note in info.value.__notes__)
+    assert not (tmp_path / "none.png").exists()
+
+
+@needs_fork
+@pytest.mark.parametrize("submitted", [False, True])
+def test_no_plot_process_outlives_its_block(tmp_path: Path, submitted: bool) -> None:
+    # Left early by an error: a child still waiting for its call exits, one that has its call
+    # finishes it; both are waited for before the block ends.
+    with pytest.raises(KeyError), PlotProcess() as plotter:
+        pid = plotter.pid
+        if submitted:
+            plotter.submit(plot_reward_curves, {"a": np.zeros(3)}, tmp_path / "a.png")
+        raise KeyError("the caller failed")
+    assert plotter.pid is None
+    with pytest.raises(ChildProcessError):  # already reaped: no zombie, no orphan
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_without_fork_the_plot_process_runs_the_call_here() -> None:
+    with PlotProcess(fork=False) as plotter:
+        assert plotter.pid is None
+        plotter.submit(os.getpid)
+        assert plotter.result() == os.getpid()

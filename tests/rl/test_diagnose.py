@@ -89,6 +89,27 @@ def test_dominant_sequence_known_answer():
     assert rows.tolist() == [True, True, True, False]
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int64])
+def test_dominant_sequence_is_numpy_uniques_most_frequent_row(dtype):
+    # The sort-and-count implementation against np.unique(axis=0) on small random logs with many
+    # ties (3 actions and -1 over 1-4 steps): same sequence (smallest on ties), share and rows.
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        seqs = rng.integers(-1, 3, size=(int(rng.integers(1, 40)), int(rng.integers(1, 5))))
+        seqs = seqs.astype(dtype)
+        rows, inverse, counts = np.unique(seqs, axis=0, return_inverse=True, return_counts=True)
+        best = int(np.argmax(counts))
+        sequence, share, where = dominant_sequence(seqs)
+        assert sequence == tuple(int(a) for a in rows[best] if a >= 0)
+        assert share == counts[best] / len(seqs)
+        assert where.tolist() == (inverse.reshape(-1) == best).tolist()
+
+
+def test_dominant_sequence_of_episodes_without_steps():
+    sequence, share, rows = dominant_sequence(np.zeros((3, 0), dtype=np.int8))
+    assert sequence == () and share == 1.0 and rows.tolist() == [True] * 3
+
+
 def test_lazy_agent_detector_on_a_repeated_action_sequence():
     # agent_1 walks left, right, left, ... (each action 50%: the frequency check cannot see it)
     # in 80% of the last episodes and never arrives then; in the other 20% it arrives, so its

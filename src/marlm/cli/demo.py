@@ -166,6 +166,14 @@ def demo(
     policy: Annotated[
         Path | None, typer.Option(help="Executor Q-table (.npz); default: cached or trained now.")
     ] = None,
+    dwell: Annotated[
+        str,
+        typer.Option(
+            help="Where idle robots wait. points: at dwell points learned from the orders so "
+            "far (the k-median of their shelves); reserve: the same, one robot kept for urgent "
+            "orders; none: where they finished (docs/movement.md)."
+        ),
+    ] = "points",
     gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
 ) -> None:
     """Run the hybrid warehouse: LLM planner, RL executor, rule shield. Writes one run folder."""
@@ -196,6 +204,7 @@ def demo(
         tick_ms=tick_ms,
         gif=gif,
         plan_deadline_s=plan_deadline,
+        dwell=dwell,
     )
     # Check every input before any work: map, orders, robots, run folder, policy, model.
     make_env(config)

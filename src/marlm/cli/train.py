@@ -7,6 +7,7 @@ raise :class:`marlm.errors.InputError`, exit code 2).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -194,24 +195,29 @@ def train_race_cmd(
     plot: bool = PLOT,
 ) -> None:
     """Two agents on GridRace: IQL, VDN or joint-action learners, with a credit-assignment mode."""
-    from marlm.eval.runs import run_race
-    from marlm.rl.train import RaceConfig
+    from marlm.eval.plots import PlotProcess
 
-    config = RaceConfig(
-        learner=learner, reward=reward, mix_weight=mix_weight, counterfactual=counterfactual,
-        episodes=30000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
-        epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
-        seed=seed, end=end,
-    )  # fmt: skip
-    _check_outputs(out, checkpoint, resume, overwrite)
-    claim_run_folder(out, overwrite=overwrite, keep=[resume])
-    console = _console()
-    bar, update = _progress(console)
-    with bar:
-        _, metrics, findings = run_race(
-            config, out, diagnose=diagnose, engine=engine, progress=update,
-            checkpoint=checkpoint, resume=resume, chunk=chunk, plot=plot,
+    # Forked first (before numba loads, before the progress bar's thread), the plot process
+    # imports matplotlib while this process imports numba and trains.
+    with PlotProcess() if plot else nullcontext() as plotter:
+        from marlm.eval.runs import run_race
+        from marlm.rl.train import RaceConfig
+
+        config = RaceConfig(
+            learner=learner, reward=reward, mix_weight=mix_weight, counterfactual=counterfactual,
+            episodes=30000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
+            epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
+            seed=seed, end=end,
         )  # fmt: skip
+        _check_outputs(out, checkpoint, resume, overwrite)
+        claim_run_folder(out, overwrite=overwrite, keep=[resume])
+        console = _console()
+        bar, update = _progress(console)
+        with bar:
+            _, metrics, findings = run_race(
+                config, out, diagnose=diagnose, engine=engine, progress=update,
+                checkpoint=checkpoint, resume=resume, chunk=chunk, plot=plotter or False,
+            )  # fmt: skip
     _table(
         console,
         f"GridRace {learner} / {reward}",

@@ -1,7 +1,8 @@
 """Small grid worlds for the RL line: ``GridWorld`` (one agent) and ``GridRace`` (two agents).
 
-The dynamics are pure functions over precomputed tables (:func:`move_table`, :func:`race_transition`)
-so that ``step()`` stays short, a counterfactual step can be simulated without touching the
+The dynamics are pure functions over precomputed tables (:func:`move_table`, :func:`race_transition`,
+defined in :mod:`marlm.envs.grid_dynamics`, which imports neither Gymnasium nor PettingZoo, and
+re-exported here) so that ``step()`` stays short, a counterfactual step can be simulated without touching the
 environment's state (difference rewards), and the compiled training loops in ``marlm.rl.fast`` run
 the *same* dynamics as ``step()`` rather than a copy of them. These tables and functions are a
 documented public API of this module, like the transition table ``P`` of Gymnasium's FrozenLake.
@@ -16,10 +17,26 @@ import functools
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from numba import njit
 from pettingzoo import ParallelEnv
 
+from marlm.envs.grid_dynamics import (
+    ACTION_NAMES,
+    COLLISION_REWARD,
+    DOWN,
+    GOAL_REWARD,
+    GRIDRACE_AGENTS,
+    GRIDRACE_NAME,
+    LEFT,
+    RIGHT,
+    STAY,
+    STEP_REWARD,
+    UP,
+    move_table,
+    race_transition,
+)
+
 __all__ = [
+    "ACTION_NAMES",
     "DOWN",
     "GOAL_REWARD",
     "LEFT",
@@ -33,33 +50,6 @@ __all__ = [
     "move_table",
     "race_transition",
 ]
-
-# Actions. GridWorld uses the first four; GridRace adds STAY (the default action of difference
-# rewards).
-UP, DOWN, LEFT, RIGHT, STAY = 0, 1, 2, 3, 4
-ACTION_NAMES = ("up", "down", "left", "right", "stay")
-_DELTAS = ((-1, 0), (1, 0), (0, -1), (0, 1), (0, 0))
-
-GOAL_REWARD = 1.0
-STEP_REWARD = -0.01
-COLLISION_REWARD = -0.5
-
-
-@functools.cache
-def move_table(size: int) -> np.ndarray:
-    """``int64[size*size, 5]``: the cell reached from each cell by each action (walls: stay put).
-
-    The returned array is read-only and shared (cached per size).
-    """
-    table = np.empty((size * size, len(_DELTAS)), dtype=np.int64)
-    for cell in range(size * size):
-        row, col = divmod(cell, size)
-        for action, (dr, dc) in enumerate(_DELTAS):
-            r, c = row + dr, col + dc
-            table[cell, action] = r * size + c if 0 <= r < size and 0 <= c < size else cell
-    table.setflags(write=False)
-    return table
-
 
 # --------------------------------------------------------------------------------------------
 # GridWorld
@@ -175,44 +165,6 @@ if "marlm/GridWorld-v0" not in gym.registry:
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def race_transition(p0, p1, a0, a1, active0, active1, moves, goal):  # pragma: no cover - compiled
-    """One GridRace step as a pure function (no state): the same rule ``GridRace.step`` applies.
-
-    Args:
-        p0, p1: cells of agent 0 and 1. a0, a1: their actions (0..4, 4 = stay).
-        active0, active1: whether each agent still acts (a finished agent stays where it is).
-        moves: ``int64[S, 5]`` from :func:`move_table`. goal: the goal cell.
-
-    Returns:
-        ``(n0, n1, r0, r1)``: next cells and each agent's individual reward. A *collision* is both
-        agents ending in one non-goal cell with at least one of them having moved there, or the two
-        swapping cells: then neither moves, and each agent that tried to move gets -0.5 (one that
-        stayed gets the step reward -0.01). Otherwise each agent gets +1 on reaching the goal and
-        -0.01 on any other step. A finished agent's reward is 0.
-    """
-    t0 = moves[p0, a0] if active0 else p0
-    t1 = moves[p1, a1] if active1 else p1
-    moved0 = t0 != p0
-    moved1 = t1 != p1
-    collide = False
-    if active0 and active1:
-        same = t0 == t1 and t0 != goal and (moved0 or moved1)
-        swap = t0 == p1 and t1 == p0 and p0 != p1
-        collide = same or swap
-    if collide:
-        r0 = COLLISION_REWARD if moved0 else STEP_REWARD
-        r1 = COLLISION_REWARD if moved1 else STEP_REWARD
-        return p0, p1, r0, r1
-    r0 = 0.0
-    r1 = 0.0
-    if active0:
-        r0 = GOAL_REWARD if t0 == goal else STEP_REWARD
-    if active1:
-        r1 = GOAL_REWARD if t1 == goal else STEP_REWARD
-    return t0, t1, r0, r1
-
-
 class GridRace(ParallelEnv):
     """Two agents race from the same corner to one goal on a square grid.
 
@@ -263,9 +215,9 @@ class GridRace(ParallelEnv):
     without changing the dynamics).
     """
 
-    metadata = {"name": "gridrace_v0", "render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"name": GRIDRACE_NAME, "render_modes": ["ansi"], "render_fps": 4}
     INFO_KEYS = ("individual_reward", "team_reward", "cell")
-    possible_agents = ["agent_0", "agent_1"]
+    possible_agents = list(GRIDRACE_AGENTS)
 
     def __init__(
         self,

@@ -211,13 +211,22 @@ def dominant_sequence(sequences: np.ndarray) -> tuple[tuple[int, ...], float, np
         fraction of the E episodes that are exactly it, and ``bool[E]`` marking them.
     """
     seq = np.asarray(sequences)
-    if seq.shape[0] == 0:
+    n = seq.shape[0]
+    if n == 0:
         return (), 0.0, np.zeros(0, dtype=bool)
-    rows, inverse, counts = np.unique(seq, axis=0, return_inverse=True, return_counts=True)
+    if seq.shape[1] == 0:  # no steps at all: every episode is the empty sequence
+        return (), 1.0, np.ones(n, dtype=bool)
+    # Rows in lexicographic order (np.lexsort's last key is the primary one), then runs of equal
+    # rows: the first longest run is the most frequent sequence, the smallest one on ties. The
+    # same answer as np.unique(seq, axis=0, return_counts=True), which sorts the rows as
+    # structured records, about 50 times slower on 3000 episodes of 50 steps.
+    ordered = seq[np.lexsort(seq.T[::-1])]
+    starts = np.flatnonzero(np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)])
+    counts = np.diff(np.r_[starts, n])
     best = int(np.argmax(counts))
-    sequence = tuple(int(a) for a in rows[best] if a >= 0)
-    where = np.asarray(inverse).reshape(-1) == best
-    return sequence, float(counts[best] / seq.shape[0]), where
+    row = ordered[starts[best]]
+    where = (seq == row).all(axis=1)
+    return tuple(int(a) for a in row if a >= 0), float(counts[best] / n), where
 
 
 def oscillation(returns: np.ndarray, block: int | None = None) -> float:

@@ -1,15 +1,22 @@
 """Plots of a run: per-agent reward curves, latency histograms, throughput, LLM timeline, animation.
 
-All figures use matplotlib's non-interactive Agg backend (no display needed) and are written to a
+All figures are ``matplotlib.figure.Figure`` objects drawn on the Agg canvas (no display needed;
+``matplotlib.pyplot`` and its global figure registry are never imported) and are written to a
 temporary file first and renamed, so a crash never leaves a half-written PNG or GIF behind.
-matplotlib (about a second to import) and Pillow are imported by the first plot, not with this
-module, so a command that writes no plot never loads them.
+matplotlib (most of a second to import) and Pillow are imported by the first plot, not with this
+module, so a command that writes no plot never loads them. :class:`PlotProcess` draws a plot in a
+forked process that imports matplotlib while the caller is still computing what to plot.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import pickle
+import signal
+import sys
+import traceback
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,24 +28,179 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _pyplot() -> Any:
-    """``matplotlib.pyplot`` on the non-interactive Agg backend, imported on first use."""
-    import matplotlib
+def _figure(figsize: tuple[float, float]) -> Figure:
+    """A new figure on the Agg canvas (matplotlib imported on first use)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
 
-    return plt
 
-
-def _save(fig: Figure, path: str | Path) -> Path:
+def _save(fig: Figure, path: str | Path, *, tight: bool = True) -> Path:
+    """Write ``fig`` at 100 dpi; ``tight`` crops it to its contents (``bbox_inches="tight"``, which
+    draws the figure twice: once to measure, once to write); otherwise the figure's own margins."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
-    fig.savefig(tmp, format=p.suffix.lstrip(".") or "png", dpi=100, bbox_inches="tight")
-    _pyplot().close(fig)
+    fig.savefig(
+        tmp, format=p.suffix.lstrip(".") or "png", dpi=100, bbox_inches="tight" if tight else None
+    )
     os.replace(tmp, p)
     return p
+
+
+def _import_matplotlib() -> None:
+    """Import what :func:`_figure` and :func:`_save` need (most of a second of CPU)."""
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
+#: Where a forked child can draw: Linux (macOS system libraries are not safe to use after fork;
+#: Windows has no fork).
+FORK_AVAILABLE = sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+class PlotProcess:
+    """Draw one plot in a forked child process that imports matplotlib while this one works on.
+
+    Starting a ``PlotProcess`` forks a child that imports matplotlib at once, then waits for one
+    call: :meth:`submit` sends ``fn(*args, **kwargs)`` (pickled through a pipe, from a thread, so
+    the caller never waits for the child), :meth:`result` waits for the child and returns the
+    call's value or raises its exception (with the child's traceback as a note). Use it as a
+    context manager: on leaving the block the child is always waited for, so no child outlives
+    it; one given no call (the block left early, e.g. on bad input) is killed first, one given
+    its call finishes it.
+
+    The point: the plot's ~1 s of CPU (import, draw, PNG) runs beside the work that produces its
+    data, instead of after it. The child writes nothing to the parent's stdout or stderr and never
+    flushes their buffers (it leaves by ``os._exit``); it takes no lock that another thread of the
+    parent could hold at the fork (a progress bar's refresh thread, say), hence the fork is safe.
+
+    With ``fork=False``, or where :data:`FORK_AVAILABLE` is false, :meth:`submit` runs the call in
+    this process and :meth:`result` returns its value.
+    """
+
+    def __init__(self, *, fork: bool = True, warm: Callable[[], None] = _import_matplotlib) -> None:
+        self._pid: int | None = None
+        self._value: Any = None
+        self._sender: Any = None
+        self._send_error: BaseException | None = None
+        if not (fork and FORK_AVAILABLE):
+            return
+        call_r, call_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12+ warns on fork beside threads: see above
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
+            code = 1
+            try:
+                os.close(call_w)
+                os.close(reply_r)
+                code = _serve_one_call(call_r, reply_w, warm)
+            finally:
+                os._exit(code)
+        os.close(call_r)
+        os.close(reply_w)
+        self._pid, self._call_w, self._reply_r = pid, call_w, reply_r
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs (``None`` in-process or once it has ended)."""
+        return self._pid
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``fn(*args, **kwargs)`` in the child (arguments must pickle; ``fn`` by name)."""
+        if self._pid is None:
+            self._value = fn(*args, **kwargs)
+            return
+        import threading
+
+        payload = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        self._sender = threading.Thread(target=self._send, args=(payload,), daemon=True)
+        self._sender.start()
+
+    def _send(self, payload: bytes) -> None:
+        try:
+            with os.fdopen(self._call_w, "wb") as f:
+                f.write(payload)
+        except OSError as e:  # the child died first; result() reports it
+            self._send_error = e
+        finally:
+            self._call_w = None
+
+    def result(self) -> Any:
+        """Wait for the child and return the value of the submitted call.
+
+        Raises:
+            the call's own exception, with the child's traceback added as a note; RuntimeError
+            when the child ended without an answer.
+        """
+        if self._pid is None:
+            return self._value
+        if self._sender is not None:
+            self._sender.join()
+        try:
+            with os.fdopen(self._reply_r, "rb") as f:
+                reply = f.read()
+        finally:
+            self._reply_r = None
+            self._wait()
+        if not reply:
+            raise RuntimeError(f"the plot process ended without an answer ({self._send_error})")
+        ok, value, trace = pickle.loads(reply)
+        if ok:
+            return value
+        if trace:
+            value.add_note(f"in the plot process:\n{trace}")
+        raise value
+
+    def _wait(self) -> None:
+        if self._pid is not None:
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+    def __enter__(self) -> PlotProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pid is None:
+            return
+        if self._sender is None:  # no call: the child has nothing to finish (it may be importing)
+            os.kill(self._pid, signal.SIGKILL)
+        else:
+            self._sender.join()
+        for name in ("_call_w", "_reply_r"):  # a child waiting for its call reads EOF and exits
+            fd = getattr(self, name, None)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
+        self._wait()
+
+
+def _serve_one_call(call_r: int, reply_w: int, warm: Callable[[], None]) -> int:
+    """The child of :class:`PlotProcess`: warm up, read one call, run it, send the outcome."""
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - the child ends by os._exit
+    sys.stdout = sys.stderr = devnull  # never write to, or flush, the parent's buffers
+    try:
+        warm()
+        with os.fdopen(call_r, "rb") as f:
+            payload = f.read()
+        if not payload:  # the parent closed the pipe without a call
+            return 0
+        fn, args, kwargs = pickle.loads(payload)
+        reply = (True, fn(*args, **kwargs), "")
+    except BaseException as e:  # noqa: BLE001 - every failure goes back to the parent
+        reply = (False, e, traceback.format_exc())
+    try:
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # noqa: BLE001 - an exception that does not pickle
+        data = pickle.dumps((False, RuntimeError(repr(reply[1])), f"{reply[2]}\n{e}"))
+    with os.fdopen(reply_w, "wb") as f:
+        f.write(data)
+    return 0
 
 
 def moving_average(x: np.ndarray, window: int) -> np.ndarray:
@@ -110,6 +272,7 @@ def plot_reward_curves(
     cumulative: bool = False,
     xlabel: str = "step",
     title: str | None = None,
+    tight: bool = True,
 ) -> Path:
     """Plot one reward curve per agent and the team curve, labelled with how it was formed.
 
@@ -123,6 +286,10 @@ def plot_reward_curves(
             smoothed team curve where every agent has a value, because the average is linear.
         cumulative: plot running totals (returns so far) instead of per-step values.
         xlabel: the x-axis label (``"step"`` or ``"episode"``).
+        tight: crop the 800 x 450 px image to its contents (two draws); ``False`` keeps it at
+            800 x 450 with fixed margins (one draw, a tenth of a second less), wide enough for
+            y tick labels of up to 5 characters (``-2.75``, ``-12.5``): per-episode returns,
+            not the cumulative sums of long runs.
 
     Returns:
         The written path.
@@ -138,7 +305,8 @@ def plot_reward_curves(
     if cumulative:
         raw = {k: np.cumsum(np.nan_to_num(v)) for k, v in raw.items()}
     teamc = team_curve(raw, team)
-    fig, ax = _pyplot().subplots(figsize=(8, 4.5))
+    fig = _figure((8, 4.5))
+    ax = fig.subplots()
     colours = curve_colours(list(raw))
     for name, v in raw.items():
         ax.plot(
@@ -153,7 +321,9 @@ def plot_reward_curves(
     ax.set_title(title or f"Per-agent {what} and team {team}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=2 if len(raw) > 6 else 1, loc="best")
-    return _save(fig, path)
+    if not tight:  # figure fractions of 800 x 450 px: the y label and 5-character tick labels
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.11, top=0.92)
+    return _save(fig, path, tight=tight)
 
 
 def save_episode_gif(
@@ -211,7 +381,8 @@ def plot_latency_histogram(
         series: ``{"control step": [ms, ...], "LLM call": [ms, ...]}``; empty series get a note.
     """
     names = list(series)
-    fig, axes = _pyplot().subplots(1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.8))
+    fig = _figure((5 * max(1, len(names)), 3.8))
+    axes = fig.subplots(1, max(1, len(names)))
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, names, strict=False):
         v = np.asarray(series[name], dtype=np.float64)
@@ -247,7 +418,8 @@ def plot_throughput(
     """
     steps = np.asarray(steps)
     delivered = np.asarray(delivered, dtype=np.float64)
-    fig, ax = _pyplot().subplots(figsize=(8, 3.8))
+    fig = _figure((8, 3.8))
+    ax = fig.subplots()
     ax.step(steps, delivered, where="post", color="tab:green", label="delivered (cumulative)")
     ax.set_xlabel("step")
     ax.set_ylabel("orders delivered")
@@ -287,7 +459,8 @@ def plot_llm_timeline(
     """
     from matplotlib.lines import Line2D
 
-    fig, ax = _pyplot().subplots(figsize=(8, 3.4))
+    fig = _figure((8, 3.4))
+    ax = fig.subplots()
     for step, _kind in failures:
         ax.axvline(step, color="red", alpha=0.25, lw=1)
     any_latency = False
@@ -324,6 +497,8 @@ def plot_llm_timeline(
 
 
 __all__ = [
+    "FORK_AVAILABLE",
+    "PlotProcess",
     "drawn_points",
     "moving_average",
     "plot_latency_histogram",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from marlm.eval.diagnose import (
     detect_non_stationarity,
 )
 from marlm.eval.metrics import reward_curves, summarise
-from marlm.eval.plots import plot_reward_curves, save_episode_gif
+from marlm.eval.plots import PlotProcess, plot_reward_curves, save_episode_gif
 from marlm.rl.train import (
     GridWorldConfig,
     GridWorldResult,
@@ -144,14 +145,20 @@ def save_race_run(
     np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
     _write_json(out / "metrics.json", race_metrics(res))
     if plot:
-        own = res.log.own_return[: res.episode]
-        plot_reward_curves(
-            {agent: own[:, i] for i, agent in enumerate(res.agents)}, out / "curves.png",
-            team="sum", smooth=max(1, curve_window(res.episode) // 5), xlabel="episode",
-            title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
-        )  # fmt: skip
+        _plot_race_curves(res, out, PlotProcess(fork=False))
     _write_json(out / "findings.json", findings or [])
     return out
+
+
+def _plot_race_curves(res: RaceResult, out: Path, plotter: PlotProcess) -> None:
+    """Submit ``curves.png`` of a GridRace run to ``plotter`` (see :func:`save_race_run`)."""
+    own = res.log.own_return[: res.episode]
+    plotter.submit(
+        plot_reward_curves, {agent: own[:, i] for i, agent in enumerate(res.agents)},
+        out / "curves.png", team="sum", smooth=max(1, curve_window(res.episode) // 5),
+        xlabel="episode", tight=False,
+        title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
+    )  # fmt: skip
 
 
 def run_gridworld(
@@ -173,32 +180,47 @@ def run_gridworld(
 
 
 def run_race(
-    config: RaceConfig, out: str | Path, *, diagnose: bool = True, plot: bool = True, **kwargs: Any
+    config: RaceConfig,
+    out: str | Path,
+    *,
+    diagnose: bool = True,
+    plot: bool | PlotProcess = True,
+    **kwargs: Any,
 ) -> tuple[RaceResult, dict[str, Any], list[Any]]:
     """Train on GridRace, run the diagnostics, and write the run folder.
 
-    ``plot``: write ``curves.png`` (matplotlib is imported only then).
+    ``plot``: write ``curves.png``, drawn by a :class:`marlm.eval.plots.PlotProcess` (``True``:
+    one forked here, before training; or the caller's, started earlier and not yet given a
+    call), so that matplotlib's import and the drawing run beside the training, the diagnostics
+    and the other files (matplotlib is never imported in this process).
     With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
     joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
     detector can compare. Returns ``(result, metrics, findings)``.
     """
-    res = train_race(config, **kwargs)
-    findings: list[Any] = []
     out = Path(out)
-    if diagnose:
-        n = res.episode
-        log = res.log
-        findings += detect_lazy_agent(
-            log.team_return[:n], log.own_return[:n], res.agents,
-            reached=log.reached[:n], action_counts=log.action_counts[:n],
-            action_sequences=log.actions[:n],
-        )  # fmt: skip
-        if n == config.episodes:
-            alone = {
-                a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
-            }
+    own_plotter = PlotProcess() if plot is True else nullcontext(plot or None)
+    with own_plotter as plotter:
+        res = train_race(config, **kwargs)
+        if plotter is not None:
             out.mkdir(parents=True, exist_ok=True)
-            np.savez(out / "fixed_partner.npz", **alone)
-            findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
-    save_race_run(res, out, [f.to_dict() for f in findings], plot=plot)
+            _plot_race_curves(res, out, plotter)
+        findings: list[Any] = []
+        if diagnose:
+            n = res.episode
+            log = res.log
+            findings += detect_lazy_agent(
+                log.team_return[:n], log.own_return[:n], res.agents,
+                reached=log.reached[:n], action_counts=log.action_counts[:n],
+                action_sequences=log.actions[:n],
+            )  # fmt: skip
+            if n == config.episodes:
+                alone = {
+                    a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
+                }
+                out.mkdir(parents=True, exist_ok=True)
+                np.savez(out / "fixed_partner.npz", **alone)
+                findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
+        save_race_run(res, out, [f.to_dict() for f in findings], plot=False)
+        if plotter is not None:
+            plotter.result()
     return res, race_metrics(res), findings

@@ -13,6 +13,10 @@ One control step (:meth:`Controller.step`):
 While a request is in flight, robots with a task keep executing it and idle robots stay idle
 (their observation says "no task", and the policy holds still or yields when the shield asks).
 A slow or failing model therefore costs idle time, never safety and never a stalled loop.
+
+With a dwell policy (``RunConfig.dwell``, :mod:`marlm.hybrid.dwell`) an idle robot does not
+hold still: it drives to a dwell point chosen from the demand seen so far, one robot waiting
+for urgent work; the rule layer filters those moves like every other.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from marlm.envs.warehouse import WarehouseEnv
 from marlm.errors import InputError
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
+from marlm.hybrid.dwell import DwellExecutor, DwellPolicy
 from marlm.hybrid.executor import Executor, GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import Planner, PlannerName
 from marlm.hybrid.render import frame as render_frame
-from marlm.hybrid.scheduler import Clock, PlanScheduler
+from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells
 from marlm.hybrid.shield import (
     PibtShield,
     Shield,
@@ -44,6 +49,7 @@ from marlm.hybrid.shield import (
 )
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
+DwellName = Literal["reserve", "points", "none"]
 
 
 class RunConfig(BaseModel):
@@ -70,6 +76,9 @@ class RunConfig(BaseModel):
             (0 runs as fast as possible). Real robots have a control period; so does the demo.
         plan_deadline_s: with an asynchronous planner, seconds after which the rule assigns the
             idle robots instead of waiting longer for the model (0: wait for the model).
+        dwell: where idle robots wait (:mod:`marlm.hybrid.dwell`): ``"reserve"`` (dwell points
+            learned from the orders so far, one idle robot kept for urgent work), ``"points"``
+            (dwell points only) or ``"none"`` (an idle robot stays where it finished).
         gif: record frames and write ``episode.gif``.
     """
 
@@ -88,6 +97,7 @@ class RunConfig(BaseModel):
     sync_planner: bool = False
     tick_ms: float = Field(0.0, ge=0)
     plan_deadline_s: float = Field(0.0, ge=0)
+    dwell: DwellName = "points"
     gif: bool = True
 
     @property
@@ -162,6 +172,8 @@ class Controller:
         seed: seeds the executor's generator.
         clock: seconds, monotonic (default :func:`time.perf_counter`): the control-step latency
             and the planning deadline are measured with it.
+        dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`), or None: they
+            stay where they finished.
     """
 
     def __init__(
@@ -176,10 +188,14 @@ class Controller:
         plan_deadline_s: float = 0.0,
         seed: int = 0,
         clock: Clock = time.perf_counter,
+        dwell: DwellPolicy | None = None,
     ) -> None:
         self.env = env
         self.planner = planner
         self.executor = executor
+        self.dwell = dwell
+        # Idle robots drive to their dwell cells; robots with a task are the executor's.
+        self._mover = executor if dwell is None else DwellExecutor(executor, env.layout, env)
         self.shield = shield
         self.trace = trace
         self.clock = clock
@@ -187,7 +203,7 @@ class Controller:
         self.events: list[dict[str, Any]] = []
         self.scheduler = PlanScheduler(
             env, planner, self.emit, sync=sync_planner, plan_deadline_s=plan_deadline_s,
-            clock=clock,
+            clock=clock, dwell=dwell,
         )  # fmt: skip
         self.last_overridden = np.zeros(len(env.possible_agents), dtype=bool)
 
@@ -209,7 +225,12 @@ class Controller:
             observations = env.current_observations()  # act on the plan applied just now
         agents = list(env.agents)
         t0 = self.clock()
-        proposed, safe = propose_and_shield(self.shield, env, self.executor, observations, self.rng)
+        dwell_goals = None
+        if isinstance(self._mover, DwellExecutor) and self.dwell is not None:
+            dwell_goals = self._mover.targets = self.dwell.targets(idle_cells(env))
+        proposed, safe = propose_and_shield(
+            self.shield, env, self._mover, observations, self.rng, dwell_goals
+        )
         actions = proposed if safe is None else safe.actions
         latency_ms = (self.clock() - t0) * 1e3
         step = env.step_count
@@ -339,9 +360,14 @@ def run(
     frames: list[np.ndarray] = []
     trace_path = out / "trace.jsonl"
     with TraceWriter(trace_path) as trace:
+        dwell = (
+            None
+            if config.dwell == "none"
+            else DwellPolicy(env.layout, reserve=config.dwell == "reserve")
+        )
         ctl = Controller(
             env, planner, executor, shield, trace, sync_planner=config.sync_planner,
-            plan_deadline_s=config.plan_deadline_s, seed=config.seed, clock=clock,
+            plan_deadline_s=config.plan_deadline_s, seed=config.seed, clock=clock, dwell=dwell,
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
         _warm_up(env, obs, shield, executor)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from marlm.llm.errors import BackendTimeout
 
+from .dwell import DwellPolicy
 from .planner import (
     CANCEL_WAIT_S,
     LLMCall,
@@ -243,6 +244,15 @@ def snapshot_of(env: WarehouseEnv, precedence: Callable[[Any], Any] | None = Non
     )
 
 
+def idle_cells(env: WarehouseEnv) -> dict[str, tuple[int, int]]:
+    """``{robot: (row, col)}`` of the robots without a task, in agent order."""
+    positions = env.robot_positions
+    index = {a: i for i, a in enumerate(env.possible_agents)}
+    return {
+        r: (int(positions[index[r]][0]), int(positions[index[r]][1])) for r in env.idle_robots()
+    }
+
+
 class PlanScheduler:
     """Owns the planner's timing around one :class:`WarehouseEnv`: requests, deadlines, records.
 
@@ -256,6 +266,9 @@ class PlanScheduler:
         plan_deadline_s: with an asynchronous planner, seconds an order may wait for the model
             before the rule assigns the idle robots (0: wait for the model).
         clock: seconds, monotonic (default :func:`time.perf_counter`).
+        dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`): it learns the
+            demand from the orders pending, and every plan keeps its reserve robot for urgent
+            work (:meth:`~marlm.hybrid.dwell.DwellPolicy.keep_reserve`); None: neither.
     """
 
     def __init__(
@@ -267,9 +280,11 @@ class PlanScheduler:
         sync: bool = False,
         plan_deadline_s: float = 0.0,
         clock: Clock = time.perf_counter,
+        dwell: DwellPolicy | None = None,
     ) -> None:
         self.env = env
         self.planner = planner
+        self.dwell = dwell
         self.emit = emit
         self.clock = clock
         self.sync = sync or planner.name == "rule"
@@ -306,6 +321,9 @@ class PlanScheduler:
                 self._apply(done)
         self._watch_breaker()
         snap = snapshot_of(self.env, self._precedence)
+        if self.dwell is not None:  # the demand so far, and the reserve robot among the idle
+            self.dwell.observe(snap.pending)
+            self.dwell.targets(idle_cells(self.env))
         now = self.clock()
         self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
         if self.ahead:
@@ -465,7 +483,10 @@ class PlanScheduler:
                 self._maybe_stand_in(dataclasses.replace(snap, pending=late))
 
     def _apply(self, plan: Plan) -> None:
-        """Assign the plan's pairs that are still valid; record the calls, the plan, a failure."""
+        """Assign the plan's pairs that are still valid (the reserve robot kept for urgent work,
+        with a dwell policy); record the calls, the plan, a failure."""
+        if self.dwell is not None:
+            plan = self.dwell.keep_reserve(plan, getattr(self.planner, "classes", {}))
         env = self.env
         step = env.step_count
         for call in plan.calls:
@@ -537,6 +558,7 @@ __all__ = [
     "Triaged",
     "classify_or_error",
     "failure_kind",
+    "idle_cells",
     "plan_or_fallback",
     "snapshot_of",
 ]

@@ -574,6 +574,7 @@ def shield_step(
     env: WarehouseEnv,
     proposed: np.ndarray,
     scores: np.ndarray | None = None,
+    idle_goals: Mapping[str, tuple[int, int]] | None = None,
 ) -> ShieldResult:
     """The safe joint action for ``env`` now: ``shield`` filters ``proposed`` from the robots'
     current cells with :func:`shield_priority`.
@@ -589,13 +590,19 @@ def shield_step(
         proposed: ``int64[n_robots]`` proposed action ids, in ``env.possible_agents`` order.
         scores: optional ``float[n_robots, 5]`` the executor's action scores (same order); the
             PIBT layer ranks every action by them and takes each robot's target from ``env``.
+        idle_goals: optional ``{robot: (row, col)}`` goals of robots without a task (their
+            dwell cells, :mod:`marlm.hybrid.dwell`), given to PIBT like a task's target, so a
+            robot driving to its dwell cell may push another idle robot out of its way.
 
     Returns:
         :class:`ShieldResult` (``actions`` in ``env.possible_agents`` order).
     """
     priority = shield_priority(env, env.possible_agents)
     if isinstance(shield, PibtShield):
-        goals = np.array([env.target_of(a) or (-1, -1) for a in env.possible_agents])
+        extra = idle_goals or {}
+        goals = np.array(
+            [env.target_of(a) or extra.get(a) or (-1, -1) for a in env.possible_agents]
+        )
         return shield.filter(env.robot_positions, proposed, priority, scores=scores, goals=goals)
     return shield.filter(env.robot_positions, proposed, priority)
 
@@ -606,6 +613,7 @@ def propose_and_shield(
     executor: Executor,
     observations: Mapping[str, np.ndarray],
     rng: np.random.Generator,
+    idle_goals: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[np.ndarray, ShieldResult | None]:
     """The executor's proposed joint action and the rule layer's safe one, for ``env`` now.
 
@@ -624,6 +632,7 @@ def propose_and_shield(
         executor: any :class:`marlm.hybrid.executor.Executor`.
         observations: each robot's current observation (``float32[16]`` per agent name).
         rng: the executor's generator.
+        idle_goals: goals of robots without a task, for PIBT (see :func:`shield_step`).
 
     Returns:
         ``(proposed, result)``: ``int64[n_robots]`` proposed action ids in
@@ -633,7 +642,7 @@ def propose_and_shield(
     if isinstance(shield, PibtShield):
         scores = executor_scores(executor, observations, agents, rng)
         proposed = scores.argmax(axis=1)
-        return proposed, shield_step(shield, env, proposed, scores)
+        return proposed, shield_step(shield, env, proposed, scores, idle_goals)
     proposed = np.asarray(executor.act(observations, agents, rng), dtype=np.int64)
     return proposed, None if shield is None else shield_step(shield, env, proposed)
 

@@ -9,9 +9,10 @@ the same order as the plain-Python reference loops in :mod:`marlm.rl.train` (see
 :func:`marlm.rl.qlearning.epsilon_greedy`), so with one seed both give the same Q-tables; the tests
 check that, and ``benchmarks/bench_rl.py`` measures the speed ratio (several hundred times).
 
-The environment dynamics come from :mod:`marlm.envs.grid` (``GridWorld.transition_table`` and
-:func:`marlm.envs.grid.race_transition`, the function ``GridRace.step`` itself uses), so the
-compiled loops cannot drift from the environments.
+The environment dynamics come from :mod:`marlm.envs.grid` (``GridWorld.transition_table``) and
+:mod:`marlm.envs.grid_dynamics` (:func:`~marlm.envs.grid_dynamics.race_transition`, the function
+``GridRace.step`` itself uses), so the compiled loops cannot drift from the environments; this
+module imports neither Gymnasium nor PettingZoo.
 
 Reward modes (credit assignment, see :mod:`marlm.rl.credit`): 0 shared, 1 individual, 2 mixed,
 3/4/5 difference with the counterfactual stay/absent/average (:func:`marlm.rl.credit.mode_code`).
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from marlm.envs.grid import STAY, race_transition
+from marlm.envs.grid_dynamics import STAY, race_transition
 from marlm.rl.qlearning import _epsilon_greedy_at, _epsilon_greedy_row, _row_max
 
 SHARED, INDIVIDUAL, MIXED, DIFFERENCE = 0, 1, 2, 3  # DIFFERENCE: counterfactual "stay"
@@ -222,7 +223,7 @@ def race_episodes(kind: int, *args) -> None:
     :func:`jal_values`). Tables, updated in place: ``q0, q1 float64[n_cells**2, 5]`` (JAL:
     ``float64[n_cells**2 * 5, 5]``, the ``[O, 5, 5]`` table reshaped) and, for JAL only,
     ``c0, c1 float64[n_cells**2, 5]`` (others: any ``float64[1, 5]``). ``moves int64[n_cells, 5]``
-    (:func:`marlm.envs.grid.move_table`); ``mode``: a credit code (``SHARED`` ...).
+    (:func:`marlm.envs.grid_dynamics.move_table`); ``mode``: a credit code (``SHARED`` ...).
 
     ``eps float64[E, 2]`` (per agent, so a frozen partner can act with a fixed epsilon),
     ``alpha float64[E]``; ``learn0/1``: whether each agent updates its table. Log arrays, zero

@@ -22,11 +22,11 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from marlm.envs.grid import STAY, GridRace, GridWorld, move_table
+from marlm.envs.grid_dynamics import GRIDRACE_AGENTS, GRIDRACE_NAME, STAY, move_table
 from marlm.errors import InputError
 from marlm.rl import fast
 from marlm.rl.checkpoint import load_checkpoint, restore_rng, save_checkpoint
@@ -48,6 +48,9 @@ from marlm.rl.qlearning import (
     greedy_action,
     td_update,
 )
+
+if TYPE_CHECKING:
+    from marlm.envs.grid import GridWorld
 
 GRIDWORLD_LEARNERS = ("q",)
 RACE_LEARNERS = ("iql", "vdn", "jal")
@@ -193,6 +196,8 @@ class GridWorldResult:
 
     def greedy_path(self) -> list[int]:
         """Cells visited by the greedy policy from the start (ties: lowest action index)."""
+        from marlm.envs.grid import GridWorld
+
         env = GridWorld(self.config.size, self.config.max_steps)
         obs, _ = env.reset()
         path = [obs]
@@ -259,6 +264,8 @@ def _gridworld_loop(res: GridWorldResult, n: int, reward_fn: RewardFunction | No
 
     One loop serves both plain engines so their random draws cannot drift apart.
     """
+    from marlm.envs.grid import GridWorld
+
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
     reset = getattr(reward_fn, "reset", None)
@@ -289,6 +296,8 @@ def _gridworld_loop(res: GridWorldResult, n: int, reward_fn: RewardFunction | No
 
 
 def _gridworld_fast(res: GridWorldResult, n: int) -> None:
+    from marlm.envs.grid import GridWorld
+
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
     next_state, reward, terminal = env.transition_table()
@@ -387,6 +396,8 @@ def train_gridworld(
     Raises:
         InputError: unknown engine; a resume checkpoint of another kind, shape or setting.
     """
+    from marlm.envs.grid import GridWorld
+
     _check_choice(engine, ENGINES, "--engine", "engine")
     env = GridWorld(config.size, config.max_steps)
     n_states, n_actions = env.observation_space.n, env.action_space.n
@@ -479,7 +490,7 @@ class RaceResult:
     log: RaceLog
     episode: int
     rng: np.random.Generator
-    agents: list[str] = field(default_factory=lambda: list(GridRace.possible_agents))
+    agents: list[str] = field(default_factory=lambda: list(GRIDRACE_AGENTS))
 
 
 def _race_tables(learner: str, n_obs: int) -> dict[str, np.ndarray]:
@@ -521,6 +532,8 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
 
 def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True)) -> None:
     """The plain loop: one PettingZoo env, one joint step at a time."""
+    from marlm.envs.grid import GridRace
+
     cfg = res.config
     env = GridRace(cfg.size, end=cfg.end, reward="individual", max_steps=cfg.max_steps)
     names = env.possible_agents
@@ -680,6 +693,8 @@ def curve_window(n: int) -> int:
 
 def gridworld_metrics(res: GridWorldResult) -> dict[str, Any]:
     """Metrics of a GridWorld run, fixed names (``value_start``, ``greedy_path_length``, ...)."""
+    from marlm.envs.grid import GridWorld
+
     w = curve_window(res.episode)
     out: dict[str, Any] = {
         "env": GridWorld.metadata["name"],
@@ -702,7 +717,7 @@ def race_metrics(res: RaceResult) -> dict[str, Any]:
     log, n = res.log, res.episode
     w = curve_window(n)
     out: dict[str, Any] = {
-        "env": GridRace.metadata["name"],
+        "env": GRIDRACE_NAME,
         "config": _config_dict(res.config),
         "episodes": n,
         "team_curve": "sum",

@@ -1,0 +1,321 @@
+"""Where idle robots wait: dwell points learned online, and a reserve robot for urgent work.
+
+A robot without a task does not stay where it happened to finish (usually on a station, where it
+is in the way of the next drop). It drives to a *dwell point*, a parking cell chosen to shorten
+the travel to the next pick, and the planner may assign it at any time on the way:
+
+- **Demand, learned online.** Each order that has arrived adds its priority's weight
+  (:data:`DEMAND_WEIGHT`) to its shelf; every shelf starts with one pseudo-order (Laplace's
+  add-one prior), so before any order the demand is uniform over the shelves. Orders are counted
+  once they arrive (status no longer ``future``), never before: the policy knows the past of the
+  stream, not its future. Urgent orders are also counted apart, for the reserve.
+- **Dwell points: the k-median of that demand.** With ``k`` idle robots the points minimise the
+  demand-weighted travel from the nearest point to each shelf's pick cell, ``sum_s p(s) min_j
+  d(point_j, access_s)`` (the p-median problem, Hakimi 1964; greedy addition, Kuehn & Hamburger
+  1963). This is the dwell-point rule of unit-load AS/RS and AMR fleets: an idle vehicle waits
+  where the expected travel to its next request is least (Egbelu, "Framework for dwell point
+  location of automated storage/retrieval systems", IJPR 1991; Bozer & White, "Travel-time
+  models for automated storage/retrieval systems", IIE Transactions 1984; Roy, Krishnamurthy,
+  Heragu & Malmborg, "Queuing models to analyze dwell-point and cross-aisle location in
+  autonomous vehicle-based warehouse systems", EJOR 2015). Robots are matched to points by
+  ``scipy.optimize.linear_sum_assignment`` on their distances.
+- **A reserve robot for urgent work** (``reserve=True``). One idle robot (the one nearest to the
+  urgent demand's 1-median, kept while it stays idle) waits at that 1-median, and a plan that
+  would give it a normal or low order while another idle robot is left without one gives that
+  order to the nearest such robot instead (:meth:`DwellPolicy.keep_reserve`). Capacity is
+  reserved only out of surplus: no order ever waits while a robot is idle, so the reserve costs
+  a normal order at most the difference in travel between the reserve and the next idle robot.
+  This is trunk reservation (guard channels), the standard way of giving one traffic class
+  priority on shared servers (Hong & Rappaport, "Traffic model and performance analysis for
+  cellular mobile radio telephone systems with prioritized and nonprioritized handoff
+  procedures", IEEE Trans. Veh. Technol. 1986), in its work-conserving form.
+
+Parking cells (:func:`parking_cells`) are floor cells that are not a station, not a shelf's pick
+cell and not inside a one-wide passage, so a waiting robot blocks neither a drop, a pick nor an
+aisle. Idle robots have the lowest priority in the rule layer, which still filters every move
+and pushes them aside (:class:`marlm.hybrid.shield.PibtShield`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from marlm.envs.warehouse.layout import Layout
+
+from .planner import UNREACHABLE_DISTANCE, OrderView, Plan, effective_class
+
+Cell = tuple[int, int]
+
+#: Weight of one arrived order in the demand the dwell points serve, by priority: an urgent
+#: order's travel counts twice a normal one's, a low one's half (the triage planner's distance
+#: weights, :data:`marlm.hybrid.triage_planner.DISTANCE_WEIGHT`).
+DEMAND_WEIGHT = {"urgent": 2.0, "normal": 1.0, "low": 0.5}
+
+#: Pseudo-orders per shelf before any order arrives (Laplace's add-one prior).
+PRIOR_PER_SHELF = 1.0
+
+
+def parking_cells(layout: Layout) -> list[Cell]:
+    """Cells where an idle robot may wait, row-major.
+
+    Floor cells that are not a station, not a shelf's pick (access) cell, and not inside a
+    one-wide passage (blocked on both sides across the direction of travel: left and right, or
+    up and down). If a map leaves none, every free cell that is not a station.
+    """
+    free = np.asarray(layout.free, dtype=bool)
+    h, w = free.shape
+    padded = np.pad(free, 1, constant_values=False)
+    up, down = padded[:-2, 1:-1], padded[2:, 1:-1]
+    left, right = padded[1:-1, :-2], padded[1:-1, 2:]
+    one_wide = (~left & ~right) | (~up & ~down)
+    avoid = set(layout.stations) | set(layout.access.values())
+    cells = [(r, c) for r in range(h) for c in range(w) if free[r, c] and not one_wide[r, c]]
+    cells = [cell for cell in cells if cell not in avoid]
+    if not cells:
+        stations = set(layout.stations)
+        cells = [(r, c) for r in range(h) for c in range(w) if free[r, c]]
+        cells = [cell for cell in cells if cell not in stations]
+    return cells
+
+
+def k_median(cost: np.ndarray, demand: np.ndarray, k: int, fixed: Sequence[int] = ()) -> list[int]:
+    """Greedy k-median: ``k`` rows of ``cost`` that, with the ``fixed`` rows, minimise
+    ``sum_s demand[s] * min_j cost[j, s]`` (Kuehn & Hamburger 1963, greedy addition).
+
+    Args:
+        cost: ``float64[n_points, n_sites]`` travel from each candidate point to each site.
+        demand: ``float64[n_sites]`` non-negative weights.
+        k: points to add (at most ``n_points - len(fixed)``).
+        fixed: rows already placed (e.g. the reserve's point).
+
+    Returns:
+        the ``k`` added row indices, in the order they were added; ties go to the lower row.
+    """
+    best = np.full(cost.shape[1], np.inf)
+    for j in fixed:
+        best = np.minimum(best, cost[j])
+    chosen: list[int] = []
+    taken = set(fixed)
+    for _ in range(k):
+        totals = np.minimum(cost, best[None, :]) @ demand
+        totals[list(taken)] = np.inf
+        j = int(np.argmin(totals))
+        if not np.isfinite(totals[j]):
+            break
+        chosen.append(j)
+        taken.add(j)
+        best = np.minimum(best, cost[j])
+    return chosen
+
+
+@dataclass
+class DwellPolicy:
+    """Dwell points for the idle robots of one warehouse, and the reserve for urgent work.
+
+    Args:
+        layout: the warehouse layout.
+        reserve: keep one idle robot for urgent orders (see the module docstring).
+
+    Call :meth:`observe` with the orders that have arrived, then :meth:`targets` for the idle
+    robots' cells; :meth:`keep_reserve` adjusts a plan before it is applied.
+    """
+
+    layout: Layout
+    reserve: bool = True
+
+    def __post_init__(self) -> None:
+        layout = self.layout
+        self.cells = parking_cells(layout)
+        self.shelves = list(layout.shelves)
+        self._shelf_index = {s: i for i, s in enumerate(self.shelves)}
+        cost = np.empty((len(self.cells), len(self.shelves)), dtype=np.float64)
+        for i, shelf in enumerate(self.shelves):
+            d = layout.distance_from(layout.access[shelf])
+            cost[:, i] = [d[cell] if d[cell] >= 0 else UNREACHABLE_DISTANCE for cell in self.cells]
+        self.cost = cost  # float64[n_cells, n_shelves]: steps from a parking cell to a pick cell
+        self.demand = np.full(len(self.shelves), PRIOR_PER_SHELF)  # all orders, weighted
+        self.urgent_demand = np.full(len(self.shelves), PRIOR_PER_SHELF)
+        self._seen: set[str] = set()
+        self.reserve_robot: str | None = None
+
+    def observe(self, orders: Iterable[OrderView]) -> None:
+        """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
+        shelf of each, and 1 on the urgent demand for an urgent one (listed priority)."""
+        for order in orders:
+            if order.id in self._seen:
+                continue
+            self._seen.add(order.id)
+            i = self._shelf_index.get(order.shelf)
+            if i is None:
+                continue
+            self.demand[i] += DEMAND_WEIGHT.get(order.priority, 1.0)
+            if order.priority == "urgent":
+                self.urgent_demand[i] += 1.0
+
+    def reserve_point(self) -> int:
+        """Row of :attr:`cells` that minimises the expected travel to the next urgent order."""
+        return int(np.argmin(self.cost @ self.urgent_demand))
+
+    def targets(self, idle: Mapping[str, Cell]) -> dict[str, Cell]:
+        """A dwell cell for each idle robot.
+
+        Args:
+            idle: ``{robot: (row, col)}`` of the robots without a task, in agent order.
+
+        Returns:
+            ``{robot: (row, col)}``; the reserve robot (:attr:`reserve_robot`, updated here)
+            gets the urgent demand's 1-median, the others the greedy k-median of all the demand
+            given that point, matched by least total distance.
+        """
+        robots = list(idle)
+        if not robots or not self.cells:
+            self.reserve_robot = None
+            return {}
+        fixed: list[int] = []
+        out: dict[str, Cell] = {}
+        if self.reserve:
+            point = self.reserve_point()
+            if self.reserve_robot not in idle:  # the robot nearest to the point; kept while idle
+                d = self.layout.distance_from(self.cells[point])
+                self.reserve_robot = min(robots, key=lambda r: _steps(d, idle[r]))
+            out[self.reserve_robot] = self.cells[point]
+            fixed.append(point)
+            robots.remove(self.reserve_robot)
+        else:
+            self.reserve_robot = None
+        points = k_median(self.cost, self.demand, len(robots), fixed)
+        if robots and points:
+            dist = np.array(
+                [
+                    [_steps(self.layout.distance_from(self.cells[p]), idle[r]) for p in points]
+                    for r in robots
+                ],
+                dtype=np.float64,
+            )
+            rows, cols = linear_sum_assignment(dist)
+            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+                out[robots[i]] = self.cells[points[j]]
+        return out
+
+    def keep_reserve(self, plan: Plan, classes: Mapping[str, str]) -> Plan:
+        """``plan`` with the reserve robot kept for urgent work.
+
+        If the plan gives the reserve robot an order whose class (:func:`effective_class` of
+        its listed priority and ``classes``) is not urgent while an idle robot of the snapshot
+        is left without an order, that order goes to the nearest such robot instead (ties: the
+        first listed) and the reserve stays idle. Otherwise the plan is returned unchanged.
+        """
+        robot = self.reserve_robot
+        snap = plan.snapshot
+        if not self.reserve or robot is None or robot not in snap.idle:
+            return plan
+        orders = {o.id: o for o in snap.pending}
+        pairs = list(plan.assignments)
+        mine = [k for k, (r, _) in enumerate(pairs) if r == robot]
+        if not mine:
+            return plan
+        k = mine[0]
+        order = orders.get(pairs[k][1])
+        if order is None or effective_class(order.priority, classes.get(order.id)) == "urgent":
+            return plan
+        busy = {r for r, _ in pairs}
+        spare = [r for r in snap.idle if r not in busy]
+        if not spare:
+            return plan
+        far = UNREACHABLE_DISTANCE
+        other = min(spare, key=lambda r: (snap.distance.get((r, order.id), far), spare.index(r)))
+        if snap.distance.get((other, order.id), far) >= far:
+            return plan
+        pairs[k] = (other, order.id)
+        return _replace_assignments(plan, pairs)
+
+
+def _steps(dist: np.ndarray, cell: Sequence[int]) -> int:
+    d = int(dist[int(cell[0]), int(cell[1])])
+    return d if d >= 0 else UNREACHABLE_DISTANCE
+
+
+def _replace_assignments(plan: Plan, pairs: list[tuple[str, str]]) -> Plan:
+    import dataclasses
+
+    return dataclasses.replace(plan, assignments=pairs)
+
+
+def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.ndarray:
+    """``float64[5]`` preference of each action (stay, up, down, left, right) for a robot at
+    ``position`` driving to ``target``: +1 for a move that shortens its shortest path, 0 for
+    staying, -1 for a move that lengthens it, ``-inf`` into a wall, shelf or off the map (the
+    greedy executor's scores, :func:`marlm.hybrid.preferences.greedy_scores`)."""
+    from marlm.envs.warehouse.dynamics import MOVES
+
+    dist = layout.distance_from(target)
+    free = layout.free
+    h, w = free.shape
+    r, c = int(position[0]), int(position[1])
+    here = int(dist[r, c])
+    scores = np.zeros(len(MOVES))
+    for a in range(1, len(MOVES)):
+        rr, cc = r + int(MOVES[a, 0]), c + int(MOVES[a, 1])
+        if not (0 <= rr < h and 0 <= cc < w) or not free[rr, cc]:
+            scores[a] = -np.inf
+        else:
+            scores[a] = 1.0 if 0 <= int(dist[rr, cc]) < here else -1.0
+    return scores
+
+
+class DwellExecutor:
+    """An executor whose idle robots drive to their dwell cells; robots with a task are moved
+    by ``inner`` as before.
+
+    ``targets`` is ``{robot: (row, col)}``, set by the controller every step. Its
+    ``scores(observations, agents, rng)`` (read by the PIBT rule layer through
+    :func:`marlm.hybrid.preferences.executor_scores`) are ``inner``'s, with each idle robot's
+    row replaced by :func:`dwell_scores`; ``act`` likewise (the best-scored move).
+    """
+
+    def __init__(self, inner: Any, layout: Layout, env: Any) -> None:
+        self.inner = inner
+        self.layout = layout
+        self.env = env
+        self.targets: dict[str, Cell] = {}
+
+    def _rows(self, agents: Sequence[str]) -> dict[int, np.ndarray]:
+        positions = self.env.robot_positions
+        index = {a: i for i, a in enumerate(self.env.possible_agents)}
+        return {
+            k: dwell_scores(self.layout, positions[index[a]], self.targets[a])
+            for k, a in enumerate(agents)
+            if a in self.targets
+        }
+
+    def scores(self, observations: Any, agents: list[str], rng: np.random.Generator) -> np.ndarray:
+        """``float64[len(agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
+        from .preferences import executor_scores
+
+        out = executor_scores(self.inner, observations, agents, rng)
+        for k, row in self._rows(agents).items():
+            out[k] = row
+        return out
+
+    def act(self, observations: Any, agents: list[str], rng: np.random.Generator) -> Any:
+        """``inner``'s actions, idle robots' replaced by their best dwell move."""
+        actions = np.asarray(self.inner.act(observations, agents, rng), dtype=np.int64).copy()
+        for k, row in self._rows(agents).items():
+            actions[k] = int(np.argmax(row))
+        return actions
+
+
+__all__ = [
+    "DEMAND_WEIGHT",
+    "PRIOR_PER_SHELF",
+    "DwellExecutor",
+    "DwellPolicy",
+    "dwell_scores",
+    "k_median",
+    "parking_cells",
+]

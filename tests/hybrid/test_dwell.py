@@ -1,0 +1,195 @@
+"""Dwell points and the urgent reserve (real layout, env, planner, rule layer)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marlm.envs.warehouse import Order, WarehouseEnv
+from marlm.envs.warehouse.layout import load_layout
+from marlm.eval.trace import read_trace
+from marlm.hybrid.build import build_planner
+from marlm.hybrid.controller import run, run_config
+from marlm.hybrid.dwell import (
+    DEMAND_WEIGHT,
+    PRIOR_PER_SHELF,
+    DwellPolicy,
+    dwell_scores,
+    k_median,
+    parking_cells,
+)
+from marlm.hybrid.planner import Plan, RulePlanner, Snapshot
+from marlm.hybrid.scheduler import PlanScheduler, idle_cells
+
+
+@pytest.fixture(scope="module")
+def small():
+    return load_layout("small")
+
+
+def test_parking_cells_keep_off_stations_pick_cells_and_one_wide_aisles(small):
+    cells = set(parking_cells(small))
+    assert not cells & set(small.stations)
+    assert not cells & set(small.access.values())
+    # col 4 between the shelf pairs of rows 3-4 is a one-wide aisle; row 1 is open floor
+    assert (3, 4) not in cells and (6, 7) not in cells
+    assert (1, 5) in cells and (5, 4) in cells
+    assert all(small.free[c] for c in cells)
+
+
+def test_k_median_known_answer():
+    # Sites 0, 1, 2 on a line at 0, 1, 10; points at 0, 1, 10. Demand 1, 1, 5.
+    pos = np.array([0.0, 1.0, 10.0])
+    cost = np.abs(pos[:, None] - pos[None, :])
+    demand = np.array([1.0, 1.0, 5.0])
+    assert k_median(cost, demand, 1) == [2]  # 10 + 9 = 19 < 1 + 45 = 46
+    assert k_median(cost, demand, 2) == [2, 0]  # then 0 or 1 (cost 1 each): the lower row
+    assert k_median(cost, demand, 1, fixed=[2]) == [0]
+
+
+def test_demand_counts_each_arrived_order_once(small):
+    policy = DwellPolicy(small)
+    o = Order(id="a", shelf="S7-8", priority="urgent", arrival=0, deadline=50)
+    policy.observe([o, o])
+    policy.observe([o])
+    i = policy.shelves.index("S7-8")
+    assert policy.demand[i] == PRIOR_PER_SHELF + DEMAND_WEIGHT["urgent"]
+    assert policy.urgent_demand[i] == PRIOR_PER_SHELF + 1
+    assert policy.demand.sum() == PRIOR_PER_SHELF * len(small.shelves) + DEMAND_WEIGHT["urgent"]
+
+
+def test_dwell_points_follow_the_demand_seen(small):
+    policy = DwellPolicy(small, reserve=False)
+    idle = {"robot_0": (1, 1)}
+    before = policy.targets(idle)["robot_0"]
+    d_shelf = small.distance_from(small.access["S7-9"])
+    policy.observe(
+        Order(id=f"o{k}", shelf="S7-9", priority="normal", arrival=k, deadline=k + 99)
+        for k in range(40)
+    )
+    after = policy.targets(idle)["robot_0"]
+    assert d_shelf[after] < d_shelf[before]
+    assert after in parking_cells(small)
+
+
+def test_each_idle_robot_gets_its_own_point_and_the_reserve_is_kept_while_idle(small):
+    policy = DwellPolicy(small, reserve=True)
+    idle = {"robot_0": (8, 1), "robot_1": (8, 4), "robot_2": (8, 8)}
+    targets = policy.targets(idle)
+    assert set(targets) == set(idle) and len(set(targets.values())) == 3
+    reserve = policy.reserve_robot
+    assert targets[reserve] == policy.cells[policy.reserve_point()]
+    # a robot nearer to the reserve point becomes idle: the reserve stays the same robot
+    policy.targets({**idle, "robot_3": policy.cells[policy.reserve_point()]})
+    assert policy.reserve_robot == reserve
+
+
+def _snapshot(pending, idle, distance):
+    return Snapshot(0, tuple(pending), tuple(idle), distance)
+
+
+def test_keep_reserve_gives_a_normal_order_to_another_idle_robot(small):
+    policy = DwellPolicy(small, reserve=True)
+    policy.reserve_robot = "r0"
+    normal = Order(id="n", shelf="S3-2", priority="normal", arrival=0, deadline=99)
+    urgent = Order(id="u", shelf="S3-3", priority="urgent", arrival=0, deadline=50)
+    dist = {("r0", "n"): 1, ("r1", "n"): 5, ("r2", "n"): 3, ("r0", "u"): 2, ("r1", "u"): 2}
+    snap = _snapshot([normal], ["r0", "r1", "r2"], dist)
+    kept = policy.keep_reserve(Plan([("r0", "n")], "rule", snap), {})
+    assert kept.assignments == [("r2", "n")]  # the nearest of the robots left idle
+    # an urgent order keeps the reserve; so does a normal one the note made urgent
+    snap_u = _snapshot([urgent], ["r0", "r1"], dist)
+    assert policy.keep_reserve(Plan([("r0", "u")], "rule", snap_u), {}).assignments == [("r0", "u")]
+    assert policy.keep_reserve(Plan([("r0", "n")], "rule", snap), {"n": "urgent"}).assignments == [
+        ("r0", "n")
+    ]
+    # no other robot idle: the order is not made to wait
+    snap_1 = _snapshot([normal], ["r0"], dist)
+    assert policy.keep_reserve(Plan([("r0", "n")], "rule", snap_1), {}).assignments == [("r0", "n")]
+
+
+def test_dwell_scores_lead_down_the_shortest_path(small):
+    scores = dwell_scores(small, (1, 1), (1, 5))
+    assert scores.argmax() == 4  # right
+    assert scores[1] == -np.inf  # up is the wall
+    assert dwell_scores(small, (1, 5), (1, 5)).argmax() == 0  # there: stay
+
+
+def test_the_scheduler_learns_only_from_orders_that_have_arrived(small):
+    orders = [
+        Order(id="early", shelf="S3-2", priority="normal", arrival=0, deadline=99),
+        Order(id="late", shelf="S7-8", priority="urgent", arrival=50, deadline=120),
+    ]
+    env = WarehouseEnv(layout=small, orders=orders, max_steps=100, auto_assign=False)
+    env.reset(seed=0)
+    policy = DwellPolicy(small)
+    sched = PlanScheduler(env, RulePlanner(), lambda *a, **k: None, sync=True, dwell=policy)
+    for _ in range(10):
+        sched.update()
+        env.step({})
+    late = policy.shelves.index("S7-8")
+    assert policy.urgent_demand[late] == PRIOR_PER_SHELF  # the future order is not known
+    assert set(idle_cells(env)) == set(env.idle_robots())
+
+
+def _run(tmp_path: Path, dwell: str, orders: list[dict], steps: int, n_robots: int | None = None):
+    path = tmp_path / f"orders-{dwell}.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in orders))
+    config = run_config(
+        layout="small", orders=str(path), n_robots=n_robots, steps=steps, planner="rule",
+        executor="greedy", sync_planner=True, gif=False, dwell=dwell,
+    )  # fmt: skip
+    result = run(config, tmp_path / f"run-{dwell}", planner=build_planner("rule"))
+    return result.metrics, read_trace(result.out_dir).events
+
+
+@pytest.mark.parametrize("dwell", ["points", "reserve"])
+def test_idle_robots_leave_the_station_for_dwell_points_without_collisions(
+    tmp_path: Path, small, dwell
+):
+    # Two orders for shelves by the left station; the robots deliver there and then idle.
+    orders = [
+        {"id": "a", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 60},
+        {"id": "b", "shelf": "S4-2", "priority": "urgent", "arrival": 0, "deadline": 60},
+        {"id": "c", "shelf": "S7-9", "priority": "low", "arrival": 70, "deadline": 200},
+    ]
+    metrics, events = _run(tmp_path, dwell, orders, 120)
+    assert metrics["delivered"] == 3 and metrics["collisions"] == 0
+    before_c = [e for e in events if e["type"] == "step" and e["step"] == 69][0]
+    parking = set(parking_cells(small))
+    cells = [tuple(p) for p in before_c["positions"]]
+    assert all(c in parking for c in cells)  # every robot idle at step 69 waits on a parking cell
+    assert not set(cells) & set(small.stations)
+
+
+def test_without_dwell_a_robot_stays_on_the_station_it_delivered_to(tmp_path: Path, small):
+    orders = [{"id": "a", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 60}]
+    metrics, events = _run(tmp_path, "none", orders, 40)
+    last = [e for e in events if e["type"] == "step"][-1]
+    assert metrics["delivered"] == 1
+    assert any(tuple(p) in set(small.stations) for p in last["positions"])
+
+
+@pytest.mark.parametrize("dwell", ["points", "reserve"])
+def test_the_reserve_robot_is_left_for_urgent_work(tmp_path: Path, small, dwell):
+    # Two robots wait at (5, 4) (the 1-median of a uniform demand: the reserve's point) and
+    # (5, 7). A normal order for S4-3 (pick cell (5, 3), one step from the reserve) arrives at
+    # step 40: dwell points alone give it the nearest robot, the reserve; with the reserve it
+    # goes to the other robot, and the reserve takes the urgent order that follows.
+    orders = [
+        {"id": "n", "shelf": "S4-3", "priority": "normal", "arrival": 40, "deadline": 200},
+        {"id": "u", "shelf": "S6-6", "priority": "urgent", "arrival": 42, "deadline": 200},
+    ]
+    metrics, events = _run(tmp_path, dwell, orders, 120, n_robots=2)
+    at_39 = next(e for e in events if e["type"] == "step" and e["step"] == 39)["positions"]
+    assert sorted(map(tuple, at_39)) == [(5, 4), (5, 7)]
+    reserve = f"robot_{[tuple(p) for p in at_39].index((5, 4))}"
+    assigned = {e["order"]: e["robot"] for e in events if e.get("event") == "assigned"}
+    assert metrics["delivered"] == 2 and metrics["collisions"] == 0
+    if dwell == "points":
+        assert assigned["n"] == reserve
+    else:
+        assert assigned["n"] != reserve and assigned["u"] == reserve
