@@ -15,8 +15,18 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
 3. The compiled GridRace loop alone against the plain loops, in joint updates per second, in this
    process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
    (``benchmarks/bench_rl.py``'s ``bench_race`` and ``bench_race_baselines``); target: >= 100x.
+4. The floor of ``marlm train race`` (``--floor``): whole processes that do only the parts no run
+   can skip: Python with numpy and typer; the same plus numba with the cached race loop loaded
+   and one episode run (numba's import, its CPU target's first-use set-up, which imports
+   scipy.linalg for its BLAS check, and the cache load); and matplotlib's ``Figure`` and Agg
+   canvas imported (what the plot process imports beside the training).
 
-    python benchmarks/bench_cli.py [--repeat 5]
+    python benchmarks/bench_cli.py [--repeat 5] [--floor] [--busy]
+
+``marlm train race`` draws ``curves.png`` in a plot process forked at its start (it imports
+matplotlib while the command imports numba and trains), so with the plot its CPU time exceeds its
+wall-clock time on an idle machine with two cores. ``--busy`` runs one CPU-bound process beside
+figure 2 (``python -c "while True: pass"``), the case where that overlap must still pay.
 
 Timings are wall-clock of whole processes on whatever else the machine runs: compare the ratios,
 not the seconds, and read them with the machine's load in mind.
@@ -135,17 +145,59 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
     return ratio
 
 
+FLOOR = {
+    "python + numpy + typer": "import numpy, typer",
+    "  + numba, cached race loop, 1 episode": (
+        "import numpy, typer\n"
+        "from marlm.rl.train import RaceConfig, train_race\n"
+        "train_race(RaceConfig(episodes=1))"
+    ),
+    "python + matplotlib Figure and Agg": (
+        "import numpy\nimport matplotlib.figure, matplotlib.backends.backend_agg"
+    ),
+}
+
+
+def bench_floor(repeat: int, env: dict[str, str], scratch: Path) -> None:
+    """Whole-process times of the parts of ``marlm train race`` that no run can skip."""
+    cache_env = {**env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache")}
+    cmds = {label: [sys.executable, "-c", code] for label, code in FLOOR.items()}
+    for cmd in cmds.values():  # warm the file and numba caches
+        _run(cmd, cache_env)
+    times: dict[str, list[tuple[float, float]]] = {label: [] for label in cmds}
+    for _ in range(repeat):
+        for label, cmd in cmds.items():
+            times[label].append(_run_cpu(cmd, cache_env))
+    print(f"floor, whole processes, median of {repeat}: wall-clock s, CPU s")
+    for label, ts in times.items():
+        wall = statistics.median(w for w, _ in ts)
+        cpu = statistics.median(c for _, c in ts)
+        print(f"{label:41s} {wall:7.2f} {cpu:7.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--cold-repeat", type=int, default=3, help="first runs (empty cache)")
     parser.add_argument("--skip-loop", action="store_true", help="skip the in-process loop figure")
+    parser.add_argument("--floor", action="store_true", help="also time the floor's parts")
+    parser.add_argument(
+        "--busy", action="store_true", help="one CPU-bound process beside the train race figure"
+    )
     args = parser.parse_args()
     env = dict(os.environ)
     scratch = Path(tempfile.mkdtemp(prefix="marlm-bench-cli-"))
     try:
         r_help = bench_help(args.repeat, env)
-        r_train = bench_train_race(args.repeat, env, scratch, args.cold_repeat)
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
+        try:
+            r_train = bench_train_race(args.repeat, env, scratch, args.cold_repeat)
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+        if args.floor:
+            bench_floor(args.repeat, env, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     r_loop = r_bare = None

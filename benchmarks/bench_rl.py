@@ -77,10 +77,16 @@ def _eps_greedy(row: list[float], epsilon: float, rng: np.random.Generator) -> i
 def bare_iql_race(cfg) -> tuple[np.ndarray, int]:
     """IQL on GridRace (shared team reward, episode ends when either agent arrives), plain Python.
 
-    Returns ``(q float64[2, O, 5], joint steps)``. Same rule as ``marlm.envs.grid.race_transition``
+    Returns ``(q float64[2, O, 5], joint steps)``. Same rule as ``marlm.envs.grid_dynamics.race_transition``
     and the same random draws as the compiled loop, so the tables come out equal.
     """
-    from marlm.envs.grid import COLLISION_REWARD, GOAL_REWARD, STAY, STEP_REWARD, move_table
+    from marlm.envs.grid_dynamics import (
+        COLLISION_REWARD,
+        GOAL_REWARD,
+        STAY,
+        STEP_REWARD,
+        move_table,
+    )
 
     if cfg.learner != "iql" or cfg.reward != "shared" or cfg.end != "any":
         raise ValueError("the bare loop is IQL, shared reward, end=any")
@@ -124,7 +130,7 @@ class SeedRace:
     """GridRace as a small env class of the seed note's kind: ``reset()`` and ``step(actions)``.
 
     Two agents start in cell 0 of a ``size x size`` grid; the goal is the last cell. Moves are
-    computed from (row, column); the rule is ``marlm.envs.grid.race_transition``'s (a collision or a
+    computed from (row, column); the rule is ``marlm.envs.grid_dynamics.race_transition``'s (a collision or a
     swap: neither moves, a mover gets -0.5, a stayer -0.01; else +1 at the goal, -0.01 a step).
     ``step`` returns ``(obs, rewards, terminated, truncated)`` with ``obs`` the pair of
     observations ``own * size**2 + other``; the episode ends when either agent arrives (``end=any``)
