@@ -323,7 +323,8 @@ class PlanScheduler:
         snap = snapshot_of(self.env, self._precedence)
         if self.dwell is not None:  # the demand so far, and the reserve robot among the idle
             self.dwell.observe(snap.pending)
-            self.dwell.targets(idle_cells(self.env))
+            if self.dwell.reserve:
+                self.dwell.targets(idle_cells(self.env))
         now = self.clock()
         self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
         if self.ahead:
