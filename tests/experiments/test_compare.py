@@ -31,8 +31,7 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
     assert rows["rl_no_shield"]["shield_overrides"] == 0
     assert all(r["llm_calls"] == 0 for r in rows.values())
     # Under the PIBT rule layer both shielded schemes deliver all 24 orders of the stream before
-    # the 150-step limit (the run then ends, after 135 steps); the unshielded policy runs to the limit.
-    assert rows["rl_no_shield"]["steps"] == 150
+    # the 150-step limit (the run then ends); the unshielded policy gets there only by colliding.
     assert all(
         rows[s]["delivered"] == 24 and rows[s]["steps"] < 150 for s in ("rules", "rl_shield")
     )

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from marlm.envs.warehouse import Order, WarehouseEnv
-from marlm.envs.warehouse.layout import load_layout
+from marlm.envs.warehouse.layout import list_layouts, load_layout
 from marlm.eval.trace import read_trace
 from marlm.hybrid.build import build_planner
 from marlm.hybrid.controller import run, run_config
@@ -193,3 +193,20 @@ def test_the_reserve_robot_is_left_for_urgent_work(tmp_path: Path, small, dwell)
         assert assigned["n"] == reserve
     else:
         assert assigned["n"] != reserve and assigned["u"] == reserve
+
+
+@pytest.mark.parametrize("layout", list_layouts())
+def test_every_shipped_layout_delivers_with_dwell_points(tmp_path: Path, layout):
+    config = run_config(
+        layout=layout, orders=None, n_orders=8, steps=300, seed=1, planner="rule",
+        executor="greedy", sync_planner=True, gif=False, dwell="reserve",
+    )  # fmt: skip
+    result = run(config, tmp_path / "run", planner=build_planner("rule"))
+    m = result.metrics
+    assert m["delivered"] == 8 and m["collisions"] == 0
+    assert m["still_with_task_max_steps"] <= 2
+    # The robot that made the last delivery stands on a station; every other robot left its
+    # station for a dwell point (without dwell points they stay where they delivered).
+    last = [e for e in read_trace(result.out_dir).events if e["type"] == "step"][-1]
+    stations = set(load_layout(layout).stations)
+    assert sum(tuple(p) in stations for p in last["positions"]) <= 1

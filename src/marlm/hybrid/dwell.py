@@ -38,6 +38,7 @@ and pushes them aside (:class:`marlm.hybrid.shield.PibtShield`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,9 +46,11 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from marlm.envs.warehouse.dynamics import MOVES
 from marlm.envs.warehouse.layout import Layout
 
 from .planner import UNREACHABLE_DISTANCE, OrderView, Plan, effective_class
+from .preferences import executor_scores
 
 Cell = tuple[int, int]
 
@@ -145,7 +148,9 @@ class DwellPolicy:
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
-        shelf of each, and 1 on the urgent demand for an urgent one (listed priority)."""
+        shelf of each, and 1 on the urgent demand for an urgent one (listed priority). The
+        scheduler passes the pending orders each step (an order waiting for its shelf is
+        counted once the shelf is free)."""
         for order in orders:
             if order.id in self._seen:
                 continue
@@ -232,7 +237,7 @@ class DwellPolicy:
         if snap.distance.get((other, order.id), far) >= far:
             return plan
         pairs[k] = (other, order.id)
-        return _replace_assignments(plan, pairs)
+        return dataclasses.replace(plan, assignments=pairs)
 
 
 def _steps(dist: np.ndarray, cell: Sequence[int]) -> int:
@@ -240,19 +245,11 @@ def _steps(dist: np.ndarray, cell: Sequence[int]) -> int:
     return d if d >= 0 else UNREACHABLE_DISTANCE
 
 
-def _replace_assignments(plan: Plan, pairs: list[tuple[str, str]]) -> Plan:
-    import dataclasses
-
-    return dataclasses.replace(plan, assignments=pairs)
-
-
 def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.ndarray:
     """``float64[5]`` preference of each action (stay, up, down, left, right) for a robot at
     ``position`` driving to ``target``: +1 for a move that shortens its shortest path, 0 for
     staying, -1 for a move that lengthens it, ``-inf`` into a wall, shelf or off the map (the
     greedy executor's scores, :func:`marlm.hybrid.preferences.greedy_scores`)."""
-    from marlm.envs.warehouse.dynamics import MOVES
-
     dist = layout.distance_from(target)
     free = layout.free
     h, w = free.shape
@@ -295,8 +292,6 @@ class DwellExecutor:
 
     def scores(self, observations: Any, agents: list[str], rng: np.random.Generator) -> np.ndarray:
         """``float64[len(agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
-        from .preferences import executor_scores
-
         out = executor_scores(self.inner, observations, agents, rng)
         for k, row in self._rows(agents).items():
             out[k] = row

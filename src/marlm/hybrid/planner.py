@@ -101,6 +101,9 @@ class Snapshot:
             to those busy robots' own orders (which a preemption would put back).
         busy: the robots with a task (:class:`BusyRobot`), in agent order; empty when the
             caller does not offer preemption.
+        waiting: orders that arrived and are not assigned but are not offered now (their shelf
+            is held, or another order for it comes first); a triaging planner reads their
+            notes ahead, so that its ranking decides which order of a shelf comes first.
     """
 
     step: int
@@ -108,6 +111,7 @@ class Snapshot:
     idle: tuple[str, ...]
     distance: dict[tuple[str, str], int]
     busy: tuple[BusyRobot, ...] = ()
+    waiting: tuple[OrderView, ...] = ()
 
     def key(self) -> tuple[frozenset[str], frozenset[str]]:
         """What makes two snapshots the same decision: the pending ids and the idle robots."""

@@ -220,9 +220,15 @@ def _breaker_of(planner: Any) -> tuple[Any, str]:
     return breaker, str(getattr(model, "name", type(model).__name__))
 
 
-def snapshot_of(env: WarehouseEnv) -> Snapshot:
-    """The planner's view of the environment now: pending orders, idle robots, distances."""
-    pending = tuple(env.pending_orders())
+def snapshot_of(env: WarehouseEnv, precedence: Callable[[Any], Any] | None = None) -> Snapshot:
+    """The planner's view of the environment now: pending orders, idle robots, distances, and
+    the orders waiting for their shelf.
+
+    ``precedence``: the planner's sort key for which order of a shelf is offered first
+    (``planner.shelf_precedence`` where it has one; default the listed priority,
+    :meth:`WarehouseEnv.pending_orders`)."""
+    pending = tuple(env.pending_orders(precedence))
+    waiting = tuple(env.waiting_orders(precedence))
     idle = tuple(env.idle_robots())
     positions = env.robot_positions
     index = {a: i for i, a in enumerate(env.possible_agents)}
@@ -234,7 +240,7 @@ def snapshot_of(env: WarehouseEnv) -> Snapshot:
     cells = {robot: positions[index[robot]] for robot in movable}
     targets = [*pending, *(b.order for b in busy if not b.carrying)]
     return Snapshot(
-        env.step_count, pending, idle, order_distances(env.layout, cells, targets), busy
+        env.step_count, pending, idle, order_distances(env.layout, cells, targets), busy, waiting
     )
 
 
@@ -294,6 +300,8 @@ class PlanScheduler:
         self.ahead = self.async_planner is not None and callable(getattr(planner, "classify", None))
         self._triage_failed: set[str] = set()  # orders whose classify raised: the rule's
         self._breaker, self._backend_name = _breaker_of(planner)
+        # Which order of a shelf is offered first: the planner's ranking where it has one.
+        self._precedence = getattr(planner, "shelf_precedence", None)
         self._opened_seen = 0 if self._breaker is None else self._breaker.state().opened
 
     @property
@@ -312,10 +320,11 @@ class PlanScheduler:
             elif done is not None:
                 self._apply(done)
         self._watch_breaker()
-        snap = snapshot_of(self.env)
+        snap = snapshot_of(self.env, self._precedence)
         if self.dwell is not None:  # the demand so far, and the reserve robot among the idle
             self.dwell.observe(snap.pending)
-            self.dwell.targets(idle_cells(self.env))
+            if self.dwell.reserve:
+                self.dwell.targets(idle_cells(self.env))
         now = self.clock()
         self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
         if self.ahead:
@@ -425,7 +434,9 @@ class PlanScheduler:
         if ap is None or ap.busy:
             return
         todo = [
-            o for o in self.planner.unclassified(snap.pending) if o.id not in self._triage_failed
+            o
+            for o in self.planner.unclassified((*snap.pending, *snap.waiting))
+            if o.id not in self._triage_failed
         ]
         if not todo:
             return
@@ -466,7 +477,7 @@ class PlanScheduler:
                 self._last_key = key
                 self._requested[id(known)] = self.clock()
                 self._apply(plan_or_fallback(self.planner, known))
-                snap = snapshot_of(self.env)
+                snap = snapshot_of(self.env, self._precedence)
         if unknown:
             late = tuple(o for o in snap.pending if o.id in unknown)
             if late:
@@ -487,12 +498,17 @@ class PlanScheduler:
                 env.release(robot)
                 preempted.append((robot, order))
         idle = set(env.idle_robots())
-        pending = {o.id for o in env.pending_orders()}
+        # Any unassigned order whose shelf is free is still valid, whichever order of that shelf
+        # the environment offers first now (the planner's ranking may have moved since).
+        shelf_of = {
+            o.id: o.shelf
+            for o in (*env.pending_orders(), *env.waiting_orders())
+            if env.shelf_holder(o.shelf) is None
+        }
         for robot, order in plan.assignments:
-            if robot in idle and order in pending:
+            if robot in idle and order in shelf_of and env.shelf_holder(shelf_of[order]) is None:
                 env.assign(robot, order)
                 idle.discard(robot)
-                pending.discard(order)
                 applied.append((robot, order))  # the env reports "assigned" in its next events
         record: dict[str, Any] = plan_record(plan)
         record["applied"] = [{"robot": r, "order": o} for r, o in applied]

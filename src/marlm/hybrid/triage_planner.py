@@ -5,8 +5,10 @@ Division of the decision:
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
   urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planner.effective_class`):
   the note may raise an order's urgency, never lower it. The queue is ordered by that class,
-  then the listed priority, deadline, arrival and id. It never emits coordinates, robot ids or
-  moves.
+  then the listed priority, deadline, arrival and id (:func:`queue_key`). The same key decides
+  which order of a shared shelf is offered first: an order read as urgent does not wait behind
+  a routine order for its shelf (the notes of orders waiting for their shelf are read too). It
+  never emits coordinates, robot ids or moves.
 - A solver matches idle robots to queued orders: ``scipy.optimize.linear_sum_assignment`` over
   the cost ``RANK_COST * rank(class) + weight(class) * distance``, where ``distance`` is the
   shortest-path length from the robot to the order's shelf. ``RANK_COST`` exceeds any distance
@@ -31,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,19 +62,21 @@ RANK_COST = 1e6
 DISTANCE_WEIGHT = {"urgent": 2.0, "normal": 1.0, "low": 0.5}
 
 
-def queue_order(orders: Sequence[Any], classes: dict[str, str]) -> list[Any]:
-    """Orders by effective class (the listed priority raised by the note, never lowered), then
-    listed priority, deadline, arrival and id."""
-    return sorted(
-        orders,
-        key=lambda o: (
-            PRIORITY_RANK[effective_class(o.priority, classes.get(o.id))],
-            PRIORITY_RANK[o.priority],
-            o.deadline,
-            o.arrival,
-            o.id,
-        ),
+def queue_key(order: Any, classes: Mapping[str, str]) -> tuple:
+    """Sort key of the queue: effective class (the listed priority raised by the note, never
+    lowered), then listed priority, deadline, arrival and id."""
+    return (
+        PRIORITY_RANK[effective_class(order.priority, classes.get(order.id))],
+        PRIORITY_RANK[order.priority],
+        order.deadline,
+        order.arrival,
+        order.id,
     )
+
+
+def queue_order(orders: Sequence[Any], classes: Mapping[str, str]) -> list[Any]:
+    """Orders by :func:`queue_key`."""
+    return sorted(orders, key=lambda o: queue_key(o, classes))
 
 
 def solve_assignment(
@@ -130,6 +134,39 @@ class TriagePlanner:
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
         return cancel_calls(self.triage.model, thread, timeout_s)
+
+    def shelf_precedence(self, order: Any) -> tuple:
+        """Sort key of the orders for one shelf (which one the environment offers first): the
+        queue's key (:func:`queue_key`) over the classes decided so far, so an order this
+        planner reads as urgent is not held behind a routine order for the same shelf."""
+        return queue_key(order, self.classes)
+
+    def reoffer(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with, for each shelf, the order :meth:`shelf_precedence` puts first
+        offered: a waiting order for the shelf of a pending one takes its place when the classes
+        just decided rank it higher (same shelf, so the same distances). Unchanged when no
+        waiting order outranks its shelf's pending one."""
+        if not snapshot.waiting:
+            return snapshot
+        pending, distance, changed = [], dict(snapshot.distance), False
+        for p in snapshot.pending:
+            best = min(
+                [p, *(w for w in snapshot.waiting if w.shelf == p.shelf)],
+                key=self.shelf_precedence,
+            )
+            if best is not p:
+                changed = True
+                for (robot, oid), d in snapshot.distance.items():
+                    if oid == p.id:
+                        distance[(robot, best.id)] = d
+            pending.append(best)
+        if not changed:
+            return snapshot
+        offered = {o.id for o in pending}
+        waiting = tuple(o for o in (*snapshot.waiting, *snapshot.pending) if o.id not in offered)
+        return dataclasses.replace(
+            snapshot, pending=tuple(pending), waiting=waiting, distance=distance
+        )
 
     def unclassified(self, orders: Sequence[Any]) -> list[Any]:
         """The ``orders`` whose class is not decided yet (their note was never triaged here)."""
@@ -203,8 +240,12 @@ class TriagePlanner:
             return Plan([], "rule", snapshot)
         calls: list[LLMCall] = []
         try:
-            todo = sorted(snapshot.pending, key=lambda o: (o.arrival, o.id))[: self.max_orders]
+            # The orders waiting for their shelf too: their class decides which goes first.
+            todo = sorted((*snapshot.pending, *snapshot.waiting), key=lambda o: (o.arrival, o.id))[
+                : self.max_orders
+            ]
             calls = self.classify(todo)
+            snapshot = self.reoffer(snapshot)
             pairs, preempt = self.assign(snapshot)
         except Exception as e:  # triage or solver bug (ours): the rule keeps robots moving
             return Plan(
@@ -278,6 +319,7 @@ __all__ = [
     "DISTANCE_WEIGHT",
     "RANK_COST",
     "TriagePlanner",
+    "queue_key",
     "queue_order",
     "solve_assignment",
 ]

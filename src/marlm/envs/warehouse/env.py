@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -375,21 +376,24 @@ class WarehouseEnv(ParallelEnv):
         """``"future" | "pending" | "assigned" | "picked" | "delivered"``. Raises KeyError."""
         return self._status[order_id]
 
-    def pending_orders(self) -> list[Order]:
-        """Orders that can be assigned now, in order-list order: arrived, unassigned, and their
-        shelf is free (no order holds it), and, per shelf, only the first by (priority urgent <
-        normal < low, deadline, arrival, id). The other arrived, unassigned orders wait
-        (:meth:`waiting_orders`)."""
+    def pending_orders(self, precedence: Callable[[Order], Any] | None = None) -> list[Order]:
+        """Orders offered for assignment now, in order-list order: arrived, unassigned, their
+        shelf free (no order holds it), and, per shelf, only the first by ``precedence`` (a sort
+        key over orders; default :func:`dispatch_key`: listed priority urgent < normal < low,
+        deadline, arrival, id). A planner that reads urgency from the notes passes its own key,
+        so that an order it finds urgent is not offered behind a routine order for the same
+        shelf. The other arrived, unassigned orders wait (:meth:`waiting_orders`)."""
         first: dict[str, str] = {}
-        for order in self._unassigned_by_rule():
+        for order in sorted(self._unassigned(), key=precedence or dispatch_key):
             if order.shelf not in self._shelf_holder:
                 first.setdefault(order.shelf, order.id)
         return [o for o in self._orders.values() if first.get(o.shelf) == o.id]
 
-    def waiting_orders(self) -> list[Order]:
-        """Arrived, unassigned orders that cannot be assigned yet because their shelf is held by
-        another order or an earlier order for it comes first, in order-list order."""
-        ready = {o.id for o in self.pending_orders()}
+    def waiting_orders(self, precedence: Callable[[Order], Any] | None = None) -> list[Order]:
+        """Arrived, unassigned orders not offered now (:meth:`pending_orders` with the same
+        ``precedence``): their shelf is held by another order, or another order for it comes
+        first; in order-list order."""
+        ready = {o.id for o in self.pending_orders(precedence)}
         return [o for o in self._unassigned() if o.id not in ready]
 
     def shelf_holder(self, shelf: str) -> str | None:
@@ -416,10 +420,13 @@ class WarehouseEnv(ParallelEnv):
     def assign(self, agent: str, order_id: str) -> None:
         """Give a pending order to an idle robot.
 
+        Any arrived, unassigned order whose shelf no order holds may be given, whichever order
+        for that shelf :meth:`pending_orders` offers first (a planner may rank them its own way).
+
         Raises:
             ValueError: unknown robot or order, robot busy, order not pending (future, taken or
-                delivered), the order waits for its shelf (:meth:`waiting_orders`), the shelf
-                is unreachable from the robot, or the episode is over.
+                delivered), another order holds its shelf, the shelf is unreachable from the
+                robot, or the episode is over.
         """
         i = self._agent_index(agent)
         if not self.agents:
@@ -430,11 +437,12 @@ class WarehouseEnv(ParallelEnv):
             raise ValueError(f"{agent} is busy with order {self._task[i]!r}")
         if self._status[order_id] != "pending":
             raise ValueError(f"order {order_id!r} is {self._status[order_id]}, not pending")
-        if order_id not in {o.id for o in self.pending_orders()}:
-            shelf = self._orders[order_id].shelf
-            holder = self._shelf_holder.get(shelf)
-            why = f"order {holder!r} holds it" if holder else "another order for it comes first"
-            raise ValueError(f"order {order_id!r} waits for shelf {shelf}: {why}")
+        shelf = self._orders[order_id].shelf
+        holder = self._shelf_holder.get(shelf)
+        if holder is not None:
+            raise ValueError(
+                f"order {order_id!r} waits for shelf {shelf}: order {holder!r} holds it"
+            )
         if self._path_length(i, order_id) < 0:
             raise ValueError(f"{agent} cannot reach shelf {self._orders[order_id].shelf}")
         self._assign(i, order_id, self._pending_events)
@@ -519,9 +527,6 @@ class WarehouseEnv(ParallelEnv):
 
     def _unassigned(self) -> list[Order]:
         return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
-
-    def _unassigned_by_rule(self) -> list[Order]:
-        return sorted(self._unassigned(), key=dispatch_key)
 
     def _assign(self, i: int, order_id: str, events: list[dict]) -> None:
         self._shelf_holder[self._orders[order_id].shelf] = order_id
