@@ -19,7 +19,9 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
    can skip: Python with numpy and typer; the same plus numba with the cached race loop loaded
    and one episode run (numba's import, its CPU target's first-use set-up, which imports
    scipy.linalg for its BLAS check, and the cache load); and matplotlib's ``Figure`` and Agg
-   canvas imported (what the plot process imports beside the training).
+   canvas imported (what the plot process imports beside the training). Each ends as
+   ``marlm`` does, with the objects alive at exit frozen (``gc.freeze``), out of the
+   interpreter's last garbage collection.
 
     python benchmarks/bench_cli.py [--repeat 5] [--floor] [--busy]
 
@@ -145,15 +147,16 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
     return ratio
 
 
+_EXIT = "import atexit, gc\natexit.register(gc.freeze)\n"  # as marlm.cli.main ends a process
 FLOOR = {
-    "python + numpy + typer": "import numpy, typer",
+    "python + numpy + typer": _EXIT + "import numpy, typer",
     "  + numba, cached race loop, 1 episode": (
-        "import numpy, typer\n"
+        _EXIT + "import numpy, typer\n"
         "from marlm.rl.train import RaceConfig, train_race\n"
         "train_race(RaceConfig(episodes=1))"
     ),
     "python + matplotlib Figure and Agg": (
-        "import numpy\nimport matplotlib.figure, matplotlib.backends.backend_agg"
+        _EXIT + "import numpy\nimport matplotlib.figure, matplotlib.backends.backend_agg"
     ),
 }
 
