@@ -154,3 +154,22 @@ def test_resume_from_checkpoint_of_another_shape_exits_2(tmp_path):
         cwd=tmp_path,
     )
     assert p.returncode == 2 and "learner" in p.stderr
+
+
+FROZEN_AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen", gc.get_freeze_count() > 0))  # runs after main's own
+from marlm.cli import main
+sys.argv = ["marlm", "train", "race", "--help"]
+main()
+"""
+
+
+def test_the_command_skips_the_final_garbage_collection(tmp_path):
+    # The marlm entry point freezes the objects still alive at exit, so the interpreter's last
+    # collection (half a second after a training run) does not walk them.
+    p = subprocess.run(
+        [sys.executable, "-c", FROZEN_AT_EXIT], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "frozen True"
