@@ -192,3 +192,35 @@ def test_the_trace_says_once_per_opening_that_the_circuit_breaker_opened():
     sched.update()
     assert [e["failures"] for e in events if e["type"] == "circuit_open"] == [3, 3]
     assert set(opened[0]) - {"type"} == _documented_fields("circuit_open")
+
+
+def test_the_triage_planner_types_its_outcome_by_failure_kind_not_by_reason_text():
+    from marlm.envs.warehouse.orders import Order
+    from marlm.hybrid.triage_planner import TriagePlanner
+    from marlm.llm.triage import TriageDecision
+
+    class Misleading:
+        """Fault injector: the reason texts say the opposite of the typed failure."""
+
+        mode, prompt_version = "fake", "fake-v0"
+
+        def classify_many(self, notes, fallbacks):
+            kinds = {
+                "a": ("backend error: timeout", "invalid_answer"),
+                "b": ("invalid answer: garbage", "backend_error"),
+                "c": ("invalid answer: nothing", "empty_note"),
+            }
+            return [
+                TriageDecision(fb, "fallback", "fake", reason=kinds[n][0], failure=kinds[n][1])
+                for n, fb in zip(notes, fallbacks, strict=True)
+            ]
+
+    planner = TriagePlanner(Misleading())
+    orders = {
+        k: Order(id=k, shelf="S3-2", priority="normal", arrival=0, deadline=99, note=k)
+        for k in "abc"
+    }
+    planner.classify(list(orders.values()))
+    assert planner.outcome([orders["a"]]) == ("invalid_answer", "backend error: timeout")
+    assert planner.outcome([orders["b"]]) == ("backend_error", "invalid answer: garbage")
+    assert planner.outcome([orders["c"]]) == ("rule", None)  # nothing to read counts neither way

@@ -19,20 +19,19 @@ def test_agent_colour_is_the_renderer_palette_and_cycles():
 
 
 def test_reward_plot_draws_agent_k_in_the_colour_of_robot_k(tmp_path, monkeypatch):
-    import matplotlib.pyplot as plt
-
     made = []
-    subplots = plt.subplots
+    figure = plots._figure
 
-    def keep(*args, **kwargs):
-        fig, ax = subplots(*args, **kwargs)
-        made.append(ax)
-        return fig, ax
+    def keep(*args, **kwargs):  # the figure the plot draws on, kept to read its lines back
+        fig = figure(*args, **kwargs)
+        made.append(fig)
+        return fig
 
-    monkeypatch.setattr(plt, "subplots", keep)
+    monkeypatch.setattr(plots, "_figure", keep)
     names = [f"robot_{i}" for i in range(4)]
     plots.plot_reward_curves({n: np.zeros(5) for n in names}, tmp_path / "r.png")
-    lines = {line.get_label(): line.get_color() for line in made[0].get_lines()}
+    (fig,) = made
+    lines = {line.get_label(): line.get_color() for line in fig.axes[0].get_lines()}
     for i, name in enumerate(names):
         rgb = tuple(round(255 * c) for c in mcolors.to_rgb(lines[name]))
         assert rgb == agent_colour(i), name

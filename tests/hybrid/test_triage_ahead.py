@@ -46,9 +46,21 @@ class GatedTriage:
         out = []
         for note, fb in zip(notes, fallbacks, strict=True):
             if not note:
-                out.append(TriageDecision(fb, "fallback", "gated", reason="empty note"))
+                out.append(
+                    TriageDecision(
+                        fb, "fallback", "gated", reason="empty note", failure="empty_note"
+                    )
+                )
             elif note in self.down:
-                out.append(TriageDecision(fb, "fallback", "gated", reason="BackendError: down"))
+                out.append(
+                    TriageDecision(
+                        fb,
+                        "fallback",
+                        "gated",
+                        reason="BackendError: down",
+                        failure="backend_error",
+                    )
+                )
             else:
                 out.append(TriageDecision(self.table[note], "model", "gated", latency_s=0.25))
         return out

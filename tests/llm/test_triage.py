@@ -208,6 +208,7 @@ def test_generate_with_invalid_answers_and_backend_errors_falls_back(scripted):
     tri = Triage(model, mode="generate")
     a = tri.classify("note one", fallback="urgent")
     assert (a.label, a.source) == ("urgent", "fallback") and "invalid answer" in a.reason
+    assert a.failure == "invalid_answer"
     b = tri.classify("note two")
     assert (b.label, b.source) == ("normal", "fallback") and "backend error" in b.reason
     c = tri.classify("note three")
@@ -263,6 +264,7 @@ def test_empty_notes_take_the_fallback_without_a_model_call(triage):
     for note in ("", None, "   \n\t", "\u200b\u200b"):
         d = triage.classify(note, fallback="urgent")
         assert (d.label, d.source, d.reason) == ("urgent", "fallback", "empty note")
+        assert d.failure == "empty_note"
     assert triage.stats.model_calls == before
 
 

@@ -130,6 +130,7 @@ class TriagePlanner:
         self.classes: dict[str, str] = {}
         self.sources: dict[str, str] = {}
         self.reasons: dict[str, str] = {}  # why the model did not decide an order ("": it did)
+        self.failures: dict[str, str | None] = {}  # TriageDecision.failure per order (typed)
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
@@ -198,8 +199,9 @@ class TriagePlanner:
         for order, d in zip(new, decisions, strict=True):
             self.classes[order.id] = d.label
             self.reasons[order.id] = d.reason or ""
+            self.failures[order.id] = d.failure
             self.sources[order.id] = d.source  # last: marks the order classified
-            if not d.cached and d.reason != "empty note":
+            if not d.cached and d.failure != "empty_note":
                 calls.append(self._call(order, d))
         return calls
 
@@ -212,15 +214,15 @@ class TriagePlanner:
         failure (``invalid_answer`` or ``backend_error``, with the first reason); ``rule`` when
         no order had a note.
         """
-        reasons = [
-            self.reasons.get(o.id, "not classified")
+        failed = [
+            o
             for o in orders
-            if self.sources.get(o.id) != "model"
-            and self.reasons.get(o.id, "not classified") != "empty note"
+            if self.sources.get(o.id) != "model" and self.failures.get(o.id) != "empty_note"
         ]
-        if reasons:
-            kind = "invalid_answer" if reasons[0].startswith("invalid answer") else "backend_error"
-            return kind, reasons[0]
+        if failed:
+            first = failed[0]
+            kind = self.failures.get(first.id) or "backend_error"  # unclassified: not answered
+            return kind, self.reasons.get(first.id) or "not classified"
         if any(self.sources.get(o.id) == "model" for o in orders):
             return "answered", None
         return "rule", None

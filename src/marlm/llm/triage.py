@@ -444,7 +444,11 @@ class TriageDecision:
         source: ``"model"`` (the model decided), ``"fallback"`` (it could not; see ``reason``).
         mode: the mode that decided (``"generate"`` also when a score mode fell back to it).
         scores: class -> score for the score modes (natural-log units), else ``None``.
-        reason: why the fallback was used (``None`` for the model's answer).
+        reason: why the fallback was used (``None`` for the model's answer), in words.
+        failure: what kind of fallback, typed: ``"empty_note"`` (nothing to read),
+            ``"backend_error"`` (the backend failed: timeout, connection, context length, an
+            open circuit), ``"invalid_answer"`` (it answered, but not a class); ``None`` for
+            the model's answer.
         latency_s: wall time of the model call in seconds (0 for an empty note).
         prompt_version: :data:`PROMPT_VERSION`.
         cached: whether this answer came from the cache.
@@ -457,6 +461,7 @@ class TriageDecision:
     mode: str
     scores: dict[str, float] | None = None
     reason: str | None = None
+    failure: str | None = None
     latency_s: float = 0.0
     prompt_version: str = PROMPT_VERSION
     cached: bool = False
@@ -466,6 +471,13 @@ class TriageDecision:
     def record(self) -> dict[str, Any]:
         """JSON-ready fields for a trace event."""
         return dict(self.__dict__)
+
+
+def failure_kind(error: BaseException) -> str:
+    """``"backend_error"`` for a :class:`~marlm.llm.errors.BackendError` (timeout, connection,
+    context length, an open circuit), else ``"invalid_answer"`` (the backend answered something
+    that cannot be read as a class: a ``ValueError``)."""
+    return "backend_error" if isinstance(error, BackendError) else "invalid_answer"
 
 
 _warned_fallback: set[str] = set()
@@ -699,7 +711,9 @@ class Triage:
                 return TriageDecision(**{**hit.__dict__, "cached": True, "latency_s": 0.0})
             if not text:
                 self.stats.fallbacks += 1
-                return TriageDecision(fb, "fallback", self.mode, reason="empty note")
+                return TriageDecision(
+                    fb, "fallback", self.mode, reason="empty note", failure="empty_note"
+                )
             decision = self._decide(text, fb, truncated)
             if decision.source == "model":
                 self._cache[text] = decision
@@ -726,7 +740,12 @@ class Triage:
                 )
             except (BackendError, ValueError) as e:
                 return TriageDecision(
-                    fb, "fallback", mode, reason=f"{type(e).__name__}: {e}", truncated=truncated
+                    fb,
+                    "fallback",
+                    mode,
+                    reason=f"{type(e).__name__}: {e}",
+                    failure=failure_kind(e),
+                    truncated=truncated,
                 )
         return self._decide_by_generate(text, fb, truncated)
 
@@ -1006,7 +1025,7 @@ class Triage:
             reason = f"{type(e).__name__}: {e}"
             return {
                 t: TriageDecision(self.fallback, "fallback", "probe", reason=reason,
-                                  prompt_version=PROBE_VERSION)
+                                  failure=failure_kind(e), prompt_version=PROBE_VERSION)
                 for t in texts
             }  # fmt: skip
         out = {}
@@ -1049,7 +1068,10 @@ class Triage:
         except (BackendError, ValueError) as e:
             reason = f"{type(e).__name__}: {e}"
             return {
-                t: TriageDecision(self.fallback, "fallback", mode, reason=reason) for t in texts
+                t: TriageDecision(
+                    self.fallback, "fallback", mode, reason=reason, failure=failure_kind(e)
+                )
+                for t in texts
             }
         out = {}
         for text, ex, result in zip(texts, examples, results, strict=True):
@@ -1107,7 +1129,12 @@ class Triage:
             )
         except BackendError as e:
             return TriageDecision(
-                fb, "fallback", "generate", reason=f"backend error: {e}", truncated=truncated
+                fb,
+                "fallback",
+                "generate",
+                reason=f"backend error: {e}",
+                failure="backend_error",
+                truncated=truncated,
             )
         latency = time.perf_counter() - t0
         self.stats.model_calls += 1
@@ -1120,6 +1147,7 @@ class Triage:
                 "fallback",
                 "generate",
                 reason=f"invalid answer: {e}",
+                failure="invalid_answer",
                 latency_s=latency,
                 truncated=truncated,
             )
