@@ -1,4 +1,4 @@
-"""Notes-only urgency scenario: rule planner vs the triage planner in each mode (issue 6).
+"""Notes-only urgency scenario: rule planner vs the triage planner in each mode.
 
 Every order is listed ``normal``; urgency lives only in its note (drawn from marlm's copy of the
 development notes). Truly urgent orders have a tighter true deadline. The few-shot examples and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fixed_triage import FixedTriage
 from marlm.envs.warehouse.layout import load_layout
 from marlm.experiments.notes_only import (
     LISTED_SLACK,
@@ -15,27 +16,6 @@ from marlm.experiments.notes_only import (
 from marlm.hybrid.planner import RulePlanner
 from marlm.hybrid.triage_planner import TriagePlanner
 from marlm.llm.triage import load_labelled_notes
-
-
-class _FixedTriage:
-    """A fault injector standing in for Triage: answers from a table or raises."""
-
-    mode = "fixed"
-    prompt_version = "fixed-v0"
-
-    def __init__(self, table=None, error=None):
-        self.table, self.error, self.asked = table or {}, error, []
-
-    def classify(self, note, fallback=None):
-        from marlm.llm.triage import TriageDecision
-
-        self.asked.append(note)
-        if self.error:
-            raise self.error
-        return TriageDecision(self.table.get(note, fallback), "model", "fixed")
-
-    def classify_many(self, notes, fallbacks):
-        return [self.classify(n, fallback=f) for n, f in zip(notes, fallbacks, strict=True)]
 
 
 def test_notes_only_orders_hide_urgency_in_the_note():
@@ -82,7 +62,7 @@ def test_oracle_triage_beats_the_rule_on_urgent_orders(tmp_path):
 
     labels = {n.note: n.label for n in load_labelled_notes(dev_notes_path())}
     rows = run_notes_only(
-        {"rule": RulePlanner(), "oracle": TriagePlanner(_FixedTriage(labels))}, tmp_path, seed=1
+        {"rule": RulePlanner(), "oracle": TriagePlanner(FixedTriage(labels))}, tmp_path, seed=1
     )
     rule, oracle = rows
     assert oracle["urgent_on_time_rate"] >= rule["urgent_on_time_rate"] + 0.15

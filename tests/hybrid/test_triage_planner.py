@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fixed_triage import FixedTriage
 from marlm.envs.warehouse.orders import Order
 from marlm.hybrid.planner import (
     BusyRobot,
@@ -118,7 +119,7 @@ def test_preemption_known_answer_reassigns_the_robot_heading_for_a_normal_order(
 
 
 def test_the_idle_robot_an_urgent_order_no_longer_needs_takes_the_preempted_order():
-    planner = TriagePlanner(_FixedTriage({"line down": "urgent"}))
+    planner = TriagePlanner(FixedTriage({"line down": "urgent"}))
     u, n1 = order("u", "line down"), order("n1", "restock", deadline=200)
     dist = {("r9", "u"): 12, ("r0", "u"): 2, ("r0", "n1"): 3, ("r9", "n1"): 10}
     snap = Snapshot(5, (u,), ("r9",), dist, busy=(busy("r0", n1, to_free=9, free={"u": 6}),))
@@ -129,7 +130,7 @@ def test_the_idle_robot_an_urgent_order_no_longer_needs_takes_the_preempted_orde
 
 
 def test_triage_planner_preempts_for_an_urgent_note_with_every_robot_busy():
-    planner = TriagePlanner(_FixedTriage({"line down": "urgent"}))
+    planner = TriagePlanner(FixedTriage({"line down": "urgent"}))
     u = order("u", "line down")
     snap = Snapshot(
         3,
@@ -205,29 +206,8 @@ def test_solver_matches_brute_force_on_random_instances():
         assert best <= cost <= first3
 
 
-class _FixedTriage:
-    """A fault injector standing in for Triage: answers from a table or raises."""
-
-    mode = "fixed"
-    prompt_version = "fixed-v0"
-
-    def __init__(self, table=None, error=None):
-        self.table, self.error, self.asked = table or {}, error, []
-
-    def classify(self, note, fallback=None):
-        from marlm.llm.triage import TriageDecision
-
-        self.asked.append(note)
-        if self.error:
-            raise self.error
-        return TriageDecision(self.table.get(note, fallback), "model", "fixed")
-
-    def classify_many(self, notes, fallbacks):
-        return [self.classify(n, fallback=f) for n, f in zip(notes, fallbacks, strict=True)]
-
-
 def test_plan_asks_once_per_order_and_assigns_only_idle_robots_and_pending_orders():
-    tri = _FixedTriage({"line down": "urgent"})
+    tri = FixedTriage({"line down": "urgent"})
     planner = TriagePlanner(tri)
     orders = [order("a", "restock"), order("b", "line down")]
     dist = {("r0", "a"): 1, ("r0", "b"): 7}
@@ -238,7 +218,7 @@ def test_plan_asks_once_per_order_and_assigns_only_idle_robots_and_pending_order
 
 
 def test_a_failing_triage_falls_back_to_the_rule():
-    planner = TriagePlanner(_FixedTriage(error=RuntimeError("boom")))
+    planner = TriagePlanner(FixedTriage(error=RuntimeError("boom")))
     snap = snapshot(
         [order("a", "x", priority="urgent"), order("b", "y")],
         ["r0"],
