@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +187,39 @@ def test_without_fork_the_plot_process_runs_the_call_here() -> None:
         assert plotter.pid is None
         plotter.submit(os.getpid)
         assert plotter.result() == os.getpid()
+
+
+def test_the_plot_process_import_leaves_out_3d_and_property_docs_and_draws_the_same(
+    tmp_path: Path,
+) -> None:
+    # A fresh interpreter, as the plot process is where the command has not loaded matplotlib:
+    # _import_matplotlib skips the 3-D toolkit and the artists' set() property lists, restores
+    # kwdoc, leaves the toolkit importable, and the figure it draws is byte for byte the one a
+    # normally imported matplotlib draws (here, in the test process).
+    curves = {"agent_0": np.linspace(-1, 1, 500), "agent_1": np.linspace(1, -1, 500)}
+    np.savez(tmp_path / "curves.npz", **curves)
+    probe = (
+        "import sys, warnings\n"
+        "import numpy as np\n"
+        "from marlm.eval import plots\n"
+        "warnings.simplefilter('error')\n"
+        "plots._import_matplotlib()\n"
+        "import matplotlib.artist\n"
+        "from matplotlib.lines import Line2D\n"
+        "print('3d loaded:', 'mpl_toolkits.mplot3d' in sys.modules)\n"
+        "print('Line2D properties listed:', 'drawstyle' in (Line2D.set.__doc__ or ''))\n"
+        "print('kwdoc restored:', 'drawstyle' in matplotlib.artist.kwdoc(Line2D))\n"
+        f"c = dict(np.load({str(tmp_path / 'curves.npz')!r}))\n"
+        f"plots.plot_reward_curves(c, {str(tmp_path / 'child.png')!r}, smooth=20, tight=False)\n"
+        "import mpl_toolkits.mplot3d\n"
+        "print('3d importable after:', True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert "3d loaded: False" in out
+    assert "Line2D properties listed: False" in out
+    assert "kwdoc restored: True" in out
+    assert "3d importable after: True" in out
+    plot_reward_curves(curves, tmp_path / "here.png", smooth=20, tight=False)
+    assert (tmp_path / "child.png").read_bytes() == (tmp_path / "here.png").read_bytes()

@@ -2,8 +2,9 @@
 
 :func:`move_table` and :func:`race_transition` are the rules ``GridWorld.step`` and
 ``GridRace.step`` (:mod:`marlm.envs.grid`, which re-exports them) apply, and the compiled training
-loops of :mod:`marlm.rl.fast` call the same functions, so the two cannot drift. This module imports
-only numpy and numba, so a training run loads neither Gymnasium nor PettingZoo.
+loops of :mod:`marlm.rl.fast` compile the same function (:mod:`marlm.rl.kernels`), so the two
+cannot drift. This module imports only numpy, so a training run loads neither Gymnasium nor
+PettingZoo (nor numba, when its loop was built ahead of time: :mod:`marlm.rl.aot`).
 
 Cells are numbered row-major: cell ``row * size + col``; row 0 is the top.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
 __all__ = [
     "ACTION_NAMES",
@@ -62,9 +62,11 @@ GRIDRACE_NAME = "gridrace_v0"  # GridRace.metadata["name"]
 GRIDRACE_AGENTS = ("agent_0", "agent_1")  # GridRace.possible_agents
 
 
-@njit(cache=True)
-def race_transition(p0, p1, a0, a1, active0, active1, moves, goal):  # pragma: no cover - compiled
+def race_transition(p0, p1, a0, a1, active0, active1, moves, goal):
     """One GridRace step as a pure function (no state): the same rule ``GridRace.step`` applies.
+
+    Plain Python, and compiled with numba by :mod:`marlm.rl.kernels` for the training loops (the
+    function must stay in the subset numba compiles: scalars, table look-ups, no objects).
 
     Args:
         p0, p1: cells of agent 0 and 1. a0, a1: their actions (0..4, 4 = stay).

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from marlm.rl.fast import jal_values
+from marlm.rl import fast
 from marlm.rl.independent import AgentQTables
 from marlm.rl.qlearning import epsilon_greedy_joint_action
 
@@ -73,12 +73,12 @@ class JointActionLearners:
         self._ev = np.empty(n_actions)
 
     def _rows(self, i: int) -> np.ndarray:
-        """Agent i's table as ``float64[O * A, A]`` (a view), the layout :func:`jal_values` reads."""
+        """Agent i's table as ``float64[O * A, A]`` (a view), the layout ``fast.jal_values`` reads."""
         return self.q[i].reshape(-1, self.q.shape[-1])
 
     def values(self, i: int, o: int) -> np.ndarray:
         """``float64[A]``: agent i's expected value of each own action in observation ``o``."""
-        jal_values(self._rows(i), self.counts[i], o, self._ev)
+        fast.jal_values(self._rows(i), self.counts[i], o, self._ev)  # compiled (numba)
         return self._ev.copy()
 
     def act(
@@ -110,7 +110,7 @@ class JointActionLearners:
             u_j = actions.get(partner, stay)
             o, u_i = obs[name], actions[name]
             self.counts[i, o, u_j] += 1.0
-            jal_values(self._rows(i), self.counts[i], next_obs[name], self._ev)
+            fast.jal_values(self._rows(i), self.counts[i], next_obs[name], self._ev)
             td_target = rewards[name] + gamma * (1.0 - terminated[name]) * self._ev.max()
             self.q[i, o, u_i, u_j] += alpha * (td_target - self.q[i, o, u_i, u_j])
 

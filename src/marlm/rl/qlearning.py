@@ -13,8 +13,9 @@ Callers therefore pass ``terminated`` only, never ``terminated or truncated``.
 
 Randomness comes from a ``numpy.random.Generator`` passed in; nothing here touches global state.
 :func:`epsilon_greedy` on one row draws from the generator in a fixed pattern (see its docstring)
-that the compiled training loops in :mod:`marlm.rl.fast` repeat draw for draw, so a plain-Python
-loop and a compiled loop with the same seed give the same Q-table.
+that the compiled training loops of :mod:`marlm.rl.fast` repeat draw for draw, so a plain-Python
+loop and a compiled loop with the same seed give the same Q-table. The compiled twins of this
+module's functions are in :mod:`marlm.rl.kernels`; this module does not import numba.
 
 Arrays: ``q`` is ``float64[n_states, n_actions]``; states and actions are integer indices.
 """
@@ -26,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from marlm.errors import InputError
 
@@ -99,20 +99,6 @@ def td_update(
     return float(td_error)
 
 
-@njit(cache=True)
-def _td_update_batch_kernel(q, s, a, r, s_next, terminated, alpha, gamma, out):  # pragma: no cover
-    for i in range(s.shape[0]):
-        # Same target as td_update, applied in batch order (sequential semantics).
-        boot = q[s_next[i], 0]
-        for k in range(1, q.shape[1]):
-            if q[s_next[i], k] > boot:
-                boot = q[s_next[i], k]
-        td_target = r[i] + gamma * (1.0 - terminated[i]) * boot
-        td_error = td_target - q[s[i], a[i]]
-        q[s[i], a[i]] += alpha * td_error
-        out[i] = td_error
-
-
 def td_update_batch(
     q: np.ndarray,
     s: np.ndarray,
@@ -168,68 +154,16 @@ def td_update_batch(
         raise InputError(
             f"state or action index outside the Q-table of shape {q.shape}", field="batch"
         )
+    from marlm.rl.kernels import td_update_batch_kernel  # numba, imported when first needed
+
     out = np.empty(n, dtype=np.float64)
-    _td_update_batch_kernel(q, s, a, r, s_next, term, float(alpha), float(gamma), out)
+    td_update_batch_kernel(q, s, a, r, s_next, term, float(alpha), float(gamma), out)
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # Acting: greedy with random tie-breaking, epsilon-greedy (Sutton & Barto 2018, section 2.2)
 # --------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def _argmax_random_tie_at(q, s, rng):  # pragma: no cover - compiled
-    """Index of a maximum of ``q[s]``; among several maxima, one drawn with ``rng.random()``.
-
-    Indexes ``q[s, k]`` directly instead of taking the row ``q[s]``: a row view costs a reference
-    count per call, a third of the loop's time.
-    """
-    n = q.shape[1]
-    best = q[s, 0]
-    first = 0
-    count = 1
-    for k in range(1, n):
-        v = q[s, k]
-        if v > best:
-            best = v
-            first = k
-            count = 1
-        elif v == best:
-            count += 1
-    if count == 1:  # one pass when the maximum is unique (the common case once learning)
-        return first
-    pick = int(rng.random() * count)
-    for k in range(n):
-        if q[s, k] == best:
-            if pick == 0:
-                return k
-            pick -= 1
-    return n - 1
-
-
-@njit(cache=True, inline="always")
-def _epsilon_greedy_at(q, s, epsilon, rng):  # pragma: no cover - compiled
-    """Compiled twin of :func:`epsilon_greedy` on row ``s`` of ``q``: same draws, same result."""
-    if rng.random() < epsilon:
-        return int(rng.random() * q.shape[1])
-    return _argmax_random_tie_at(q, s, rng)
-
-
-@njit(cache=True, inline="always")
-def _row_max(q, s):  # pragma: no cover - compiled
-    """``q[s].max()`` without a row view."""
-    best = q[s, 0]
-    for k in range(1, q.shape[1]):
-        if q[s, k] > best:
-            best = q[s, k]
-    return best
-
-
-@njit(cache=True)
-def _epsilon_greedy_row(row, epsilon, rng):  # pragma: no cover - compiled
-    """Compiled twin of :func:`epsilon_greedy` on a 1-D row."""
-    return _epsilon_greedy_at(row.reshape(1, row.shape[0]), 0, epsilon, rng)
 
 
 def _decay_values(start: float, decay: float, floor: float, first: int, n: int) -> np.ndarray:
