@@ -38,3 +38,40 @@ def test_help_registers_every_command_without_heavy_dependencies():
     for command in ("demo", "train", "compare", "replay", "report", "bench", "llm", "eval"):
         assert f"'{command}'" in out
     assert sorted(_top_level_modules_after(probe) & set(HEAVY)) == []
+
+
+def test_plain_option_values_convert_as_typer_converts_them_without_pydantic():
+    # marlm.cli.plain_values converts plain values itself; each must come out as typer's own
+    # (pydantic) conversion gives it: the same value of the same type, or the same error.
+    from pathlib import Path
+
+    import typer.core
+    from typer._click.exceptions import BadParameter
+    from typer._coercion import build_runtime_param as typers_own
+    from typer._coercion import resolve_type_descriptor
+    from typer.models import OptionInfo
+
+    import marlm.cli.app  # noqa: F401  (installs the conversion)
+
+    class Param:  # what RuntimeParam.coerce reads of a click parameter
+        multiple, nargs, name = False, 1, "opt"
+
+    def outcome(build, annotation, value):
+        try:
+            got = build(resolve_type_descriptor(annotation, OptionInfo())).coerce(
+                value, param=Param(), ctx=None
+            )
+        except BadParameter as e:
+            return "error", e.message
+        return type(got), repr(got)  # repr: tells -0.0 from 0.0, and nan equals nan
+
+    texts = [
+        "0", "7", "-3", "123456789012345678", "1234567890123456789", "007", "+5", " 5", "1_000",
+        "-0", "1.0", "0.1", "-2.5e-3", "1e3", "1E+07", "1e400", ".5", "5.", "nan", "inf", "abc",
+        "", ".", "runs/race", "a//b/", "./x", "/tmp/x", "-", "~/x", "true",
+    ]  # fmt: skip
+    values = [*texts, None, 0, 3, 2.5, 1, True, False, Path("runs/race")]
+    for annotation in (bool, str, int, float, Path):
+        for value in values:
+            ours = outcome(typer.core.build_runtime_param, annotation, value)
+            assert ours == outcome(typers_own, annotation, value), (annotation, value)

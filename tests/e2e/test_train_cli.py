@@ -76,7 +76,8 @@ try:
     main()
 except SystemExit as e:
     assert not e.code, e.code
-print(json.dumps(sorted(m for m in ("matplotlib", "gymnasium", "pettingzoo") if m in sys.modules)))
+heavy = ("matplotlib", "gymnasium", "pettingzoo", "pydantic")  # pydantic: see cli/plain_values
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
 
 
@@ -95,7 +96,17 @@ def loaded_by_a_run(tmp_path, command, *options):
 )  # fmt: skip
 def test_no_plot_writes_no_curves_and_never_loads_matplotlib(tmp_path, command, loaded):
     # gridworld trains through envs.grid (Gymnasium env); a race run uses envs.grid_dynamics only
-    assert loaded_by_a_run(tmp_path, command, "--no-plot") == loaded
+    # options of each plain type (int, Path, bool, str, float) convert without pydantic
+    options = (
+        "--no-plot",
+        "--seed",
+        "3",
+        "--alpha",
+        "0.25",
+        "--learner",
+        "iql" if command == "race" else "q",
+    )
+    assert loaded_by_a_run(tmp_path, command, *options) == loaded
     written = {f.name for f in (tmp_path / "run").iterdir()}
     assert "curves.png" not in written
     assert {"metrics.json", "tables.npz", "episodes.npz", "findings.json"} <= written

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -153,6 +154,10 @@ def test_the_plot_process_draws_the_same_file_in_another_process(tmp_path: Path)
     with PlotProcess() as plotter:
         plotter.submit(os.getpid)
         assert plotter.result() != os.getpid()
+    with PlotProcess() as plotter:  # one call, then the process ends: no garbage collector
+        plotter.submit(gc.isenabled)
+        assert plotter.result() is False
+    assert gc.isenabled()
     plot_reward_curves(curves, tmp_path / "here.png", smooth=20)
     assert (tmp_path / "child.png").read_bytes() == (tmp_path / "here.png").read_bytes()
 

@@ -217,6 +217,30 @@ def test_plan_asks_once_per_order_and_assigns_only_idle_robots_and_pending_order
     assert tri.asked == ["restock", "line down"]  # "a" was triaged once
 
 
+def test_the_per_plan_cap_counts_new_notes_only_so_a_backlog_never_hides_a_new_one():
+    # max_orders bounds the notes read per plan. It used to cut the oldest orders first and
+    # then skip those already read, so with a backlog of max_orders classified orders a new
+    # note was never read: "line down" stayed a normal order behind the backlog.
+    tri = FixedTriage({"line down": "urgent"})
+    planner = TriagePlanner(tri, max_orders=2)
+    old = [order("a", "restock", arrival=0), order("b", "restock too", arrival=1)]
+    planner.plan(snapshot(old, ["r0"], {("r0", "a"): 1, ("r0", "b"): 1}))
+    new = order("c", "line down", arrival=5)
+    dist = {("r0", "a"): 1, ("r0", "b"): 1, ("r0", "c"): 9}
+    p = planner.plan(snapshot([*old, new], ["r0"], dist))
+    assert tri.asked == ["restock", "restock too", "line down"]
+    assert p.assignments == [("r0", "c")] and p.outcome == "answered"
+    # Three new notes with a cap of two: the two oldest are read now, the third next plan.
+    tri2 = FixedTriage({})
+    planner2 = TriagePlanner(tri2, max_orders=2)
+    three = [order(x, f"note {x}", arrival=i) for i, x in enumerate("xyz")]
+    first = planner2.plan(snapshot(three, ["r0"], {("r0", o.id): 1 for o in three}))
+    assert tri2.asked == ["note x", "note y"]
+    assert first.outcome == "rule"  # "note z" kept its listed priority: not a backend error
+    planner2.plan(snapshot(three, ["r0"], {("r0", o.id): 1 for o in three}))
+    assert tri2.asked == ["note x", "note y", "note z"]
+
+
 def test_a_failing_triage_falls_back_to_the_rule():
     planner = TriagePlanner(FixedTriage(error=RuntimeError("boom")))
     snap = snapshot(

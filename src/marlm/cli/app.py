@@ -3,6 +3,9 @@
 Help is formatted by click (``rich_markup_mode=None``): typer's rich help formatter imports rich's
 Markdown and traceback renderers, which cost more than typer itself on every ``--help``; the plain
 formatter also wraps long option help instead of cutting it at the terminal width.
+
+Option values are converted without pydantic where typer's conversion does not need it
+(:mod:`marlm.cli.plain_values`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,10 @@ from __future__ import annotations
 import typer
 
 from marlm.errors import InputError
+
+from . import plain_values
+
+plain_values.install()
 
 app = typer.Typer(
     name="marlm",

@@ -112,8 +112,9 @@ class TriagePlanner:
     Args:
         triage: the classifier (its mode, model and few-shot examples); one model call per
             distinct note thanks to its cache.
-        max_orders: at most this many pending orders are triaged per plan (oldest first), which
-            bounds the time of one plan; the others keep their listed priority until triaged.
+        max_orders: at most this many notes not read yet are triaged per plan (oldest order
+            first), which bounds the time of one plan; the others keep their listed priority
+            until a later plan reads them.
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -212,18 +213,21 @@ class TriagePlanner:
         gives the model nothing to read, keeps its listed priority and does not count
         either way); any class the rule filled in for a failed model call makes the plan that
         failure (``invalid_answer`` or ``backend_error``, with the first reason); ``rule`` when
-        no order had a note.
+        no order had a note, or when a note was not read yet (more new notes than
+        ``max_orders``): the listed priority decided that order.
         """
+        read = [o for o in orders if o.id in self.sources]
         failed = [
             o
-            for o in orders
-            if self.sources.get(o.id) != "model" and self.failures.get(o.id) != "empty_note"
+            for o in read
+            if self.sources[o.id] != "model" and self.failures.get(o.id) != "empty_note"
         ]
         if failed:
             first = failed[0]
-            kind = self.failures.get(first.id) or "backend_error"  # unclassified: not answered
-            return kind, self.reasons.get(first.id) or "not classified"
-        if any(self.sources.get(o.id) == "model" for o in orders):
+            return self.failures.get(first.id) or "backend_error", self.reasons.get(first.id)
+        if len(read) < len(orders):  # a note not read yet (max_orders): its listed priority
+            return "rule", None
+        if any(self.sources[o.id] == "model" for o in read):
             return "answered", None
         return "rule", None
 
@@ -243,9 +247,10 @@ class TriagePlanner:
         calls: list[LLMCall] = []
         try:
             # The orders waiting for their shelf too: their class decides which goes first.
-            todo = sorted((*snapshot.pending, *snapshot.waiting), key=lambda o: (o.arrival, o.id))[
-                : self.max_orders
-            ]
+            # The cap counts notes not read yet, so a backlog of read ones never hides a new one.
+            todo = self.unclassified(
+                sorted((*snapshot.pending, *snapshot.waiting), key=lambda o: (o.arrival, o.id))
+            )[: self.max_orders]
             calls = self.classify(todo)
             snapshot = self.reoffer(snapshot)
             pairs, preempt = self.assign(snapshot)
