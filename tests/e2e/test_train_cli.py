@@ -77,12 +77,14 @@ try:
 except SystemExit as e:
     assert not e.code, e.code
 heavy = ("matplotlib", "gymnasium", "pettingzoo", "pydantic")  # pydantic: see cli/plain_values
-print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+unused = ("marlm.eval.metrics", "marlm.rl.ctde", "marlm.rl.independent")  # hybrid, reference
+print(json.dumps(sorted(m for m in heavy + unused if m in sys.modules)))
 """
 
 
 def loaded_by_a_run(tmp_path, command, *options):
-    """The heavy libraries a ``marlm train`` process imported (run in a fresh interpreter)."""
+    """The heavy libraries, and the modules a training run does not need, that a ``marlm train``
+    process imported (run in a fresh interpreter)."""
     p = subprocess.run(
         [sys.executable, "-c", NO_PLOT_RUN.format(command=command, options=list(options))],
         capture_output=True, text=True, cwd=tmp_path,

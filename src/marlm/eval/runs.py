@@ -31,7 +31,6 @@ from marlm.eval.diagnose import (
     detect_lazy_agent,
     detect_non_stationarity,
 )
-from marlm.eval.metrics import reward_curves, summarise
 from marlm.eval.plots import PlotProcess, plot_reward_curves, save_episode_gif
 from marlm.rl.train import (
     GridWorldConfig,
@@ -78,6 +77,8 @@ def finish_hybrid_run(
         the rule's stand-ins past the planning deadline) and the paths written, by name
         (``reward_curves``, ``gif``, ``metrics``).
     """
+    from marlm.eval.metrics import reward_curves, summarise  # (hybrid runs only)
+
     out = Path(out)
     metrics = summarise(events)
     metrics.update(facts)

@@ -38,8 +38,6 @@ from marlm.rl.credit import (
     difference_rewards,
     mode_code,
 )
-from marlm.rl.ctde import JointActionLearners, VDNLearner
-from marlm.rl.independent import IndependentQLearners
 from marlm.rl.qlearning import (
     EpsilonSchedule,
     LearningRateSchedule,
@@ -533,6 +531,8 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
 def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True)) -> None:
     """The plain loop: one PettingZoo env, one joint step at a time."""
     from marlm.envs.grid import GridRace
+    from marlm.rl.ctde import JointActionLearners, VDNLearner
+    from marlm.rl.independent import IndependentQLearners
 
     cfg = res.config
     env = GridRace(cfg.size, end=cfg.end, reward="individual", max_steps=cfg.max_steps)
