@@ -108,6 +108,15 @@ def test_a_failed_build_falls_back_to_the_jit_and_is_not_tried_again(tmp_path, m
     assert len(tries) == 1  # the note stops a second try
 
 
+def test_a_cache_that_cannot_be_written_is_left_alone(tmp_path, calls, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("MARLM_CACHE", str(blocked))  # <file>/aot cannot be made
+    monkeypatch.setattr(aot, "_build_in_child", lambda *a: pytest.fail("tried to build"))
+    train_race(SMALL)
+    assert calls == [False]
+
+
 def test_a_module_built_from_other_sources_or_versions_has_another_name(tmp_path, monkeypatch):
     here = aot.module_path(fast.IQL, fast.PLAIN_CREDIT, tmp_path)
     copy = tmp_path / "marlm"
