@@ -9,8 +9,8 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
    --no-diagnose``, against the seed-style plain loop run as a whole process the way the seed ran
    it (``python benchmarks/bench_rl.py --seed-loop``: one env object, numpy Q-tables, numpy only;
    the seed's own code is not in the repository); target: >= 3x. Also the first run after install,
-   with an empty numba cache (``NUMBA_CACHE_DIR`` a new empty folder each time, median of
-   ``--cold-repeat``). The converged result is checked, not assumed: the seed-style loop's tables
+   with empty caches (``NUMBA_CACHE_DIR`` and ``MARLM_CACHE``, where the loop built ahead of time
+   goes, new empty folders each time, median of ``--cold-repeat``). The converged result is checked, not assumed: the seed-style loop's tables
    must equal ``tables.npz``.
 3. The compiled GridRace loop alone against the plain loops, in joint updates per second, in this
    process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
@@ -99,10 +99,16 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
     seed_loop = [sys.executable, str(Path(__file__).with_name("bench_rl.py")), "--seed-loop"]
     cold = []
     for k in range(cold_repeat):  # the first run after install: nothing compiled yet
-        cold_env = {**env, "NUMBA_CACHE_DIR": str(scratch / f"numba-cold-{k}")}
+        cold_env = {  # nor the loops built ahead of time (marlm.rl.aot, in $MARLM_CACHE/aot)
+            **env, "NUMBA_CACHE_DIR": str(scratch / f"numba-cold-{k}"),
+            "MARLM_CACHE": str(scratch / f"marlm-cold-{k}"),
+        }  # fmt: skip
         cold.append(timed(run_env=cold_env)[0])
-    cache_env = {**env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache")}
-    timed(run_env=cache_env)  # fills the cache
+    cache_env = {
+        **env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache"),
+        "MARLM_CACHE": str(scratch / "marlm-cache"),
+    }  # fmt: skip
+    timed(run_env=cache_env)  # fills the caches (numba's, and the loop built ahead of time)
     variants = {  # alternated run by run, so all see the same load
         "seed": None,
         "fast": (),
@@ -135,7 +141,7 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
         for n in variants
         if n != "seed"
     ]
-    rows.append((f"first run, empty numba cache (of {cold_repeat})", median(cold)))
+    rows.append((f"first run, empty caches (of {cold_repeat})", median(cold)))
     for label, (wall, cpu) in rows:
         print(
             f"{label:41s} {wall:7.2f} {cpu:7.2f}  -> {seed_wall / wall:5.1f}x {seed_cpu / cpu:5.1f}x"

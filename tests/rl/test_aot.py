@@ -1,8 +1,8 @@
 """GridRace loops built ahead of time (marlm.rl.aot): the JIT's results, and never a bad module.
 
-One module (IQL, plain credit) is built per test session into a temporary cache: about 12 s of CPU
-(numba's compiler, then the C compiler for its helper library). All six are compared under
-MARLM_SLOW=1 (about 90 s of CPU).
+One module (IQL, plain credit) is built per test session into a temporary cache: about 10 s of CPU
+(numba's compiler, then the C compiler for its helper library). Every learner and credit family is
+compared under MARLM_SLOW=1 (five more builds, about a minute of CPU).
 """
 
 from __future__ import annotations
@@ -108,6 +108,15 @@ def test_a_failed_build_falls_back_to_the_jit_and_is_not_tried_again(tmp_path, m
     assert len(tries) == 1  # the note stops a second try
 
 
+def test_a_cache_that_cannot_be_written_is_left_alone(tmp_path, calls, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("MARLM_CACHE", str(blocked))  # <file>/aot cannot be made
+    monkeypatch.setattr(aot, "_build_in_child", lambda *a: pytest.fail("tried to build"))
+    train_race(SMALL)
+    assert calls == [False]
+
+
 def test_a_module_built_from_other_sources_or_versions_has_another_name(tmp_path, monkeypatch):
     here = aot.module_path(fast.IQL, fast.PLAIN_CREDIT, tmp_path)
     copy = tmp_path / "marlm"
@@ -170,14 +179,23 @@ def test_arguments_of_other_types_than_the_module_takes_are_left_to_the_jit(posi
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("learner", ["iql", "vdn", "jal"])
-@pytest.mark.parametrize("reward", ["mixed", "difference"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"learner": "iql", "reward": "mixed"},
+        {"learner": "iql", "reward": "difference", "counterfactual": "average"},
+        {"learner": "vdn", "reward": "shared"},  # vdn learns from the team reward only
+        {"learner": "jal", "reward": "individual"},
+        {"learner": "jal", "reward": "difference", "counterfactual": "absent"},
+    ],
+    ids=lambda s: "-".join(s.values()),
+)
 def test_every_learner_and_credit_family_built_gives_the_jits_run(
-    learner, reward, tmp_path_factory, calls, monkeypatch
+    setting, tmp_path_factory, calls, monkeypatch
 ):
     if os.environ.get("MARLM_SLOW") != "1":
         pytest.skip("slow (a build per learner and family); set MARLM_SLOW=1")
     monkeypatch.setenv("MARLM_CACHE", str(tmp_path_factory.getbasetemp() / "marlm-cache-all"))
-    cfg = RaceConfig(learner=learner, reward=reward, episodes=200, seed=1)
+    cfg = RaceConfig(**setting, episodes=200, seed=1)
     assert_same_run(train_race(cfg), _jit(cfg, monkeypatch))
     assert calls[0]

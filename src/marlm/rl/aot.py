@@ -19,11 +19,12 @@ loaded.
 
 When: the first run of a (learner, credit family) that finds no module builds it, in a child
 process (tens of seconds, about what the JIT's first compilation costs; it needs a C compiler),
-into a temporary file renamed into place, then uses it. ``python -m marlm.rl.aot`` builds all six
-beforehand. A build that fails leaves a note ``<name>.failed`` (the error), so later runs do not try
-again (``python -m marlm.rl.aot`` does). The JIT of :mod:`marlm.rl.fast` runs the loop instead, as
-before, whenever no module is usable: ``MARLM_AOT=0``, a failed build, a module that does not load
-(corrupt, other ABI), or arguments of other types than the module was built for.
+into a temporary file renamed into place, then uses it. ``python -m marlm.rl.aot`` builds all five
+(:data:`LOOPS`) beforehand and removes stale ones. A build that fails leaves a note
+``<name>.failed`` (the error), so later runs do not try again (``python -m marlm.rl.aot`` does).
+The JIT of :mod:`marlm.rl.fast` runs the loop instead, as before, whenever no module is usable:
+``MARLM_AOT=0``, a failed build, a cache folder that cannot be written, a module that does not
+load (corrupt, other ABI), or arguments of other types than the module was built for.
 
 Portability: the module is compiled for the generic CPU of its architecture (pycc's default), and
 like the JIT without fast-math, so its floating-point results are those of the JIT's loop.
@@ -31,6 +32,7 @@ like the JIT without fast-math, so its floating-point results are those of the J
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.machinery
@@ -57,6 +59,12 @@ SIGNATURE: tuple = (
 )  # fmt: skip
 _READ_ONLY = 4
 
+#: The (learner, credit family) pairs a run can use (VDN learns from the team reward only).
+LOOPS = (
+    (IQL, PLAIN_CREDIT), (IQL, COUNTERFACTUAL_CREDIT), (VDN, PLAIN_CREDIT),
+    (JAL, PLAIN_CREDIT), (JAL, COUNTERFACTUAL_CREDIT),
+)  # fmt: skip
+
 #: The files the loops are compiled from, relative to the ``marlm`` package.
 _SOURCES = ("rl/aot.py", "rl/fast.py", "rl/kernels.py", "envs/grid_dynamics.py")
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -65,7 +73,8 @@ _LOADED: dict[Path, object] = {}
 
 
 def cache_folder(environ=os.environ) -> Path:
-    """``<cache>/aot``: ``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``, else ``~/.cache/marlm``."""
+    """``<cache>/aot``, the cache being ``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``, else
+    ``~/.cache/marlm``."""
     if environ.get("MARLM_CACHE"):
         return Path(environ["MARLM_CACHE"]) / "aot"
     base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -172,7 +181,9 @@ def run_race_loop(kind: int, family: int, args: tuple) -> bool:
     if path is None:
         return False
     built = path.is_file() or (
-        not _failure_note(path).exists() and _build_in_child(kind, family, path)
+        not _failure_note(path).exists()
+        and _writable(path.parent)
+        and _build_in_child(kind, family, path)
     )
     if not built:
         return False
@@ -183,11 +194,26 @@ def run_race_loop(kind: int, family: int, args: tuple) -> bool:
     return True
 
 
+def _writable(folder: Path) -> bool:
+    """Whether ``folder`` exists, or is made, and can be written (a read-only cache: no build,
+    and no note of one, so every run would try again: it uses the JIT at once)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
 def _build_in_child(kind: int, family: int, path: Path) -> bool:
     """Build in a child process (numba and the C compiler stay out of this one); its output is
     kept in the ``.failed`` note if it fails."""
     pythonpath = [str(_PACKAGE.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}  # this process's marlm
+    # The C the build compiles is numba's helper library (NRT, typed containers), which the loop
+    # (compiled by LLVM from numba's IR, whatever these flags) hardly calls: built without debug
+    # information and at -O1 (added after the interpreter's -g -O3, so they win), the build takes
+    # a fifth less CPU.
+    cflags = " ".join(filter(None, [os.environ.get("CFLAGS"), "-g0 -O1"]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "CFLAGS": cflags}
     cmd = [sys.executable, "-m", "marlm.rl.aot", str(kind), str(family), str(path)]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -196,11 +222,8 @@ def _build_in_child(kind: int, family: int, path: Path) -> bool:
         error = repr(e)
     if error is None and path.is_file():
         return True
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # the cache went read-only meanwhile: the next run checks
         _failure_note(path).write_text(error or "no module written")
-    except OSError:
-        pass  # a read-only cache: every run uses the JIT
     return False
 
 
@@ -222,7 +245,9 @@ def build_race_loop(kind: int, family: int, path: Path) -> Path:
     arg_types = []
     for i, want in enumerate(SIGNATURE):
         if isinstance(want, tuple):
-            arg_types.append(types.Array(from_dtype(want[0]), want[1], "C", readonly=i == 4))
+            arg_types.append(
+                types.Array(from_dtype(want[0]), want[1], "C", readonly=i == _READ_ONLY)
+            )
         elif want is np.random.Generator:
             arg_types.append(typeof(np.random.default_rng(0)))
         else:
@@ -241,21 +266,25 @@ def build_race_loop(kind: int, family: int, path: Path) -> Path:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m marlm.rl.aot``: build every learner's loops (a failed build's note is retried);
-    ``python -m marlm.rl.aot KIND FAMILY PATH``: build one (what a run does on first use)."""
+    """``python -m marlm.rl.aot``: build every learner's loops (a failed build's note is retried)
+    and remove the modules and notes of other sources or versions; ``python -m marlm.rl.aot KIND
+    FAMILY PATH``: build one (what a run does on first use)."""
     if argv:
         build_race_loop(int(argv[0]), int(argv[1]), Path(argv[2]))
         return 0
-    for kind in (IQL, VDN, JAL):
-        for family in (PLAIN_CREDIT, COUNTERFACTUAL_CREDIT):
-            path = module_path(kind, family)
-            if path is None:
-                print("numba is not installed", file=sys.stderr)
-                return 1
-            _failure_note(path).unlink(missing_ok=True)
-            if not path.is_file():
-                build_race_loop(kind, family, path)
-            print(path)
+    key = _key()
+    for old in cache_folder().glob("race_*"):
+        if key is None or f"_{key}." not in old.name:
+            old.unlink()
+    for kind, family in LOOPS:
+        path = module_path(kind, family)
+        if path is None:
+            print("numba is not installed", file=sys.stderr)
+            return 1
+        _failure_note(path).unlink(missing_ok=True)
+        if not path.is_file():
+            build_race_loop(kind, family, path)
+        print(path)
     return 0
 
 

@@ -39,7 +39,7 @@ _KERNELS = ("gridworld_episodes", "greedy_rollout_gridworld", "jal_values")
 
 
 def __getattr__(name: str):
-    """:pep:`562`: ``fast.jal_values`` etc. import :mod:`marlm.rl.kernels` (numba) when first read."""
+    """:pep:`562`: ``fast.jal_values`` etc. import :mod:`marlm.rl.kernels` (numba) on first read."""
     if name not in _KERNELS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from marlm.rl import kernels
