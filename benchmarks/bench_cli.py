@@ -173,7 +173,10 @@ FLOOR = {
 
 def bench_floor(repeat: int, env: dict[str, str], scratch: Path) -> None:
     """Whole-process times of the parts of ``marlm train race`` that no run can skip."""
-    cache_env = {**env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache")}
+    cache_env = {  # the caches bench_train_race filled
+        **env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache"),
+        "MARLM_CACHE": str(scratch / "marlm-cache"),
+    }  # fmt: skip
     cmds = {label: [sys.executable, "-c", code] for label, code in FLOOR.items()}
     for cmd in cmds.values():  # warm the file and numba caches
         _run(cmd, cache_env)
