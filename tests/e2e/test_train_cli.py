@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from marlm.cli.train import BLAS_THREAD_VARIABLES
 
 CLI = [sys.executable, "-c", "from marlm.cli import main; main()"]
 
@@ -186,3 +189,36 @@ def test_the_command_skips_the_final_garbage_collection(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "frozen True"
+
+
+BLAS_RUN = """
+import ctypes, json, os, sys
+from marlm.cli import main
+sys.argv = ["marlm", "train", "race", "--out", "run", "--episodes", "5", "--no-plot"]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+libs = [line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line]
+names = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+count = [getattr(ctypes.CDLL(libs[0]), n) for n in names if libs and hasattr(ctypes.CDLL(libs[0]), n)]
+print(json.dumps([count[0]() if count else None, os.environ.get("OPENBLAS_NUM_THREADS")]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+@pytest.mark.parametrize("chosen", [None, "2"])
+def test_a_train_run_starts_no_blas_threads_unless_the_user_chose_a_count(tmp_path, chosen):
+    # Tabular training multiplies no matrices: numpy's OpenBLAS is loaded on one thread, the
+    # environment left as it was; a count the user set (OPENBLAS_NUM_THREADS) is kept.
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    if chosen:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    p = subprocess.run(
+        [sys.executable, "-c", BLAS_RUN], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert p.returncode == 0, p.stderr
+    threads, variable = json.loads(p.stdout.splitlines()[-1])
+    if threads is None:
+        pytest.skip("numpy's BLAS here is not an OpenBLAS that reports its thread count")
+    assert (threads, variable) == ((2, "2") if chosen else (1, None))
