@@ -16,17 +16,17 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
    process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
    (``benchmarks/bench_rl.py``'s ``bench_race`` and ``bench_race_baselines``); target: >= 100x.
 4. The floor of ``marlm train race`` (``--floor``): whole processes that do only the parts no run
-   can skip: Python with numpy and typer; the same plus numba with the cached race loop loaded
-   and one episode run (numba's import, its CPU target's first-use set-up, which imports
-   scipy.linalg for its BLAS check, and the cache load); and matplotlib's ``Figure`` and Agg
-   canvas imported (what the plot process imports beside the training). Each ends as
-   ``marlm`` does, with the objects alive at exit frozen (``gc.freeze``), out of the
-   interpreter's last garbage collection.
+   can skip: Python with numpy and typer; the same plus the race loop loaded as a run loads it
+   (the ahead-of-time compiled module of :mod:`marlm.rl.aot`, else numba's JIT and its cache)
+   and one episode run; and matplotlib's ``Figure`` and Agg canvas imported as the plot process
+   imports them (``marlm.eval.plots._import_matplotlib``, with the garbage collector off), then
+   the same as a plain ``import``. Each ends as ``marlm`` does, with the objects alive at exit
+   frozen (``gc.freeze``), out of the interpreter's last garbage collection.
 
     python benchmarks/bench_cli.py [--repeat 5] [--floor] [--busy]
 
 ``marlm train race`` draws ``curves.png`` in a plot process forked at its start (it imports
-matplotlib while the command imports numba and trains), so with the plot its CPU time exceeds its
+matplotlib while the command trains), so with the plot its CPU time exceeds its
 wall-clock time on an idle machine with two cores. ``--busy`` runs one CPU-bound process beside
 figure 2 (``python -c "while True: pass"``), the case where that overlap must still pay.
 
@@ -156,12 +156,16 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
 _EXIT = "import atexit, gc\natexit.register(gc.freeze)\n"  # as marlm.cli.main ends a process
 FLOOR = {
     "python + numpy + typer": _EXIT + "import numpy, typer",
-    "  + numba, cached race loop, 1 episode": (
+    "  + the race loop, 1 episode": (
         _EXIT + "import numpy, typer\n"
         "from marlm.rl.train import RaceConfig, train_race\n"
         "train_race(RaceConfig(episodes=1))"
     ),
-    "python + matplotlib Figure and Agg": (
+    "python + matplotlib as the plot process": (
+        _EXIT + "import gc\ngc.disable()\nimport numpy, typer\n"
+        "from marlm.eval.plots import _import_matplotlib\n_import_matplotlib()"
+    ),
+    "python + matplotlib Figure and Agg, plain": (
         _EXIT + "import numpy\nimport matplotlib.figure, matplotlib.backends.backend_agg"
     ),
 }
@@ -169,7 +173,10 @@ FLOOR = {
 
 def bench_floor(repeat: int, env: dict[str, str], scratch: Path) -> None:
     """Whole-process times of the parts of ``marlm train race`` that no run can skip."""
-    cache_env = {**env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache")}
+    cache_env = {  # the caches bench_train_race filled
+        **env, "NUMBA_CACHE_DIR": str(scratch / "numba-cache"),
+        "MARLM_CACHE": str(scratch / "marlm-cache"),
+    }  # fmt: skip
     cmds = {label: [sys.executable, "-c", code] for label, code in FLOOR.items()}
     for cmd in cmds.values():  # warm the file and numba caches
         _run(cmd, cache_env)

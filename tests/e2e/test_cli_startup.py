@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("numba", "matplotlib", "ray", "llama_cpp", "pettingzoo", "scipy", "openai")
+HEAVY = ("numba", "matplotlib", "ray", "llama_cpp", "pettingzoo", "scipy", "openai", "pydantic")
 
 
 def _top_level_modules_after(code: str) -> set[str]:
