@@ -74,7 +74,7 @@ _LOADED: dict[Path, object] = {}
 
 def cache_folder(environ=os.environ) -> Path:
     """``<cache>/aot``, the cache being ``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``, else
-    ``~/.cache/marlm`` (the rule of ``marlm.hybrid.build.cache_dir``, which ``rl`` may not import)."""
+    ``~/.cache/marlm`` (the rule of ``marlm.hybrid.build.cache_dir``; ``rl`` may not import it)."""
     if environ.get("MARLM_CACHE"):
         return Path(environ["MARLM_CACHE"]) / "aot"
     base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
