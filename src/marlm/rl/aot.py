@@ -74,7 +74,7 @@ _LOADED: dict[Path, object] = {}
 
 def cache_folder(environ=os.environ) -> Path:
     """``<cache>/aot``, the cache being ``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``, else
-    ``~/.cache/marlm``."""
+    ``~/.cache/marlm`` (the rule of ``marlm.hybrid.build.cache_dir``; ``rl`` may not import it)."""
     if environ.get("MARLM_CACHE"):
         return Path(environ["MARLM_CACHE"]) / "aot"
     base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -83,22 +83,25 @@ def cache_folder(environ=os.environ) -> Path:
 
 @functools.cache
 def _key() -> str | None:
-    """Hash of the loop's sources and of numba's, numpy's and Python's versions; None without
-    numba (read from numba's version file, not by importing it)."""
+    """Hash of the loop's sources and of numba's, numpy's and Python's versions (numba's read
+    from its version file, not by importing it); None where one of them cannot be read."""
     spec = importlib.util.find_spec("numba")
     if spec is None or spec.origin is None:
         return None
     h = hashlib.sha256()
-    for rel in _SOURCES:
-        h.update((_PACKAGE / rel).read_bytes())
-    h.update((Path(spec.origin).parent / "_version.py").read_bytes())
+    try:
+        for rel in _SOURCES:
+            h.update((_PACKAGE / rel).read_bytes())
+        h.update((Path(spec.origin).parent / "_version.py").read_bytes())
+    except OSError:  # sources not on disk (a zip) or numba without its version file
+        return None
     h.update(f"{np.__version__}|{sys.version}".encode())
     return h.hexdigest()[:16]
 
 
 def module_path(kind: int, family: int, folder: Path | None = None) -> Path | None:
     """Where the module of learner ``kind`` and credit ``family`` is (or would be) built; None
-    without numba."""
+    where :func:`_key` cannot be made (numba not installed, sources not files)."""
     key = _key()
     if key is None:
         return None
