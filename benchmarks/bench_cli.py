@@ -16,7 +16,8 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
    process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
    (``benchmarks/bench_rl.py``'s ``bench_race`` and ``bench_race_baselines``); target: >= 100x.
 4. The floor of ``marlm train race`` (``--floor``): whole processes that do only the parts no run
-   can skip: Python with numpy and typer; the same plus the race loop loaded as a run loads it
+   can skip: Python with numpy (imported as the train commands import it, OpenBLAS on one
+   thread) and typer; the same plus the race loop loaded as a run loads it
    (the ahead-of-time compiled module of :mod:`marlm.rl.aot`, else numba's JIT and its cache)
    and one episode run; and matplotlib's ``Figure`` and Agg canvas imported as the plot process
    imports them (``marlm.eval.plots._import_matplotlib``, with the garbage collector off), then
@@ -154,15 +155,17 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
 
 
 _EXIT = "import atexit, gc\natexit.register(gc.freeze)\n"  # as marlm.cli.main ends a process
+_NUMPY = (  # as the train commands import it: OpenBLAS on one thread (marlm.cli.train)
+    "import os\nos.environ.setdefault('OPENBLAS_NUM_THREADS', '1')\nimport numpy, typer\n"
+)
 FLOOR = {
-    "python + numpy + typer": _EXIT + "import numpy, typer",
+    "python + numpy + typer": _EXIT + _NUMPY,
     "  + the race loop, 1 episode": (
-        _EXIT + "import numpy, typer\n"
-        "from marlm.rl.train import RaceConfig, train_race\n"
+        _EXIT + _NUMPY + "from marlm.rl.train import RaceConfig, train_race\n"
         "train_race(RaceConfig(episodes=1))"
     ),
     "python + matplotlib as the plot process": (
-        _EXIT + "import gc\ngc.disable()\nimport numpy, typer\n"
+        _EXIT + _NUMPY + "gc.disable()\n"
         "from marlm.eval.plots import _import_matplotlib\n_import_matplotlib()"
     ),
     "python + matplotlib Figure and Agg, plain": (
