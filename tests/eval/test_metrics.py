@@ -104,6 +104,18 @@ def test_llm_counts_tokens_fallbacks_and_shield_counts() -> None:
     assert m["collisions"] == 2
 
 
+def test_tokens_are_null_when_no_call_was_counted_never_a_false_zero() -> None:
+    # A triage mode that does not count tokens records None; its run's figures are null, not 0.
+    call = {"v": 1, "type": "llm_call", "latency_ms": 5.0, "valid": True, "step_requested": 0}
+    uncounted = [_step(0, [0, 0]), {**call, "prompt_tokens": None, "completion_tokens": None}]
+    m = summarise(uncounted)
+    assert m["llm_calls"] == 1
+    assert (m["prompt_tokens"], m["completion_tokens"], m["tokens"]) == (None, None, None)
+    counted = [*uncounted, {**call, "prompt_tokens": 17, "completion_tokens": 0}]
+    assert summarise(counted)["tokens"] == 17
+    assert summarise([_step(0, [0, 0])])["tokens"] == 0  # no call: nothing was read
+
+
 def test_recovery_after_invalid_llm_answer_waits_for_a_real_plan() -> None:
     events = [_step(t, [0, 0]) for t in range(20)]
     events += [

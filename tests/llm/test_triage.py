@@ -437,12 +437,14 @@ def test_probe_mode_on_the_real_model_caches_the_pool_on_disk(embedded_model, tm
     assert tri.mode == "probe"
     tri.warm_up()
     assert tri.stats.prior_calls == len(small) and tri.probe_source == "computed"
-    urgent, calm = tri.classify_many(
-        ["Our conveyor broke and the whole shift is standing idle.", "No hurry at all."]
-    )
+    urgent_note = "Our conveyor broke and the whole shift is standing idle."
+    urgent, calm = tri.classify_many([urgent_note, "No hurry at all."])
     assert (urgent.label, urgent.source, urgent.mode) == ("urgent", "model", "probe")
     assert calm.label != "urgent" and calm.prompt_version == PROBE_VERSION
     assert np.exp(list(urgent.scores.values())).sum() == pytest.approx(1.0)
+    # The run's token figures count what the model read: the probe input's tokens, none written.
+    (n_urgent,) = embedded_model.count_tokens([probe_input(clean_note(urgent_note))])
+    assert urgent.prompt_tokens == n_urgent > 10 and urgent.completion_tokens == 0
     again = Triage(embedded_model, examples=small, cache_dir=tmp_path)
     again.warm_up()
     assert again.stats.prior_calls == 0 and again.probe_source == "disk cache"

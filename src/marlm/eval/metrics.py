@@ -401,8 +401,12 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
     llm_lat = [float(c["latency_ms"]) for c in calls if c.get("latency_ms") is not None]
-    prompt_tokens = sum(int(c.get("prompt_tokens") or 0) for c in calls)
-    completion_tokens = sum(int(c.get("completion_tokens") or 0) for c in calls)
+    # None where no call was counted (a backend that gives no counts), never a false 0.
+    counted = not calls or any(c.get("prompt_tokens") is not None for c in calls)
+    prompt_tokens = sum(int(c.get("prompt_tokens") or 0) for c in calls) if counted else None
+    completion_tokens = (
+        sum(int(c.get("completion_tokens") or 0) for c in calls) if counted else None
+    )
     if plans:
         fallbacks = sum(1 for p in plans if p["source"] == "fallback")
     else:
@@ -450,7 +454,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "order_latency_mean_steps": {p: _mean(latency_by_priority.get(p, [])) for p in priorities},
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
-        "tokens": prompt_tokens + completion_tokens,
+        "tokens": prompt_tokens + completion_tokens if counted else None,
         "failures": len(recs),
         "recoveries": [asdict(r) for r in recs],
         "unrecovered": sum(1 for r in recs if not r.recovered),

@@ -147,14 +147,15 @@ class LLMCall:
 
     Built with keywords only; :meth:`from_result` fills the answer's fields from a
     :class:`marlm.llm.backends.ChatResult` (or anything with its token, latency and finish
-    fields). A call without an answer (backend down, timeout) keeps ``raw=""`` and zero tokens.
+    fields). A call without an answer (backend down, timeout) keeps ``raw=""`` and zero tokens;
+    ``None`` tokens: the backend did not count them (a run's token figures are then ``null``).
     """
 
     messages: list[dict[str, str]]
     raw: str = ""
     latency_ms: float
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     valid: bool
     error: str | None
     attempt: int

@@ -316,6 +316,8 @@ class TriagePlanner:
             messages=[{"role": "user", "content": f"triage {order.id}: {order.note[:200]}"}],
             raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
             latency_ms=d.latency_s * 1e3,
+            prompt_tokens=d.prompt_tokens,
+            completion_tokens=d.completion_tokens,
             valid=d.source == "model",
             error=d.reason,
             attempt=0,

@@ -450,6 +450,9 @@ class TriageDecision:
             open circuit), ``"invalid_answer"`` (it answered, but not a class); ``None`` for
             the model's answer.
         latency_s: wall time of the model call in seconds (0 for an empty note).
+        prompt_tokens, completion_tokens: tokens the model read and wrote for this note
+            (``probe``: the probe input's tokens, 0 written), ``None`` where the mode does not
+            count them; a run's token figures are ``null`` when no call was counted.
         prompt_version: :data:`PROMPT_VERSION`.
         cached: whether this answer came from the cache.
         truncated: whether the note was cut to ``max_note_chars``.
@@ -463,6 +466,8 @@ class TriageDecision:
     reason: str | None = None
     failure: str | None = None
     latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     prompt_version: str = PROMPT_VERSION
     cached: bool = False
     truncated: bool = False
@@ -1017,8 +1022,11 @@ class Triage:
         try:
             probe = self.probe()
             t0, cpu0 = time.perf_counter(), time.thread_time()
-            X = np.asarray(self.model.embed([probe_input(t) for t in texts]), dtype=np.float64)
+            inputs = [probe_input(t) for t in texts]
+            X = np.asarray(self.model.embed(inputs), dtype=np.float64)
             cpu = (time.thread_time() - cpu0) / len(texts)
+            count = getattr(self.model, "count_tokens", None)
+            n_tokens = count(inputs) if count is not None else [None] * len(texts)
             latency = (time.perf_counter() - t0) / len(texts)
             logp = probe.log_proba(X)
         except (BackendError, ContextLengthExceeded, ValueError) as e:
@@ -1029,7 +1037,7 @@ class Triage:
                 for t in texts
             }  # fmt: skip
         out = {}
-        for text, row in zip(texts, logp, strict=True):
+        for text, row, n in zip(texts, logp, n_tokens, strict=True):
             self.stats.model_calls += 1
             self.stats.latencies_s.append(latency)
             self.stats.cpu_s.append(cpu)
@@ -1039,6 +1047,8 @@ class Triage:
                 "probe",
                 scores={c: float(v) for c, v in zip(self.classes, row, strict=True)},
                 latency_s=latency,
+                prompt_tokens=n,
+                completion_tokens=None if n is None else 0,
                 prompt_version=PROBE_VERSION,
             )
         return out
@@ -1149,6 +1159,8 @@ class Triage:
                 reason=f"invalid answer: {e}",
                 failure="invalid_answer",
                 latency_s=latency,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
                 truncated=truncated,
             )
         return TriageDecision(
@@ -1156,6 +1168,8 @@ class Triage:
             "model",
             "generate",
             latency_s=latency,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
             truncated=truncated,
             examples=tuple(e.id for e in examples),
         )
