@@ -214,3 +214,35 @@ def test_unusable_run_folder_or_model_file_is_one_line_exit_2(tmp_path, capsys):
     code, err = run_main(["demo", "--llm", str(fake), "--out", str(tmp_path / "r")], capsys)
     assert code == 2 and "'--llm'" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()  # checked before the run folder was made
+
+
+FAST_DEMO = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif", "--steps", "10"]  # fmt: skip
+BAD_TIMING = {
+    "negative seed": (["--tick-ms", "0", "--seed", "-1"], "--seed"),
+    "infinite tick": (["--tick-ms", "inf"], "--tick-ms"),
+    "nan tick": (["--tick-ms", "nan"], "--tick-ms"),
+    "negative tick": (["--tick-ms", "-5"], "--tick-ms"),
+    "infinite plan deadline": (["--tick-ms", "0", "--plan-deadline", "inf"], "--plan-deadline"),
+    "infinite llm timeout": (["--tick-ms", "0", "--llm-timeout", "inf"], "--llm-timeout"),
+    "zero llm timeout": (["--tick-ms", "0", "--llm-timeout", "0"], "--llm-timeout"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TIMING))
+def test_bad_seed_or_timing_value_is_exit_2_before_any_work(tmp_path, capsys, case):
+    # --seed -1 was a numpy traceback and left an empty run folder; --tick-ms inf an
+    # OverflowError in the control loop.
+    extra, option = BAD_TIMING[case]
+    out = tmp_path / "run"
+    code, err = run_main([*FAST_DEMO, *extra, "--out", str(out)], capsys)
+    assert code == 2 and option in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_compare_with_a_negative_seed_is_exit_2_before_any_work(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code, err = run_main(
+        ["compare", "--schemes", "rules", "--seed", "-3", "--out", str(out)], capsys
+    )
+    assert code == 2 and "--seed" in err and "Traceback" not in err, err
+    assert not out.exists()

@@ -178,7 +178,7 @@ def compare(
         typer.Option("--steps", min=1, help="Steps per run (default 300; notes-only: 600)."),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the order stream and the layout start.")
+        int, typer.Option("--seed", min=0, help="Seed of the order stream and the layout start.")
     ] = 1,
     llm: Annotated[str, typer.Option("--llm")] = "embedded",
     schemes: Annotated[
