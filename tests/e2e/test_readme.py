@@ -85,3 +85,32 @@ def test_readme_explains_the_demo_table():
     for term in ("deadlock breaks", "rule stand-ins", "on-time rate", "docs/metrics.md"):
         assert term in section, term
     assert "orders delivered" in section and "control step p99 (ms)" in section  # the table
+
+
+def test_readme_case1_step_count_is_what_its_command_gives(tmp_path, monkeypatch):
+    # README states the outcome of movement case 1 and the command that makes its picture; the
+    # command, run as written (only --out moved to a tmp folder), must give the stated count.
+    import json
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("(docs/case1/lane.gif)")[1]
+    stated = re.search(r"(\d+) of (\d+) orders in (\d+) steps", section)
+    assert stated is not None, (
+        "README's case-1 paragraph no longer states 'N of M orders in K steps'"
+    )
+    words = shlex.split(bash_blocks(section)[0].strip())
+    assert words[0] == ".venv/bin/marlm" and words[1] == "demo", words
+    argv = words[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "case1")
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "case1" / "metrics.json").read_text())
+    delivered, total, steps = (int(g) for g in stated.groups())
+    assert (metrics["delivered"], metrics["orders_total"], metrics["steps"]) == (
+        delivered,
+        total,
+        steps,
+    )
+    assert metrics["collisions"] == 0
