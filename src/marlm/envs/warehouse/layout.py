@@ -33,6 +33,11 @@ default number of robots. Without a header the default is the number of ``R`` ce
 ``tiny-2ag`` task) when the map has none. Rows shorter than the longest row are padded on the right
 with walls, so ragged maps are valid. The grid edge acts as a wall.
 
+Every robot start ('R') must reach every shelf's pick cell and every station by 4-neighbour moves
+over free cells; a map that cuts one off is refused when it is parsed (:class:`InputError`). Robots
+beyond the 'R' cells are drawn only from the free cells joined to the stations, so a walled-off
+pocket of floor never hosts one.
+
 Coordinates are ``(row, col)`` everywhere: row 0 is the top line of the file, col 0 its first
 character. Shelves are named ``S<row>-<col>`` (e.g. ``S3-4`` is the shelf at row 3, column 4);
 :meth:`Layout.shelf_name` also accepts ``"3,4"``.
