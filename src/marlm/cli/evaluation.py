@@ -251,6 +251,9 @@ def compare(
             f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
             field="--schemes",
         )
+    from marlm.envs.warehouse.layout import load_layout
+
+    load_layout(layout)  # a bad map is refused before the run folder is claimed
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         result = compare_notes_only(
