@@ -75,3 +75,23 @@ def test_plain_option_values_convert_as_typer_converts_them_without_pydantic():
         for value in values:
             ours = outcome(typer.core.build_runtime_param, annotation, value)
             assert ours == outcome(typers_own, annotation, value), (annotation, value)
+
+
+def test_a_typer_that_builds_runtime_parameters_otherwise_keeps_its_own_conversion():
+    # Stand-in for a later typer whose RuntimeParam takes another field: plain_values checks
+    # its parameters on an int and a Path at install, and leaves typer as it is.
+    probe = (
+        "import dataclasses, typer._coercion, typer.core\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Changed(typer._coercion.RuntimeParam):\n"
+        "    strict: bool\n"
+        "typer._coercion.RuntimeParam = Changed\n"
+        "own = typer.core.build_runtime_param\n"
+        "from marlm.cli import plain_values\n"
+        "print('installed:', plain_values.install())\n"
+        "print('typer kept its own:', typer.core.build_runtime_param is own)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert "installed: False" in out and "typer kept its own: True" in out

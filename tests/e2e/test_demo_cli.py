@@ -135,6 +135,38 @@ def test_bad_map_is_one_line_exit_2_and_no_complete_run_folder(tmp_path, capsys,
     assert not (out / "metrics.json").exists()
 
 
+CUT_OFF_MAPS = {
+    # The robot's room has a station; shelf S2-5 is served only from the other room's station.
+    "rooms": ("#######\n#R.P#P#\n#...#S#\n#######\n", "S2-5"),
+    # The shelf stands between the robot and the station.
+    "one line": ("RSP\n", "S0-1"),
+}
+
+
+@pytest.mark.parametrize("command", ["demo", "compare"])
+@pytest.mark.parametrize("case", sorted(CUT_OFF_MAPS))
+def test_map_where_a_robot_cannot_reach_a_shelf_exits_2_and_claims_no_run_folder(
+    tmp_path, capsys, monkeypatch, command, case
+):
+    # Both used to run, then fail with a ValueError traceback on the first assignment, leaving a
+    # run folder (demo: only trace.jsonl). The map is refused when it is loaded.
+    text, shelf = CUT_OFF_MAPS[case]
+    (tmp_path / "rooms.txt").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    smallest = {
+        "demo": ["--planner", "rule", "--executor", "greedy"],
+        "compare": ["--schemes", "rules"],
+    }
+    argv = [command, "--layout", "rooms.txt", "--steps", "30", *smallest[command]]
+    code, err = run_main(argv, capsys)
+    assert code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip() and ln.startswith("marlm: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("marlm: error: rooms.txt:"), err
+    assert "robot start 'R'" in lines[0] and f"shelf {shelf}" in lines[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rooms.txt"]
+
+
 GOOD_ORDER = {"id": "A", "shelf": "S1-3", "priority": "urgent", "arrival": 0, "deadline": 50}
 BAD_ORDERS = {
     "unknown shelf": ({"shelf": "S9-9"}, "shelf"),
@@ -214,3 +246,35 @@ def test_unusable_run_folder_or_model_file_is_one_line_exit_2(tmp_path, capsys):
     code, err = run_main(["demo", "--llm", str(fake), "--out", str(tmp_path / "r")], capsys)
     assert code == 2 and "'--llm'" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()  # checked before the run folder was made
+
+
+FAST_DEMO = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif", "--steps", "10"]  # fmt: skip
+BAD_TIMING = {
+    "negative seed": (["--tick-ms", "0", "--seed", "-1"], "--seed"),
+    "infinite tick": (["--tick-ms", "inf"], "--tick-ms"),
+    "nan tick": (["--tick-ms", "nan"], "--tick-ms"),
+    "negative tick": (["--tick-ms", "-5"], "--tick-ms"),
+    "infinite plan deadline": (["--tick-ms", "0", "--plan-deadline", "inf"], "--plan-deadline"),
+    "infinite llm timeout": (["--tick-ms", "0", "--llm-timeout", "inf"], "--llm-timeout"),
+    "zero llm timeout": (["--tick-ms", "0", "--llm-timeout", "0"], "--llm-timeout"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TIMING))
+def test_bad_seed_or_timing_value_is_exit_2_before_any_work(tmp_path, capsys, case):
+    # --seed -1 was a numpy traceback and left an empty run folder; --tick-ms inf an
+    # OverflowError in the control loop.
+    extra, option = BAD_TIMING[case]
+    out = tmp_path / "run"
+    code, err = run_main([*FAST_DEMO, *extra, "--out", str(out)], capsys)
+    assert code == 2 and option in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_compare_with_a_negative_seed_is_exit_2_before_any_work(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code, err = run_main(
+        ["compare", "--schemes", "rules", "--seed", "-3", "--out", str(out)], capsys
+    )
+    assert code == 2 and "--seed" in err and "Traceback" not in err, err
+    assert not out.exists()

@@ -212,3 +212,76 @@ def test_default_demo_folders_never_collide(runs, monkeypatch, capsys):
     (taken / "metrics.json").write_text("{}", encoding="utf-8")
     assert fresh_folder(taken) == taken.with_name(taken.name + "-2")
     assert fresh_folder(runs / "runs" / "demo-new") == runs / "runs" / "demo-new"
+
+
+def test_user_files_next_to_a_run_are_refused_even_with_overwrite(runs, monkeypatch, capsys):
+    # A project folder that happens to hold a file named like marlm's (metrics.json): --overwrite
+    # deleted the user's data.csv and src/ with it. Now nothing is touched.
+    own = runs / "project"
+    (own / "src").mkdir(parents=True)
+    (own / "metrics.json").write_text('{"acc": 0.9}\n', encoding="utf-8")
+    (own / "data.csv").write_text("a,b\n", encoding="utf-8")
+    (own / "src" / "main.py").write_text("x\n", encoding="utf-8")
+    before = hashes(own)
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--out", own, "--overwrite")
+    assert code == 2 and str(own) in err, err
+    assert "data.csv" in err and "src/" in err and "Traceback" not in err, err
+    assert hashes(own) == before
+
+
+def test_a_folder_of_runs_is_refused_even_with_overwrite(runs, monkeypatch, capsys):
+    # `--out runs --overwrite` on a folder of earlier runs deleted every one of them.
+    folder = runs / "all"
+    folder.mkdir()
+    shutil.copytree(runs / "demo", folder / "demo")
+    shutil.copytree(runs / "gw", folder / "gw")
+    before = hashes(folder)
+    for args in (DEMO, ["compare", "--schemes", "rules", "--steps", "10", "--spread-seeds", "1"]):
+        code, _, err = marlm(monkeypatch, capsys, *args, "--out", folder, "--overwrite")
+        assert code == 2 and str(folder) in err and "demo/" in err, err
+        assert hashes(folder) == before
+
+
+def test_a_user_file_in_a_run_folder_is_refused_even_with_overwrite(runs, monkeypatch, capsys):
+    (runs / "demo" / "notes.txt").write_text("my notes\n", encoding="utf-8")
+    before = hashes(runs / "demo")
+    code, _, err = marlm(monkeypatch, capsys, *GRIDWORLD, "--out", runs / "demo", "--overwrite")
+    assert code == 2 and "notes.txt" in err, err
+    assert hashes(runs / "demo") == before
+
+
+def test_a_plain_run_folder_is_replaced_with_overwrite(runs, monkeypatch, capsys):
+    # The old demo's episode.gif and report.html are marlm's files: replaced, none left behind.
+    code, _, err = marlm(
+        monkeypatch, capsys, *GRIDWORLD, "--no-plot", "--out", runs / "demo", "--overwrite"
+    )
+    assert code == 0, err
+    names = sorted(p.name for p in (runs / "demo").iterdir())
+    assert names == ["episodes.npz", "findings.json", "metrics.json", "tables.npz"]
+
+
+def test_a_training_run_with_its_checkpoint_inside_is_replaced(runs, monkeypatch, capsys):
+    shutil.copy(runs / "gw.ckpt.npz", runs / "gw" / "ckpt.npz")
+    code, _, err = marlm(
+        monkeypatch, capsys, *DEMO, "--no-gif", "--out", runs / "gw", "--overwrite"
+    )
+    assert code == 0, err
+    assert not (runs / "gw" / "ckpt.npz").exists()
+
+
+def test_a_compare_run_folder_is_replaced_with_overwrite(runs, monkeypatch, capsys):
+    args = ["compare", "--schemes", "rules", "--steps", "10", "--spread-seeds", "2"]
+    code, _, err = marlm(monkeypatch, capsys, *args, "--out", runs / "cmp")
+    assert code == 0, err
+    assert (runs / "cmp" / "compare.json").is_file() and (runs / "cmp" / "spread").is_dir()
+    (runs / "cmp" / "rules" / "report.html").write_text("<html></html>", encoding="utf-8")
+    code, _, err = marlm(monkeypatch, capsys, *args, "--out", runs / "cmp", "--overwrite")
+    assert code == 0, err
+    assert not (runs / "cmp" / "rules" / "report.html").exists()
+    assert (runs / "cmp" / "compare.json").is_file()
+    # A compare folder with a user's file in a scheme folder is refused.
+    (runs / "cmp" / "rules" / "mine.csv").write_text("a\n", encoding="utf-8")
+    before = hashes(runs / "cmp")
+    code, _, err = marlm(monkeypatch, capsys, *args, "--out", runs / "cmp", "--overwrite")
+    assert code == 2 and "rules/" in err, err
+    assert hashes(runs / "cmp") == before

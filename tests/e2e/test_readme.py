@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from marlm.cli import app
@@ -85,3 +86,34 @@ def test_readme_explains_the_demo_table():
     for term in ("deadlock breaks", "rule stand-ins", "on-time rate", "docs/metrics.md"):
         assert term in section, term
     assert "orders delivered" in section and "control step p99 (ms)" in section  # the table
+
+
+@pytest.mark.parametrize("shield", ["pibt", "local"])
+def test_readme_case1_step_count_is_what_its_command_gives(tmp_path, monkeypatch, shield):
+    # README states the outcome of movement case 1 under the default rule layer and under
+    # `--shield local`, and the command that makes its picture; the command, run as written
+    # (only --out moved to a tmp folder, `--shield local` added for the second), must give them.
+    import json
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("(docs/case1/lane.gif)")[1]
+    paragraph = section.split("```")[0]
+    if shield == "local":
+        paragraph = paragraph.split("local shield")[1]
+    stated = re.search(r"(\d+) of (\d+)(?: orders)? in (\d+) steps", paragraph)
+    assert stated is not None, f"README's case-1 paragraph states no outcome for {shield}"
+    words = shlex.split(bash_blocks(section)[0].strip())
+    assert words[0] == ".venv/bin/marlm" and words[1] == "demo", words
+    argv = words[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "case1")
+    if shield == "local":
+        argv += ["--shield", "local", "--no-gif"]
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "case1" / "metrics.json").read_text())
+    delivered, total, steps = (int(g) for g in stated.groups())
+    got = (metrics["delivered"], metrics["orders_total"], metrics["steps"])
+    assert got == (delivered, total, steps)
+    assert metrics["collisions"] == 0

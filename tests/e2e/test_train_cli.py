@@ -222,3 +222,56 @@ def test_a_train_run_starts_no_blas_threads_unless_the_user_chose_a_count(tmp_pa
     if threads is None:
         pytest.skip("numpy's BLAS here is not an OpenBLAS that reports its thread count")
     assert (threads, variable) == ((2, "2") if chosen else (1, None))
+
+
+def run_main(argv: list[str], capsys) -> tuple[int, str]:
+    """Run the real ``marlm`` entry point in process; return (exit code, stderr)."""
+    from marlm.cli import main
+
+    old = sys.argv
+    sys.argv = ["marlm", *map(str, argv)]
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    finally:
+        sys.argv = old
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["race", "gridworld"])
+@pytest.mark.parametrize(
+    "option,value",
+    [("--checkpoint-every", "0"), ("--checkpoint-every", "-1"), ("--seed", "-1")],
+)
+def test_bad_chunk_or_seed_is_exit_2_before_the_run_folder(
+    tmp_path, capsys, command, option, value
+):
+    # --checkpoint-every 0 spun forever at 100% CPU; -1 and --seed -1 were numpy tracebacks.
+    out = tmp_path / "run"
+    args = ["train", command, "--episodes", "5", "--no-plot", option, value, "--out", out]
+    code, err = run_main(args, capsys)
+    assert code == 2 and option in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["race", "gridworld"])
+@pytest.mark.parametrize("content", ["empty", "text", "npz without metadata", "npy array"])
+def test_resume_from_a_file_that_is_no_checkpoint_is_exit_2(tmp_path, capsys, command, content):
+    # An empty file printed only "Aborted!" (click's answer to numpy's EOFError), exit 1.
+    bad = tmp_path / "bad.npz"
+    if content == "empty":
+        bad.write_bytes(b"")
+    elif content == "text":
+        bad.write_text("hello\n")
+    elif content == "npz without metadata":
+        np.savez(bad, q=np.zeros(3))
+    else:
+        with bad.open("wb") as f:
+            np.save(f, np.zeros(3))
+    out = tmp_path / "run"
+    args = ["train", command, "--episodes", "5", "--no-plot", "--resume", bad, "--out", out]
+    code, err = run_main(args, capsys)
+    assert code == 2 and str(bad) in err and "checkpoint" in err and "Traceback" not in err, err
+    assert not out.exists()  # checked before the run folder is claimed

@@ -163,3 +163,56 @@ def test_map_that_is_not_utf8(tmp_path):
 def test_missing_layout_file_names_it(tmp_path):
     with pytest.raises(InputError, match="field 'layout'"):
         load_layout(tmp_path / "nope.txt")
+
+
+# ---------------------------------------------------- every robot start reaches every shelf/station
+CUT_OFF_MAPS = [
+    # The robot's room has a station but the shelf is served only from the other room's station.
+    ("rooms.txt", "#######\n#R.P#P#\n#...#S#\n#######\n", 2, "'R' at column 2", "shelf S2-5"),
+    # A one-line map: the shelf itself stands between the robot and the station.
+    ("line.txt", "RSP\n", 1, "'R' at column 1", "shelf S0-1"),
+    # The shelf is reachable, a second station behind a wall is not.
+    ("far_station.txt", "#######\n#R..P#P\n###S###\n", 2, "'R' at column 2", "cell (1, 6)"),
+    # RWARE, no 'R': robots are drawn at random, and the shelf wall splits the two goals.
+    (
+        "split_goals.txt",
+        "g.x.g\n..x..\n",
+        1,
+        "station 'g' at column 1",
+        "station 'g' at cell (0, 4)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fname", "text", "line", "start", "target"), CUT_OFF_MAPS)
+def test_map_where_a_robot_start_cannot_reach_a_shelf_or_station_is_refused(
+    tmp_path, fname, text, line, start, target
+):
+    path = tmp_path / fname
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_layout(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: field 'map': ")
+    assert start in message and target in message, message
+    assert "open floor cells" in message and "\n" not in message
+
+
+def test_robots_beyond_the_r_cells_are_drawn_only_where_they_reach_the_stations(tmp_path):
+    # The bottom room joins nothing; the extra robots go to the top room (the station last).
+    path = tmp_path / "pocket.txt"
+    path.write_text("######\n#R.P.#\n###S##\n#....#\n######\n", encoding="utf-8")
+    layout = load_layout(path)
+    for seed in range(5):
+        assert layout.place_robots(3, np.random.default_rng(seed)) == [(1, 1), (1, 2), (1, 4)]
+    assert layout.place_robots(4, np.random.default_rng(0))[3] == (1, 3)
+    with pytest.raises(InputError, match=r"5 robots .* only 4 free cells joined to its stations"):
+        layout.place_robots(5, np.random.default_rng(0))
+
+
+def test_rware_robots_are_never_drawn_in_a_part_cut_off_by_shelves():
+    # The shelf column walls off the two left columns; the goal is on the right.
+    layout = parse_layout("..x..\n..x.g\n..x..\n")
+    right = {(r, c) for r in range(3) for c in (3, 4)}
+    for seed in range(20):
+        assert set(layout.place_robots(4, np.random.default_rng(seed))) <= right

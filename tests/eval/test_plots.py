@@ -228,3 +228,26 @@ def test_the_plot_process_import_leaves_out_3d_and_property_docs_and_draws_the_s
     assert "3d importable after: True" in out
     plot_reward_curves(curves, tmp_path / "here.png", smooth=20, tight=False)
     assert (tmp_path / "child.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+
+
+def test_a_matplotlib_that_needs_the_3d_toolkit_is_imported_whole() -> None:
+    # Stand-in for another matplotlib version whose projections module fails to import without
+    # mpl_toolkits.mplot3d: the plot process then imports matplotlib as it is, and can draw.
+    probe = (
+        "import sys\n"
+        "from importlib.abc import MetaPathFinder\n"
+        "class NeedsToolkit(MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'matplotlib.projections' and sys.modules.get(\n"
+        "                'mpl_toolkits.mplot3d', 0) is None:\n"
+        "            raise ImportError('this matplotlib needs mpl_toolkits.mplot3d')\n"
+        "sys.meta_path.insert(0, NeedsToolkit())\n"
+        "from marlm.eval import plots\n"
+        "plots._import_matplotlib()\n"
+        "fig = plots._figure((2, 2))\n"
+        "print('3d loaded:', 'mpl_toolkits.mplot3d' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert "3d loaded: True" in out

@@ -126,3 +126,17 @@ def test_case3_truncated_last_transition_bootstraps():
     terminated = {"agent_0": False, "agent_1": False}  # truncated, not terminated
     learners.update(obs, actions, rewards, next_obs, terminated, alpha=0.5, gamma=0.9)
     assert learners.q[0, 0, 3] == pytest.approx(0.5 * (-0.01 + 0.9 * 2.0))
+
+
+def test_a_chunk_below_one_or_a_negative_seed_is_an_input_error():
+    # chunk 0 made the training loop spin forever; a negative seed was numpy's ValueError.
+    from marlm.rl.train import GridWorldConfig, RaceConfig, train_gridworld, train_race
+
+    for chunk in (0, -1):
+        with pytest.raises(InputError, match="--checkpoint-every"):
+            train_race(RaceConfig(episodes=2), chunk=chunk)
+        with pytest.raises(InputError, match="--checkpoint-every"):
+            train_gridworld(GridWorldConfig(episodes=2), chunk=chunk)
+    for config in (RaceConfig, GridWorldConfig):
+        with pytest.raises(InputError, match="--seed"):
+            config(seed=-1)

@@ -178,7 +178,7 @@ def compare(
         typer.Option("--steps", min=1, help="Steps per run (default 300; notes-only: 600)."),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the order stream and the layout start.")
+        int, typer.Option("--seed", min=0, help="Seed of the order stream and the layout start.")
     ] = 1,
     llm: Annotated[str, typer.Option("--llm")] = "embedded",
     schemes: Annotated[
@@ -251,6 +251,9 @@ def compare(
             f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
             field="--schemes",
         )
+    from marlm.envs.warehouse.layout import load_layout
+
+    load_layout(layout)  # a bad map is refused before the run folder is claimed
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         result = compare_notes_only(

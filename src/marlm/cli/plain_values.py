@@ -16,8 +16,9 @@ optional fraction and exponent (at most two digits); for ``Path`` a non-empty st
 the path (``exists``, ``readable``, ...). Every other value, and every other parameter, goes
 through typer's own conversion, pydantic and its error messages included.
 
-Where typer has no such conversion (releases before it, or a later change of it),
-:func:`install` changes nothing.
+Where typer has no such conversion (releases before it), or builds or calls it otherwise than
+this module expects (checked on an ``int`` and a ``Path`` at :func:`install`), :func:`install`
+changes nothing.
 """
 
 from __future__ import annotations
@@ -99,9 +100,33 @@ def install() -> bool:
         )
         return PlainRuntimeParam(descriptor) if plain else build(descriptor)
 
+    if not _works(PlainRuntimeParam):
+        return False
     build_runtime_param.plain_values = True  # type: ignore[attr-defined]
     typer.core.build_runtime_param = build_runtime_param
     return True
+
+
+def _works(runtime_param: type) -> bool:
+    """Whether this typer builds and calls runtime parameters as the ones above expect: an
+    ``int`` and a ``Path`` converted (a typer that changed them keeps its own conversion)."""
+
+    class Param:  # what RuntimeParam.coerce reads of a click parameter
+        multiple, nargs, name = False, 1, "probe"
+
+    try:
+        from typer._coercion import resolve_type_descriptor
+        from typer.models import OptionInfo
+
+        return all(
+            runtime_param(resolve_type_descriptor(kind, OptionInfo())).coerce(
+                text, param=Param(), ctx=None
+            )
+            == kind(text)
+            for kind, text in ((int, "7"), (Path, "marlm-probe"))
+        )
+    except Exception:  # noqa: BLE001 - any change of typer's internals: leave typer as it is
+        return False
 
 
 __all__ = ["install", "plain_value"]

@@ -107,8 +107,23 @@ def _table(console: Console, title: str, rows: dict[str, object]) -> None:
     console.print(table)
 
 
-def _check_outputs(out: Path, checkpoint: Path | None, resume: Path | None, overwrite: bool):
-    """Refuse to overwrite a run folder or a checkpoint unasked (before any work)."""
+def _check_outputs(
+    out: Path,
+    checkpoint: Path | None,
+    resume: Path | None,
+    overwrite: bool,
+    *,
+    chunk: int,
+    kind: str,
+):
+    """Check the options the config does not hold (``--checkpoint-every``, the ``--resume``
+    file) and refuse to overwrite a run folder or a checkpoint unasked (before any work)."""
+    from marlm.rl.checkpoint import load_checkpoint
+    from marlm.rl.train import check_checkpoint_every
+
+    check_checkpoint_every(chunk)
+    if resume is not None:
+        load_checkpoint(resume, kind=kind)
     check_run_folder(out, overwrite=overwrite, keep=[resume])
     if checkpoint is not None:
         check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
@@ -173,7 +188,7 @@ def train_gridworld_cmd(
         learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
-    _check_outputs(out, checkpoint, resume, overwrite)
+    _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="gridworld")
     reward_fn = _llm_reward_fn(llm_samples, llm) if reward == "llm" else None
     claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
@@ -236,7 +251,7 @@ def train_race_cmd(
             epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
             seed=seed, end=end,
         )  # fmt: skip
-        _check_outputs(out, checkpoint, resume, overwrite)
+        _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="race")
         claim_run_folder(out, overwrite=overwrite, keep=[resume])
         console = _console()
         bar, update = _progress(console)

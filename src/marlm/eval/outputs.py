@@ -7,27 +7,40 @@ to write into
 - an output file (a checkpoint, a policy table, a report, a JSON result) that already exists,
 
 with exit code 2 and a message naming the path and the two ways on: choose a new path, or pass
-``--overwrite``. With ``--overwrite`` an existing run folder is emptied first (so no file of the
-old run, e.g. an ``episode.gif`` the new run does not write, survives next to the new one), and an
-existing file is replaced atomically when the new one is complete. ``--overwrite`` never empties a
-non-empty folder that holds no marlm run (say ``--out .``): that is refused in any case.
+``--overwrite``.
+
+``--overwrite`` replaces a marlm run and nothing else. It deletes only files marlm writes
+(:data:`RUN_FILES`, their temporary files, and marlm checkpoints, recognised by their content),
+plus, in a ``marlm compare`` run (a folder with ``compare.json``, ``compare.txt`` or
+``compare_notes_only.json``), its scheme subfolders when each holds only such files. A folder that
+holds anything else (a file or folder marlm did not write, or subfolders that are separate runs
+when the folder itself is not a compare run) is refused even with ``--overwrite``, with a message
+naming the path and a few of the foreign entries, and nothing in it is touched. So no file of
+the old run (e.g. an ``episode.gif`` the new run does not write) survives next to the new one,
+and no file of the user's is ever deleted. An existing output file is replaced atomically when
+the new one is complete.
 
 Light on purpose (no numpy, no plotting): every command calls it before loading anything heavy.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from marlm.errors import InputError
 
 __all__ = [
+    "COMPARE_MARKERS",
+    "RUN_FILES",
     "RUN_MARKERS",
     "check_output_file",
     "check_run_folder",
     "claim_run_folder",
+    "foreign_entries",
     "fresh_folder",
     "holds_run",
 ]
@@ -52,12 +65,26 @@ RUN_MARKERS = frozenset(
     }
 )
 
+#: Files whose presence marks a folder as a ``marlm compare`` run (its scheme runs are subfolders).
+COMPARE_MARKERS = frozenset({"compare.json", "compare.txt", "compare_notes_only.json"})
+
+#: Every file name marlm writes into a run folder: the markers, ``fixed_partner.npz`` of
+#: ``train race``, ``replay.json`` of ``marlm replay --out``; in a compare run also
+#: ``compare.png`` and (notes-only scenario) ``orders.jsonl``.
+RUN_FILES = RUN_MARKERS | {"fixed_partner.npz", "replay.json", ".marlm-write-test"}
+_COMPARE_FILES = RUN_FILES | {"compare.png", "orders.jsonl"}
+
+#: The temporary file of a checkpoint being written (``tempfile.mkstemp``, see
+#: :func:`marlm.rl.checkpoint.save_checkpoint`).
+_CHECKPOINT_TMP = re.compile(r".+\.npz\.[A-Za-z0-9_]+\.tmp")
+
 _FIX = "choose a new path, or pass --overwrite to replace it"
 
 
 def holds_run(folder: str | Path) -> bool:
     """Whether ``folder`` holds a marlm run: a :data:`RUN_MARKERS` file in it or one level down
-    (``marlm compare`` writes one run folder per scheme)."""
+    (``marlm compare`` writes one run folder per scheme). It may hold other files too: see
+    :func:`foreign_entries` for what ``--overwrite`` may delete."""
     p = Path(folder)
     if not p.is_dir():
         return False
@@ -67,6 +94,60 @@ def holds_run(folder: str | Path) -> bool:
         if child.is_dir() and any((child / m).exists() for m in RUN_MARKERS):
             return True
     return False
+
+
+def _is_checkpoint(path: Path) -> bool:
+    """Whether ``path`` is a marlm checkpoint (an ``.npz`` zip with a ``__meta__`` entry)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return "__meta__.npy" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
+    """Whether the file ``path`` is one marlm writes into a run folder."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    name = path.name
+    if name in names:
+        return True
+    if name.endswith(".tmp") and (name[: -len(".tmp")] in names or _CHECKPOINT_TMP.fullmatch(name)):
+        return True
+    return name.endswith(".npz") and _is_checkpoint(path)
+
+
+def _only_run_files(folder: Path, depth: int) -> bool:
+    """Whether ``folder`` holds only marlm run files, or (``depth`` > 0) folders of them
+    (``compare``'s ``spread/<scheme>-seed<s>/``)."""
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            if depth <= 0 or not _only_run_files(child, depth - 1):
+                return False
+        elif not _written_by_marlm(child, RUN_FILES):
+            return False
+    return True
+
+
+def foreign_entries(folder: str | Path, keep: Iterable[str | Path | None] = ()) -> list[Path]:
+    """The entries of ``folder`` that marlm did not write, which ``--overwrite`` must not delete.
+
+    In a compare run (a :data:`COMPARE_MARKERS` file at the top) a subfolder is marlm's when it
+    holds only marlm run files (one more level for ``spread/``); elsewhere every subfolder is
+    foreign (a separate run, or the user's). ``keep`` entries (inputs of this run) are left out.
+    """
+    p = Path(folder)
+    entries = _entries(p, keep)
+    compare = any(c.name in COMPARE_MARKERS and c.is_file() for c in entries)
+    names = _COMPARE_FILES if compare else RUN_FILES
+    foreign = []
+    for child in entries:
+        if child.is_dir() and not child.is_symlink():
+            if not (compare and _only_run_files(child, depth=1)):
+                foreign.append(child)
+        elif not _written_by_marlm(child, names):
+            foreign.append(child)
+    return foreign
 
 
 def _entries(folder: Path, keep: Iterable[str | Path | None]) -> list[Path]:
@@ -90,14 +171,15 @@ def check_run_folder(
     keep: Iterable[str | Path | None] = (),
 ) -> Path:
     """Refuse ``path`` as a new run folder unless it is new or empty (or ``overwrite`` and it
-    holds a marlm run). Changes nothing on disk.
+    holds a marlm run and nothing else, see :func:`foreign_entries`). Changes nothing on disk.
 
     ``keep``: files in the folder that are inputs of this run (``--resume`` of an interrupted
     run whose checkpoint sits in its run folder); they do not count and are never deleted.
 
     Raises:
         InputError: ``path`` is a file; it is a non-empty folder and ``overwrite`` is false; it
-            is a non-empty folder that holds no marlm run (refused even with ``overwrite``).
+            holds an entry marlm did not write (:func:`foreign_entries`; refused even with
+            ``overwrite``).
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
@@ -109,10 +191,19 @@ def check_run_folder(
     entries = _entries(p, keep)
     if not entries:
         return p
-    if not holds_run(p):
+    foreign = foreign_entries(p, keep)
+    if len(foreign) == len(entries):
         raise InputError(
             f"is not empty ({_listing(entries)}) and holds no marlm run; marlm does not write into it "
             "or delete its files, even with --overwrite: give a new or empty folder",
+            source=p,
+            field=option,
+        )
+    if foreign:
+        raise InputError(
+            f"holds a marlm run and entries marlm did not write ({_listing(foreign)}); "
+            "--overwrite replaces a marlm run and nothing else, so nothing here is deleted: "
+            "move those entries out, or give a new or empty folder",
             source=p,
             field=option,
         )

@@ -17,7 +17,8 @@ import signal
 import sys
 import traceback
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -64,15 +65,29 @@ def _import_matplotlib() -> None:
       register the ``"3d"`` projection (made unimportable while matplotlib imports, so
       ``projections`` skips it as it does where the toolkit is missing).
 
-    Nothing is left out where matplotlib is already imported. Drawing is unchanged: the same
-    figure gives the same PNG bytes (tested).
+    Nothing is left out where matplotlib is already imported, and a matplotlib whose import
+    fails without those parts (another version) is imported whole. Drawing is unchanged: the
+    same figure gives the same PNG bytes (tested).
     """
     if "matplotlib.figure" in sys.modules:
         return
+    try:
+        with _without_docs_and_3d():
+            import matplotlib.backends.backend_agg  # noqa: F401
+            import matplotlib.figure  # noqa: F401
+    except ImportError:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+
+
+@contextmanager
+def _without_docs_and_3d() -> Iterator[None]:
+    """While matplotlib imports: no property lists in docstrings, no 3-D toolkit (see above)."""
     import matplotlib.artist
 
-    kwdoc = matplotlib.artist.kwdoc
-    matplotlib.artist.kwdoc = _no_kwdoc
+    kwdoc = getattr(matplotlib.artist, "kwdoc", None)
+    if kwdoc is not None:
+        matplotlib.artist.kwdoc = _no_kwdoc
     toolkit = "mpl_toolkits.mplot3d"
     block = toolkit not in sys.modules
     if block:
@@ -80,10 +95,10 @@ def _import_matplotlib() -> None:
     try:
         with warnings.catch_warnings():  # projections warns when it cannot import the toolkit
             warnings.filterwarnings("ignore", "Unable to import Axes3D", UserWarning)
-            import matplotlib.backends.backend_agg  # noqa: F401
-            import matplotlib.figure  # noqa: F401
+            yield
     finally:
-        matplotlib.artist.kwdoc = kwdoc
+        if kwdoc is not None:
+            matplotlib.artist.kwdoc = kwdoc
         if block and sys.modules.get(toolkit, 0) is None:
             del sys.modules[toolkit]
 

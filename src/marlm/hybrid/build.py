@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +55,17 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
     ``"triage[-MODE]"``: the model classifies each order's urgency from its note in MODE
     (generate, score, calibrated, batch, probe; default probe) and a solver matches robots
     (:class:`TriagePlanner`).
+
+    Raises:
+        InputError: an unknown planner; a ``timeout_s`` that is not a finite number > 0
+            (``--llm-timeout``), checked for every planner so a bad value never passes unseen.
     """
+    timeout = model_kwargs.get("timeout_s")
+    if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout < math.inf):
+        raise InputError(
+            f"must be a finite number of seconds > 0, got {timeout!r}; pass e.g. --llm-timeout 10",
+            field="--llm-timeout",
+        )
     if name == "rule":
         return RulePlanner()
     if name == "llm":

@@ -61,7 +61,8 @@ class RunConfig(BaseModel):
         n_orders: orders generated when ``orders`` is None.
         n_robots: robots to use (default: the layout's ``R`` cells).
         steps: time limit in control steps (> 0).
-        seed: seeds the environment, the executor's generator and the shield.
+        seed: seeds the environment, the executor's generator and the shield (>= 0: numpy's
+            generators take no negative seed).
         planner: ``"llm"`` (model + rule fallback), ``"rule"``, ``"team"`` (coordinator and
             dispatcher agents + rule fallback), or ``"triage[-MODE]"`` (the model triages each
             note's urgency, a solver matches robots; see :func:`marlm.hybrid.build.build_planner`).
@@ -73,9 +74,10 @@ class RunConfig(BaseModel):
         sync_planner: wait for the planner inside the step (reproducible traces) instead of
             running it on its own thread (real-time behaviour).
         tick_ms: control period in milliseconds; the loop sleeps out the rest of each tick
-            (0 runs as fast as possible). Real robots have a control period; so does the demo.
+            (0 runs as fast as possible; finite). Real robots have a control period; so does the
+            demo.
         plan_deadline_s: with an asynchronous planner, seconds after which the rule assigns the
-            idle robots instead of waiting longer for the model (0: wait for the model).
+            idle robots instead of waiting longer for the model (0: wait for the model; finite).
         dwell: where idle robots wait (:mod:`marlm.hybrid.dwell`): ``"reserve"`` (dwell points
             learned from the orders so far, one idle robot kept for urgent work), ``"points"``
             (dwell points only) or ``"none"`` (an idle robot stays where it finished).
@@ -89,14 +91,14 @@ class RunConfig(BaseModel):
     n_orders: int = Field(24, gt=0)
     n_robots: int | None = Field(None, gt=0)
     steps: int = Field(600, gt=0)
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     planner: PlannerName = "triage"
     executor: ExecutorName = "rl"
     shield: bool = True
     shield_rule: Literal["pibt", "local"] = "pibt"
     sync_planner: bool = False
-    tick_ms: float = Field(0.0, ge=0)
-    plan_deadline_s: float = Field(0.0, ge=0)
+    tick_ms: float = Field(0.0, ge=0, allow_inf_nan=False)
+    plan_deadline_s: float = Field(0.0, ge=0, allow_inf_nan=False)
     dwell: DwellName = "points"
     gif: bool = True
 

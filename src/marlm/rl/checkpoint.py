@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -71,21 +72,33 @@ def load_checkpoint(path: str | Path, *, kind: str) -> tuple[dict[str, Any], dic
         ``(meta, arrays)``; ``meta`` has ``kind``, ``config``, ``episode``, ``rng_state``.
 
     Raises:
-        InputError: the file is missing, unreadable, not a marlm checkpoint, or of another kind.
+        InputError: the file is missing, empty, unreadable, not a marlm checkpoint (e.g. a bare
+            ``.npy`` or a text file), or of another kind.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError("checkpoint file not found", source=path, field="checkpoint")
+    expected = "expected a .npz checkpoint written by 'marlm train ... --checkpoint FILE'"
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):  # a bare .npy array
+            raise ValueError("a single array, not an .npz archive")
+        with data:
             meta = json.loads(str(data["__meta__"]))
             arrays = {k: data[k] for k in data.files if k != "__meta__"}
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        # An empty file raises EOFError (which click would turn into "Aborted!").
+        if path.stat().st_size == 0:
+            reason = "the file is empty"
+        elif isinstance(e, KeyError):
+            reason = "an .npz archive without marlm's metadata"
+        else:
+            reason = "not an .npz archive"
         raise InputError(
-            f"not a readable marlm checkpoint ({e})", source=path, field="checkpoint"
+            f"is not a marlm checkpoint ({reason}); {expected}", source=path, field="checkpoint"
         ) from e
-    if meta.get("format") != FORMAT:
-        raise InputError(f"not a {FORMAT} file", source=path, field="checkpoint")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(f"is not a {FORMAT} file; {expected}", source=path, field="checkpoint")
     if meta.get("kind") != kind:
         raise InputError(
             f"checkpoint is for {meta.get('kind')!r}, this run trains {kind!r}",

@@ -75,6 +75,38 @@ def _check_episodes(episodes: int) -> int:
     return episodes
 
 
+def check_seed(seed: int, option: str = "--seed") -> int:
+    """``seed`` if it is a whole number >= 0 (``numpy.random.default_rng`` takes no negative seed).
+
+    Raises:
+        InputError: a negative or non-integer seed, naming ``option``.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError(
+            f"must be a whole number >= 0 (numpy's random generators take no negative seed), "
+            f"got {seed!r}; pass e.g. {option} 0",
+            source=option,
+            field="seed",
+        )
+    return seed
+
+
+def check_checkpoint_every(chunk: int) -> int:
+    """``chunk`` (episodes between progress updates and checkpoints) if it is a whole number >= 1.
+
+    Raises:
+        InputError: ``chunk`` <= 0 or not an integer (0 made the training loop spin forever).
+    """
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise InputError(
+            f"must be a whole number of episodes >= 1, got {chunk!r}; pass e.g. "
+            "--checkpoint-every 1000",
+            source="--checkpoint-every",
+            field="chunk",
+        )
+    return chunk
+
+
 # --------------------------------------------------------------------------------------------
 # Configs
 # --------------------------------------------------------------------------------------------
@@ -87,7 +119,8 @@ class GridWorldConfig:
     3000 episodes): they reach V(start) = 0.7285.
 
     Raises:
-        InputError: episodes <= 0, gamma outside [0, 1], alpha or epsilon settings out of range.
+        InputError: episodes <= 0, seed < 0, gamma outside [0, 1], alpha or epsilon settings out
+            of range.
     """
 
     learner: str = "q"
@@ -104,6 +137,7 @@ class GridWorldConfig:
     def __post_init__(self) -> None:
         _check_choice(self.learner, GRIDWORLD_LEARNERS, "--learner", "learner")
         _check_episodes(self.episodes)
+        check_seed(self.seed)
         check_discount(self.gamma, source="--gamma")
         self.epsilon()
         self.learning_rate()
@@ -127,7 +161,8 @@ class RaceConfig:
     ``absent`` is the default); ``end``: ``any`` | ``all``.
 
     Raises:
-        InputError: an unknown learner, reward mode or end, episodes <= 0, gamma outside [0, 1], ...
+        InputError: an unknown learner, reward mode or end, episodes <= 0, seed < 0, gamma outside
+            [0, 1], ...
     """
 
     learner: str = "iql"
@@ -152,6 +187,7 @@ class RaceConfig:
         check_counterfactual(self.counterfactual)
         _check_choice(self.end, ("any", "all"), "--end", "end")
         _check_episodes(self.episodes)
+        check_seed(self.seed)
         check_discount(self.gamma, source="--gamma")
         if self.learner == "vdn" and self.reward != "shared":
             raise InputError(
@@ -392,11 +428,13 @@ def train_gridworld(
             run takes the plain loop whatever ``engine`` says (:func:`_gridworld_reward_fn_loop`).
 
     Raises:
-        InputError: unknown engine; a resume checkpoint of another kind, shape or setting.
+        InputError: unknown engine; ``chunk`` < 1; a resume checkpoint of another kind, shape
+            or setting.
     """
     from marlm.envs.grid import GridWorld
 
     _check_choice(engine, ENGINES, "--engine", "engine")
+    check_checkpoint_every(chunk)
     env = GridWorld(config.size, config.max_steps)
     n_states, n_actions = env.observation_space.n, env.action_space.n
     res = GridWorldResult(
@@ -627,10 +665,11 @@ def train_race(
 ) -> RaceResult:
     """Train two agents on GridRace with ``config.learner`` and ``config.reward``.
 
-    Arguments as :func:`train_gridworld`. Raises :class:`InputError` for an unknown engine or a
-    resume checkpoint of another kind, learner, grid shape or setting.
+    Arguments as :func:`train_gridworld`. Raises :class:`InputError` for an unknown engine,
+    ``chunk`` < 1, or a resume checkpoint of another kind, learner, grid shape or setting.
     """
     _check_choice(engine, ENGINES, "--engine", "engine")
+    check_checkpoint_every(chunk)
     n_obs = (config.size * config.size) ** 2
     res = RaceResult(
         config, _race_tables(config.learner, n_obs), RaceLog.zeros(config.episodes, config.max_steps), 0,

@@ -33,6 +33,11 @@ default number of robots. Without a header the default is the number of ``R`` ce
 ``tiny-2ag`` task) when the map has none. Rows shorter than the longest row are padded on the right
 with walls, so ragged maps are valid. The grid edge acts as a wall.
 
+Every robot start ('R') must reach every shelf's pick cell and every station by 4-neighbour moves
+over free cells; a map that cuts one off is refused when it is parsed (:class:`InputError`). Robots
+beyond the 'R' cells are drawn only from the free cells joined to the stations, so a walled-off
+pocket of floor never hosts one.
+
 Coordinates are ``(row, col)`` everywhere: row 0 is the top line of the file, col 0 its first
 character. Shelves are named ``S<row>-<col>`` (e.g. ``S3-4`` is the shelf at row 3, column 4);
 :meth:`Layout.shelf_name` also accepts ``"3,4"``.
@@ -167,17 +172,20 @@ class Layout(_FreeGrid):
     def place_robots(self, n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
         """Start cells for ``n`` robots: the first ``n`` 'R' cells, the rest drawn from ``rng``.
 
-        Extra robots go to distinct free cells that are not stations and not already used
-        (stations only if nothing else is left), drawn uniformly without replacement.
+        Extra robots go to distinct free cells joined to the stations (free cells with no path
+        to them never host a robot) that are not stations and not already used (stations only if
+        nothing else is left), drawn uniformly without replacement.
 
         Raises:
-            InputError: ``n`` exceeds the number of free cells (field ``n_robots``).
+            InputError: ``n`` exceeds the number of free cells joined to the stations (field
+                ``n_robots``).
         """
-        n_free = int(self.free.sum())
+        joined = self.station_distance >= 0
+        n_free = int(joined.sum())
         if n > n_free:
             raise InputError(
-                f"{n} robots but layout {self.name!r} has only {n_free} free cells; "
-                f"use at most {n_free} robots",
+                f"{n} robots but layout {self.name!r} has only {n_free} free cells joined to "
+                f"its stations; use at most {n_free} robots",
                 source=self.source,
                 line=self.robots_line,
                 field="robots" if self.robots_line else "n_robots",
@@ -186,7 +194,7 @@ class Layout(_FreeGrid):
         if len(cells) < n:
             used = set(cells)
             station_set = set(self.stations)
-            free_cells = [tuple(map(int, c)) for c in np.argwhere(self.free)]
+            free_cells = [tuple(map(int, c)) for c in np.argwhere(joined)]
             pool = [c for c in free_cells if c not in used and c not in station_set]
             pool += [c for c in free_cells if c not in used and c in station_set]
             need = n - len(cells)
@@ -251,8 +259,10 @@ def parse_layout(text: str, name: str = "custom", source: str | Path = "<string>
         source: file the text came from, used in error messages.
 
     Raises:
-        InputError: unknown character, bad header, empty map, no station, a shelf no robot can
-            reach, or a ``robots:`` header larger than the number of free cells. The error names
+        InputError: unknown character, bad header, empty map, no station, a shelf with no free
+            neighbour joined to a station, a robot start ('R', or any free cell when robots are
+            drawn) with no path to some shelf's pick cell or some station, or a ``robots:``
+            header larger than the number of free cells joined to the stations. The error names
             ``source``, the 1-based line and the field.
     """
     source = str(source)
@@ -356,17 +366,19 @@ def parse_layout(text: str, name: str = "custom", source: str | Path = "<string>
         shelves[shelf] = (r, c)
         access[shelf] = best
 
+    _check_starts_reach_everything(free, starts, stations, access, rows, source, rware)
+
     drop: dict[str, tuple[int, int]] = {}
     for shelf, cell in access.items():
         dist = _bfs(free, [cell])
         drop[shelf] = min((s for s in stations if dist[s] >= 0), key=lambda s: (int(dist[s]), s))
 
-    n_free = int(free.sum())
+    n_free = int((station_dist >= 0).sum())
     default_robots = robots_header or len(starts) or DEFAULT_RWARE_ROBOTS
     if default_robots > n_free:
         raise InputError(
-            f"{default_robots} robots but the map has only {n_free} free cells; "
-            f"use at most {n_free} robots",
+            f"{default_robots} robots but the map has only {n_free} free cells joined to its "
+            f"stations; use at most {n_free} robots",
             source=source,
             line=robots_line or rows[0][0],
             field="robots",
@@ -385,6 +397,64 @@ def parse_layout(text: str, name: str = "custom", source: str | Path = "<string>
         default_robots=default_robots,
         source=source,
         robots_line=robots_line,
+    )
+
+
+def _check_starts_reach_everything(
+    free: np.ndarray,
+    starts: list[tuple[int, int]],
+    stations: list[tuple[int, int]],
+    access: dict[str, tuple[int, int]],
+    rows: list[tuple[int, str]],
+    source: str,
+    rware: bool,
+) -> None:
+    """Refuse a map where a robot could start without a path to some shelf's pick cell or some
+    station (4-neighbour moves over free cells; reachability is symmetric, so this holds exactly
+    when every start, pick cell and station lies in the connected area of the first station).
+
+    Robots start on the 'R' cells; robots beyond them are drawn from the free cells joined to the
+    stations (:meth:`Layout.place_robots`), so free cells cut off from everything never host one.
+
+    Raises:
+        InputError: names ``source``, the line and column of the 'R' start (or, without 'R'
+            cells, the first station, from whose area robots are drawn) and the shelf or station
+            it cannot reach, and the fix (field ``map``).
+    """
+    area = _bfs(free, stations[:1]) >= 0
+    station_char = "g" if rware else "P"
+    targets = [
+        (f"shelf {s} (picked from cell {cell})", "shelf", cell) for s, cell in access.items()
+    ]
+    targets += [
+        (f"the station '{station_char}' at cell {cell}", "station", cell) for cell in stations
+    ]
+    outside = [t for t in targets if not area[t[2]]]
+    stranded = [s for s in starts if not area[s]]
+    if not outside and not stranded:
+        return
+    if starts:
+        start = stranded[0] if stranded else starts[0]
+        reach = _bfs(free, [start]) >= 0
+        what, kind, _ = next(t for t in targets if not reach[t[2]])
+        raise InputError(
+            f"the robot start 'R' at column {start[1] + 1} (cell {start}) cannot reach {what}: "
+            f"no path of free cells joins them; open floor cells ('.') between them, or remove "
+            f"the {kind} or the start",
+            source=source,
+            line=rows[start[0]][0],
+            field="map",
+        )
+    what, kind, _ = outside[0]
+    first = stations[0]
+    raise InputError(
+        f"{what} cannot be reached from the station '{station_char}' at column {first[1] + 1} "
+        f"(cell {first}): robots start on free cells drawn at random (the map has no 'R' "
+        f"start), and one drawn on either side could not serve the other; open floor cells "
+        f"between them, or remove the {kind}",
+        source=source,
+        line=rows[first[0]][0],
+        field="map",
     )
 
 
