@@ -275,3 +275,13 @@ def test_resume_from_a_file_that_is_no_checkpoint_is_exit_2(tmp_path, capsys, co
     code, err = run_main(args, capsys)
     assert code == 2 and str(bad) in err and "checkpoint" in err and "Traceback" not in err, err
     assert not out.exists()  # checked before the run folder is claimed
+
+
+@pytest.mark.parametrize("option,value", [("--seed", "-1"), ("--seeds", "0")])
+def test_train_warehouse_bad_seed_is_exit_2_before_training(tmp_path, capsys, option, value):
+    # --seed -1 was numpy's ValueError after training started; --seeds 0 trained one seed anyway.
+    out = tmp_path / "executor.npz"
+    args = ["train", "warehouse", "--episodes", "1", option, value, "--out", out]
+    code, err = run_main(args, capsys)
+    assert code == 2 and option in err and "Traceback" not in err, err
+    assert not out.exists()

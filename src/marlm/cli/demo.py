@@ -250,7 +250,7 @@ def train_warehouse(
     max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = DEFAULT_TRAINING[
         "max_steps"
     ],
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed (>= 0).")] = 0,
     out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz), a new file.")] = Path(
         "runs/executor.npz"
     ),
@@ -258,7 +258,10 @@ def train_warehouse(
         bool, typer.Option("--overwrite", help="Replace an existing Q-table file at --out.")
     ] = False,
     seeds: Annotated[
-        int, typer.Option(help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).")
+        int,
+        typer.Option(
+            min=1, help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz)."
+        ),
     ] = 1,
     workers: Annotated[int, typer.Option(help="Ray tasks at once (1: serial, no Ray).")] = 1,
     address: Annotated[
