@@ -323,3 +323,27 @@ def test_embed_reuses_the_shared_opening_and_gives_llama_cpps_own_values(embedde
     embedded_model._embed_cache = ((), None)  # Llama.embed cleared the KV cache
     assert np.allclose(got, np.asarray(want), rtol=0, atol=1e-4)
     assert np.array_equal(got[1], got[2])
+
+
+def test_a_server_that_refuses_the_connection_is_said_at_once(capsys):
+    # The backend stays usable (calls retry, the rule plans meanwhile), but the user is told
+    # before the run that the URL did not answer, instead of a run that silently used the rule.
+    from faultserver import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with pytest.warns(RuntimeWarning, match=r"did not answer \(ConnectError.*refused"):
+        backend = make_backend(url, timeout_s=2.0, max_retries=0)
+    assert isinstance(backend, OpenAICompatible)
+
+
+def test_the_command_shows_marlm_warnings_as_one_line_and_others_as_python_does(capsys):
+    import warnings
+
+    import marlm.llm.backends as backends
+    from marlm.cli import show_warning
+
+    show_warning(RuntimeWarning("no hidden states"), RuntimeWarning, backends.__file__, 12)
+    assert capsys.readouterr().err == "marlm: warning: no hidden states\n"
+    show_warning(RuntimeWarning("elsewhere"), RuntimeWarning, warnings.__file__, 7)
+    err = capsys.readouterr().err
+    assert "RuntimeWarning: elsewhere" in err and "marlm: warning" not in err

@@ -29,6 +29,7 @@ import os
 import re
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -1176,7 +1177,10 @@ class OpenAICompatible:
     def check(self, timeout_s: float = 10.0) -> None:
         """Ask the server for its model list (``GET {base_url}/models``) once, to catch a wrong
         base URL before any work. Only a 404 is decisive; any other outcome (the server is busy,
-        has no model list, refuses the connection) is left to the calls themselves.
+        has no model list, refuses the connection) is left to the calls themselves, which retry.
+        A server that cannot be reached at all (connection refused, no answer within the
+        timeout) is worth saying at once, though: a ``RuntimeWarning`` names the URL and the
+        error, so that a run planned by the rule throughout does not look like a model's run.
 
         Raises:
             EndpointNotFound: the server answered 404 (names the URL, suggests ``/v1``).
@@ -1186,6 +1190,14 @@ class OpenAICompatible:
             self._client.models.with_raw_response.list(timeout=min(timeout_s, self.timeout_s))
         except self._openai.NotFoundError as e:
             raise self._not_found(url) from e
+        except self._openai.APIConnectionError as e:  # refused, unresolvable, timed out
+            cause = e.__cause__ or e
+            warnings.warn(
+                f"{self.base_url} did not answer ({type(cause).__name__}: {cause}); every model "
+                "call will try again, and the rule plans until the server answers",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         except self._openai.OpenAIError:
             return
 
