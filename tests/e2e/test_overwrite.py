@@ -261,12 +261,24 @@ def test_a_plain_run_folder_is_replaced_with_overwrite(runs, monkeypatch, capsys
 
 
 def test_a_training_run_with_its_checkpoint_inside_is_replaced(runs, monkeypatch, capsys):
+    # A marlm checkpoint is recognised by its content, whatever its name.
     shutil.copy(runs / "gw.ckpt.npz", runs / "gw" / "ckpt.npz")
+    shutil.copy(runs / "gw.ckpt.npz", runs / "gw" / "checkpoint")
     code, _, err = marlm(
         monkeypatch, capsys, *DEMO, "--no-gif", "--out", runs / "gw", "--overwrite"
     )
     assert code == 0, err
-    assert not (runs / "gw" / "ckpt.npz").exists()
+    assert not (runs / "gw" / "ckpt.npz").exists() and not (runs / "gw" / "checkpoint").exists()
+
+
+def test_a_users_npz_next_to_a_run_is_refused_even_with_overwrite(runs, monkeypatch, capsys):
+    shutil.copy(runs / "executor.npz", runs / "gw" / "my_weights.npz")  # an .npz, not a checkpoint
+    before = hashes(runs / "gw")
+    code, _, err = marlm(
+        monkeypatch, capsys, *DEMO, "--no-gif", "--out", runs / "gw", "--overwrite"
+    )
+    assert code == 2 and "my_weights.npz" in err, err
+    assert hashes(runs / "gw") == before
 
 
 def test_a_compare_run_folder_is_replaced_with_overwrite(runs, monkeypatch, capsys):

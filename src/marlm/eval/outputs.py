@@ -76,6 +76,7 @@ _COMPARE_FILES = RUN_FILES | {"compare.png", "orders.jsonl"}
 
 #: The temporary file of a checkpoint being written (``tempfile.mkstemp``, see
 #: :func:`marlm.rl.checkpoint.save_checkpoint`).
+_CHECKPOINT_FORMAT = "marlm-checkpoint-"
 _CHECKPOINT_TMP = re.compile(r".+\.npz\.[A-Za-z0-9_]+\.tmp")
 
 _FIX = "choose a new path, or pass --overwrite to replace it"
@@ -97,11 +98,13 @@ def holds_run(folder: str | Path) -> bool:
 
 
 def _is_checkpoint(path: Path) -> bool:
-    """Whether ``path`` is a marlm checkpoint (an ``.npz`` zip with a ``__meta__`` entry)."""
+    """Whether ``path`` is a marlm checkpoint (:mod:`marlm.rl.checkpoint`: an ``.npz`` zip whose
+    ``__meta__`` entry names the format), whatever the file's name."""
     try:
         with zipfile.ZipFile(path) as z:
-            return "__meta__.npy" in z.namelist()
-    except (OSError, zipfile.BadZipFile):
+            meta = z.read("__meta__.npy")  # a numpy str array: UTF-32 code units
+        return any(_CHECKPOINT_FORMAT.encode(e) in meta for e in ("utf-32-le", "utf-32-be"))
+    except (OSError, KeyError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile):
         return False
 
 
@@ -114,7 +117,7 @@ def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
         return True
     if name.endswith(".tmp") and (name[: -len(".tmp")] in names or _CHECKPOINT_TMP.fullmatch(name)):
         return True
-    return name.endswith(".npz") and _is_checkpoint(path)
+    return _is_checkpoint(path)
 
 
 def _only_run_files(folder: Path, depth: int) -> bool:
