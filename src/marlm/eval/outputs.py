@@ -195,6 +195,13 @@ def check_run_folder(
     if not entries:
         return p
     foreign = foreign_entries(p, keep)
+    if len(foreign) == len(entries) and holds_run(p):  # runs in subfolders, none of its own
+        raise InputError(
+            f"holds separate runs in its subfolders ({_listing(foreign)}); --overwrite replaces "
+            "one run, never a folder of runs: give that run's own folder, or a new or empty one",
+            source=p,
+            field=option,
+        )
     if len(foreign) == len(entries):
         raise InputError(
             f"is not empty ({_listing(entries)}) and holds no marlm run; marlm does not write into it "
