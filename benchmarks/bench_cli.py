@@ -219,18 +219,19 @@ def main() -> None:
             bench_floor(args.repeat, env, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    r_loop = r_bare = None
+    r_loop = r_seed = r_bare = None
     if not args.skip_loop:
         sys.path.insert(0, str(Path(__file__).parent))
         from bench_rl import bench_race, bench_race_baselines
 
         r_loop = bench_race()
-        r_bare = bench_race_baselines(args.repeat)["bare"]
+        baselines = bench_race_baselines(args.repeat)
+        r_seed, r_bare = baselines["seed"], baselines["bare"]
     print(
         f"ratios: help {r_help:.2f}x typer import (<= 2), train race {r_train:.1f}x (>= 3)"
         + (
-            f", compiled loop {r_loop:.0f}x the reference engine, {r_bare:.0f}x the bare loop "
-            "(>= 100)"
+            f", compiled loop {r_seed:.0f}x the seed-style loop (>= 100), {r_loop:.0f}x the "
+            f"reference engine, {r_bare:.0f}x the bare loop"
             if r_loop is not None
             else ""
         )
