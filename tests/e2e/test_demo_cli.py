@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import run_main
 from marlm.eval.trace import read_trace
 
 MARLM = [sys.executable, "-m", "marlm.cli"]
@@ -91,22 +92,6 @@ def test_demo_trace_matches_its_metrics(demo_run):
     assert len(delivered) == m["delivered"]
     for call in trace.of_type("llm_call"):
         assert call["messages"] and call["latency_ms"] > 0 and "valid" in call
-
-
-def run_main(argv: list[str], capsys) -> tuple[int, str]:
-    """Run the real ``marlm`` entry point in process; return (exit code, stderr)."""
-    from marlm.cli import main
-
-    old = sys.argv
-    sys.argv = ["marlm", *argv]
-    try:
-        main()
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    finally:
-        sys.argv = old
-    return code, capsys.readouterr().err
 
 
 GOOD_MAP = "#######\n#R.S.P#\n#R....#\n#######\n"

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from cli_run import run_main
 from marlm.cli.train import BLAS_THREAD_VARIABLES
 
 CLI = [sys.executable, "-c", "from marlm.cli import main; main()"]
@@ -222,22 +223,6 @@ def test_a_train_run_starts_no_blas_threads_unless_the_user_chose_a_count(tmp_pa
     if threads is None:
         pytest.skip("numpy's BLAS here is not an OpenBLAS that reports its thread count")
     assert (threads, variable) == ((2, "2") if chosen else (1, None))
-
-
-def run_main(argv: list[str], capsys) -> tuple[int, str]:
-    """Run the real ``marlm`` entry point in process; return (exit code, stderr)."""
-    from marlm.cli import main
-
-    old = sys.argv
-    sys.argv = ["marlm", *map(str, argv)]
-    try:
-        main()
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    finally:
-        sys.argv = old
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["race", "gridworld"])
