@@ -24,7 +24,8 @@ from marlm.hybrid.triage_planner import TriagePlanner
 from marlm.llm.backends import EmbeddedModel
 from marlm.llm.triage import Triage
 
-#: Planner options of each variant (see TriagePlanner): the study's pre-registered candidates.
+#: Planner options of each variant on top of :data:`OFF` (see TriagePlanner): the study's
+#: pre-registered candidates (docs/triage.md, "Planner choices").
 VARIANTS = {
     "baseline": {},
     "a": {"hysteresis": True},
@@ -33,8 +34,10 @@ VARIANTS = {
     "ab": {"hysteresis": True, "deadline_aware": True},
     "ac": {"hysteresis": True, "expected_deadlines": True},
     "bc": {"deadline_aware": True, "expected_deadlines": True},
-    "default": None,  # whatever TriagePlanner's defaults are
+    "default": None,  # whatever TriagePlanner's defaults are (c since the study)
 }
+#: Every option off: the planner before the study.
+OFF = {"hysteresis": False, "deadline_aware": False, "expected_deadlines": False}
 
 
 def seeds_arg(text: str) -> list[int]:
@@ -65,7 +68,9 @@ def main() -> None:
         planners = {"rule": RulePlanner()}
         for v in args.variants:
             opts = VARIANTS[v]
-            planners[v] = TriagePlanner(triage) if opts is None else TriagePlanner(triage, **opts)
+            planners[v] = (
+                TriagePlanner(triage) if opts is None else TriagePlanner(triage, **{**OFF, **opts})
+            )
         result = {r["planner"]: r for r in run_notes_only(planners, f"{out}/seed{seed}", seed=seed)}
         rule = result["rule"]
         for name, r in result.items():

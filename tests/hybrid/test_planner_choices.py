@@ -159,3 +159,13 @@ def test_snapshot_carry_is_the_pick_to_drop_path_length():
     for o in snap.pending:
         want = int(lay.distance_from(lay.drop[o.shelf])[lay.access[o.shelf]])
         assert snap.carry[o.id] == want > 0
+
+
+def test_the_default_ranks_by_expected_deadlines_and_with_triage_keeps_the_options():
+    # The planner study (docs/triage.md, "Planner choices") shipped the expected-deadline queue.
+    p = TriagePlanner(FixedTriage())
+    assert (p.hysteresis, p.deadline_aware, p.expected_deadlines) == (False, False, True)
+    opts = {"hysteresis": True, "deadline_aware": True, "expected_deadlines": False}
+    q = TriagePlanner(FixedTriage(), max_orders=3, **opts).with_triage(FixedTriage({"x": "low"}))
+    assert q.triage.table == {"x": "low"} and q.max_orders == 3
+    assert (q.hysteresis, q.deadline_aware, q.expected_deadlines) == (True, True, False)

@@ -283,9 +283,10 @@ def plan_preemptions(
     deadline``. Among such robots the nearest (then the first listed).
     Each robot is preempted at most once per plan; an urgent order is never preempted.
 
-    Two optional restraints (preemption with hysteresis, and the slack test of deadline-driven
-    priority scheduling: Liu and Layland 1973; Buttazzo, *Hard Real-Time Computing Systems*,
-    2011, ch. 4 and 8) keep travel from being thrown away:
+    Two optional restraints keep travel from being thrown away: preemption with hysteresis
+    (limited preemption: Buttazzo, *Hard Real-Time Computing Systems*, 3rd ed., 2011, ch. 8),
+    and the slack test of deadline-driven priority scheduling (Liu and Layland, JACM 1973;
+    Buttazzo 2011, ch. 4):
 
     - ``protected``: ids of orders never preempted (e.g. the orders released by an earlier
       preemption, so one order is not sent back twice); ``pick_hold``: a robot whose distance

@@ -5,7 +5,9 @@ Division of the decision:
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
   urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planner.effective_class`):
   the note may raise an order's urgency, never lower it. The queue is ordered by that class,
-  then the listed priority, deadline, arrival and id (:func:`queue_key`). The same key decides
+  then the listed priority, the expected deadline (:func:`expected_deadline`: the listed one
+  brought forward by the probability that the note is more urgent), arrival and id
+  (:func:`queue_key`). The same key decides
   which order of a shared shelf is offered first: an order read as urgent does not wait behind
   a routine order for its shelf (the notes of orders waiting for their shelf are read too). It
   never emits coordinates, robot ids or moves.
@@ -83,7 +85,10 @@ def expected_deadline(order: Any, probs: Mapping[str, float]) -> float:
     """The deadline an order is expected to have once its note is read (steps, ``float``):
     ``deadline - sum_c P(c) * max(0, slack(listed) - slack(c))`` over the classes ``c`` of
     :data:`CLASS_SLACK`, i.e. the listed deadline brought forward by the expected tightening
-    (the expected-value form of a class-based deadline; a note never loosens the listed one).
+    (the expected value of the class-based deadline under the note's class probabilities, as in
+    Bayes decision theory: Duda, Hart and Stork, *Pattern Classification*, 2001, sec. 2.2; a
+    note never loosens the listed one). Chosen over preemption hysteresis and deadline-aware
+    preemption on held-out seeds (docs/triage.md, "Planner choices").
     ``probs``: ``{class: probability}``; a one-hot ``{"urgent": 1.0}`` gives the urgent class's
     deadline."""
     listed = CLASS_SLACK[order.priority]
@@ -176,7 +181,7 @@ class TriagePlanner:
         max_orders: int = 12,
         hysteresis: bool = False,
         deadline_aware: bool = False,
-        expected_deadlines: bool = False,
+        expected_deadlines: bool = True,
     ) -> None:
         self.triage = triage
         self.max_orders = max_orders
