@@ -6,8 +6,11 @@ before anything is read or created (``--limit 0`` was click's usage box, ``train
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import marlm
 from cli_run import run_main
 
 #: (command, option, bad value). Each command runs in process; every case is refused while the
@@ -69,8 +72,13 @@ CONFIG_RANGES = [
 ]
 
 
+#: A file that exists outside the test's folder (the folder must stay empty).
+NOTES = Path(marlm.__file__).parent / "data" / "triage" / "order_notes_dev.jsonl"
+
+
 def _argv(command: list, tmp_path) -> list:
-    return [str(tmp_path / a) if a in ("TRACE", "NOTES") else a for a in command]
+    swap = {"TRACE": str(tmp_path / "trace.jsonl"), "NOTES": str(NOTES)}
+    return [swap.get(a, a) for a in command]
 
 
 @pytest.mark.parametrize(

@@ -43,21 +43,25 @@ OPTION_OF_FIELD = {
     "chunk": "--checkpoint-every",
     "k": "--llm-samples",
     "n_robots": "--robots",
+    "layout": "--layout",
+    "orders": "--orders",
+    "policy": "--policy",
+    "checkpoint": "--resume",
 }
 
 
 def as_option_error(error: InputError) -> InputError:
     """``error`` as the command line's user reads it: an error about an option names the option
     as its field (``field '--epsilon'``), not the library's name for the setting
-    (``epsilon_start``), nor the option as a file (``--seed: field 'seed'``). Errors about a file
-    (a source that is not an option) are returned as they are."""
-    source = error.source
-    if source is not None and not source.startswith("--"):
+    (``epsilon_start``), nor the option as if it were a file (``--seed: field 'seed'``). An
+    error at a line of a file keeps the file's own field name (``orders.jsonl:3: field
+    'priority'``)."""
+    if error.source is not None and error.source.startswith("--"):
+        return InputError(error.message, field=error.source)
+    option = OPTION_OF_FIELD.get(error.field or "")
+    if option is None or error.line is not None:
         return error
-    option = source or OPTION_OF_FIELD.get(error.field or "", error.field)
-    if option == error.field and source is None:
-        return error
-    return InputError(error.message, field=option)
+    return InputError(error.message, source=error.source, field=option)
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:

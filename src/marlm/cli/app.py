@@ -11,7 +11,8 @@ Option values are converted without pydantic where typer's conversion does not n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -131,3 +132,77 @@ def _out_of_bounds(
 
 def _show(number: float) -> str:
     return f"{number:g}" if isinstance(number, float) else str(number)
+
+
+def comma_list(value: str, allowed: Sequence[str], *, option: str, what: str) -> list[str]:
+    """The names of a comma-separated option (``--schemes rules,hybrid``), each checked.
+
+    Raises:
+        InputError: naming ``option``: an empty item (``rules,,hybrid``, a trailing comma), a
+            name given twice, or a name not in ``allowed``, with the allowed names.
+    """
+    allowed = list(allowed)
+    names = [n.strip() for n in value.split(",")]
+    example = ",".join(allowed[:2])
+    if "" in names:
+        raise InputError(
+            f"item {names.index('') + 1} of {value!r} is empty; give {what} names separated by "
+            f"single commas, e.g. {option} {example}",
+            field=option,
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            f"{', '.join(map(repr, twice))} given more than once in {value!r}; give each "
+            f"{what} once",
+            field=option,
+        )
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise InputError(
+            f"unknown {what}(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
+            field=option,
+        )
+    return names
+
+
+def input_file(what: str) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be an existing file (``None`` passes).
+
+    A folder, or a path that does not exist, stops the command while the command line is
+    parsed, naming the option and ``what`` to give (``field '--orders': is a folder; give a JSONL
+    order file``), instead of the reader's ``[Errno 21] Is a directory``.
+    """
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None:
+            problem = _not_a_file(Path(value))
+            if problem:
+                option = max(param.opts, key=len)
+                raise InputError(f"{problem}; give {what}", source=value, field=option)
+        return value
+
+    return check
+
+
+def layout_value(ctx: Any, param: Any, value: Any) -> Any:
+    """A typer callback of ``--layout``: a shipped layout name or a map file, not a folder."""
+    if value is not None and Path(value).is_dir():
+        from marlm.envs.warehouse.layout import list_layouts
+
+        names = ", ".join(list_layouts())
+        raise InputError(
+            f"is a folder; give a map file or a shipped layout name ({names})",
+            source=value,
+            field=max(param.opts, key=len),
+        )
+    return value
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is not a file to read ('' when it is one)."""
+    if path.is_dir():
+        return "is a folder"
+    if not path.exists():
+        return "no such file"
+    return ""

@@ -12,7 +12,16 @@ from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
-from .app import SEED_BOUND, app, at_least, finite_at_least, rule_layer, train_app
+from .app import (
+    SEED_BOUND,
+    app,
+    at_least,
+    finite_at_least,
+    input_file,
+    layout_value,
+    rule_layer,
+    train_app,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,11 +110,14 @@ def metrics_table(m: dict, title: str) -> Table:
 
 @app.command()
 def demo(
-    layout: Annotated[str, typer.Option(help="Shipped layout name or a map file.")] = "small",
+    layout: Annotated[
+        str, typer.Option(help="Shipped layout name or a map file.", callback=layout_value)
+    ] = "small",
     orders: Annotated[
         str | None,
         typer.Option(
-            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
+            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere).",
+            callback=input_file("a JSONL order file"),
         ),
     ] = None,
     robots: Annotated[
@@ -178,7 +190,11 @@ def demo(
         ),
     ] = 2.0,
     policy: Annotated[
-        Path | None, typer.Option(help="Executor Q-table (.npz); default: cached or trained now.")
+        Path | None,
+        typer.Option(
+            help="Executor Q-table (.npz); default: cached or trained now.",
+            callback=input_file("a Q-table file (.npz) written by marlm train warehouse"),
+        ),
     ] = None,
     dwell: Annotated[
         str,
@@ -257,7 +273,9 @@ def demo(
 
 @train_app.command("warehouse")
 def train_warehouse(
-    layout: Annotated[str, typer.Option(help="Layout to train on.")] = "small",
+    layout: Annotated[
+        str, typer.Option(help="Layout to train on.", callback=layout_value)
+    ] = "small",
     episodes: Annotated[
         int, typer.Option(help="Training episodes.", callback=at_least(1))
     ] = DEFAULT_TRAINING["episodes"],

@@ -10,7 +10,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file
 
-from .app import SEED_BOUND, at_least, eval_app
+from .app import SEED_BOUND, at_least, eval_app, input_file
 
 
 def _backend(llm: str):
@@ -28,7 +28,10 @@ def _cache_dir() -> Path:
 @eval_app.command("triage")
 def triage(
     notes: Path = typer.Option(
-        ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
+        ...,
+        "--notes",
+        help="JSONL of labelled notes (id, note, priority, lang).",
+        callback=input_file("a JSONL file of labelled notes"),
     ),
     mode: str = typer.Option(
         "probe", "--mode", help="generate, score, calibrated, batch or probe (the demo's)."
@@ -47,6 +50,7 @@ def triage(
         "--examples",
         help="Labelled pool for few-shot examples and the batch prior (default: the shipped "
         "pool the demo uses); notes equal to a test note are left out.",
+        callback=input_file("a JSONL file of labelled notes"),
     ),
     protocol: str = typer.Option(
         "held-out",

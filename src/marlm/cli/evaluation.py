@@ -15,7 +15,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
-from .app import SEED_BOUND, app, at_least, rule_layer
+from .app import SEED_BOUND, app, at_least, comma_list, input_file, layout_value, rule_layer
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -172,9 +172,17 @@ def replay(
 @app.command("compare")
 def compare(
     layout: Annotated[
-        str, typer.Option("--layout", help="Shipped layout name or map file.")
+        str,
+        typer.Option("--layout", help="Shipped layout name or map file.", callback=layout_value),
     ] = "small",
-    orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
+    orders: Annotated[
+        str | None,
+        typer.Option(
+            "--orders",
+            help="JSONL order file (default: orders generated from --seed).",
+            callback=input_file("a JSONL order file"),
+        ),
+    ] = None,
     robots: Annotated[int | None, typer.Option("--robots", callback=at_least(1))] = None,
     steps: Annotated[
         int | None,
@@ -257,16 +265,21 @@ def compare(
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
-    names = [s.strip() for s in schemes.split(",")] if schemes else list(allowed)
-    unknown = [n for n in names if n not in allowed]
-    if unknown:  # before --overwrite empties anything
+    names = (
+        comma_list(schemes, allowed, option="--schemes", what="scheme")
+        if schemes
+        else list(allowed)
+    )  # before --overwrite empties anything
+    if scenario == "notes-only" and orders is not None:
         raise InputError(
-            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
-            field="--schemes",
+            "the notes-only scenario writes its own orders (every one listed normal); leave "
+            "out --orders or use --scenario standard",
+            field="--orders",
         )
-    from marlm.envs.warehouse.layout import load_layout
+    from marlm.hybrid.controller import make_env, run_config
 
-    load_layout(layout)  # a bad map is refused before the run folder is claimed
+    # The map, the order file and the robot count are refused before the run folder is claimed.
+    make_env(run_config(layout=layout, orders=orders, n_robots=robots or None, seed=seed))
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         result = compare_notes_only(

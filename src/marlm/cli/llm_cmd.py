@@ -6,13 +6,16 @@ from pathlib import Path
 
 import typer
 
-from .app import at_least, in_range, llm_app
+from .app import at_least, in_range, input_file, llm_app
 
 
 @llm_app.command("serve")
 def serve(
     model: Path | None = typer.Option(
-        None, "--model", help="GGUF file; default: the embedded SmolLM2-135M-Instruct."
+        None,
+        "--model",
+        help="GGUF file; default: the embedded SmolLM2-135M-Instruct.",
+        callback=input_file("a GGUF model file"),
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Loopback address to listen on."),
     port: int = typer.Option(8000, "--port", help="TCP port.", callback=in_range(1, 65535)),

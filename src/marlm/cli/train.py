@@ -18,7 +18,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
-from .app import SEED_BOUND, app, at_least, train_app
+from .app import SEED_BOUND, app, at_least, input_file, train_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,7 +48,12 @@ OVERWRITE = typer.Option(
     help="Replace the run already in --out (its files are deleted first) and an existing "
     "--checkpoint file.",
 )
-RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
+RESUME = typer.Option(
+    None,
+    "--resume",
+    help="Continue from this checkpoint.",
+    callback=input_file("a checkpoint file (.npz) written by --checkpoint"),
+)
 PLOT = typer.Option(
     True, "--plot/--no-plot", help="Write curves.png (--no-plot: no plot, matplotlib not loaded)."
 )
