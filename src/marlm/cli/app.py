@@ -10,6 +10,10 @@ Option values are converted without pydantic where typer's conversion does not n
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
 from marlm.errors import InputError
@@ -55,3 +59,75 @@ def rule_layer(value: str, *, allow_none: bool = False) -> str:
     if value not in allowed:
         raise InputError(f"got {value!r}; allowed: {', '.join(allowed)}", field="--shield")
     return value
+
+
+def at_least(
+    minimum: int, *, why: str = "", example: int | None = None
+) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a whole number >= ``minimum`` (``None``, an
+    option left out, passes).
+
+    Checked while the command line is parsed, so a bad value stops the command before it reads
+    or creates anything; the error is marlm's own (``field '--steps': must be a whole number >= 1,
+    got 0; pass e.g. --steps 600``), the same for every command. ``why`` is added in brackets;
+    the example is ``example``, else the option's default, else ``minimum``.
+    """
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and value < minimum:
+            what = f"a whole number >= {minimum}"
+            raise _out_of_bounds(param, value, what, why, example=example, minimum=minimum)
+        return value
+
+    return check
+
+
+#: The callback of every ``--seed``: numpy's generators take no negative seed.
+SEED_BOUND = at_least(0, why="numpy's random generators take no negative seed")
+
+
+def in_range(low: int, high: int) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a whole number in ``low..high``."""
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            what = f"a whole number in {low}..{high}"
+            raise _out_of_bounds(param, value, what, "", example=None, minimum=low)
+        return value
+
+    return check
+
+
+def finite_at_least(
+    minimum: float, *, exclusive: bool = False, unit: str = ""
+) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a finite number >= ``minimum`` (> with
+    ``exclusive``); ``inf`` and ``nan`` are refused (a time limit of ``inf`` overflowed)."""
+    sign = ">" if exclusive else ">="
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is None:
+            return value
+        if not math.isfinite(value) or value < minimum or (exclusive and value == minimum):
+            what = f"a finite number{' of ' + unit if unit else ''} {sign} {_show(minimum)}"
+            raise _out_of_bounds(param, value, what, "", example=None, minimum=None)
+        return value
+
+    return check
+
+
+def _out_of_bounds(
+    param: Any, value: Any, what: str, why: str, *, example: Any, minimum: Any
+) -> InputError:
+    """The error of an option value out of bounds, with an example: ``example``, else the
+    option's default where it has one, else ``minimum``."""
+    option = max(param.opts, key=len)
+    if example is None:
+        example = param.default if isinstance(param.default, int | float) else minimum
+    fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
+    why = f" ({why})" if why else ""
+    return InputError(f"must be {what}{why}, got {_show(value)}{fix}", field=option)
+
+
+def _show(number: float) -> str:
+    return f"{number:g}" if isinstance(number, float) else str(number)

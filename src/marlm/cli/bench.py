@@ -8,7 +8,7 @@ import typer
 
 from marlm.errors import InputError
 
-from .app import app
+from .app import SEED_BOUND, app
 
 
 @app.command("bench")
@@ -22,7 +22,9 @@ def bench(
             "--only", help="Comma-separated subset of: env, shield, pibt, planner, train."
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every benchmark.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of every benchmark.", callback=SEED_BOUND)
+    ] = 0,
 ) -> None:
     """Run the speed benchmarks and print each figure with its same-run baseline and ratio."""
     from marlm.scale.benchmarks import BENCHMARKS

@@ -15,7 +15,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
-from .app import app, rule_layer
+from .app import SEED_BOUND, app, at_least, rule_layer
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -80,9 +80,12 @@ def replay(
         typer.Option("--llm", help="'embedded', a .gguf file, or an OpenAI-compatible base URL."),
     ] = "embedded",
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Replay at most this many decisions.")
+        int | None,
+        typer.Option("--limit", help="Replay at most this many decisions.", callback=at_least(1)),
     ] = None,
-    sweeps: Annotated[int, typer.Option("--sweeps", min=1, help="rl: passes over the data.")] = 20,
+    sweeps: Annotated[
+        int, typer.Option("--sweeps", help="rl: passes over the data.", callback=at_least(1))
+    ] = 20,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Write the full replay report as JSON here (a new file)."),
@@ -174,13 +177,18 @@ def compare(
         str, typer.Option("--layout", help="Shipped layout name or map file.")
     ] = "small",
     orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
-    robots: Annotated[int | None, typer.Option("--robots", min=1)] = None,
+    robots: Annotated[int | None, typer.Option("--robots", callback=at_least(1))] = None,
     steps: Annotated[
         int | None,
-        typer.Option("--steps", min=1, help="Steps per run (default 300; notes-only: 600)."),
+        typer.Option(
+            "--steps", help="Steps per run (default 300; notes-only: 600).", callback=at_least(1)
+        ),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", min=0, help="Seed of the order stream and the layout start.")
+        int,
+        typer.Option(
+            "--seed", help="Seed of the order stream and the layout start.", callback=SEED_BOUND
+        ),
     ] = 1,
     llm: Annotated[str, typer.Option("--llm")] = "embedded",
     schemes: Annotated[
@@ -191,7 +199,7 @@ def compare(
         int,
         typer.Option(
             "--llm-only-steps",
-            min=1,
+            callback=at_least(1),
             help="Cap steps for the LLM-only scheme (it calls the model every step).",
         ),
     ] = 30,
@@ -199,7 +207,7 @@ def compare(
         int,
         typer.Option(
             "--spread-seeds",
-            min=1,
+            callback=at_least(1),
             help="Also run the schemes without a model on this many seeds (delivered mean±sd).",
         ),
     ] = 5,
@@ -227,7 +235,12 @@ def compare(
         ),
     ] = "pibt",
     workers: Annotated[
-        int, typer.Option("--workers", help="Ray tasks at once for the spread seeds (1: no Ray).")
+        int,
+        typer.Option(
+            "--workers",
+            help="Ray tasks at once for the spread seeds (1: no Ray).",
+            callback=at_least(1, why="1 runs serially without Ray"),
+        ),
     ] = 1,
     address: Annotated[
         str | None, typer.Option("--address", help="Join this Ray cluster (host:port).")

@@ -18,7 +18,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
-from .app import app, train_app
+from .app import SEED_BOUND, app, at_least, train_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,8 +28,14 @@ EPISODES = typer.Option(
     None,
     "--episodes",
     help="Episodes to train (default: the seed note's settings, 3000 on gridworld, 30000 on race).",
+    callback=at_least(1, example=1000),
 )
-SEED = typer.Option(0, "--seed", help="Seed of the run's random generator.")
+SEED = typer.Option(
+    0,
+    "--seed",
+    help="Seed of the run's random generator.",
+    callback=SEED_BOUND,
+)
 ENGINE = typer.Option("fast", "--engine", help="fast (compiled) or reference (plain Python).")
 CHECKPOINT = typer.Option(
     None,
@@ -47,7 +53,10 @@ PLOT = typer.Option(
     True, "--plot/--no-plot", help="Write curves.png (--no-plot: no plot, matplotlib not loaded)."
 )
 CHUNK = typer.Option(
-    1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
+    1000,
+    "--checkpoint-every",
+    help="Episodes between progress updates/checkpoints.",
+    callback=at_least(1),
 )
 
 
@@ -151,7 +160,10 @@ def train_gridworld_cmd(
         "env", "--reward", help="env (the env's reward) or llm (LLMReward)."
     ),
     llm_samples: int = typer.Option(
-        3, "--llm-samples", help="With --reward llm: paraphrased prompts per distinct state."
+        3,
+        "--llm-samples",
+        help="With --reward llm: paraphrased prompts per distinct state.",
+        callback=at_least(1),
     ),
     llm: str = typer.Option(
         "embedded",
