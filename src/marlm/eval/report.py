@@ -430,17 +430,22 @@ def _files_html(folder: Path) -> str:
     return _table(rows, ["file", "size", "holds"]) + note
 
 
-def _training_curves(folder: Path, metrics: dict[str, Any], warnings: list[str]) -> bytes | None:
+def _training_curves(folder: Path, warnings: list[str]) -> bytes | None:
     """``curves.png`` of the run, or the same plot drawn from ``episodes.npz`` (a ``--no-plot``
     run); ``None`` when neither is readable."""
     png = folder / "curves.png"
     if png.is_file():
         return png.read_bytes()
+    logs_path = folder / "episodes.npz"
+    if not logs_path.is_file():
+        return None
     try:
-        with np.load(folder / "episodes.npz", allow_pickle=False) as data:
+        if not zipfile.is_zipfile(logs_path):
+            raise ValueError("not a NumPy .npz archive")
+        with np.load(logs_path, allow_pickle=False) as data:
             logs = {k: data[k] for k in data.files}
     except (OSError, ValueError) as e:
-        warnings.append(f"{folder / 'episodes.npz'}: not readable ({e}); no reward curves")
+        warnings.append(f"{logs_path}: not readable ({e}); no reward curves")
         return None
     if "own_return" in logs:  # GridRace: each agent's own (individual) return
         own = np.asarray(logs["own_return"], dtype=np.float64)
@@ -509,7 +514,7 @@ def render_training_report(folder: Path) -> tuple[str, list[str]]:
     findings = _load_json(folder / "findings.json", warnings)
     if findings is None and not (folder / "findings.json").exists():
         warnings.append("no findings.json: the run wrote no diagnostics")
-    curves = _training_curves(folder, metrics, warnings)
+    curves = _training_curves(folder, warnings)
 
     env = metrics.get("env", "?")
     what = ", ".join(f"{k} <b>{_e(config[k])}</b>" for k in ("learner", "reward") if k in config)
@@ -562,7 +567,10 @@ def render_compare_report(folder: Path) -> tuple[str, list[str]]:
         cols = list(result.get("columns") or rows[0].keys())
         headers = result.get("headers") or {}
         parts.append(
-            _table([[r.get(c) for c in cols] for r in rows], [headers.get(c, c) for c in cols])
+            _table(
+                [[r.get(c) for c in cols] for r in rows],
+                [headers.get(c, c.replace("_", " ")) for c in cols],
+            )
         )
     else:
         parts.append(f'<p class="muted">{_e(name)} holds no rows.</p>')
