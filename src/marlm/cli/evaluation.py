@@ -42,7 +42,10 @@ def _fmt(value: object) -> str:
 @app.command("report")
 def report(
     run_folder: Annotated[
-        Path, typer.Argument(help="Run folder holding trace.jsonl (or a trace file).")
+        Path,
+        typer.Argument(
+            help="Run folder of marlm demo, train gridworld|race or compare (or a trace file)."
+        ),
     ],
     out: Annotated[
         Path | None,
@@ -50,11 +53,10 @@ def report(
     ] = None,
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
-    """Write one self-contained HTML page: metrics, plots, LLM calls, diagnostics, animation."""
-    from marlm.eval.report import REPORT_FILE, write_report
-    from marlm.eval.trace import resolve_trace_path
+    """Write one self-contained HTML page of a run: plots, figures, findings, settings."""
+    from marlm.eval.report import default_report_path, write_report
 
-    target = out if out is not None else resolve_trace_path(run_folder).parent / REPORT_FILE
+    target = out if out is not None else default_report_path(run_folder)
     check_output_file(target, overwrite=overwrite)
     path, warnings = write_report(run_folder, target)
     for w in warnings:
