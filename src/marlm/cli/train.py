@@ -291,13 +291,54 @@ def train_race_cmd(
 
 @app.command("diagnose")
 def diagnose_cmd(
-    run_folder: Path = typer.Argument(..., help="A folder written by marlm train."),
+    run_folder: Path = typer.Argument(
+        ...,
+        help="A run folder written by marlm train gridworld or marlm train race "
+        "(metrics.json and episodes.npz).",
+    ),
 ) -> None:
     """Re-read a training run and print the diagnostics' findings."""
     from marlm.eval.diagnose import diagnose_run
 
+    _check_training_run(run_folder)
     findings = diagnose_run(run_folder)
     for finding in findings:
         typer.echo(str(finding))
     if not findings:
         typer.echo("no findings")
+
+
+#: What ``marlm diagnose`` reads, for its messages.
+_DIAGNOSE_TAKES = (
+    "marlm diagnose reads a training run folder of marlm train gridworld or marlm train race "
+    "(metrics.json and episodes.npz)"
+)
+
+
+def _check_training_run(path: Path) -> None:
+    """Refuse, with what to run instead, a path that is not a training run folder: a demo or
+    compare run (``marlm report`` shows those), a file, a missing path.
+
+    Raises:
+        InputError: naming ``RUN_FOLDER``, what ``marlm diagnose`` reads and the command to run.
+    """
+    from marlm.eval.outputs import COMPARE_MARKERS
+
+    def refuse(what: str, instead: str) -> None:
+        raise InputError(f"{what}; {_DIAGNOSE_TAKES}; {instead}", source=path, field="RUN_FOLDER")
+
+    if not path.exists():
+        refuse("no such folder", "give the --out folder of such a run")
+    if not path.is_dir():
+        refuse("is a file, not a folder", "give the --out folder of such a run")
+    if (path / "episodes.npz").exists():
+        return
+    if (path / "trace.jsonl").is_file():
+        refuse(
+            "is a warehouse run of marlm demo or marlm compare (it has trace.jsonl)",
+            f"for this run use marlm report {path} (figures, plots, LLM calls) or marlm replay "
+            f"{path} --scheme rule",
+        )
+    if any((path / m).is_file() for m in COMPARE_MARKERS):
+        refuse("is a run of marlm compare", f"for this run use marlm report {path}")
+    refuse("has no episodes.npz", "give the --out folder of such a run")
