@@ -11,11 +11,14 @@ Option values are converted without pydantic where typer's conversion does not n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from marlm.errors import InputError
 
@@ -23,8 +26,45 @@ from . import plain_values
 
 plain_values.install()
 
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a command that knows how to go on from there (:func:`on_interrupt`)."""
+
+    def __init__(self, hint: str) -> None:
+        super().__init__(hint)
+        self.hint = hint
+
+
+@contextmanager
+def on_interrupt(hint: Callable[[], str]) -> Iterator[None]:
+    """Within the block, Ctrl-C (``KeyboardInterrupt``) ends the command with ``hint()`` (how to
+    go on, e.g. resume from the last checkpoint) on the ``marlm: interrupted`` line
+    (:class:`MarlmGroup`)."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt as e:
+        raise Interrupted(hint()) from e
+
+
+class MarlmGroup(TyperGroup):
+    """The ``marlm`` command group: Ctrl-C in any command ends it with exit code 130 (128 +
+    SIGINT, the shell's convention) and one line on stderr, ``marlm: interrupted`` (with the
+    command's hint, see :func:`on_interrupt`), never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            hint = f"; {e.hint}" if isinstance(e, Interrupted) else ""
+            print(f"marlm: interrupted{hint}", file=sys.stderr)
+            raise SystemExit(130) from None
+
+
 app = typer.Typer(
     name="marlm",
+    cls=MarlmGroup,
     help="Multi-agent systems: RL for actions, an LLM for semantic decisions, rules as the safety net.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -19,6 +19,7 @@ from .app import (
     finite_at_least,
     input_file,
     layout_value,
+    on_interrupt,
     rule_layer,
     train_app,
 )
@@ -249,7 +250,11 @@ def demo(
             "outrun the planner; use --sync for reproducible runs."
         )
     console.print(f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else ""))
-    with _progress(console) as bar:
+    stopped = (
+        f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the "
+        "run did not finish)"
+    )
+    with on_interrupt(lambda: stopped), _progress(console) as bar:
         if config.executor == "rl" and q is None:
             task = bar.add_task(
                 "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]

@@ -8,7 +8,9 @@ raise :class:`marlm.errors.InputError`, exit code 2).
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +20,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
-from .app import SEED_BOUND, app, at_least, input_file, train_app
+from .app import SEED_BOUND, app, at_least, input_file, on_interrupt, train_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -143,6 +145,31 @@ def _check_outputs(
         check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
 
 
+def _resume_hint(checkpoint: Path | None, resume: Path | None, out: Path, started: float) -> str:
+    """What to run after Ctrl-C: the same command resuming from the checkpoint this run wrote
+    (or the ``--resume`` file it started from), with ``--overwrite`` when the run folder holds
+    files of the stopped run; or, without a checkpoint, how to get one next time."""
+    ours = checkpoint is not None and checkpoint.is_file()
+    ours = ours and (checkpoint.stat().st_mtime >= started or checkpoint == resume)
+    if not ours:
+        return (
+            f"no checkpoint was written, so the run cannot resume (the run folder {out} is "
+            "incomplete); --checkpoint FILE saves one every --checkpoint-every episodes"
+        )
+    args, rest = [], sys.argv[1:]
+    while rest:  # the command as typed, without its --resume
+        arg, rest = rest[0], rest[1:]
+        if arg == "--resume":
+            rest = rest[1:]
+        elif not arg.startswith("--resume="):
+            args.append(arg)
+    leftover = out.is_dir() and any(c.resolve() != checkpoint.resolve() for c in out.iterdir())
+    if leftover and "--overwrite" not in args:
+        args.append("--overwrite")
+    command = shlex.join(["marlm", *args, "--resume", str(checkpoint)])
+    return f"the last checkpoint is {checkpoint}; resume with: {command}"
+
+
 def _llm_reward_fn(samples: int, llm: str = "embedded"):
     """The LLM reward function on the ``--llm`` backend (imported only when asked for)."""
     try:
@@ -210,7 +237,8 @@ def train_gridworld_cmd(
     claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
     bar, update = _progress(console)
-    with bar:
+    started = time.time()
+    with on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)), bar:
         _, metrics = run_gridworld(
             config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
             chunk=chunk, reward_fn=reward_fn, plot=plot,
@@ -258,7 +286,11 @@ def train_race_cmd(
 
     # Forked first (before numba loads, before the progress bar's thread), the plot process
     # imports matplotlib while this process imports numba and trains.
-    with PlotProcess() if plot else nullcontext() as plotter:
+    started = time.time()
+    with (
+        on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)),
+        PlotProcess() if plot else nullcontext() as plotter,
+    ):
         from marlm.eval.runs import run_race
         from marlm.rl.train import RaceConfig
 
