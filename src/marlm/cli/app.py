@@ -10,6 +10,11 @@ Option values are converted without pydantic where typer's conversion does not n
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
 import typer
 
 from marlm.errors import InputError
@@ -55,3 +60,149 @@ def rule_layer(value: str, *, allow_none: bool = False) -> str:
     if value not in allowed:
         raise InputError(f"got {value!r}; allowed: {', '.join(allowed)}", field="--shield")
     return value
+
+
+def at_least(
+    minimum: int, *, why: str = "", example: int | None = None
+) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a whole number >= ``minimum`` (``None``, an
+    option left out, passes).
+
+    Checked while the command line is parsed, so a bad value stops the command before it reads
+    or creates anything; the error is marlm's own (``field '--steps': must be a whole number >= 1,
+    got 0; pass e.g. --steps 600``), the same for every command. ``why`` is added in brackets;
+    the example is ``example``, else the option's default, else ``minimum``.
+    """
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and value < minimum:
+            what = f"a whole number >= {minimum}"
+            raise _out_of_bounds(param, value, what, why, example=example, minimum=minimum)
+        return value
+
+    return check
+
+
+#: The callback of every ``--seed``: numpy's generators take no negative seed.
+SEED_BOUND = at_least(0, why="numpy's random generators take no negative seed")
+
+
+def in_range(low: int, high: int) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a whole number in ``low..high``."""
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            what = f"a whole number in {low}..{high}"
+            raise _out_of_bounds(param, value, what, "", example=None, minimum=low)
+        return value
+
+    return check
+
+
+def finite_at_least(
+    minimum: float, *, exclusive: bool = False, unit: str = ""
+) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a finite number >= ``minimum`` (> with
+    ``exclusive``); ``inf`` and ``nan`` are refused (a time limit of ``inf`` overflowed)."""
+    sign = ">" if exclusive else ">="
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is None:
+            return value
+        if not math.isfinite(value) or value < minimum or (exclusive and value == minimum):
+            what = f"a finite number{' of ' + unit if unit else ''} {sign} {_show(minimum)}"
+            raise _out_of_bounds(param, value, what, "", example=None, minimum=None)
+        return value
+
+    return check
+
+
+def _out_of_bounds(
+    param: Any, value: Any, what: str, why: str, *, example: Any, minimum: Any
+) -> InputError:
+    """The error of an option value out of bounds, with an example: ``example``, else the
+    option's default where it has one, else ``minimum``."""
+    option = max(param.opts, key=len)
+    if example is None:
+        example = param.default if isinstance(param.default, int | float) else minimum
+    fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
+    why = f" ({why})" if why else ""
+    return InputError(f"must be {what}{why}, got {_show(value)}{fix}", field=option)
+
+
+def _show(number: float) -> str:
+    return f"{number:g}" if isinstance(number, float) else str(number)
+
+
+def comma_list(value: str, allowed: Sequence[str], *, option: str, what: str) -> list[str]:
+    """The names of a comma-separated option (``--schemes rules,hybrid``), each checked.
+
+    Raises:
+        InputError: naming ``option``: an empty item (``rules,,hybrid``, a trailing comma), a
+            name given twice, or a name not in ``allowed``, with the allowed names.
+    """
+    allowed = list(allowed)
+    names = [n.strip() for n in value.split(",")]
+    example = ",".join(allowed[:2])
+    if "" in names:
+        raise InputError(
+            f"item {names.index('') + 1} of {value!r} is empty; give {what} names separated by "
+            f"single commas, e.g. {option} {example}",
+            field=option,
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            f"{', '.join(map(repr, twice))} given more than once in {value!r}; give each "
+            f"{what} once",
+            field=option,
+        )
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise InputError(
+            f"unknown {what}(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
+            field=option,
+        )
+    return names
+
+
+def input_file(what: str) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be an existing file (``None`` passes).
+
+    A folder, or a path that does not exist, stops the command while the command line is
+    parsed, naming the option and ``what`` to give (``field '--orders': is a folder; give a JSONL
+    order file``), instead of the reader's ``[Errno 21] Is a directory``.
+    """
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None:
+            problem = _not_a_file(Path(value))
+            if problem:
+                option = max(param.opts, key=len)
+                raise InputError(f"{problem}; give {what}", source=value, field=option)
+        return value
+
+    return check
+
+
+def layout_value(ctx: Any, param: Any, value: Any) -> Any:
+    """A typer callback of ``--layout``: a shipped layout name or a map file, not a folder."""
+    if value is not None and Path(value).is_dir():
+        from marlm.envs.warehouse.layout import list_layouts
+
+        names = ", ".join(list_layouts())
+        raise InputError(
+            f"is a folder; give a map file or a shipped layout name ({names})",
+            source=value,
+            field=max(param.opts, key=len),
+        )
+    return value
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is not a file to read ('' when it is one)."""
+    if path.is_dir():
+        return "is a folder"
+    if not path.exists():
+        return "no such file"
+    return ""

@@ -12,7 +12,16 @@ from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
-from .app import app, rule_layer, train_app
+from .app import (
+    SEED_BOUND,
+    app,
+    at_least,
+    finite_at_least,
+    input_file,
+    layout_value,
+    rule_layer,
+    train_app,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,16 +110,27 @@ def metrics_table(m: dict, title: str) -> Table:
 
 @app.command()
 def demo(
-    layout: Annotated[str, typer.Option(help="Shipped layout name or a map file.")] = "small",
+    layout: Annotated[
+        str, typer.Option(help="Shipped layout name or a map file.", callback=layout_value)
+    ] = "small",
     orders: Annotated[
         str | None,
         typer.Option(
-            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
+            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere).",
+            callback=input_file("a JSONL order file"),
         ),
     ] = None,
-    robots: Annotated[int | None, typer.Option(help="Robots (default: the map's R cells).")] = None,
-    steps: Annotated[int, typer.Option(help="Time limit in control steps.")] = 600,
-    seed: Annotated[int, typer.Option(help="Seed of the environment, policy and shield.")] = 0,
+    robots: Annotated[
+        int | None,
+        typer.Option(help="Robots (default: the map's R cells).", callback=at_least(1)),
+    ] = None,
+    steps: Annotated[
+        int, typer.Option(help="Time limit in control steps.", callback=at_least(1))
+    ] = 600,
+    seed: Annotated[
+        int,
+        typer.Option(help="Seed of the environment, policy and shield.", callback=SEED_BOUND),
+    ] = 0,
     out: Annotated[
         Path | None,
         typer.Option(help="Run folder: new or empty (default: a new runs/demo-<time>)."),
@@ -128,7 +148,8 @@ def demo(
     llm_timeout: Annotated[
         float,
         typer.Option(
-            help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call)."
+            help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call).",
+            callback=finite_at_least(0, exclusive=True, unit="seconds"),
         ),
     ] = 10.0,
     planner: Annotated[
@@ -155,16 +176,25 @@ def demo(
         bool, typer.Option(help="Wait for the planner inside the step (reproducible trace).")
     ] = False,
     tick_ms: Annotated[
-        float, typer.Option(help="Control period in ms (0 = as fast as possible).")
+        float,
+        typer.Option(
+            help="Control period in ms (0 = as fast as possible).",
+            callback=finite_at_least(0, unit="milliseconds"),
+        ),
     ] = 40.0,
     plan_deadline: Annotated[
         float,
         typer.Option(
-            help="Seconds to wait for the LLM before the rule assigns idle robots (0: wait)."
+            help="Seconds to wait for the LLM before the rule assigns idle robots (0: wait).",
+            callback=finite_at_least(0, unit="seconds"),
         ),
     ] = 2.0,
     policy: Annotated[
-        Path | None, typer.Option(help="Executor Q-table (.npz); default: cached or trained now.")
+        Path | None,
+        typer.Option(
+            help="Executor Q-table (.npz); default: cached or trained now.",
+            callback=input_file("a Q-table file (.npz) written by marlm train warehouse"),
+        ),
     ] = None,
     dwell: Annotated[
         str,
@@ -243,14 +273,16 @@ def demo(
 
 @train_app.command("warehouse")
 def train_warehouse(
-    layout: Annotated[str, typer.Option(help="Layout to train on.")] = "small",
-    episodes: Annotated[int, typer.Option(help="Training episodes.")] = DEFAULT_TRAINING[
-        "episodes"
-    ],
-    max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = DEFAULT_TRAINING[
-        "max_steps"
-    ],
-    seed: Annotated[int, typer.Option(min=0, help="Seed (>= 0).")] = 0,
+    layout: Annotated[
+        str, typer.Option(help="Layout to train on.", callback=layout_value)
+    ] = "small",
+    episodes: Annotated[
+        int, typer.Option(help="Training episodes.", callback=at_least(1))
+    ] = DEFAULT_TRAINING["episodes"],
+    max_steps: Annotated[
+        int, typer.Option(help="Steps per episode.", callback=at_least(1))
+    ] = DEFAULT_TRAINING["max_steps"],
+    seed: Annotated[int, typer.Option(help="Seed (>= 0).", callback=SEED_BOUND)] = 0,
     out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz), a new file.")] = Path(
         "runs/executor.npz"
     ),
@@ -260,10 +292,17 @@ def train_warehouse(
     seeds: Annotated[
         int,
         typer.Option(
-            min=1, help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz)."
+            help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).",
+            callback=at_least(1),
         ),
     ] = 1,
-    workers: Annotated[int, typer.Option(help="Ray tasks at once (1: serial, no Ray).")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Ray tasks at once (1: serial, no Ray).",
+            callback=at_least(1, why="1 runs serially without Ray"),
+        ),
+    ] = 1,
     address: Annotated[
         str | None, typer.Option(help="Ray head host:port to join (default: local Ray).")
     ] = None,

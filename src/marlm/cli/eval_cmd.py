@@ -10,7 +10,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file
 
-from .app import eval_app
+from .app import SEED_BOUND, at_least, eval_app, input_file
 
 
 def _backend(llm: str):
@@ -28,7 +28,10 @@ def _cache_dir() -> Path:
 @eval_app.command("triage")
 def triage(
     notes: Path = typer.Option(
-        ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
+        ...,
+        "--notes",
+        help="JSONL of labelled notes (id, note, priority, lang).",
+        callback=input_file("a JSONL file of labelled notes"),
     ),
     mode: str = typer.Option(
         "probe", "--mode", help="generate, score, calibrated, batch or probe (the demo's)."
@@ -47,6 +50,7 @@ def triage(
         "--examples",
         help="Labelled pool for few-shot examples and the batch prior (default: the shipped "
         "pool the demo uses); notes equal to a test note are left out.",
+        callback=input_file("a JSONL file of labelled notes"),
     ),
     protocol: str = typer.Option(
         "held-out",
@@ -54,15 +58,23 @@ def triage(
         help="held-out (the pool classifies every note: the demo's path) or cross-validation "
         "(the pool plus the other folds of --notes).",
     ),
-    folds: int = typer.Option(5, "--folds", help="k of the cross-validation."),
+    folds: int = typer.Option(
+        5, "--folds", help="k of the cross-validation.", callback=at_least(2)
+    ),
     select: str = typer.Option(
         "balanced",
         "--select",
         help="Few-shot examples: balanced (one draw per class, the demo's) or similar (per note).",
     ),
-    shots: int = typer.Option(2, "--shots", help="Similar few-shot examples per class and note."),
-    per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class (balanced)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the folds and the example draw."),
+    shots: int = typer.Option(
+        2, "--shots", help="Similar few-shot examples per class and note.", callback=at_least(1)
+    ),
+    per_class: int = typer.Option(
+        4, "--per-class", help="Few-shot examples per class (balanced).", callback=at_least(1)
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the folds and the example draw.", callback=SEED_BOUND
+    ),
 ) -> None:
     """Urgency triage accuracy on labelled notes, by default on the demo's path; never tuned on them."""
     from marlm.llm.triage import MODES, SELECTIONS, load_labelled_notes

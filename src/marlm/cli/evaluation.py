@@ -15,7 +15,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
-from .app import app, rule_layer
+from .app import SEED_BOUND, app, at_least, comma_list, input_file, layout_value, rule_layer
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -42,7 +42,10 @@ def _fmt(value: object) -> str:
 @app.command("report")
 def report(
     run_folder: Annotated[
-        Path, typer.Argument(help="Run folder holding trace.jsonl (or a trace file).")
+        Path,
+        typer.Argument(
+            help="Run folder of marlm demo, train gridworld|race or compare (or a trace file)."
+        ),
     ],
     out: Annotated[
         Path | None,
@@ -50,11 +53,10 @@ def report(
     ] = None,
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
-    """Write one self-contained HTML page: metrics, plots, LLM calls, diagnostics, animation."""
-    from marlm.eval.report import REPORT_FILE, write_report
-    from marlm.eval.trace import resolve_trace_path
+    """Write one self-contained HTML page of a run: plots, figures, findings, settings."""
+    from marlm.eval.report import default_report_path, write_report
 
-    target = out if out is not None else resolve_trace_path(run_folder).parent / REPORT_FILE
+    target = out if out is not None else default_report_path(run_folder)
     check_output_file(target, overwrite=overwrite)
     path, warnings = write_report(run_folder, target)
     for w in warnings:
@@ -78,9 +80,12 @@ def replay(
         typer.Option("--llm", help="'embedded', a .gguf file, or an OpenAI-compatible base URL."),
     ] = "embedded",
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Replay at most this many decisions.")
+        int | None,
+        typer.Option("--limit", help="Replay at most this many decisions.", callback=at_least(1)),
     ] = None,
-    sweeps: Annotated[int, typer.Option("--sweeps", min=1, help="rl: passes over the data.")] = 20,
+    sweeps: Annotated[
+        int, typer.Option("--sweeps", help="rl: passes over the data.", callback=at_least(1))
+    ] = 20,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Write the full replay report as JSON here (a new file)."),
@@ -169,16 +174,29 @@ def replay(
 @app.command("compare")
 def compare(
     layout: Annotated[
-        str, typer.Option("--layout", help="Shipped layout name or map file.")
+        str,
+        typer.Option("--layout", help="Shipped layout name or map file.", callback=layout_value),
     ] = "small",
-    orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
-    robots: Annotated[int | None, typer.Option("--robots", min=1)] = None,
+    orders: Annotated[
+        str | None,
+        typer.Option(
+            "--orders",
+            help="JSONL order file (default: orders generated from --seed).",
+            callback=input_file("a JSONL order file"),
+        ),
+    ] = None,
+    robots: Annotated[int | None, typer.Option("--robots", callback=at_least(1))] = None,
     steps: Annotated[
         int | None,
-        typer.Option("--steps", min=1, help="Steps per run (default 300; notes-only: 600)."),
+        typer.Option(
+            "--steps", help="Steps per run (default 300; notes-only: 600).", callback=at_least(1)
+        ),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", min=0, help="Seed of the order stream and the layout start.")
+        int,
+        typer.Option(
+            "--seed", help="Seed of the order stream and the layout start.", callback=SEED_BOUND
+        ),
     ] = 1,
     llm: Annotated[str, typer.Option("--llm")] = "embedded",
     schemes: Annotated[
@@ -189,7 +207,7 @@ def compare(
         int,
         typer.Option(
             "--llm-only-steps",
-            min=1,
+            callback=at_least(1),
             help="Cap steps for the LLM-only scheme (it calls the model every step).",
         ),
     ] = 30,
@@ -197,7 +215,7 @@ def compare(
         int,
         typer.Option(
             "--spread-seeds",
-            min=1,
+            callback=at_least(1),
             help="Also run the schemes without a model on this many seeds (delivered mean±sd).",
         ),
     ] = 5,
@@ -225,7 +243,12 @@ def compare(
         ),
     ] = "pibt",
     workers: Annotated[
-        int, typer.Option("--workers", help="Ray tasks at once for the spread seeds (1: no Ray).")
+        int,
+        typer.Option(
+            "--workers",
+            help="Ray tasks at once for the spread seeds (1: no Ray).",
+            callback=at_least(1, why="1 runs serially without Ray"),
+        ),
     ] = 1,
     address: Annotated[
         str | None, typer.Option("--address", help="Join this Ray cluster (host:port).")
@@ -244,16 +267,21 @@ def compare(
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
-    names = [s.strip() for s in schemes.split(",")] if schemes else list(allowed)
-    unknown = [n for n in names if n not in allowed]
-    if unknown:  # before --overwrite empties anything
+    names = (
+        comma_list(schemes, allowed, option="--schemes", what="scheme")
+        if schemes
+        else list(allowed)
+    )  # before --overwrite empties anything
+    if scenario == "notes-only" and orders is not None:
         raise InputError(
-            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
-            field="--schemes",
+            "the notes-only scenario writes its own orders (every one listed normal); leave "
+            "out --orders or use --scenario standard",
+            field="--orders",
         )
-    from marlm.envs.warehouse.layout import load_layout
+    from marlm.hybrid.controller import make_env, run_config
 
-    load_layout(layout)  # a bad map is refused before the run folder is claimed
+    # The map, the order file and the robot count are refused before the run folder is claimed.
+    make_env(run_config(layout=layout, orders=orders, n_robots=robots or None, seed=seed))
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         result = compare_notes_only(

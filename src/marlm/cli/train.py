@@ -18,7 +18,7 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
-from .app import app, train_app
+from .app import SEED_BOUND, app, at_least, input_file, train_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,8 +28,14 @@ EPISODES = typer.Option(
     None,
     "--episodes",
     help="Episodes to train (default: the seed note's settings, 3000 on gridworld, 30000 on race).",
+    callback=at_least(1, example=1000),
 )
-SEED = typer.Option(0, "--seed", help="Seed of the run's random generator.")
+SEED = typer.Option(
+    0,
+    "--seed",
+    help="Seed of the run's random generator.",
+    callback=SEED_BOUND,
+)
 ENGINE = typer.Option("fast", "--engine", help="fast (compiled) or reference (plain Python).")
 CHECKPOINT = typer.Option(
     None,
@@ -42,12 +48,20 @@ OVERWRITE = typer.Option(
     help="Replace the run already in --out (its files are deleted first) and an existing "
     "--checkpoint file.",
 )
-RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
+RESUME = typer.Option(
+    None,
+    "--resume",
+    help="Continue from this checkpoint.",
+    callback=input_file("a checkpoint file (.npz) written by --checkpoint"),
+)
 PLOT = typer.Option(
     True, "--plot/--no-plot", help="Write curves.png (--no-plot: no plot, matplotlib not loaded)."
 )
 CHUNK = typer.Option(
-    1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
+    1000,
+    "--checkpoint-every",
+    help="Episodes between progress updates/checkpoints.",
+    callback=at_least(1),
 )
 
 
@@ -151,7 +165,10 @@ def train_gridworld_cmd(
         "env", "--reward", help="env (the env's reward) or llm (LLMReward)."
     ),
     llm_samples: int = typer.Option(
-        3, "--llm-samples", help="With --reward llm: paraphrased prompts per distinct state."
+        3,
+        "--llm-samples",
+        help="With --reward llm: paraphrased prompts per distinct state.",
+        callback=at_least(1),
     ),
     llm: str = typer.Option(
         "embedded",
@@ -274,13 +291,54 @@ def train_race_cmd(
 
 @app.command("diagnose")
 def diagnose_cmd(
-    run_folder: Path = typer.Argument(..., help="A folder written by marlm train."),
+    run_folder: Path = typer.Argument(
+        ...,
+        help="A run folder written by marlm train gridworld or marlm train race "
+        "(metrics.json and episodes.npz).",
+    ),
 ) -> None:
     """Re-read a training run and print the diagnostics' findings."""
     from marlm.eval.diagnose import diagnose_run
 
+    _check_training_run(run_folder)
     findings = diagnose_run(run_folder)
     for finding in findings:
         typer.echo(str(finding))
     if not findings:
         typer.echo("no findings")
+
+
+#: What ``marlm diagnose`` reads, for its messages.
+_DIAGNOSE_TAKES = (
+    "marlm diagnose reads a training run folder of marlm train gridworld or marlm train race "
+    "(metrics.json and episodes.npz)"
+)
+
+
+def _check_training_run(path: Path) -> None:
+    """Refuse, with what to run instead, a path that is not a training run folder: a demo or
+    compare run (``marlm report`` shows those), a file, a missing path.
+
+    Raises:
+        InputError: naming ``RUN_FOLDER``, what ``marlm diagnose`` reads and the command to run.
+    """
+    from marlm.eval.outputs import COMPARE_MARKERS
+
+    def refuse(what: str, instead: str) -> None:
+        raise InputError(f"{what}; {_DIAGNOSE_TAKES}; {instead}", source=path, field="RUN_FOLDER")
+
+    if not path.exists():
+        refuse("no such folder", "give the --out folder of such a run")
+    if not path.is_dir():
+        refuse("is a file, not a folder", "give the --out folder of such a run")
+    if (path / "episodes.npz").exists():
+        return
+    if (path / "trace.jsonl").is_file():
+        refuse(
+            "is a warehouse run of marlm demo or marlm compare (it has trace.jsonl)",
+            f"for this run use marlm report {path} (figures, plots, LLM calls) or marlm replay "
+            f"{path} --scheme rule",
+        )
+    if any((path / m).is_file() for m in COMPARE_MARKERS):
+        refuse("is a run of marlm compare", f"for this run use marlm report {path}")
+    refuse("has no episodes.npz", "give the --out folder of such a run")
