@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -172,6 +173,26 @@ def _out_of_bounds(
 
 def _show(number: float) -> str:
     return f"{number:g}" if isinstance(number, float) else str(number)
+
+
+def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
+    """One ``marlm: warning:`` line when the robot count comes from nowhere the user wrote: no
+    ``--robots``, and a map without ``R`` cells or a ``robots:`` line (RWARE's maps), so RWARE's
+    default of 2 robots start on free cells drawn from the seed. Call after the map is checked.
+    """
+    if robots is not None:
+        return
+    from marlm.envs.warehouse.layout import load_layout
+
+    lay = load_layout(layout)
+    if lay.starts or lay.robots_line is not None:
+        return
+    warnings.warn(
+        f"--layout {layout}: the map has no 'R' cells and no 'robots:' line, so {lay.default_robots} "
+        "robots (RWARE's default) start on free cells drawn from --seed; pass --robots N to "
+        "choose how many",
+        stacklevel=1,
+    )
 
 
 def comma_list(value: str, allowed: Sequence[str], *, option: str, what: str) -> list[str]:

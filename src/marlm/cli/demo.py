@@ -22,6 +22,7 @@ from .app import (
     on_interrupt,
     rule_layer,
     train_app,
+    warn_if_robots_drawn,
 )
 
 if TYPE_CHECKING:
@@ -123,7 +124,11 @@ def demo(
     ] = None,
     robots: Annotated[
         int | None,
-        typer.Option(help="Robots (default: the map's R cells).", callback=at_least(1)),
+        typer.Option(
+            help="Robots (default: the map's R cells or its robots: line; on a map with "
+            "neither, 2, with a warning).",
+            callback=at_least(1),
+        ),
     ] = None,
     steps: Annotated[
         int, typer.Option(help="Time limit in control steps.", callback=at_least(1))
@@ -239,6 +244,7 @@ def demo(
     )
     # Check every input before any work: map, orders, robots, run folder, policy, model.
     make_env(config)
+    warn_if_robots_drawn(layout, robots)
     out = out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
     check_run_folder(out, overwrite=overwrite)
     q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None

@@ -15,7 +15,16 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
-from .app import SEED_BOUND, app, at_least, comma_list, input_file, layout_value, rule_layer
+from .app import (
+    SEED_BOUND,
+    app,
+    at_least,
+    comma_list,
+    input_file,
+    layout_value,
+    rule_layer,
+    warn_if_robots_drawn,
+)
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -282,6 +291,8 @@ def compare(
 
     # The map, the order file and the robot count are refused before the run folder is claimed.
     make_env(run_config(layout=layout, orders=orders, n_robots=robots or None, seed=seed))
+    if scenario == "standard":  # notes-only runs 2 robots unless told otherwise
+        warn_if_robots_drawn(layout, robots)
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         result = compare_notes_only(
