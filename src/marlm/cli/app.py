@@ -88,6 +88,31 @@ app.add_typer(llm_app, name="llm")
 app.add_typer(eval_app, name="eval")
 
 
+#: What ``--llm`` takes, in every command's help.
+LLM_HELP = "'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1)."
+
+
+def llm_option(help: str = LLM_HELP) -> Any:
+    """``--llm``: the backend, built by :func:`marlm.hybrid.build.make_model` (the one factory)
+    with :func:`llm_model_option` and :func:`llm_timeout_option`. A new option object per use
+    (typer fills in each command's default)."""
+    return typer.Option("--llm", help=help)
+
+
+def llm_model_option() -> Any:
+    """``--llm-model``: the model name sent to an HTTP server."""
+    return typer.Option("--llm-model", help="Model name sent to an HTTP server.")
+
+
+def llm_timeout_option() -> Any:
+    """``--llm-timeout``: seconds one call to an HTTP server may take (finite, > 0)."""
+    return typer.Option(
+        "--llm-timeout",
+        help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call).",
+        callback=finite_at_least(0, exclusive=True, unit="seconds"),
+    )
+
+
 def rule_layer(value: str, *, allow_none: bool = False) -> str:
     """The ``--shield`` value checked: ``pibt`` or ``local`` (see
     :data:`marlm.hybrid.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.

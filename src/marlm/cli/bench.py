@@ -24,7 +24,10 @@ def bench(
         int, typer.Option("--seed", help="Seed of every benchmark.", callback=SEED_BOUND)
     ] = 0,
 ) -> None:
-    """Run the speed benchmarks and print each figure with its same-run baseline and ratio."""
+    """Speed benchmarks against same-run baselines.
+
+    Prints each figure with its baseline measured in the same run and their ratio.
+    """
     from marlm.scale.benchmarks import BENCHMARKS
 
     allowed = list(BENCHMARKS)

@@ -19,6 +19,9 @@ from .app import (
     finite_at_least,
     input_file,
     layout_value,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
     on_interrupt,
     rule_layer,
     train_app,
@@ -147,17 +150,9 @@ def demo(
             "--overwrite", help="Replace the run already in --out (its files are deleted first)."
         ),
     ] = False,
-    llm: Annotated[
-        str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
-    ] = "embedded",
-    llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
-    llm_timeout: Annotated[
-        float,
-        typer.Option(
-            help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call).",
-            callback=finite_at_least(0, exclusive=True, unit="seconds"),
-        ),
-    ] = 10.0,
+    llm: Annotated[str, llm_option()] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     planner: Annotated[
         str,
         typer.Option(
@@ -165,7 +160,13 @@ def demo(
             "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
         ),
     ] = "triage",
-    executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="rl (the trained Q-table), greedy (shortest path) or random. The LLM moving "
+            "every robot (executor llm) runs in marlm compare --schemes llm_only."
+        ),
+    ] = "rl",
     shield: Annotated[
         str,
         typer.Option(
@@ -212,7 +213,10 @@ def demo(
     ] = "points",
     gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
 ) -> None:
-    """Run the hybrid warehouse: LLM planner, RL executor, rule shield. Writes one run folder."""
+    """Run the hybrid warehouse: LLM planner, RL executor, rule shield.
+
+    Writes one run folder.
+    """
     from rich.console import Console
 
     from marlm.hybrid.build import build_planner, cached_policy, default_orders
@@ -326,7 +330,10 @@ def train_warehouse(
         ),
     ] = "pibt",
 ) -> None:
-    """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
+    """Train the warehouse executor and compare it.
+
+    Shared tabular Q-learning, compared with random and greedy moves on held-out seeds.
+    """
     from rich.console import Console
     from rich.table import Table
 

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file
 
-from .app import SEED_BOUND, at_least, eval_app, input_file
+from .app import (
+    SEED_BOUND,
+    at_least,
+    eval_app,
+    input_file,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
+)
 
 
-def _backend(llm: str):
+def _backend(llm: str, model_name: str, timeout_s: float):
     from marlm.llm.backends import make_backend
 
-    return make_backend(llm)
+    return make_backend(llm, model=model_name, timeout_s=timeout_s)
 
 
 def _cache_dir() -> Path:
@@ -36,11 +45,9 @@ def triage(
     mode: str = typer.Option(
         "probe", "--mode", help="generate, score, calibrated, batch or probe (the demo's)."
     ),
-    llm: str = typer.Option(
-        "embedded",
-        "--llm",
-        help="'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1).",
-    ),
+    llm: Annotated[str, llm_option()] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     out: Path | None = typer.Option(
         None, "--out", help="Write the result as JSON here (a new file)."
     ),
@@ -76,7 +83,10 @@ def triage(
         0, "--seed", help="Seed of the folds and the example draw.", callback=SEED_BOUND
     ),
 ) -> None:
-    """Urgency triage accuracy on labelled notes, by default on the demo's path; never tuned on them."""
+    """Urgency triage accuracy on labelled notes.
+
+    By default on the demo's path; never tuned on the notes it scores.
+    """
     from marlm.llm.triage import MODES, SELECTIONS, load_labelled_notes
     from marlm.llm.triage_eval import PROTOCOLS, evaluate_triage, write_json
 
@@ -101,7 +111,7 @@ def triage(
         )
     if per_class < 1:
         raise InputError(f"must be 1 or more, got {per_class}", source="--per-class")
-    model = _backend(llm)
+    model = _backend(llm, llm_model, llm_timeout)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = evaluate_triage(

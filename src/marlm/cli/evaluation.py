@@ -16,12 +16,16 @@ from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
 from .app import (
+    LLM_HELP,
     SEED_BOUND,
     app,
     at_least,
     comma_list,
     input_file,
     layout_value,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
     rule_layer,
     warn_if_robots_drawn,
 )
@@ -62,7 +66,10 @@ def report(
     ] = None,
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
-    """Write one self-contained HTML page of a run: plots, figures, findings, settings."""
+    """Write one HTML page of a run folder.
+
+    One self-contained page: plots, figures, findings, settings.
+    """
     from marlm.eval.report import default_report_path, write_report
 
     target = out if out is not None else default_report_path(run_folder)
@@ -84,10 +91,9 @@ def replay(
             "team: the team planner; rl: batch Q-learning over the recorded transitions.",
         ),
     ] = "llm",
-    llm: Annotated[
-        str,
-        typer.Option("--llm", help="'embedded', a .gguf file, or an OpenAI-compatible base URL."),
-    ] = "embedded",
+    llm: Annotated[str, llm_option()] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     limit: Annotated[
         int | None,
         typer.Option("--limit", help="Replay at most this many decisions.", callback=at_least(1)),
@@ -101,7 +107,10 @@ def replay(
     ] = None,
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
-    """Replay a recorded run under another scheme, without stepping the environment."""
+    """Re-decide a recorded run under another planner.
+
+    Replays the trace's decisions under another scheme, without stepping the environment.
+    """
     from marlm.experiments.replay import replay_trace
 
     if out is not None:
@@ -119,7 +128,8 @@ def replay(
     task = bar.add_task("replay", total=None)
     with bar if scheme != "rl" else contextlib.nullcontext():  # rl: one fast batch, no bar
         result, warnings = replay_trace(
-            trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps, say=say,
+            trace, scheme=scheme, llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout,
+            limit=limit, sweeps=sweeps, say=say,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )  # fmt: skip
     for w in warnings:
@@ -194,7 +204,15 @@ def compare(
             callback=input_file("a JSONL order file"),
         ),
     ] = None,
-    robots: Annotated[int | None, typer.Option("--robots", callback=at_least(1))] = None,
+    robots: Annotated[
+        int | None,
+        typer.Option(
+            "--robots",
+            help="Robots (default: the map's R cells or its robots: line; on a map with "
+            "neither, 2, with a warning; notes-only: 2).",
+            callback=at_least(1),
+        ),
+    ] = None,
     steps: Annotated[
         int | None,
         typer.Option(
@@ -207,7 +225,11 @@ def compare(
             "--seed", help="Seed of the order stream and the layout start.", callback=SEED_BOUND
         ),
     ] = 1,
-    llm: Annotated[str, typer.Option("--llm")] = "embedded",
+    llm: Annotated[
+        str, llm_option(LLM_HELP + " The backend of every scheme with a model.")
+    ] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     schemes: Annotated[
         str | None,
         typer.Option("--schemes", help="Comma-separated subset of the schemes (default: all)."),
@@ -263,7 +285,10 @@ def compare(
         str | None, typer.Option("--address", help="Join this Ray cluster (host:port).")
     ] = None,
 ) -> None:
-    """Run the same seeded orders and layout under each scheme; print one table, write plots."""
+    """Run every scheme on the same orders; one table.
+
+    Runs the same seeded orders and layout under each scheme; prints one table, writes plots.
+    """
     from marlm.experiments.compare import SCHEMES, compare_schemes, format_table
     from marlm.experiments.notes_only import (
         NOTES_ONLY_PLANNERS,
@@ -297,7 +322,8 @@ def compare(
     if scenario == "notes-only":
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
-            llm=llm, planners=names, out_dir=out, progress=say, shield_rule=shield,
+            llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout, planners=names,
+            out_dir=out, progress=say, shield_rule=shield,
         )  # fmt: skip
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
@@ -309,6 +335,8 @@ def compare(
         steps=steps or 300,
         seed=seed,
         llm=llm,
+        llm_model=llm_model,
+        llm_timeout_s=llm_timeout,
         schemes=names,
         llm_only_steps=llm_only_steps,
         spread_seeds=spread_seeds,

@@ -30,7 +30,10 @@ def serve(
     ),
     alias: str = typer.Option("smollm2", "--alias", help="Model name clients send."),
 ) -> None:
-    """Serve the model as an OpenAI-compatible server at http://HOST:PORT/v1 (loopback only)."""
+    """Serve the model over an OpenAI-compatible API.
+
+    At http://HOST:PORT/v1, on loopback only.
+    """
     from marlm.llm.server import serve as serve_model
 
     serve_model(model, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads, model_alias=alias)

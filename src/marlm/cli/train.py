@@ -13,14 +13,25 @@ import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
-from .app import SEED_BOUND, app, at_least, input_file, on_interrupt, train_app
+from .app import (
+    LLM_HELP,
+    SEED_BOUND,
+    app,
+    at_least,
+    input_file,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
+    on_interrupt,
+    train_app,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -170,7 +181,9 @@ def _resume_hint(checkpoint: Path | None, resume: Path | None, out: Path, starte
     return f"the last checkpoint is {checkpoint}; resume with: {command}"
 
 
-def _llm_reward_fn(samples: int, llm: str = "embedded"):
+def _llm_reward_fn(
+    samples: int, llm: str = "embedded", model_name: str = "local", timeout_s: float = 10.0
+):
     """The LLM reward function on the ``--llm`` backend (imported only when asked for)."""
     try:
         from marlm.llm.backends import make_backend
@@ -181,7 +194,7 @@ def _llm_reward_fn(samples: int, llm: str = "embedded"):
         raise InputError(
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
-    model = make_backend(llm)
+    model = make_backend(llm, model=model_name, timeout_s=timeout_s)
     return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
 
 
@@ -197,11 +210,9 @@ def train_gridworld_cmd(
         help="With --reward llm: paraphrased prompts per distinct state.",
         callback=at_least(1),
     ),
-    llm: str = typer.Option(
-        "embedded",
-        "--llm",
-        help="With --reward llm: 'embedded', a .gguf file, or an OpenAI-compatible base URL.",
-    ),
+    llm: Annotated[str, llm_option("With --reward llm: " + LLM_HELP)] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     episodes: int = EPISODES,
     seed: int = SEED,
     alpha: float = typer.Option(0.1, "--alpha", help="Learning rate."),
@@ -233,7 +244,9 @@ def train_gridworld_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
     _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="gridworld")
-    reward_fn = _llm_reward_fn(llm_samples, llm) if reward == "llm" else None
+    reward_fn = (
+        _llm_reward_fn(llm_samples, llm, llm_model, llm_timeout) if reward == "llm" else None
+    )
     claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
     bar, update = _progress(console)
@@ -280,7 +293,10 @@ def train_race_cmd(
     chunk: int = CHUNK,
     plot: bool = PLOT,
 ) -> None:
-    """Two agents on GridRace: IQL, VDN or joint-action learners, with a credit-assignment mode."""
+    """Two agents on GridRace: IQL, VDN or JAL.
+
+    Independent, value-decomposition or joint-action learners, with a credit-assignment mode.
+    """
     _import_numpy_without_blas_threads()
     from marlm.eval.plots import PlotProcess
 
@@ -329,7 +345,7 @@ def diagnose_cmd(
         "(metrics.json and episodes.npz).",
     ),
 ) -> None:
-    """Re-read a training run and print the diagnostics' findings."""
+    """Print the findings of a training run's diagnostics."""
     from marlm.eval.diagnose import diagnose_run
 
     _check_training_run(run_folder)
