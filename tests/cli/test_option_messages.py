@@ -102,3 +102,25 @@ def test_compare_notes_only_refuses_an_order_file_it_would_ignore(tmp_path, caps
     code, err = run_main(argv, capsys)
     assert code == 2 and err.startswith("marlm: error: field '--orders': the notes-only"), err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv,said",
+    [
+        (["compare", "--schemes", "hybrid", "--llm", "foo"], "field '--llm': got 'foo'; use"),
+        (
+            ["compare", "--scenario", "notes-only", "--llm", "no-such.gguf"],
+            "no-such.gguf: field '--llm': GGUF file not found",
+        ),
+        (["demo", "--llm", "no-such.gguf"], "no-such.gguf: field '--llm': GGUF file not found"),
+    ],
+    ids=["compare unknown form", "notes-only missing gguf", "demo missing gguf"],
+)
+def test_an_llm_value_the_factory_refuses_is_refused_before_the_run_folder(
+    tmp_path, capsys, argv, said
+):
+    # compare --llm foo created its run folder, then failed when the schemes loaded the model.
+    out = tmp_path / "out"
+    code, err = run_main([*argv, "--out", out], capsys)
+    assert code == 2 and err.startswith(f"marlm: error: {said}"), err
+    assert not out.exists()

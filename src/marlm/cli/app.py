@@ -93,10 +93,27 @@ LLM_HELP = "'embedded', a .gguf file, or an OpenAI-compatible base URL (http://H
 
 
 def llm_option(help: str = LLM_HELP) -> Any:
-    """``--llm``: the backend, built by :func:`marlm.hybrid.build.make_model` (the one factory)
+    """``--llm``: the backend, built by :func:`marlm.llm.backends.make_backend` (the one factory)
     with :func:`llm_model_option` and :func:`llm_timeout_option`. A new option object per use
-    (typer fills in each command's default)."""
-    return typer.Option("--llm", help=help)
+    (typer fills in each command's default). Its form is checked at parse time
+    (:func:`llm_value`)."""
+    return typer.Option("--llm", help=help, callback=llm_value)
+
+
+def llm_value(ctx: Any, param: Any, value: Any) -> Any:
+    """A typer callback of ``--llm``: a value the factory would refuse without loading anything
+    (an unknown form, a ``.gguf`` file that is not there) is refused while the command line is
+    parsed, with the factory's own message, before a command creates its run folder (``marlm
+    compare --llm foo`` left an empty one). Loading a model, or asking a server, stays with the
+    command."""
+    spec = str(value).strip()
+    loadable = spec == "embedded" or spec.startswith(("http://", "https://"))
+    loadable = loadable or (spec.lower().endswith(".gguf") and Path(spec).is_file())
+    if not loadable:
+        from marlm.llm.backends import make_backend
+
+        make_backend(spec, check=False, option=max(param.opts, key=len))  # raises, loads nothing
+    return value
 
 
 def llm_model_option() -> Any:
