@@ -124,3 +124,22 @@ def test_an_llm_value_the_factory_refuses_is_refused_before_the_run_folder(
     code, err = run_main([*argv, "--out", out], capsys)
     assert code == 2 and err.startswith(f"marlm: error: {said}"), err
     assert not out.exists()
+
+
+PARSE_ERRORS = [
+    (["demo", "--steps", "abc"], "field '--steps': Input should be a valid integer"),
+    (["compare", "--robots", "1.5"], "field '--robots': Input should be a valid integer"),
+    (["demo", "--stepz", "3"], "No such option: --stepz"),
+    (["eval", "triage"], "field '--notes': is required; see 'marlm eval triage --help'"),
+    (["replay"], "field 'TRACE': is required; see 'marlm replay --help'"),
+    (["nosuch"], "No such command 'nosuch'; see 'marlm --help'"),
+]
+
+
+@pytest.mark.parametrize("argv,said", PARSE_ERRORS, ids=[" ".join(a) for a, _ in PARSE_ERRORS])
+def test_a_value_the_parser_refuses_is_one_marlm_line(capsys, argv, said):
+    # These were click's "Usage: ... Error: Invalid value for '--steps'" box, unlike every
+    # other input error.
+    code, err = run_main(argv, capsys)
+    assert code == 2 and err.startswith(f"marlm: error: {said}"), err
+    assert len(err.strip().splitlines()) == 1, err

@@ -85,7 +85,7 @@ def main() -> None:
     # live until the end).
     atexit.register(gc.freeze)
     try:
-        app()
+        app(prog_name="marlm")
     except InputError as e:
         print(f"marlm: error: {as_option_error(e)}", file=sys.stderr)
         sys.exit(2)

@@ -21,6 +21,11 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+try:  # typer 0.2x parses with its own copy of click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - a typer on click itself
+    from click.exceptions import UsageError
+
 from marlm.errors import InputError
 
 from . import plain_values
@@ -57,10 +62,28 @@ class MarlmGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # shows the help, as asked
+                raise
+            raise _as_input_error(e) from None
         except KeyboardInterrupt as e:
             hint = f"; {e.hint}" if isinstance(e, Interrupted) else ""
             print(f"marlm: interrupted{hint}", file=sys.stderr)
             raise SystemExit(130) from None
+
+
+def _as_input_error(error: UsageError) -> InputError:
+    """A command-line error the parser found (a value of the wrong type, an unknown option, a
+    missing argument) in marlm's one-line form, naming the option: ``field '--steps': Input
+    should be a valid integer ...; see 'marlm demo --help'``, like every other input error."""
+    where = f"; see '{error.ctx.command_path} --help'" if error.ctx is not None else ""
+    param = getattr(error, "param", None)
+    if isinstance(error, typer.BadParameter) and param is not None:
+        option = param.param_type_name == "option"
+        field = max(param.opts, key=len) if option else param.name.upper()
+        message = error.message.rstrip(".") or "is required"  # a missing option or argument
+        return InputError(message + where, field=field)
+    return InputError(error.format_message().rstrip(".") + where)
 
 
 app = typer.Typer(
