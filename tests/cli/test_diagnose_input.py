@@ -42,3 +42,11 @@ def test_diagnose_of_anything_but_a_training_run_says_what_to_run(tmp_path, caps
     code, err = run_main(["diagnose", p], capsys)
     assert code == 2 and err.startswith(f"marlm: error: {p}: field 'RUN_FOLDER': "), err
     assert TAKES in err and instead.format(p=p) in err and "Errno" not in err, err
+
+
+def test_replay_of_a_folder_without_a_trace_is_one_line_before_any_progress(tmp_path, capsys):
+    # The progress bar was drawn first, then the error under it.
+    (tmp_path / "empty").mkdir()
+    code, err = run_main(["replay", tmp_path / "empty", "--scheme", "rule"], capsys)
+    assert code == 2 and err.startswith(f"marlm: error: {tmp_path / 'empty'}"), err
+    assert len(err.strip().splitlines()) == 1, err

@@ -111,8 +111,10 @@ def replay(
 
     Replays the trace's decisions under another scheme, without stepping the environment.
     """
+    from marlm.eval.trace import resolve_trace_path
     from marlm.experiments.replay import replay_trace
 
+    resolve_trace_path(trace)  # a folder without a trace is refused before the progress bar
     if out is not None:
         check_output_file(out, overwrite=overwrite)
 
