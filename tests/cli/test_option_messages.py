@@ -143,3 +143,18 @@ def test_a_value_the_parser_refuses_is_one_marlm_line(capsys, argv, said):
     code, err = run_main(argv, capsys)
     assert code == 2 and err.startswith(f"marlm: error: {said}"), err
     assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--schemes", "hybrid"], ["--scenario", "notes-only", "--schemes", "rule,triage-score"]],
+)
+def test_compare_refuses_a_server_url_that_answers_404_before_the_run_folder(
+    tmp_path, capsys, fault_server, argv
+):
+    # The URL without /v1 was found by the first scheme with a model, after --out was created.
+    out = tmp_path / "cmp"
+    url = fault_server.root("nov1~compare")
+    code, err = run_main(["compare", *argv, "--llm", url, "--out", out], capsys)
+    assert code == 2 and err.startswith("marlm: error: field '--llm': ") and "/v1" in err, err
+    assert not out.exists()

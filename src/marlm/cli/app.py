@@ -153,6 +153,24 @@ def llm_timeout_option() -> Any:
     )
 
 
+def check_server(llm: str, model_name: str, timeout_s: float) -> None:
+    """Ask a ``--llm`` server once, before a command that builds its backend late creates its
+    run folder: a URL that answers 404 (a base URL without ``/v1``) is refused with the
+    factory's own error. A server that cannot be reached is left to the command, which says so
+    once. Other ``--llm`` forms are checked by :func:`llm_value`.
+
+    Raises:
+        InputError: naming ``--llm`` (see :func:`marlm.llm.backends.make_backend`).
+    """
+    if not llm.strip().startswith(("http://", "https://")):
+        return
+    from marlm.llm.backends import make_backend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the command's own check warns
+        make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
+
+
 def rule_layer(value: str, *, allow_none: bool = False) -> str:
     """The ``--shield`` value checked: ``pibt`` or ``local`` (see
     :data:`marlm.hybrid.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.

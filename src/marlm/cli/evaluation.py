@@ -20,6 +20,7 @@ from .app import (
     SEED_BOUND,
     app,
     at_least,
+    check_server,
     comma_list,
     input_file,
     layout_value,
@@ -316,8 +317,17 @@ def compare(
         )
     from marlm.hybrid.controller import make_env, run_config
 
-    # The map, the order file and the robot count are refused before the run folder is claimed.
+    # The map, the order file, the robot count and a server URL that answers 404 are refused
+    # before the run folder is claimed.
     make_env(run_config(layout=layout, orders=orders, n_robots=robots or None, seed=seed))
+    if scenario == "notes-only":
+        uses_model = any(n != "rule" for n in names)
+    else:
+        uses_model = any(
+            SCHEMES[n]["planner"] != "rule" or SCHEMES[n]["executor"] == "llm" for n in names
+        )
+    if uses_model:
+        check_server(llm, llm_model, llm_timeout)
     if scenario == "standard":  # notes-only runs 2 robots unless told otherwise
         warn_if_robots_drawn(layout, robots)
     claim_run_folder(out, overwrite=overwrite)
