@@ -88,7 +88,8 @@ def expected_deadline(order: Any, probs: Mapping[str, float]) -> float:
     (the expected value of the class-based deadline under the note's class probabilities, as in
     Bayes decision theory: Duda, Hart and Stork, *Pattern Classification*, 2001, sec. 2.2; a
     note never loosens the listed one). Chosen over preemption hysteresis and deadline-aware
-    preemption on held-out seeds (docs/triage.md, "Planner choices").
+    preemption on development seeds 6-25 of the notes-only scenario, then checked once on seeds
+    1-5 (docs/triage.md, "Planner choices").
     ``probs``: ``{class: probability}``; a one-hot ``{"urgent": 1.0}`` gives the urgent class's
     deadline."""
     listed = CLASS_SLACK[order.priority]
