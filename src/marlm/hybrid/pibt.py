@@ -29,6 +29,13 @@ equally scored cells, cells outside dead-end branches, so an idle robot that was
 dead end does not walk back in; among equally scored cells every robot prefers one that is empty
 now (the tie-break of Okumura's reference PIBT, ``Kei18/pibt2`` ``src/pibt.cpp``).
 
+Dead end that forks (a branch cell with two leaves, an idle robot on one leaf, the pusher's target
+on the other): LaCAM3 skips a leaf whose robot stands on its own target when it counts the ways on
+from a cell; the layer skips a leaf holding an idle robot too. Counting it, the fork looked like a
+junction where pusher and idle robot could pass, so the pusher pushed the idle robot from the fork
+into its target and pulled it back, forever; now the swap goes on until the idle robot is pulled
+out of the branch onto the map's cycles.
+
 Guarantees, checked by ``tests/hybrid/test_pibt.py`` (hypothesis, random maps with dead ends and
 corridors, random scores): the joint action never puts two robots in one cell, never swaps two
 robots through each other, and never moves into a wall or off the map. Progress (greedy scores, a
@@ -198,7 +205,8 @@ def _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr):  # pragma: no cover -
 
     Excluded: the pusher's cell, and a dead-end cell where a robot already stands on its target
     (LaCAM3 ``src/pibt.cpp``, the neighbour count shared by ``is_swap_required`` and
-    ``is_swap_possible``).
+    ``is_swap_possible``) or an idle robot stands (no target: in MAPF terms it rests on its goal;
+    it can leave the leaf only through ``v_puller``, so the two cannot pass there).
     """
     m = 0
     tmp = -1
@@ -211,7 +219,7 @@ def _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr):  # pragma: no cover -
         for b in range(1, 5):
             if nbr[u, b] >= 0:
                 deg_u += 1
-        if u == v_pusher or (deg_u == 1 and k >= 0 and goal_cell[k] == u):
+        if u == v_pusher or (deg_u == 1 and k >= 0 and (goal_cell[k] == u or goal_cell[k] < 0)):
             continue
         m += 1
         tmp = u
