@@ -17,7 +17,7 @@ import marlm
 from marlm.cli import main
 from marlm.envs.warehouse import load_layout, load_notes, load_orders, sample_orders_path
 from marlm.eval.diagnose import diagnose_run
-from marlm.eval.report import render_report
+from marlm.eval.report import render_training_report
 from marlm.eval.trace import read_trace
 from marlm.llm.triage import Triage, load_labelled_notes
 
@@ -98,9 +98,10 @@ def test_run_folder_json_in_diagnose_and_report(tmp_path):
         (d / "metrics.json").write_bytes(prefix + json.dumps(metrics).encode())
         np.savez(d / "episodes.npz", team_return=np.zeros(3), own_return=np.zeros((3, 2)))
     assert diagnose_run(tmp_path / "bom") == diagnose_run(tmp_path / "plain")
-    (tmp_path / "bom" / "diagnostics.json").write_bytes(BOM + b'[{"kind": "lazy_agent"}]')
-    page = render_report(read_trace(_trace(tmp_path)), run_dir=tmp_path / "bom")
-    assert "not readable JSON" not in page and "lazy_agent" in page
+    (tmp_path / "bom" / "findings.json").write_bytes(BOM + b'[{"kind": "lazy_agent"}]')
+    page, warnings = render_training_report(tmp_path / "bom")
+    assert "not readable JSON" not in page and "<b>lazy_agent</b>" in page
+    assert "gridrace_v0" in page  # metrics.json read through its BOM
 
 
 def test_demo_reads_a_map_and_orders_with_a_bom(tmp_path, monkeypatch, capsys):

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import re
+from html import escape
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cli_run import run_main
 from marlm.errors import InputError
 from marlm.eval.plots import save_episode_gif
 from marlm.eval.report import write_report
 from marlm.eval.trace import TraceWriter
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def _run_folder(path: Path, *, gif: bool = True, end: bool = True) -> Path:
@@ -108,25 +121,118 @@ def test_report_of_a_crashed_run_says_so(tmp_path: Path) -> None:
 
 
 def test_report_without_a_trace_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="run folder has no trace.jsonl"):
+    with pytest.raises(
+        InputError, match="holds none of the files of a marlm run; marlm report takes"
+    ):
         write_report(tmp_path)
     assert not (tmp_path / "report.html").exists()
 
 
-def test_report_shows_diagnostics_replay_and_compare_files(tmp_path: Path) -> None:
-    import json
-
+def test_demo_report_shows_a_saved_replay_and_no_findings_file_it_does_not_read(
+    tmp_path: Path,
+) -> None:
     _run_folder(tmp_path, gif=False)
-    (tmp_path / "diagnostics.json").write_text(
-        json.dumps([{"kind": "lazy_agent", "agent": "robot_1", "message": "returns near 0"}])
-    )
     (tmp_path / "replay.json").write_text(json.dumps({"exact_agreement": 0.75, "rows": []}))
+    html = write_report(tmp_path)[0].read_text(encoding="utf-8")
+    assert "Offline replay" in html and "0.75" in html
+    # marlm writes no diagnostics for a demo run; the page says where the detectors apply
+    assert "read training runs" in html and "<li><b>" not in html
+
+
+def _race_folder(path: Path, **config) -> Path:
+    """A real GridRace run folder (marlm train race), with a checkpoint saved inside it."""
+    from marlm.eval.runs import run_race
+    from marlm.rl.train import RaceConfig
+
+    run_race(RaceConfig(**config), path, checkpoint=path / "ckpt.npz")
+    return path
+
+
+def test_report_of_a_train_race_folder_shows_its_curves_findings_and_checkpoint(
+    tmp_path: Path, capsys
+) -> None:
+    # Seed 0, 1000 episodes of IQL on the shared reward: agent_1 turns lazy and oscillates.
+    run = _race_folder(tmp_path / "race", episodes=1000, seed=0)
+    findings = json.loads((run / "findings.json").read_text())
+    assert {f["kind"] for f in findings} == {"lazy_agent", "non_stationarity"}
+    code, err = run_main(["report", run], capsys)
+    assert code == 0, err
+    html = (run / "report.html").read_text(encoding="utf-8")
+    curves = base64.b64encode((run / "curves.png").read_bytes()).decode("ascii")
+    assert f'src="data:image/png;base64,{curves}"' in html
+    assert html.count("data:image/") == 1
+    for f in findings:  # each finding of findings.json, as the demo page renders findings
+        assert f"<b>{f['kind']}</b> [{f['agent']}]: {escape(f['message'])}" in html
+        assert escape(f["suggestion"]) in html
+    assert "<td>ckpt.npz</td>" in html and "checkpoint (race, 1000 of 1000 episodes)" in html
+    assert "<td>learner</td><td>iql</td>" in html  # the settings
+    assert "<td>agent_1</td>" in html and "reached_goal_rate" in html  # the final figures
+    assert not re.search(r'(src|href)="(?!data:)', html)
+    # The report is an output file: never overwritten unasked.
+    code, err = run_main(["report", run], capsys)
+    assert code == 2 and "report.html" in err and "--overwrite" in err
+    assert run_main(["report", run, "--overwrite"], capsys)[0] == 0
+
+
+def test_report_of_a_no_plot_gridworld_folder_draws_the_curve_from_its_logs(tmp_path: Path) -> None:
+    from marlm.eval.runs import run_gridworld
+    from marlm.rl.train import GridWorldConfig
+
+    run_gridworld(GridWorldConfig(episodes=60, seed=0), tmp_path, plot=False)
+    assert not (tmp_path / "curves.png").exists()
+    page, warnings = write_report(tmp_path)
+    html = page.read_text(encoding="utf-8")
+    assert warnings == [] and html.count('src="data:image/png;base64,') == 1
+    assert "gridworld_v0" in html and "No known failure mode detected." in html
+    assert "<td>greedy_path_length</td>" in html
+
+
+def test_report_of_an_unfinished_training_folder_says_what_is_missing(tmp_path: Path) -> None:
+    np.savez(tmp_path / "episodes.npz", returns=np.linspace(-1, 1, 40), length=np.ones(40))
+    page, warnings = write_report(tmp_path)
+    html = page.read_text(encoding="utf-8")
+    assert any("no metrics.json: the training did not finish" in w for w in warnings)
+    assert any("no findings.json" in w for w in warnings)
+    assert html.count('src="data:image/png;base64,') == 1
+
+
+def test_report_of_a_compare_folder_shows_the_table_plot_and_each_scheme(tmp_path: Path) -> None:
+    for scheme in ("rules", "hybrid"):
+        _run_folder(tmp_path / scheme, gif=False)
+        save_episode_gif([np.zeros((4, 4, 3), np.uint8)], tmp_path / scheme / "episode.gif")
+    (tmp_path / "hybrid" / "reward_curves.png").write_bytes(_png())
+    (tmp_path / "compare.png").write_bytes(_png())
     (tmp_path / "compare.json").write_text(
         json.dumps(
-            {"columns": ["scheme", "delivered"], "rows": [{"scheme": "rules", "delivered": 7}]}
+            {
+                "columns": ["scheme", "delivered"],
+                "headers": {"scheme": "scheme", "delivered": "orders delivered"},
+                "rows": [{"scheme": "hybrid", "delivered": 9}, {"scheme": "rules", "delivered": 7}],
+                "setting": {"layout": "small", "seed": 1},
+                "notes": ["RL executor trained on seed 0"],
+            }
         )
     )
     html = write_report(tmp_path)[0].read_text(encoding="utf-8")
-    assert "<b>lazy_agent</b>" in html and "returns near 0" in html
-    assert "Offline replay" in html and "0.75" in html
-    assert "Scheme comparison" in html and "<td>rules</td>" in html
+    assert "<th>orders delivered</th>" in html and '<td>rules</td><td class="num">7</td>' in html
+    assert html.count('src="data:image/png;base64,') == 2  # compare.png, hybrid's curves
+    assert html.index("<h3>hybrid</h3>") < html.index("<h3>rules</h3>")  # the table's order
+    assert f"marlm report {tmp_path.name}/rules" in html
+    assert "RL executor trained on seed 0" in html and "<td>layout</td>" in html
+
+
+@pytest.mark.parametrize("entry", ["empty", "notes.txt", "table.npz"])
+def test_report_refuses_what_is_not_a_run_and_names_what_it_takes(
+    tmp_path: Path, capsys, entry: str
+) -> None:
+    target = tmp_path / "folder"
+    target.mkdir()
+    if entry == "notes.txt":
+        (target / "notes.txt").write_text("mine")
+    elif entry == "table.npz":
+        np.savez(target / "table.npz", q=np.zeros((2, 2)))
+        target = target / "table.npz"
+    code, err = run_main(["report", target], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "trace.jsonl" in err and "marlm train gridworld|race" in err and "compare.json" in err
+    assert not list(tmp_path.rglob("report.html"))

@@ -10,7 +10,21 @@ Option values are converted without pydantic where typer's conversion does not n
 
 from __future__ import annotations
 
+import math
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
+
+try:  # typer 0.2x parses with its own copy of click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - a typer on click itself
+    from click.exceptions import UsageError
 
 from marlm.errors import InputError
 
@@ -18,8 +32,63 @@ from . import plain_values
 
 plain_values.install()
 
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a command that knows how to go on from there (:func:`on_interrupt`)."""
+
+    def __init__(self, hint: str) -> None:
+        super().__init__(hint)
+        self.hint = hint
+
+
+@contextmanager
+def on_interrupt(hint: Callable[[], str]) -> Iterator[None]:
+    """Within the block, Ctrl-C (``KeyboardInterrupt``) ends the command with ``hint()`` (how to
+    go on, e.g. resume from the last checkpoint) on the ``marlm: interrupted`` line
+    (:class:`MarlmGroup`)."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt as e:
+        raise Interrupted(hint()) from e
+
+
+class MarlmGroup(TyperGroup):
+    """The ``marlm`` command group: Ctrl-C in any command ends it with exit code 130 (128 +
+    SIGINT, the shell's convention) and one line on stderr, ``marlm: interrupted`` (with the
+    command's hint, see :func:`on_interrupt`), never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # shows the help, as asked
+                raise
+            raise _as_input_error(e) from None
+        except KeyboardInterrupt as e:
+            hint = f"; {e.hint}" if isinstance(e, Interrupted) else ""
+            print(f"marlm: interrupted{hint}", file=sys.stderr)
+            raise SystemExit(130) from None
+
+
+def _as_input_error(error: UsageError) -> InputError:
+    """A command-line error the parser found (a value of the wrong type, an unknown option, a
+    missing argument) in marlm's one-line form, naming the option: ``field '--steps': Input
+    should be a valid integer ...; see 'marlm demo --help'``, like every other input error."""
+    where = f"; see '{error.ctx.command_path} --help'" if error.ctx is not None else ""
+    param = getattr(error, "param", None)
+    if isinstance(error, typer.BadParameter) and param is not None:
+        option = param.param_type_name == "option"
+        field = max(param.opts, key=len) if option else param.name.upper()
+        message = error.message.rstrip(".") or "is required"  # a missing option or argument
+        return InputError(message + where, field=field)
+    return InputError(error.format_message().rstrip(".") + where)
+
+
 app = typer.Typer(
     name="marlm",
+    cls=MarlmGroup,
     help="Multi-agent systems: RL for actions, an LLM for semantic decisions, rules as the safety net.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -42,6 +111,66 @@ app.add_typer(llm_app, name="llm")
 app.add_typer(eval_app, name="eval")
 
 
+#: What ``--llm`` takes, in every command's help.
+LLM_HELP = "'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1)."
+
+
+def llm_option(help: str = LLM_HELP) -> Any:
+    """``--llm``: the backend, built by :func:`marlm.llm.backends.make_backend` (the one factory)
+    with :func:`llm_model_option` and :func:`llm_timeout_option`. A new option object per use
+    (typer fills in each command's default). Its form is checked at parse time
+    (:func:`llm_value`)."""
+    return typer.Option("--llm", help=help, callback=llm_value)
+
+
+def llm_value(ctx: Any, param: Any, value: Any) -> Any:
+    """A typer callback of ``--llm``: a value the factory would refuse without loading anything
+    (an unknown form, a ``.gguf`` file that is not there) is refused while the command line is
+    parsed, with the factory's own message, before a command creates its run folder (``marlm
+    compare --llm foo`` left an empty one). Loading a model, or asking a server, stays with the
+    command."""
+    spec = str(value).strip()
+    loadable = spec == "embedded" or spec.startswith(("http://", "https://"))
+    loadable = loadable or (spec.lower().endswith(".gguf") and Path(spec).is_file())
+    if not loadable:
+        from marlm.llm.backends import make_backend
+
+        make_backend(spec, check=False, option=max(param.opts, key=len))  # raises, loads nothing
+    return value
+
+
+def llm_model_option() -> Any:
+    """``--llm-model``: the model name sent to an HTTP server."""
+    return typer.Option("--llm-model", help="Model name sent to an HTTP server.")
+
+
+def llm_timeout_option() -> Any:
+    """``--llm-timeout``: seconds one call to an HTTP server may take (finite, > 0)."""
+    return typer.Option(
+        "--llm-timeout",
+        help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call).",
+        callback=finite_at_least(0, exclusive=True, unit="seconds"),
+    )
+
+
+def check_server(llm: str, model_name: str, timeout_s: float) -> None:
+    """Ask a ``--llm`` server once, before a command that builds its backend late creates its
+    run folder: a URL that answers 404 (a base URL without ``/v1``) is refused with the
+    factory's own error. A server that cannot be reached is left to the command, which says so
+    once. Other ``--llm`` forms are checked by :func:`llm_value`.
+
+    Raises:
+        InputError: naming ``--llm`` (see :func:`marlm.llm.backends.make_backend`).
+    """
+    if not llm.strip().startswith(("http://", "https://")):
+        return
+    from marlm.llm.backends import make_backend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the command's own check warns
+        make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
+
+
 def rule_layer(value: str, *, allow_none: bool = False) -> str:
     """The ``--shield`` value checked: ``pibt`` or ``local`` (see
     :data:`marlm.hybrid.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.
@@ -55,3 +184,169 @@ def rule_layer(value: str, *, allow_none: bool = False) -> str:
     if value not in allowed:
         raise InputError(f"got {value!r}; allowed: {', '.join(allowed)}", field="--shield")
     return value
+
+
+def at_least(
+    minimum: int, *, why: str = "", example: int | None = None
+) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a whole number >= ``minimum`` (``None``, an
+    option left out, passes).
+
+    Checked while the command line is parsed, so a bad value stops the command before it reads
+    or creates anything; the error is marlm's own (``field '--steps': must be a whole number >= 1,
+    got 0; pass e.g. --steps 600``), the same for every command. ``why`` is added in brackets;
+    the example is ``example``, else the option's default, else ``minimum``.
+    """
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and value < minimum:
+            what = f"a whole number >= {minimum}"
+            raise _out_of_bounds(param, value, what, why, example=example, minimum=minimum)
+        return value
+
+    return check
+
+
+#: The callback of every ``--seed``: numpy's generators take no negative seed.
+SEED_BOUND = at_least(0, why="numpy's random generators take no negative seed")
+
+
+def in_range(low: int, high: int) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a whole number in ``low..high``."""
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            what = f"a whole number in {low}..{high}"
+            raise _out_of_bounds(param, value, what, "", example=None, minimum=low)
+        return value
+
+    return check
+
+
+def finite_at_least(
+    minimum: float, *, exclusive: bool = False, unit: str = ""
+) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be a finite number >= ``minimum`` (> with
+    ``exclusive``); ``inf`` and ``nan`` are refused (a time limit of ``inf`` overflowed)."""
+    sign = ">" if exclusive else ">="
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is None:
+            return value
+        if not math.isfinite(value) or value < minimum or (exclusive and value == minimum):
+            what = f"a finite number{' of ' + unit if unit else ''} {sign} {_show(minimum)}"
+            raise _out_of_bounds(param, value, what, "", example=None, minimum=None)
+        return value
+
+    return check
+
+
+def _out_of_bounds(
+    param: Any, value: Any, what: str, why: str, *, example: Any, minimum: Any
+) -> InputError:
+    """The error of an option value out of bounds, with an example: ``example``, else the
+    option's default where it has one, else ``minimum``."""
+    option = max(param.opts, key=len)
+    if example is None:
+        example = param.default if isinstance(param.default, int | float) else minimum
+    fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
+    why = f" ({why})" if why else ""
+    return InputError(f"must be {what}{why}, got {_show(value)}{fix}", field=option)
+
+
+def _show(number: float) -> str:
+    return f"{number:g}" if isinstance(number, float) else str(number)
+
+
+def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
+    """One ``marlm: warning:`` line when the robot count comes from nowhere the user wrote: no
+    ``--robots``, and a map without ``R`` cells or a ``robots:`` line (RWARE's maps), so RWARE's
+    default of 2 robots start on free cells drawn from the seed. Call after the map is checked.
+    """
+    if robots is not None:
+        return
+    from marlm.envs.warehouse.layout import load_layout
+
+    lay = load_layout(layout)
+    if lay.starts or lay.robots_line is not None:
+        return
+    warnings.warn(
+        f"--layout {layout}: the map has no 'R' cells and no 'robots:' line, so {lay.default_robots} "
+        "robots (RWARE's default) start on free cells drawn from --seed; pass --robots N to "
+        "choose how many",
+        stacklevel=1,
+    )
+
+
+def comma_list(value: str, allowed: Sequence[str], *, option: str, what: str) -> list[str]:
+    """The names of a comma-separated option (``--schemes rules,hybrid``), each checked.
+
+    Raises:
+        InputError: naming ``option``: an empty item (``rules,,hybrid``, a trailing comma), a
+            name given twice, or a name not in ``allowed``, with the allowed names.
+    """
+    allowed = list(allowed)
+    names = [n.strip() for n in value.split(",")]
+    example = ",".join(allowed[:2])
+    if "" in names:
+        raise InputError(
+            f"item {names.index('') + 1} of {value!r} is empty; give {what} names separated by "
+            f"single commas, e.g. {option} {example}",
+            field=option,
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            f"{', '.join(map(repr, twice))} given more than once in {value!r}; give each "
+            f"{what} once",
+            field=option,
+        )
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise InputError(
+            f"unknown {what}(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
+            field=option,
+        )
+    return names
+
+
+def input_file(what: str) -> Callable[[Any, Any, Any], Any]:
+    """A typer option callback: the value must be an existing file (``None`` passes).
+
+    A folder, or a path that does not exist, stops the command while the command line is
+    parsed, naming the option and ``what`` to give (``field '--orders': is a folder; give a JSONL
+    order file``), instead of the reader's ``[Errno 21] Is a directory``.
+    """
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None:
+            problem = _not_a_file(Path(value))
+            if problem:
+                option = max(param.opts, key=len)
+                raise InputError(f"{problem}; give {what}", source=value, field=option)
+        return value
+
+    return check
+
+
+def layout_value(ctx: Any, param: Any, value: Any) -> Any:
+    """A typer callback of ``--layout``: a shipped layout name or a map file, not a folder."""
+    if value is not None and Path(value).is_dir():
+        from marlm.envs.warehouse.layout import list_layouts
+
+        names = ", ".join(list_layouts())
+        raise InputError(
+            f"is a folder; give a map file or a shipped layout name ({names})",
+            source=value,
+            field=max(param.opts, key=len),
+        )
+    return value
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is not a file to read ('' when it is one)."""
+    if path.is_dir():
+        return "is a folder"
+    if not path.exists():
+        return "no such file"
+    return ""

@@ -6,9 +6,7 @@ from typing import Annotated
 
 import typer
 
-from marlm.errors import InputError
-
-from .app import app
+from .app import SEED_BOUND, app, comma_list
 
 
 @app.command("bench")
@@ -22,18 +20,18 @@ def bench(
             "--only", help="Comma-separated subset of: env, shield, pibt, planner, train."
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every benchmark.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of every benchmark.", callback=SEED_BOUND)
+    ] = 0,
 ) -> None:
-    """Run the speed benchmarks and print each figure with its same-run baseline and ratio."""
+    """Speed benchmarks against same-run baselines.
+
+    Prints each figure with its baseline measured in the same run and their ratio.
+    """
     from marlm.scale.benchmarks import BENCHMARKS
 
-    names = [n.strip() for n in only.split(",")] if only else list(BENCHMARKS)
-    unknown = [n for n in names if n not in BENCHMARKS]
-    if unknown:
-        raise InputError(
-            f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}",
-            field="--only",
-        )
+    allowed = list(BENCHMARKS)
+    names = comma_list(only, allowed, option="--only", what="benchmark") if only else allowed
     for name in names:
         try:
             figure = BENCHMARKS[name](quick=quick, seed=seed)

@@ -12,7 +12,21 @@ from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
-from .app import app, rule_layer, train_app
+from .app import (
+    SEED_BOUND,
+    app,
+    at_least,
+    finite_at_least,
+    input_file,
+    layout_value,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
+    on_interrupt,
+    rule_layer,
+    train_app,
+    warn_if_robots_drawn,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,16 +115,31 @@ def metrics_table(m: dict, title: str) -> Table:
 
 @app.command()
 def demo(
-    layout: Annotated[str, typer.Option(help="Shipped layout name or a map file.")] = "small",
+    layout: Annotated[
+        str, typer.Option(help="Shipped layout name or a map file.", callback=layout_value)
+    ] = "small",
     orders: Annotated[
         str | None,
         typer.Option(
-            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
+            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere).",
+            callback=input_file("a JSONL order file"),
         ),
     ] = None,
-    robots: Annotated[int | None, typer.Option(help="Robots (default: the map's R cells).")] = None,
-    steps: Annotated[int, typer.Option(help="Time limit in control steps.")] = 600,
-    seed: Annotated[int, typer.Option(help="Seed of the environment, policy and shield.")] = 0,
+    robots: Annotated[
+        int | None,
+        typer.Option(
+            help="Robots (default: the map's R cells or its robots: line; on a map with "
+            "neither, 2, with a warning).",
+            callback=at_least(1),
+        ),
+    ] = None,
+    steps: Annotated[
+        int, typer.Option(help="Time limit in control steps.", callback=at_least(1))
+    ] = 600,
+    seed: Annotated[
+        int,
+        typer.Option(help="Seed of the environment, policy and shield.", callback=SEED_BOUND),
+    ] = 0,
     out: Annotated[
         Path | None,
         typer.Option(help="Run folder: new or empty (default: a new runs/demo-<time>)."),
@@ -121,16 +150,9 @@ def demo(
             "--overwrite", help="Replace the run already in --out (its files are deleted first)."
         ),
     ] = False,
-    llm: Annotated[
-        str, typer.Option(help="'embedded', a .gguf file, or an OpenAI-compatible base URL.")
-    ] = "embedded",
-    llm_model: Annotated[str, typer.Option(help="Model name sent to an HTTP server.")] = "local",
-    llm_timeout: Annotated[
-        float,
-        typer.Option(
-            help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call)."
-        ),
-    ] = 10.0,
+    llm: Annotated[str, llm_option()] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     planner: Annotated[
         str,
         typer.Option(
@@ -138,7 +160,13 @@ def demo(
             "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
         ),
     ] = "triage",
-    executor: Annotated[str, typer.Option(help="rl, greedy or random.")] = "rl",
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="rl (the trained Q-table), greedy (shortest path) or random. The LLM moving "
+            "every robot (executor llm) runs in marlm compare --schemes llm_only."
+        ),
+    ] = "rl",
     shield: Annotated[
         str,
         typer.Option(
@@ -155,16 +183,25 @@ def demo(
         bool, typer.Option(help="Wait for the planner inside the step (reproducible trace).")
     ] = False,
     tick_ms: Annotated[
-        float, typer.Option(help="Control period in ms (0 = as fast as possible).")
+        float,
+        typer.Option(
+            help="Control period in ms (0 = as fast as possible).",
+            callback=finite_at_least(0, unit="milliseconds"),
+        ),
     ] = 40.0,
     plan_deadline: Annotated[
         float,
         typer.Option(
-            help="Seconds to wait for the LLM before the rule assigns idle robots (0: wait)."
+            help="Seconds to wait for the LLM before the rule assigns idle robots (0: wait).",
+            callback=finite_at_least(0, unit="seconds"),
         ),
     ] = 2.0,
     policy: Annotated[
-        Path | None, typer.Option(help="Executor Q-table (.npz); default: cached or trained now.")
+        Path | None,
+        typer.Option(
+            help="Executor Q-table (.npz); default: cached or trained now.",
+            callback=input_file("a Q-table file (.npz) written by marlm train warehouse"),
+        ),
     ] = None,
     dwell: Annotated[
         str,
@@ -176,7 +213,10 @@ def demo(
     ] = "points",
     gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
 ) -> None:
-    """Run the hybrid warehouse: LLM planner, RL executor, rule shield. Writes one run folder."""
+    """Run the hybrid warehouse: LLM planner, RL executor, rule shield.
+
+    Writes one run folder.
+    """
     from rich.console import Console
 
     from marlm.hybrid.build import build_planner, cached_policy, default_orders
@@ -208,6 +248,7 @@ def demo(
     )
     # Check every input before any work: map, orders, robots, run folder, policy, model.
     make_env(config)
+    warn_if_robots_drawn(layout, robots)
     out = out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
     check_run_folder(out, overwrite=overwrite)
     q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None
@@ -219,7 +260,11 @@ def demo(
             "outrun the planner; use --sync for reproducible runs."
         )
     console.print(f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else ""))
-    with _progress(console) as bar:
+    stopped = (
+        f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the "
+        "run did not finish)"
+    )
+    with on_interrupt(lambda: stopped), _progress(console) as bar:
         if config.executor == "rl" and q is None:
             task = bar.add_task(
                 "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]
@@ -243,14 +288,16 @@ def demo(
 
 @train_app.command("warehouse")
 def train_warehouse(
-    layout: Annotated[str, typer.Option(help="Layout to train on.")] = "small",
-    episodes: Annotated[int, typer.Option(help="Training episodes.")] = DEFAULT_TRAINING[
-        "episodes"
-    ],
-    max_steps: Annotated[int, typer.Option(help="Steps per episode.")] = DEFAULT_TRAINING[
-        "max_steps"
-    ],
-    seed: Annotated[int, typer.Option(min=0, help="Seed (>= 0).")] = 0,
+    layout: Annotated[
+        str, typer.Option(help="Layout to train on.", callback=layout_value)
+    ] = "small",
+    episodes: Annotated[
+        int, typer.Option(help="Training episodes.", callback=at_least(1))
+    ] = DEFAULT_TRAINING["episodes"],
+    max_steps: Annotated[
+        int, typer.Option(help="Steps per episode.", callback=at_least(1))
+    ] = DEFAULT_TRAINING["max_steps"],
+    seed: Annotated[int, typer.Option(help="Seed (>= 0).", callback=SEED_BOUND)] = 0,
     out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz), a new file.")] = Path(
         "runs/executor.npz"
     ),
@@ -260,10 +307,17 @@ def train_warehouse(
     seeds: Annotated[
         int,
         typer.Option(
-            min=1, help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz)."
+            help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).",
+            callback=at_least(1),
         ),
     ] = 1,
-    workers: Annotated[int, typer.Option(help="Ray tasks at once (1: serial, no Ray).")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Ray tasks at once (1: serial, no Ray).",
+            callback=at_least(1, why="1 runs serially without Ray"),
+        ),
+    ] = 1,
     address: Annotated[
         str | None, typer.Option(help="Ray head host:port to join (default: local Ray).")
     ] = None,
@@ -276,7 +330,10 @@ def train_warehouse(
         ),
     ] = "pibt",
 ) -> None:
-    """Train the warehouse executor (shared tabular Q-learning) and compare it with baselines."""
+    """Train the warehouse executor and compare it.
+
+    Shared tabular Q-learning, compared with random and greedy moves on held-out seeds.
+    """
     from rich.console import Console
     from rich.table import Table
 

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file
 
-from .app import eval_app
+from .app import (
+    SEED_BOUND,
+    at_least,
+    eval_app,
+    input_file,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
+)
 
 
-def _backend(llm: str):
+def _backend(llm: str, model_name: str, timeout_s: float):
     from marlm.llm.backends import make_backend
 
-    return make_backend(llm)
+    return make_backend(llm, model=model_name, timeout_s=timeout_s)
 
 
 def _cache_dir() -> Path:
@@ -28,16 +37,17 @@ def _cache_dir() -> Path:
 @eval_app.command("triage")
 def triage(
     notes: Path = typer.Option(
-        ..., "--notes", help="JSONL of labelled notes (id, note, priority, lang)."
+        ...,
+        "--notes",
+        help="JSONL of labelled notes (id, note, priority, lang).",
+        callback=input_file("a JSONL file of labelled notes"),
     ),
     mode: str = typer.Option(
         "probe", "--mode", help="generate, score, calibrated, batch or probe (the demo's)."
     ),
-    llm: str = typer.Option(
-        "embedded",
-        "--llm",
-        help="'embedded', a .gguf file, or an OpenAI-compatible base URL (http://HOST:PORT/v1).",
-    ),
+    llm: Annotated[str, llm_option()] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     out: Path | None = typer.Option(
         None, "--out", help="Write the result as JSON here (a new file)."
     ),
@@ -47,6 +57,7 @@ def triage(
         "--examples",
         help="Labelled pool for few-shot examples and the batch prior (default: the shipped "
         "pool the demo uses); notes equal to a test note are left out.",
+        callback=input_file("a JSONL file of labelled notes"),
     ),
     protocol: str = typer.Option(
         "held-out",
@@ -54,17 +65,28 @@ def triage(
         help="held-out (the pool classifies every note: the demo's path) or cross-validation "
         "(the pool plus the other folds of --notes).",
     ),
-    folds: int = typer.Option(5, "--folds", help="k of the cross-validation."),
+    folds: int = typer.Option(
+        5, "--folds", help="k of the cross-validation.", callback=at_least(2)
+    ),
     select: str = typer.Option(
         "balanced",
         "--select",
         help="Few-shot examples: balanced (one draw per class, the demo's) or similar (per note).",
     ),
-    shots: int = typer.Option(2, "--shots", help="Similar few-shot examples per class and note."),
-    per_class: int = typer.Option(4, "--per-class", help="Few-shot examples per class (balanced)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the folds and the example draw."),
+    shots: int = typer.Option(
+        2, "--shots", help="Similar few-shot examples per class and note.", callback=at_least(1)
+    ),
+    per_class: int = typer.Option(
+        4, "--per-class", help="Few-shot examples per class (balanced).", callback=at_least(1)
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the folds and the example draw.", callback=SEED_BOUND
+    ),
 ) -> None:
-    """Urgency triage accuracy on labelled notes, by default on the demo's path; never tuned on them."""
+    """Urgency triage accuracy on labelled notes.
+
+    By default on the demo's path; never tuned on the notes it scores.
+    """
     from marlm.llm.triage import MODES, SELECTIONS, load_labelled_notes
     from marlm.llm.triage_eval import PROTOCOLS, evaluate_triage, write_json
 
@@ -89,7 +111,7 @@ def triage(
         )
     if per_class < 1:
         raise InputError(f"must be 1 or more, got {per_class}", source="--per-class")
-    model = _backend(llm)
+    model = _backend(llm, llm_model, llm_timeout)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = evaluate_triage(

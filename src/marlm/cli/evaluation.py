@@ -15,7 +15,21 @@ import typer
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, claim_run_folder
 
-from .app import app, rule_layer
+from .app import (
+    LLM_HELP,
+    SEED_BOUND,
+    app,
+    at_least,
+    check_server,
+    comma_list,
+    input_file,
+    layout_value,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
+    rule_layer,
+    warn_if_robots_drawn,
+)
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -42,7 +56,10 @@ def _fmt(value: object) -> str:
 @app.command("report")
 def report(
     run_folder: Annotated[
-        Path, typer.Argument(help="Run folder holding trace.jsonl (or a trace file).")
+        Path,
+        typer.Argument(
+            help="Run folder of marlm demo, train gridworld|race or compare (or a trace file)."
+        ),
     ],
     out: Annotated[
         Path | None,
@@ -50,11 +67,13 @@ def report(
     ] = None,
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
-    """Write one self-contained HTML page: metrics, plots, LLM calls, diagnostics, animation."""
-    from marlm.eval.report import REPORT_FILE, write_report
-    from marlm.eval.trace import resolve_trace_path
+    """Write one HTML page of a run folder.
 
-    target = out if out is not None else resolve_trace_path(run_folder).parent / REPORT_FILE
+    One self-contained page: plots, figures, findings, settings.
+    """
+    from marlm.eval.report import default_report_path, write_report
+
+    target = out if out is not None else default_report_path(run_folder)
     check_output_file(target, overwrite=overwrite)
     path, warnings = write_report(run_folder, target)
     for w in warnings:
@@ -73,23 +92,30 @@ def replay(
             "team: the team planner; rl: batch Q-learning over the recorded transitions.",
         ),
     ] = "llm",
-    llm: Annotated[
-        str,
-        typer.Option("--llm", help="'embedded', a .gguf file, or an OpenAI-compatible base URL."),
-    ] = "embedded",
+    llm: Annotated[str, llm_option()] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Replay at most this many decisions.")
+        int | None,
+        typer.Option("--limit", help="Replay at most this many decisions.", callback=at_least(1)),
     ] = None,
-    sweeps: Annotated[int, typer.Option("--sweeps", min=1, help="rl: passes over the data.")] = 20,
+    sweeps: Annotated[
+        int, typer.Option("--sweeps", help="rl: passes over the data.", callback=at_least(1))
+    ] = 20,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Write the full replay report as JSON here (a new file)."),
     ] = None,
     overwrite: Annotated[bool, OVERWRITE_FILE] = False,
 ) -> None:
-    """Replay a recorded run under another scheme, without stepping the environment."""
+    """Re-decide a recorded run under another planner.
+
+    Replays the trace's decisions under another scheme, without stepping the environment.
+    """
+    from marlm.eval.trace import resolve_trace_path
     from marlm.experiments.replay import replay_trace
 
+    resolve_trace_path(trace)  # a folder without a trace is refused before the progress bar
     if out is not None:
         check_output_file(out, overwrite=overwrite)
 
@@ -105,7 +131,8 @@ def replay(
     task = bar.add_task("replay", total=None)
     with bar if scheme != "rl" else contextlib.nullcontext():  # rl: one fast batch, no bar
         result, warnings = replay_trace(
-            trace, scheme=scheme, llm=llm, limit=limit, sweeps=sweeps, say=say,
+            trace, scheme=scheme, llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout,
+            limit=limit, sweeps=sweeps, say=say,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )  # fmt: skip
     for w in warnings:
@@ -169,18 +196,43 @@ def replay(
 @app.command("compare")
 def compare(
     layout: Annotated[
-        str, typer.Option("--layout", help="Shipped layout name or map file.")
+        str,
+        typer.Option("--layout", help="Shipped layout name or map file.", callback=layout_value),
     ] = "small",
-    orders: Annotated[str | None, typer.Option("--orders", help="JSONL order file.")] = None,
-    robots: Annotated[int | None, typer.Option("--robots", min=1)] = None,
+    orders: Annotated[
+        str | None,
+        typer.Option(
+            "--orders",
+            help="JSONL order file (default: orders generated from --seed).",
+            callback=input_file("a JSONL order file"),
+        ),
+    ] = None,
+    robots: Annotated[
+        int | None,
+        typer.Option(
+            "--robots",
+            help="Robots (default: the map's R cells or its robots: line; on a map with "
+            "neither, 2, with a warning; notes-only: 2).",
+            callback=at_least(1),
+        ),
+    ] = None,
     steps: Annotated[
         int | None,
-        typer.Option("--steps", min=1, help="Steps per run (default 300; notes-only: 600)."),
+        typer.Option(
+            "--steps", help="Steps per run (default 300; notes-only: 600).", callback=at_least(1)
+        ),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", min=0, help="Seed of the order stream and the layout start.")
+        int,
+        typer.Option(
+            "--seed", help="Seed of the order stream and the layout start.", callback=SEED_BOUND
+        ),
     ] = 1,
-    llm: Annotated[str, typer.Option("--llm")] = "embedded",
+    llm: Annotated[
+        str, llm_option(LLM_HELP + " The backend of every scheme with a model.")
+    ] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     schemes: Annotated[
         str | None,
         typer.Option("--schemes", help="Comma-separated subset of the schemes (default: all)."),
@@ -189,7 +241,7 @@ def compare(
         int,
         typer.Option(
             "--llm-only-steps",
-            min=1,
+            callback=at_least(1),
             help="Cap steps for the LLM-only scheme (it calls the model every step).",
         ),
     ] = 30,
@@ -197,7 +249,7 @@ def compare(
         int,
         typer.Option(
             "--spread-seeds",
-            min=1,
+            callback=at_least(1),
             help="Also run the schemes without a model on this many seeds (delivered mean±sd).",
         ),
     ] = 5,
@@ -225,13 +277,21 @@ def compare(
         ),
     ] = "pibt",
     workers: Annotated[
-        int, typer.Option("--workers", help="Ray tasks at once for the spread seeds (1: no Ray).")
+        int,
+        typer.Option(
+            "--workers",
+            help="Ray tasks at once for the spread seeds (1: no Ray).",
+            callback=at_least(1, why="1 runs serially without Ray"),
+        ),
     ] = 1,
     address: Annotated[
         str | None, typer.Option("--address", help="Join this Ray cluster (host:port).")
     ] = None,
 ) -> None:
-    """Run the same seeded orders and layout under each scheme; print one table, write plots."""
+    """Run every scheme on the same orders; one table.
+
+    Runs the same seeded orders and layout under each scheme; prints one table, writes plots.
+    """
     from marlm.experiments.compare import SCHEMES, compare_schemes, format_table
     from marlm.experiments.notes_only import (
         NOTES_ONLY_PLANNERS,
@@ -244,21 +304,38 @@ def compare(
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
-    names = [s.strip() for s in schemes.split(",")] if schemes else list(allowed)
-    unknown = [n for n in names if n not in allowed]
-    if unknown:  # before --overwrite empties anything
+    names = (
+        comma_list(schemes, allowed, option="--schemes", what="scheme")
+        if schemes
+        else list(allowed)
+    )  # before --overwrite empties anything
+    if scenario == "notes-only" and orders is not None:
         raise InputError(
-            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
-            field="--schemes",
+            "the notes-only scenario writes its own orders (every one listed normal); leave "
+            "out --orders or use --scenario standard",
+            field="--orders",
         )
-    from marlm.envs.warehouse.layout import load_layout
+    from marlm.hybrid.controller import make_env, run_config
 
-    load_layout(layout)  # a bad map is refused before the run folder is claimed
+    # The map, the order file, the robot count and a server URL that answers 404 are refused
+    # before the run folder is claimed.
+    make_env(run_config(layout=layout, orders=orders, n_robots=robots or None, seed=seed))
+    if scenario == "notes-only":
+        uses_model = any(n != "rule" for n in names)
+    else:
+        uses_model = any(
+            SCHEMES[n]["planner"] != "rule" or SCHEMES[n]["executor"] == "llm" for n in names
+        )
+    if uses_model:
+        check_server(llm, llm_model, llm_timeout)
+    if scenario == "standard":  # notes-only runs 2 robots unless told otherwise
+        warn_if_robots_drawn(layout, robots)
     claim_run_folder(out, overwrite=overwrite)
     if scenario == "notes-only":
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,
-            llm=llm, planners=names, out_dir=out, progress=say, shield_rule=shield,
+            llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout, planners=names,
+            out_dir=out, progress=say, shield_rule=shield,
         )  # fmt: skip
         print(format_notes_only(result))
         print(f"\nwritten: {result['files']['json']}", file=sys.stderr)
@@ -270,6 +347,8 @@ def compare(
         steps=steps or 300,
         seed=seed,
         llm=llm,
+        llm_model=llm_model,
+        llm_timeout_s=llm_timeout,
         schemes=names,
         llm_only_steps=llm_only_steps,
         spread_seeds=spread_seeds,

@@ -8,17 +8,30 @@ raise :class:`marlm.errors.InputError`, exit code 2).
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from marlm.errors import InputError
 from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder
 
-from .app import app, train_app
+from .app import (
+    LLM_HELP,
+    SEED_BOUND,
+    app,
+    at_least,
+    input_file,
+    llm_model_option,
+    llm_option,
+    llm_timeout_option,
+    on_interrupt,
+    train_app,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,8 +41,14 @@ EPISODES = typer.Option(
     None,
     "--episodes",
     help="Episodes to train (default: the seed note's settings, 3000 on gridworld, 30000 on race).",
+    callback=at_least(1, example=1000),
 )
-SEED = typer.Option(0, "--seed", help="Seed of the run's random generator.")
+SEED = typer.Option(
+    0,
+    "--seed",
+    help="Seed of the run's random generator.",
+    callback=SEED_BOUND,
+)
 ENGINE = typer.Option("fast", "--engine", help="fast (compiled) or reference (plain Python).")
 CHECKPOINT = typer.Option(
     None,
@@ -42,12 +61,20 @@ OVERWRITE = typer.Option(
     help="Replace the run already in --out (its files are deleted first) and an existing "
     "--checkpoint file.",
 )
-RESUME = typer.Option(None, "--resume", help="Continue from this checkpoint.")
+RESUME = typer.Option(
+    None,
+    "--resume",
+    help="Continue from this checkpoint.",
+    callback=input_file("a checkpoint file (.npz) written by --checkpoint"),
+)
 PLOT = typer.Option(
     True, "--plot/--no-plot", help="Write curves.png (--no-plot: no plot, matplotlib not loaded)."
 )
 CHUNK = typer.Option(
-    1000, "--checkpoint-every", help="Episodes between progress updates/checkpoints."
+    1000,
+    "--checkpoint-every",
+    help="Episodes between progress updates/checkpoints.",
+    callback=at_least(1),
 )
 
 
@@ -129,7 +156,34 @@ def _check_outputs(
         check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
 
 
-def _llm_reward_fn(samples: int, llm: str = "embedded"):
+def _resume_hint(checkpoint: Path | None, resume: Path | None, out: Path, started: float) -> str:
+    """What to run after Ctrl-C: the same command resuming from the checkpoint this run wrote
+    (or the ``--resume`` file it started from), with ``--overwrite`` when the run folder holds
+    files of the stopped run; or, without a checkpoint, how to get one next time."""
+    ours = checkpoint is not None and checkpoint.is_file()
+    ours = ours and (checkpoint.stat().st_mtime >= started or checkpoint == resume)
+    if not ours:
+        return (
+            f"no checkpoint was written, so the run cannot resume (the run folder {out} is "
+            "incomplete); --checkpoint FILE saves one every --checkpoint-every episodes"
+        )
+    args, rest = [], sys.argv[1:]
+    while rest:  # the command as typed, without its --resume
+        arg, rest = rest[0], rest[1:]
+        if arg == "--resume":
+            rest = rest[1:]
+        elif not arg.startswith("--resume="):
+            args.append(arg)
+    leftover = out.is_dir() and any(c.resolve() != checkpoint.resolve() for c in out.iterdir())
+    if leftover and "--overwrite" not in args:
+        args.append("--overwrite")
+    command = shlex.join(["marlm", *args, "--resume", str(checkpoint)])
+    return f"the last checkpoint is {checkpoint}; resume with: {command}"
+
+
+def _llm_reward_fn(
+    samples: int, llm: str = "embedded", model_name: str = "local", timeout_s: float = 10.0
+):
     """The LLM reward function on the ``--llm`` backend (imported only when asked for)."""
     try:
         from marlm.llm.backends import make_backend
@@ -140,7 +194,7 @@ def _llm_reward_fn(samples: int, llm: str = "embedded"):
         raise InputError(
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
-    model = make_backend(llm)
+    model = make_backend(llm, model=model_name, timeout_s=timeout_s)
     return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
 
 
@@ -151,13 +205,14 @@ def train_gridworld_cmd(
         "env", "--reward", help="env (the env's reward) or llm (LLMReward)."
     ),
     llm_samples: int = typer.Option(
-        3, "--llm-samples", help="With --reward llm: paraphrased prompts per distinct state."
+        3,
+        "--llm-samples",
+        help="With --reward llm: paraphrased prompts per distinct state.",
+        callback=at_least(1),
     ),
-    llm: str = typer.Option(
-        "embedded",
-        "--llm",
-        help="With --reward llm: 'embedded', a .gguf file, or an OpenAI-compatible base URL.",
-    ),
+    llm: Annotated[str, llm_option("With --reward llm: " + LLM_HELP)] = "embedded",
+    llm_model: Annotated[str, llm_model_option()] = "local",
+    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
     episodes: int = EPISODES,
     seed: int = SEED,
     alpha: float = typer.Option(0.1, "--alpha", help="Learning rate."),
@@ -189,11 +244,14 @@ def train_gridworld_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
     _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="gridworld")
-    reward_fn = _llm_reward_fn(llm_samples, llm) if reward == "llm" else None
+    reward_fn = (
+        _llm_reward_fn(llm_samples, llm, llm_model, llm_timeout) if reward == "llm" else None
+    )
     claim_run_folder(out, overwrite=overwrite, keep=[resume])
     console = _console()
     bar, update = _progress(console)
-    with bar:
+    started = time.time()
+    with on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)), bar:
         _, metrics = run_gridworld(
             config, out, engine=engine, progress=update, checkpoint=checkpoint, resume=resume,
             chunk=chunk, reward_fn=reward_fn, plot=plot,
@@ -235,13 +293,20 @@ def train_race_cmd(
     chunk: int = CHUNK,
     plot: bool = PLOT,
 ) -> None:
-    """Two agents on GridRace: IQL, VDN or joint-action learners, with a credit-assignment mode."""
+    """Two agents on GridRace: IQL, VDN or JAL.
+
+    Independent, value-decomposition or joint-action learners, with a credit-assignment mode.
+    """
     _import_numpy_without_blas_threads()
     from marlm.eval.plots import PlotProcess
 
     # Forked first (before numba loads, before the progress bar's thread), the plot process
     # imports matplotlib while this process imports numba and trains.
-    with PlotProcess() if plot else nullcontext() as plotter:
+    started = time.time()
+    with (
+        on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)),
+        PlotProcess() if plot else nullcontext() as plotter,
+    ):
         from marlm.eval.runs import run_race
         from marlm.rl.train import RaceConfig
 
@@ -274,13 +339,54 @@ def train_race_cmd(
 
 @app.command("diagnose")
 def diagnose_cmd(
-    run_folder: Path = typer.Argument(..., help="A folder written by marlm train."),
+    run_folder: Path = typer.Argument(
+        ...,
+        help="A run folder written by marlm train gridworld or marlm train race "
+        "(metrics.json and episodes.npz).",
+    ),
 ) -> None:
-    """Re-read a training run and print the diagnostics' findings."""
+    """Print the findings of a training run's diagnostics."""
     from marlm.eval.diagnose import diagnose_run
 
+    _check_training_run(run_folder)
     findings = diagnose_run(run_folder)
     for finding in findings:
         typer.echo(str(finding))
     if not findings:
         typer.echo("no findings")
+
+
+#: What ``marlm diagnose`` reads, for its messages.
+_DIAGNOSE_TAKES = (
+    "marlm diagnose reads a training run folder of marlm train gridworld or marlm train race "
+    "(metrics.json and episodes.npz)"
+)
+
+
+def _check_training_run(path: Path) -> None:
+    """Refuse, with what to run instead, a path that is not a training run folder: a demo or
+    compare run (``marlm report`` shows those), a file, a missing path.
+
+    Raises:
+        InputError: naming ``RUN_FOLDER``, what ``marlm diagnose`` reads and the command to run.
+    """
+    from marlm.eval.outputs import COMPARE_MARKERS
+
+    def refuse(what: str, instead: str) -> None:
+        raise InputError(f"{what}; {_DIAGNOSE_TAKES}; {instead}", source=path, field="RUN_FOLDER")
+
+    if not path.exists():
+        refuse("no such folder", "give the --out folder of such a run")
+    if not path.is_dir():
+        refuse("is a file, not a folder", "give the --out folder of such a run")
+    if (path / "episodes.npz").exists():
+        return
+    if (path / "trace.jsonl").is_file():
+        refuse(
+            "is a warehouse run of marlm demo or marlm compare (it has trace.jsonl)",
+            f"for this run use marlm report {path} (figures, plots, LLM calls) or marlm replay "
+            f"{path} --scheme rule",
+        )
+    if any((path / m).is_file() for m in COMPARE_MARKERS):
+        refuse("is a run of marlm compare", f"for this run use marlm report {path}")
+    refuse("has no episodes.npz", "give the --out folder of such a run")

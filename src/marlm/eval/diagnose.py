@@ -23,6 +23,8 @@
 
 The detectors read per-episode arrays only; :func:`diagnose_run` reads them from a run folder
 (``episodes.npz``, ``metrics.json``, optional ``fixed_partner.npz``) written by ``marlm train``.
+A training run writes its findings to ``findings.json`` (one :meth:`Finding.to_dict` each,
+:mod:`marlm.eval.runs`); ``marlm report`` shows that file. Demo runs have no detectors here.
 """
 
 from __future__ import annotations

@@ -9,10 +9,14 @@ to write into
 with exit code 2 and a message naming the path and the two ways on: choose a new path, or pass
 ``--overwrite``.
 
-``--overwrite`` replaces a marlm run and nothing else. It deletes only files marlm writes
-(:data:`RUN_FILES`, their temporary files, and marlm checkpoints, recognised by their content),
-plus, in a ``marlm compare`` run (a folder with ``compare.json``, ``compare.txt`` or
-``compare_notes_only.json``), its scheme subfolders when each holds only such files. A folder that
+``--overwrite`` replaces a marlm run and nothing else. A folder holds a marlm run when it holds
+one of marlm's markers, recognised by content, not by name alone (:func:`is_run_marker`): a
+``trace.jsonl`` that starts with a ``run_start`` event, a ``metrics.json`` with the keys marlm
+writes, a ``compare.json`` / ``compare_notes_only.json`` table, or a marlm checkpoint. In such a
+folder it deletes only files marlm writes (:data:`RUN_FILES`, their temporary files, and marlm
+checkpoints), plus, in a ``marlm compare`` run (a folder with a compare table), its scheme
+subfolders when each holds only such files. Without a marker no file counts as marlm's: a
+``metrics.json`` of the user's own alone does not make a folder a run. A folder that
 holds anything else (a file or folder marlm did not write, or subfolders that are separate runs
 when the folder itself is not a compare run) is refused even with ``--overwrite``, with a message
 naming the path and a few of the foreign entries, and nothing in it is touched. So no file of
@@ -25,6 +29,7 @@ Light on purpose (no numpy, no plotting): every command calls it before loading 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import zipfile
@@ -43,6 +48,7 @@ __all__ = [
     "foreign_entries",
     "fresh_folder",
     "holds_run",
+    "is_run_marker",
 ]
 
 #: Files whose presence marks a folder as a marlm run: the trace and metrics of ``marlm demo``
@@ -81,18 +87,55 @@ _CHECKPOINT_TMP = re.compile(r".+\.npz\.[A-Za-z0-9_]+\.tmp")
 
 _FIX = "choose a new path, or pass --overwrite to replace it"
 
+#: The keys marlm's JSON markers hold, by file name (any one set of a file's list suffices):
+#: ``metrics.json`` of a hybrid run (:func:`marlm.eval.runs.finish_hybrid_run`) or of a training
+#: run (``env`` and ``config``), and the tables of ``marlm compare``.
+_MARKER_KEYS = {
+    "metrics.json": ({"scheme", "delivered", "steps"}, {"env", "config", "episodes"}),
+    "compare.json": ({"rows", "setting"},),
+    "compare_notes_only.json": ({"rows", "setting"},),
+}
+#: The trace's first event (docs/trace-schema.md).
+_TRACE = "trace.jsonl"
+#: Markers are small; a larger file of that name is not marlm's.
+_MARKER_MAX_BYTES = 16 * 2**20
+
+
+def is_run_marker(path: str | Path) -> bool:
+    """Whether ``path`` is a file that marks a folder as a marlm run, by its content: a
+    ``trace.jsonl`` whose first line is a ``run_start`` event, a ``metrics.json``,
+    ``compare.json`` or ``compare_notes_only.json`` object with the keys marlm writes
+    (:data:`_MARKER_KEYS`), or a marlm checkpoint (any name). A file of the user's with one of
+    these names is not a marker."""
+    p = Path(path)
+    if p.is_symlink() or not p.is_file():
+        return False
+    try:
+        if p.name == _TRACE:
+            with p.open("rb") as f:
+                first = json.loads(f.readline(2**20).removeprefix(b"\xef\xbb\xbf"))
+            return isinstance(first, dict) and first.get("type") == "run_start"
+        if p.name in _MARKER_KEYS:
+            if p.stat().st_size > _MARKER_MAX_BYTES:
+                return False
+            data = json.loads(p.read_text(encoding="utf-8-sig"))
+            return isinstance(data, dict) and any(k <= data.keys() for k in _MARKER_KEYS[p.name])
+    except (OSError, ValueError):
+        return False
+    return _is_checkpoint(p)
+
 
 def holds_run(folder: str | Path) -> bool:
-    """Whether ``folder`` holds a marlm run: a :data:`RUN_MARKERS` file in it or one level down
-    (``marlm compare`` writes one run folder per scheme). It may hold other files too: see
+    """Whether ``folder`` holds a marlm run: a marker (:func:`is_run_marker`) in it or one level
+    down (``marlm compare`` writes one run folder per scheme). It may hold other files too: see
     :func:`foreign_entries` for what ``--overwrite`` may delete."""
     p = Path(folder)
     if not p.is_dir():
         return False
     for child in p.iterdir():
-        if child.name in RUN_MARKERS:
+        if is_run_marker(child):
             return True
-        if child.is_dir() and any((child / m).exists() for m in RUN_MARKERS):
+        if child.is_dir() and any(is_run_marker(c) for c in child.iterdir()):
             return True
     return False
 
@@ -135,14 +178,17 @@ def _only_run_files(folder: Path, depth: int) -> bool:
 def foreign_entries(folder: str | Path, keep: Iterable[str | Path | None] = ()) -> list[Path]:
     """The entries of ``folder`` that marlm did not write, which ``--overwrite`` must not delete.
 
-    In a compare run (a :data:`COMPARE_MARKERS` file at the top) a subfolder is marlm's when it
-    holds only marlm run files (one more level for ``spread/``); elsewhere every subfolder is
-    foreign (a separate run, or the user's). ``keep`` entries (inputs of this run) are left out.
+    Files are marlm's by name (:data:`RUN_FILES`) only in a folder with a marker
+    (:func:`is_run_marker`); without one, only marlm checkpoints are. In a compare run (a compare
+    table at the top, recognised by content) a subfolder is marlm's when it holds only marlm run
+    files (one more level for ``spread/``); elsewhere every subfolder is foreign (a separate run,
+    or the user's). ``keep`` entries (inputs of this run) are left out.
     """
     p = Path(folder)
     entries = _entries(p, keep)
-    compare = any(c.name in COMPARE_MARKERS and c.is_file() for c in entries)
-    names = _COMPARE_FILES if compare else RUN_FILES
+    markers = [c for c in entries if is_run_marker(c)]
+    compare = any(c.name in COMPARE_MARKERS for c in markers)
+    names = _COMPARE_FILES if compare else RUN_FILES if markers else frozenset()
     foreign = []
     for child in entries:
         if child.is_dir() and not child.is_symlink():

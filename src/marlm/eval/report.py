@@ -1,35 +1,65 @@
-"""One self-contained HTML page for a run folder: metrics, plots, LLM calls, findings, animation.
+"""One self-contained HTML page for any run folder marlm writes.
 
 ``marlm report RUN_FOLDER`` calls :func:`write_report`. The page embeds every image as a base64
 ``data:`` URI and uses no external script, font or style sheet, so it can be mailed or archived as
 one file and opened offline. Every text that came from a model or a file is HTML-escaped.
 
-Sources, all optional except the trace:
+The folder's kind (:func:`report_kind`) decides what the page shows:
 
-- ``trace.jsonl`` (required; a cut-off or partly corrupt trace is shown with its warnings);
-- ``episode.gif`` (the animation written by the run);
-- ``diagnostics.json`` or :mod:`marlm.eval.diagnose` (the diagnostics' findings);
-- ``replay.json`` (from ``marlm replay --out``), ``compare.json`` (from ``marlm compare``).
+- a demo run (``marlm demo``, and each scheme folder of ``marlm compare``): ``trace.jsonl``
+  (required; a cut-off or partly corrupt trace is shown with its warnings), from which the metrics,
+  per-agent reward curves, throughput, LLM calls and latencies are computed; ``episode.gif``;
+  ``replay.json`` (from ``marlm replay --out``, when saved into the folder). The failure-mode
+  detectors of :mod:`marlm.eval.diagnose` read training runs, so a demo page has no findings;
+  its failures and recoveries are in the metrics;
+- a training run (``marlm train gridworld|race``, see :mod:`marlm.eval.runs`): the settings and
+  final figures (``metrics.json``), the per-agent reward curves (``curves.png``, or drawn from
+  ``episodes.npz`` when the run was trained with ``--no-plot``), the diagnostics' findings
+  (``findings.json``, written by the run), and the files, checkpoints among them;
+- a comparison (``marlm compare``): its table and setting (``compare.json``, or
+  ``compare_notes_only.json`` for ``--scenario notes-only``), ``compare.png``, and each scheme's
+  reward curves (``SCHEME/reward_curves.png``; ``marlm report FOLDER/SCHEME`` gives its full page).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import importlib
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from marlm.errors import InputError
 from marlm.eval import plots
 from marlm.eval.metrics import deliveries_over_time, reward_curves, summarise
-from marlm.eval.trace import TraceRead, read_trace, resolve_trace_path
+from marlm.eval.trace import TRACE_FILE, TraceRead, read_trace
+from marlm.rl.checkpoint import FORMAT as CHECKPOINT_FORMAT
+from marlm.rl.train import curve_window
 
 REPORT_FILE = "report.html"
+
+#: Files that mark a training run folder (``marlm train gridworld|race``, :mod:`marlm.eval.runs`).
+TRAIN_FILES = ("metrics.json", "episodes.npz", "tables.npz", "curves.png", "findings.json")
+
+#: Files that mark a ``marlm compare`` folder (standard and notes-only scenario).
+COMPARE_FILES = ("compare.json", "compare_notes_only.json")
+
+#: What each file of a training run folder holds, for the page's file list.
+TRAIN_FILE_ROLES = {
+    "metrics.json": "settings and final figures",
+    "episodes.npz": "per-episode logs (returns, lengths, actions)",
+    "tables.npz": "the learned Q-tables",
+    "curves.png": "per-agent reward curves",
+    "findings.json": "the diagnostics' findings",
+    "fixed_partner.npz": "each agent's returns learning alone against its frozen partner",
+    "report.html": "this report (an earlier one)",
+}
 
 #: Metrics shown in the table, in order, with their labels and units.
 TABLE_ROWS: tuple[tuple[str, str], ...] = (
@@ -129,51 +159,36 @@ def _load_json(path: Path, warnings: list[str]) -> Any:
         return None
 
 
-def _diagnostics(run_dir: Path, events: list[dict[str, Any]], warnings: list[str]) -> Any:
-    """Findings from ``diagnostics.json`` in the run folder, else from :mod:`marlm.eval.diagnose`."""
-    found = _load_json(run_dir / "diagnostics.json", warnings)
-    if found is not None:
-        return found
-    try:
-        mod = importlib.import_module("marlm.eval.diagnose")
-    except ImportError:
-        return None
-    # diagnose_run(folder) reads the run folder itself; other entry points take the events.
-    for name, arg in (("diagnose_run", run_dir), ("diagnose_events", events)):
-        fn = getattr(mod, name, None)
-        if not callable(fn):
-            continue
-        try:
-            return fn(arg)
-        except InputError:
-            return None  # the detectors do not apply to this kind of run folder
-        except Exception as e:  # a detector bug must not cost the user the report
-            warnings.append(f"diagnostics failed ({type(e).__name__}: {e}); left out")
-            return None
-    return None
-
-
 def _findings_html(findings: Any) -> str:
+    """The diagnostics' findings as a list: ``findings.json`` holds one
+    :meth:`marlm.eval.diagnose.Finding.to_dict` per finding (kind, agent, message, suggestion,
+    evidence); any other entry is shown as it is."""
     if findings is None:
         return '<p class="muted">No diagnostics available for this run.</p>'
-    if hasattr(findings, "__dataclass_fields__") or not isinstance(findings, list | dict):
+    if not isinstance(findings, list):
         findings = [findings]
-    if isinstance(findings, dict):
-        findings = findings.get("findings", [findings])
     if not findings:
         return "<p>No known failure mode detected.</p>"
     items = []
     for f in findings:
-        if hasattr(f, "__dict__") and not isinstance(f, dict):
-            f = {k: v for k, v in vars(f).items() if not k.startswith("_")}
-        if isinstance(f, dict):
-            title = f.get("kind") or f.get("name") or f.get("detector") or "finding"
-            rest = {k: v for k, v in f.items() if k not in ("kind", "name", "detector")}
+        if not isinstance(f, dict):
             items.append(
-                f"<li><b>{_e(title)}</b>: <pre>{_e(json.dumps(rest, ensure_ascii=False, default=str, indent=1))}</pre></li>"
+                f"<li><pre>{_e(json.dumps(f, ensure_ascii=False, default=str))}</pre></li>"
             )
-        else:
-            items.append(f"<li>{_e(f)}</li>")
+            continue
+        known = ("kind", "agent", "message", "suggestion", "evidence")
+        who = f" [{f['agent']}]" if f.get("agent") else ""
+        text = f"<b>{_e(f.get('kind') or 'finding')}</b>{_e(who)}: {_e(f.get('message', ''))}"
+        if f.get("suggestion"):
+            text += f"<br>Suggestion: {_e(f['suggestion'])}"
+        evidence = f.get("evidence")
+        if isinstance(evidence, dict) and evidence:
+            text += _table(list(evidence.items()), ["evidence", "value"])
+        rest = {k: v for k, v in f.items() if k not in known}
+        if rest or (evidence is not None and not isinstance(evidence, dict)):
+            rest = rest if isinstance(evidence, dict) else {**rest, "evidence": evidence}
+            text += f"<pre>{_e(json.dumps(rest, ensure_ascii=False, default=str, indent=1))}</pre>"
+        items.append(f"<li>{text}</li>")
     return "<ul>" + "".join(items) + "</ul>"
 
 
@@ -276,6 +291,18 @@ def _replay_html(replay: dict[str, Any]) -> str:
     return body + notes
 
 
+def _page_head(title: str, folder: Path) -> list[str]:
+    """The page's head and title line (the same for every kind of run folder)."""
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>marlm report: {_e(folder.name)}</title>",
+        f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body>",
+        f"<h1>{_e(title)}</h1>",
+    ]
+
+
 def render_report(
     trace: TraceRead,
     *,
@@ -287,9 +314,7 @@ def render_report(
     warnings = list(trace.warnings) + list(extra_warnings)
     metrics = summarise(events)
     start = trace.run_start or {}
-    findings = _diagnostics(run_dir, events, warnings)
     replay = _load_json(run_dir / "replay.json", warnings)
-    compare = _load_json(run_dir / "compare.json", warnings)
     if not any(e.get("type") == "run_end" for e in events):
         warnings.append(
             "the trace has no run_end event: the run crashed or was stopped; "
@@ -297,12 +322,7 @@ def render_report(
         )
 
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>marlm report: {_e(run_dir.name)}</title>",
-        f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body>",
-        f"<h1>marlm run report: {_e(run_dir.name)}</h1>",
+        *_page_head(f"marlm run report: {run_dir.name}", run_dir),
         f"<p>Scheme <b>{_e(start.get('scheme', '?'))}</b>, layout <b>{_e(start.get('layout', '?'))}</b>, "
         f"{len(start.get('agents') or [])} agents. {_e(trace.summary_line())}. "
         f"Trace schema version {trace.version}.</p>",
@@ -358,15 +378,15 @@ def render_report(
         parts.append('<p class="muted">No episode.gif in the run folder.</p>')
 
     parts.append("<h2>Diagnostics</h2>")
-    parts.append(_findings_html(findings))
+    parts.append(
+        '<p class="muted">The failure-mode detectors (lazy agent, non-stationarity; '
+        "marlm.eval.diagnose) read training runs (<code>marlm train race</code>); this run's "
+        "failures and recoveries are in the metrics above.</p>"
+    )
 
     if replay is not None:
         parts.append("<h2>Offline replay</h2>")
         parts.append(_replay_html(replay))
-    if compare is not None and isinstance(compare, dict) and compare.get("rows"):
-        parts.append("<h2>Scheme comparison</h2>")
-        cols = list(compare.get("columns") or compare["rows"][0].keys())
-        parts.append(_table([[r.get(c) for c in cols] for r in compare["rows"]], cols))
 
     parts.append("<h2>LLM calls</h2>")
     parts.append(_llm_calls_html(events))
@@ -377,31 +397,298 @@ def render_report(
     return "\n".join(parts)
 
 
+def _checkpoint_meta(path: Path) -> dict[str, Any] | None:
+    """The ``meta`` entry of a marlm checkpoint (:mod:`marlm.rl.checkpoint`), or ``None`` when
+    ``path`` is not one (whatever its name)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if "__meta__" not in data.files:
+                return None
+            meta = json.loads(str(data["__meta__"]))
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == CHECKPOINT_FORMAT else None
+
+
+def _files_html(folder: Path) -> str:
+    """The folder's files with their size and role; marlm checkpoints named as such."""
+    rows = []
+    for f in sorted(folder.iterdir()):
+        if not f.is_file():
+            continue
+        role = TRAIN_FILE_ROLES.get(f.name, "")
+        if f.suffix == ".npz" and f.name not in TRAIN_FILE_ROLES:
+            meta = _checkpoint_meta(f)
+            if meta is not None:
+                total = (meta.get("config") or {}).get("episodes", "?")
+                role = f"checkpoint ({meta.get('kind')}, {meta.get('episode')} of {total} episodes)"
+        rows.append((f.name, f"{f.stat().st_size / 1024:,.1f} KiB", role))
+    note = (
+        '<p class="muted">A checkpoint written outside the run folder (<code>--checkpoint</code>) '
+        "is not listed.</p>"
+    )
+    return _table(rows, ["file", "size", "holds"]) + note
+
+
+def _training_curves(folder: Path, warnings: list[str]) -> bytes | None:
+    """``curves.png`` of the run, or the same plot drawn from ``episodes.npz`` (a ``--no-plot``
+    run); ``None`` when neither is readable."""
+    png = folder / "curves.png"
+    if png.is_file():
+        return png.read_bytes()
+    logs_path = folder / "episodes.npz"
+    if not logs_path.is_file():
+        return None
+    try:
+        if not zipfile.is_zipfile(logs_path):
+            raise ValueError("not a NumPy .npz archive")
+        with np.load(logs_path, allow_pickle=False) as data:
+            logs = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as e:
+        warnings.append(f"{logs_path}: not readable ({e}); no reward curves")
+        return None
+    if "own_return" in logs:  # GridRace: each agent's own (individual) return
+        own = np.asarray(logs["own_return"], dtype=np.float64)
+        curves = {f"agent_{i}": own[:, i] for i in range(own.shape[1])}
+        title = "GridRace: own return per agent (drawn from episodes.npz)"
+    elif "returns" in logs:
+        curves = {"agent": np.asarray(logs["returns"], dtype=np.float64)}
+        title = "GridWorld return per episode (drawn from episodes.npz)"
+    else:
+        warnings.append(f"{folder / 'episodes.npz'}: no returns in it; no reward curves")
+        return None
+    n = len(next(iter(curves.values())))
+    if n == 0:
+        return None
+    with tempfile.TemporaryDirectory(prefix="marlm-report-") as tmp:
+        path = Path(tmp) / "curves.png"
+        plots.plot_reward_curves(
+            curves, path, team="sum", smooth=max(1, curve_window(n) // 5), xlabel="episode",
+            title=title,
+        )  # fmt: skip
+        return path.read_bytes()
+
+
+def _final_figures_html(metrics: dict[str, Any]) -> str:
+    """``metrics.json``'s figures: one row per agent for ``charts/<agent>/<name>``, then the rest."""
+    per_agent: dict[str, dict[str, Any]] = {}
+    rest = []
+    for key, value in metrics.items():
+        if key in ("config", "env") or isinstance(value, dict | list):
+            continue
+        parts = key.split("/")
+        if len(parts) == 3 and parts[0] == "charts":
+            per_agent.setdefault(parts[1], {})[parts[2]] = value
+        else:
+            rest.append((key, value))
+    html_parts = []
+    if per_agent:
+        names = list(dict.fromkeys(n for row in per_agent.values() for n in row))
+        rows = [[agent, *(row.get(n) for n in names)] for agent, row in per_agent.items()]
+        html_parts.append(_table(rows, ["agent", *names]))
+    html_parts.append(_table(rest, ["figure", "value"]))
+    window = metrics.get("window")
+    html_parts.append(
+        '<p class="muted">charts/* are means over the last '
+        f"{_e(window) if window else 'tenth of the'} episodes (marlm.rl.train).</p>"
+    )
+    return "".join(html_parts)
+
+
+def render_training_report(folder: Path) -> tuple[str, list[str]]:
+    """The report page of a training run folder (``marlm train gridworld|race``).
+
+    Returns:
+        ``(page, warnings)``: the HTML and what could not be read (also shown on the page).
+    """
+    warnings: list[str] = []
+    metrics = _load_json(folder / "metrics.json", warnings)
+    if not isinstance(metrics, dict):
+        if metrics is None and not (folder / "metrics.json").exists():
+            warnings.append(
+                "no metrics.json: the training did not finish (it is written with the tables and "
+                "logs at the end); the settings and final figures are unknown"
+            )
+        metrics = {}
+    config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
+    findings = _load_json(folder / "findings.json", warnings)
+    if findings is None and not (folder / "findings.json").exists():
+        warnings.append("no findings.json: the run wrote no diagnostics")
+    curves = _training_curves(folder, warnings)
+
+    env = metrics.get("env", "?")
+    what = ", ".join(f"{k} <b>{_e(config[k])}</b>" for k in ("learner", "reward") if k in config)
+    parts = [
+        *_page_head(f"marlm training report: {folder.name}", folder),
+        f"<p>Environment <b>{_e(env)}</b>{', ' + what if what else ''}, "
+        f"{_e(metrics.get('episodes', '?'))} episodes, seed {_e(config.get('seed', '?'))}.</p>",
+    ]
+    parts += [f'<div class="warn">{_e(w)}</div>' for w in warnings]
+    parts.append("<h2>Reward curves</h2>")
+    if curves is not None:
+        parts.append(_img(curves, "image/png", "per-agent reward curves"))
+    else:
+        parts.append('<p class="muted">No curves.png and no episodes.npz to draw them from.</p>')
+    parts.append("<h2>Diagnostics</h2>")
+    if (folder / "findings.json").exists():
+        parts.append(_findings_html(findings))
+        if env == "gridrace_v0" and not (folder / "fixed_partner.npz").is_file():
+            parts.append(
+                '<p class="muted">No fixed_partner.npz: the non-stationarity detector did not run '
+                "(trained with --no-diagnose, or stopped before the last episode).</p>"
+            )
+    else:
+        parts.append('<p class="muted">No diagnostics available for this run.</p>')
+    parts.append("<h2>Final figures</h2>")
+    parts.append(_final_figures_html(metrics))
+    parts.append("<h2>Settings</h2>")
+    parts.append(_table(sorted(config.items()), ["setting", "value"]))
+    parts.append("<h2>Files</h2>")
+    parts.append(_files_html(folder))
+    parts.append("</body></html>")
+    return "\n".join(parts), warnings
+
+
+def render_compare_report(folder: Path) -> tuple[str, list[str]]:
+    """The report page of a ``marlm compare`` folder (standard or notes-only scenario).
+
+    Returns:
+        ``(page, warnings)``: the HTML and what could not be read (also shown on the page).
+    """
+    warnings: list[str] = []
+    name = next(n for n in COMPARE_FILES if (folder / n).exists())
+    result = _load_json(folder / name, warnings)
+    result = result if isinstance(result, dict) else {}
+    rows = [r for r in result.get("rows") or [] if isinstance(r, dict)]
+    parts = [*_page_head(f"marlm comparison report: {folder.name}", folder)]
+    parts += [f'<div class="warn">{_e(w)}</div>' for w in warnings]
+    parts.append("<h2>Comparison</h2>")
+    if rows:
+        cols = list(result.get("columns") or rows[0].keys())
+        headers = result.get("headers") or {}
+        parts.append(
+            _table(
+                [[r.get(c) for c in cols] for r in rows],
+                [headers.get(c, c.replace("_", " ")) for c in cols],
+            )
+        )
+    else:
+        parts.append(f'<p class="muted">{_e(name)} holds no rows.</p>')
+    for note in result.get("notes") or []:
+        parts.append(f'<p class="muted">{_e(note)}</p>')
+    plot = folder / "compare.png"
+    if plot.is_file():
+        parts.append(_img(plot.read_bytes(), "image/png", "comparison plot"))
+    parts.append("<h2>Per-scheme reward curves</h2>")
+    runs = {d.name: d for d in folder.iterdir() if d.is_dir() and (d / TRACE_FILE).is_file()}
+    in_table = [str(r.get("scheme", r.get("planner"))) for r in rows]
+    schemes = [runs.pop(n) for n in in_table if n in runs] + sorted(runs.values())
+    for d in schemes:
+        parts.append(f"<h3>{_e(d.name)}</h3>")
+        curves = d / "reward_curves.png"
+        if curves.is_file():
+            parts.append(_img(curves.read_bytes(), "image/png", f"{d.name} reward curves"))
+        parts.append(
+            f'<p class="muted">Full report: <code>marlm report {_e(folder.name)}/{_e(d.name)}'
+            "</code></p>"
+        )
+    if not schemes:
+        parts.append('<p class="muted">No scheme run folder (with trace.jsonl) in it.</p>')
+    parts.append("<h2>Setting</h2>")
+    setting = result.get("setting") if isinstance(result.get("setting"), dict) else {}
+    parts.append(_table(list(setting.items()), ["setting", "value"]))
+    parts.append("</body></html>")
+    return "\n".join(parts), warnings
+
+
+_TAKES = (
+    "marlm report takes a run folder of `marlm demo` (trace.jsonl; also each scheme folder of "
+    "`marlm compare`), of `marlm train gridworld|race` (metrics.json, episodes.npz, curves.png, "
+    "findings.json), of `marlm compare` (compare.json), or a trace file"
+)
+
+
+def report_kind(run_dir: str | Path) -> tuple[str, Path]:
+    """What kind of run ``run_dir`` is, and the folder the report belongs in.
+
+    Returns:
+        ``(kind, folder)``: ``"demo"`` (a folder with ``trace.jsonl``, or a trace file: its folder),
+        ``"compare"`` (``compare.json`` or ``compare_notes_only.json``) or ``"train"`` (any of
+        :data:`TRAIN_FILES`), checked in that order.
+
+    Raises:
+        InputError: the path does not exist, or the folder holds none of these files.
+    """
+    p = Path(run_dir)
+    if not p.exists():
+        raise InputError("no such run folder or trace file", source=p, field="RUN_FOLDER")
+    if p.is_file() and zipfile.is_zipfile(p):
+        raise InputError(
+            f"is a NumPy .npz file (a checkpoint, or the Q-table of `marlm train warehouse`), not a trace; {_TAKES}",
+            source=p,
+            field="RUN_FOLDER",
+        )
+    if not p.is_dir() or (p / TRACE_FILE).is_file():
+        return "demo", (p if p.is_dir() else p.parent)
+    if any((p / n).is_file() for n in COMPARE_FILES):
+        return "compare", p
+    if any((p / n).is_file() for n in TRAIN_FILES):
+        return "train", p
+    raise InputError(
+        f"holds none of the files of a marlm run; {_TAKES}", source=p, field="RUN_FOLDER"
+    )
+
+
+def default_report_path(run_dir: str | Path) -> Path:
+    """Where the report goes without ``--out``: ``report.html`` in the run folder.
+
+    Raises:
+        InputError: as :func:`report_kind`.
+    """
+    return report_kind(run_dir)[1] / REPORT_FILE
+
+
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> tuple[Path, list[str]]:
-    """Write the HTML report of a run folder.
+    """Write the HTML report of a run folder (demo, training or comparison; see the module).
+
+    The file is replaced atomically when complete; the CLI refuses an existing one unless
+    ``--overwrite`` (:func:`marlm.eval.outputs.check_output_file`).
 
     Args:
-        run_dir: a run folder holding ``trace.jsonl`` (or a trace file; its folder is the run folder).
+        run_dir: a run folder, or a trace file (its folder is the run folder).
         out: the HTML file to write; default ``RUN_FOLDER/report.html``.
 
     Returns:
         ``(path, warnings)``: the written page and what could not be read (also shown on the page).
 
     Raises:
-        InputError: no trace, or nothing usable in it (see :func:`marlm.eval.trace.read_trace`).
+        InputError: not a run folder (:func:`report_kind`); a demo run whose trace is missing or
+            holds nothing usable (see :func:`marlm.eval.trace.read_trace`); ``out`` is a folder.
     """
-    trace_path = resolve_trace_path(run_dir)
-    folder = trace_path.parent
-    trace = read_trace(trace_path)
-    page = render_report(trace, run_dir=folder)
+    kind, folder = report_kind(run_dir)
     target = Path(out) if out is not None else folder / REPORT_FILE
     if target.is_dir():
         raise InputError("is a folder; give the HTML file to write", source=target, field="--out")
+    if kind == "demo":
+        trace = read_trace(run_dir)
+        page, warnings = render_report(trace, run_dir=folder), list(trace.warnings)
+    elif kind == "train":
+        page, warnings = render_training_report(folder)
+    else:
+        page, warnings = render_compare_report(folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, target)
-    return target, list(trace.warnings)
+    return target, warnings
 
 
-__all__ = ["REPORT_FILE", "render_report", "write_report"]
+__all__ = [
+    "REPORT_FILE",
+    "default_report_path",
+    "render_compare_report",
+    "render_report",
+    "render_training_report",
+    "report_kind",
+    "write_report",
+]

@@ -93,6 +93,8 @@ def compare_schemes(
     steps: int = 300,
     seed: int = 1,
     llm: str = "embedded",
+    llm_model: str = "local",
+    llm_timeout_s: float = 30.0,
     schemes: Sequence[str] | None = None,
     llm_only_steps: int | None = 30,
     tick_ms: float = 0.0,
@@ -109,6 +111,8 @@ def compare_schemes(
     Args:
         layout, orders, n_orders, n_robots, steps, seed: the shared setting (see ``RunConfig``).
         llm: the backend for the LLM schemes; it is loaded once and shared.
+        llm_model, llm_timeout_s: the model name sent to a server and its per-call timeout in
+            seconds (:func:`marlm.hybrid.build.make_model`).
         schemes: names from :data:`SCHEMES` (default: all the controller supports).
         llm_only_steps: cap the steps of ``llm_only`` (it calls the model every step); its row
             then covers fewer steps, which the ``steps`` column shows.
@@ -182,7 +186,7 @@ def compare_schemes(
         SCHEMES[n]["planner"] in ("llm", "team") or SCHEMES[n]["executor"] == "llm" for n in names
     ):
         say(f"loading the LLM backend ({llm})")
-        model = make_model(llm)
+        model = make_model(llm, model_name=llm_model, timeout_s=llm_timeout_s)
 
     rows: list[dict[str, Any]] = []
     for name in names:
@@ -211,7 +215,9 @@ def compare_schemes(
         elif s["planner"] == "team":
             planner = TeamPlanner(model)  # shares the one loaded model
         else:
-            planner = build_planner(s["planner"], llm=llm)
+            planner = build_planner(
+                s["planner"], llm=llm, model_name=llm_model, timeout_s=llm_timeout_s
+            )
         say(
             f"running {name} ({s['planner']} planner, {s['executor']} executor, "
             f"shield {'on' if s['shield'] else 'off'}, {n_steps} steps)"

@@ -230,6 +230,8 @@ def compare_notes_only(
     steps: int = 600,
     seed: int = 1,
     llm: str = "embedded",
+    llm_model: str = "local",
+    llm_timeout_s: float = 30.0,
     planners: Sequence[str] = NOTES_ONLY_PLANNERS,
     out_dir: str | Path = "runs/compare-notes-only",
     progress: Callable[[str], None] | None = None,
@@ -258,7 +260,11 @@ def compare_notes_only(
             field="--schemes",
         )
     say = progress or (lambda _msg: None)
-    model = make_model(llm) if any(p != "rule" for p in planners) else None
+    model = (
+        make_model(llm, model_name=llm_model, timeout_s=llm_timeout_s)
+        if any(p != "rule" for p in planners)
+        else None
+    )
     built: dict[str, Any] = {}
     for name in planners:
         if name == "rule":

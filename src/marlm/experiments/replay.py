@@ -103,6 +103,8 @@ def replay_trace(
     *,
     scheme: str = "llm",
     llm: str = "embedded",
+    llm_model: str = "local",
+    llm_timeout_s: float = 30.0,
     limit: int | None = None,
     sweeps: int = 20,
     planner: Any | None = None,
@@ -116,6 +118,7 @@ def replay_trace(
         scheme: ``llm``/``rule``/``team``: re-decide every recorded planner decision with that planner;
             ``rl``: batch Q-learning over the recorded transitions.
         llm: backend for ``scheme="llm"`` (see :func:`marlm.hybrid.build.make_model`).
+        llm_model, llm_timeout_s: the model name sent to a server and its per-call timeout (s).
         limit: replay at most this many decisions. sweeps: passes over the data for ``rl``.
         planner: use this planner object instead of building one from ``scheme``.
         progress: called as ``progress(done, total)`` over the decisions replayed (not for ``rl``).
@@ -138,7 +141,7 @@ def replay_trace(
 
         if say is not None and scheme != "rule":
             say(f"loading the {scheme} planner on {llm}")
-        planner = build_planner(scheme, llm=llm)
+        planner = build_planner(scheme, llm=llm, model_name=llm_model, timeout_s=llm_timeout_s)
     report = replay_llm(
         read.events, planner_decider(planner, read.events), limit=limit, progress=progress
     )

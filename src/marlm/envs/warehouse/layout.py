@@ -180,8 +180,8 @@ class Layout(_FreeGrid):
             InputError: ``n`` exceeds the number of free cells joined to the stations (field
                 ``n_robots``).
         """
-        joined = self.station_distance >= 0
-        n_free = int(joined.sum())
+        free_cells = self.joined_cells()
+        n_free = len(free_cells)
         if n > n_free:
             raise InputError(
                 f"{n} robots but layout {self.name!r} has only {n_free} free cells joined to "
@@ -194,7 +194,6 @@ class Layout(_FreeGrid):
         if len(cells) < n:
             used = set(cells)
             station_set = set(self.stations)
-            free_cells = [tuple(map(int, c)) for c in np.argwhere(joined)]
             pool = [c for c in free_cells if c not in used and c not in station_set]
             pool += [c for c in free_cells if c not in used and c in station_set]
             need = n - len(cells)
@@ -206,17 +205,25 @@ class Layout(_FreeGrid):
                 cells += pool[:need]
         return cells
 
+    def joined_cells(self) -> list[tuple[int, int]]:
+        """The free cells with a path to the stations, row-major: where robots may start.
+
+        The area the loader's reachability check (:func:`_check_starts_reach_everything`)
+        guarantees joined to every shelf's pick cell and every station; free cells walled off
+        from it are left out (a robot there could serve nothing).
+        """
+        return [tuple(map(int, c)) for c in np.argwhere(self.station_distance >= 0)]
+
     def to_grid_map(self) -> GridMap:
         """This warehouse as a :class:`GridMap` for the lifelong scenario: free cells as they are,
-        starts = free cells that are not stations, targets = the shelves' access cells and the
-        stations (row-major, distinct)."""
+        starts = the cells joined to the stations (:meth:`joined_cells`) that are not stations,
+        targets = the shelves' access cells and the stations (row-major, distinct)."""
         station_set = set(self.stations)
-        starts = [tuple(map(int, c)) for c in np.argwhere(self.free)]
         targets = sorted(set(self.access.values()) | station_set)
         return GridMap(
             name=self.name,
             free=self.free,
-            starts=[c for c in starts if c not in station_set],
+            starts=[c for c in self.joined_cells() if c not in station_set],
             targets=targets,
             source=self.source,
             format="marlm",

@@ -1,0 +1,105 @@
+"""Ctrl-C ends a command with exit code 130 and one ``marlm: interrupted`` line saying how to go
+on (it ended silently); a training run with a checkpoint names the command that resumes it, and
+that command finishes the run as if it had not stopped. Ctrl-C is injected: the progress
+callback raises ``KeyboardInterrupt`` after the first chunk (no timing)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from contextlib import nullcontext
+
+import numpy as np
+import pytest
+
+import marlm.cli.demo
+import marlm.cli.train
+from cli_run import run_main
+
+
+def _ctrl_c_after_first_chunk(monkeypatch):
+    def progress(console):
+        def update(done, total):
+            raise KeyboardInterrupt
+
+        return nullcontext(), update
+
+    monkeypatch.setattr(marlm.cli.train, "_progress", progress)
+
+
+@pytest.mark.parametrize("command", ["gridworld", "race"])
+def test_ctrl_c_names_the_command_that_resumes_from_the_last_checkpoint(
+    tmp_path, capsys, monkeypatch, command
+):
+    base = ["train", command, "--episodes", "40", "--checkpoint-every", "10", "--engine",
+            "reference", "--no-plot"]  # fmt: skip
+    ck = tmp_path / "ck.npz"
+    with monkeypatch.context() as m:
+        _ctrl_c_after_first_chunk(m)
+        code, err = run_main([*base, "--checkpoint", ck, "--out", tmp_path / "run"], capsys)
+    assert code == 130 and "Traceback" not in err, err
+    (line,) = err.strip().splitlines()
+    head = f"marlm: interrupted; the last checkpoint is {ck}; resume with: marlm "
+    assert line.startswith(head), line
+    argv = shlex.split(line[len(head) :])
+    assert argv[-2:] == ["--resume", str(ck)] and ck.is_file()
+
+    code, err = run_main(argv, capsys)  # the command as the hint gives it
+    assert code == 0, err
+    code, err = run_main([*base, "--out", tmp_path / "whole"], capsys)
+    assert code == 0, err
+    resumed = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "metrics.json").read_text())
+    assert resumed == whole
+    with (
+        np.load(tmp_path / "run" / "tables.npz") as a,
+        np.load(tmp_path / "whole" / "tables.npz") as b,
+    ):
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_ctrl_c_without_a_checkpoint_says_how_to_get_one(tmp_path, capsys, monkeypatch):
+    _ctrl_c_after_first_chunk(monkeypatch)
+    argv = ["train", "gridworld", "--episodes", "20", "--checkpoint-every", "10", "--engine",
+            "reference", "--no-plot", "--out", tmp_path / "run"]  # fmt: skip
+    code, err = run_main(argv, capsys)
+    assert code == 130 and "Traceback" not in err, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("marlm: interrupted; no checkpoint was written"), line
+    assert "--checkpoint FILE" in line
+
+
+class _CtrlCProgress:
+    """A progress bar whose first update of the warehouse run is Ctrl-C."""
+
+    def __init__(self, *args, **kwargs):
+        self.tasks = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def add_task(self, description, total=None):
+        self.tasks[len(self.tasks)] = description
+        return len(self.tasks) - 1
+
+    def update(self, task, **kwargs):
+        if self.tasks[task] == "warehouse" and kwargs.get("completed"):
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_a_demo_says_what_the_run_folder_holds(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(marlm.cli.demo, "_progress", lambda console: _CtrlCProgress())
+    out = tmp_path / "run"
+    argv = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif",
+            "--tick-ms", "0", "--steps", "20", "--out", out]  # fmt: skip
+    code, err = run_main(argv, capsys)
+    assert code == 130 and "Traceback" not in err, err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(f"marlm: interrupted; the run folder {out} holds the trace up to here")
+    ), err
+    assert (out / "trace.jsonl").is_file() and not (out / "metrics.json").exists()

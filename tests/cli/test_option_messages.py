@@ -1,0 +1,160 @@
+"""Option errors say what is wrong with the value as typed: an empty or repeated item of a
+comma-separated list, a folder where a file is read (and a file where a folder is written), and
+the option's name, never the library's name for the setting. Each is exit 2 before anything is
+created."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import run_main
+
+LISTS = [
+    (["compare", "--schemes", "rules,,rules"], "--schemes", "item 2 of 'rules,,rules' is empty"),
+    (["compare", "--schemes", "rules,"], "--schemes", "item 2 of 'rules,' is empty"),
+    (["compare", "--schemes", "rules,hybrid,rules"], "--schemes", "'rules' given more than once"),
+    (
+        ["compare", "--scenario", "notes-only", "--schemes", "rule,rule"],
+        "--schemes",
+        "'rule' given more than once",
+    ),
+    (["bench", "--only", "env,,pibt"], "--only", "item 2 of 'env,,pibt' is empty"),
+    (["bench", "--only", "env,env"], "--only", "'env' given more than once"),
+]
+
+
+@pytest.mark.parametrize("argv,option,said", LISTS, ids=[" ".join(a) for a, _, _ in LISTS])
+def test_an_empty_or_repeated_list_item_is_named(tmp_path, capsys, argv, option, said):
+    # "rules,,rules" said "unknown scheme(s) ;" (an empty name), "rules,rules" ran rules twice.
+    out = tmp_path / "out"
+    code, err = run_main([*argv, *(["--out", out] if argv[0] == "compare" else [])], capsys)
+    assert code == 2 and err.startswith(f"marlm: error: field '{option}': {said}"), err
+    assert not out.exists()
+
+
+FILE_OPTIONS = [
+    (["demo", "--planner", "rule"], "--orders"),
+    (["demo", "--planner", "rule"], "--layout"),
+    (["demo", "--planner", "rule"], "--policy"),
+    (["compare", "--schemes", "rules"], "--orders"),
+    (["compare", "--schemes", "rules"], "--layout"),
+    (["train", "warehouse"], "--layout"),
+    (["train", "gridworld"], "--resume"),
+    (["train", "race"], "--resume"),
+    (["eval", "triage"], "--notes"),
+    (["eval", "triage", "--notes", "NOTES"], "--examples"),
+    (["llm", "serve"], "--model"),
+]
+
+
+@pytest.mark.parametrize(
+    "argv,option", FILE_OPTIONS, ids=[f"{' '.join(a[:2])} {o}" for a, o in FILE_OPTIONS]
+)
+def test_a_folder_where_a_file_is_read_is_named_as_a_folder(tmp_path, capsys, argv, option):
+    # --notes DIR was "[Errno 21] Is a directory", --orders DIR "no order file", --resume DIR
+    # "field 'checkpoint': checkpoint file not found".
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"id": "n1", "note": "Soon.", "priority": "urgent"}\n', encoding="utf-8")
+    argv = [str(notes) if a == "NOTES" else a for a in argv]
+    out = tmp_path / "out"
+    outs = ["--out", out] if argv[0] in ("demo", "compare", "train") else []
+    code, err = run_main([*argv, option, folder, *outs], capsys)
+    assert code == 2, err
+    assert err.startswith(f"marlm: error: {folder}: field '{option}': is a folder; give "), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv", [["demo", "--planner", "rule"], ["train", "race"], ["compare", "--schemes", "rules"]]
+)
+def test_a_file_where_a_run_folder_is_written_is_named_as_a_file(tmp_path, capsys, argv):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("mine\n")
+    code, err = run_main([*argv, "--out", a_file], capsys)
+    assert code == 2 and "field '--out': is a file, not a folder" in err, err
+    assert a_file.read_text() == "mine\n"
+
+
+def test_compare_checks_its_order_file_and_robots_before_the_run_folder(tmp_path, capsys):
+    # A bad --orders file was found by the first scheme, after the run folder was created.
+    bad = tmp_path / "orders.jsonl"
+    bad.write_text("not json\n")
+    out = tmp_path / "cmp"
+    code, err = run_main(["compare", "--schemes", "rules", "--orders", bad, "--out", out], capsys)
+    assert code == 2 and err.startswith(f"marlm: error: {bad}:1: "), err
+    assert not out.exists()
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("#####\n#R.P#\n#.S.#\n#####\n")
+    code, err = run_main(
+        ["compare", "--schemes", "rules", "--layout", tiny, "--robots", "9", "--out", out], capsys
+    )
+    assert code == 2 and "field '--robots'" in err, err
+    assert not out.exists()
+
+
+def test_compare_notes_only_refuses_an_order_file_it_would_ignore(tmp_path, capsys):
+    orders = tmp_path / "orders.jsonl"
+    orders.write_text('{"id": "o1", "shelf": "S1-1"}\n')
+    out = tmp_path / "cmp"
+    argv = ["compare", "--scenario", "notes-only", "--orders", orders, "--out", out]
+    code, err = run_main(argv, capsys)
+    assert code == 2 and err.startswith("marlm: error: field '--orders': the notes-only"), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv,said",
+    [
+        (["compare", "--schemes", "hybrid", "--llm", "foo"], "field '--llm': got 'foo'; use"),
+        (
+            ["compare", "--scenario", "notes-only", "--llm", "no-such.gguf"],
+            "no-such.gguf: field '--llm': GGUF file not found",
+        ),
+        (["demo", "--llm", "no-such.gguf"], "no-such.gguf: field '--llm': GGUF file not found"),
+    ],
+    ids=["compare unknown form", "notes-only missing gguf", "demo missing gguf"],
+)
+def test_an_llm_value_the_factory_refuses_is_refused_before_the_run_folder(
+    tmp_path, capsys, argv, said
+):
+    # compare --llm foo created its run folder, then failed when the schemes loaded the model.
+    out = tmp_path / "out"
+    code, err = run_main([*argv, "--out", out], capsys)
+    assert code == 2 and err.startswith(f"marlm: error: {said}"), err
+    assert not out.exists()
+
+
+PARSE_ERRORS = [
+    (["demo", "--steps", "abc"], "field '--steps': Input should be a valid integer"),
+    (["compare", "--robots", "1.5"], "field '--robots': Input should be a valid integer"),
+    (["demo", "--stepz", "3"], "No such option: --stepz"),
+    (["eval", "triage"], "field '--notes': is required; see 'marlm eval triage --help'"),
+    (["replay"], "field 'TRACE': is required; see 'marlm replay --help'"),
+    (["nosuch"], "No such command 'nosuch'; see 'marlm --help'"),
+]
+
+
+@pytest.mark.parametrize("argv,said", PARSE_ERRORS, ids=[" ".join(a) for a, _ in PARSE_ERRORS])
+def test_a_value_the_parser_refuses_is_one_marlm_line(capsys, argv, said):
+    # These were click's "Usage: ... Error: Invalid value for '--steps'" box, unlike every
+    # other input error.
+    code, err = run_main(argv, capsys)
+    assert code == 2 and err.startswith(f"marlm: error: {said}"), err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--schemes", "hybrid"], ["--scenario", "notes-only", "--schemes", "rule,triage-score"]],
+)
+def test_compare_refuses_a_server_url_that_answers_404_before_the_run_folder(
+    tmp_path, capsys, fault_server, argv
+):
+    # The URL without /v1 was found by the first scheme with a model, after --out was created.
+    out = tmp_path / "cmp"
+    url = fault_server.root("nov1~compare")
+    code, err = run_main(["compare", *argv, "--llm", url, "--out", out], capsys)
+    assert code == 2 and err.startswith("marlm: error: field '--llm': ") and "/v1" in err, err
+    assert not out.exists()
