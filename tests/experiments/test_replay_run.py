@@ -78,7 +78,8 @@ def test_cli_replay_and_report_exit_codes(rule_run: Path, tmp_path: Path) -> Non
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("marlm: error: ")
-    assert "run folder has no trace.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+    assert "holds none of the files of a marlm run" in proc.stderr
+    assert "trace.jsonl" in proc.stderr and "Traceback" not in proc.stderr
 
     newer = tmp_path / "newer"
     newer.mkdir()

@@ -183,7 +183,7 @@ def run_notes_only(
         without = getattr(getattr(planner, "triage", None), "without", None)
         if isinstance(planner, TriagePlanner) and without is not None:
             # The scenario's notes leave the labelled pool: no answer is looked up in it.
-            planner = TriagePlanner(without(scenario_notes), max_orders=planner.max_orders)
+            planner = planner.with_triage(without(scenario_notes))
         config = run_config(
             layout=layout,
             orders=str(orders_file),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -104,6 +104,9 @@ class Snapshot:
         waiting: orders that arrived and are not assigned but are not offered now (their shelf
             is held, or another order for it comes first); a triaging planner reads their
             notes ahead, so that its ranking decides which order of a shelf comes first.
+        carry: ``{order_id: steps}`` from each pending order's pick cell to its delivery cell
+            (``int``, shortest path); empty when the caller does not give it (then a
+            deadline-aware preemption counts no carrying steps).
     """
 
     step: int
@@ -112,6 +115,7 @@ class Snapshot:
     distance: dict[tuple[str, str], int]
     busy: tuple[BusyRobot, ...] = ()
     waiting: tuple[OrderView, ...] = ()
+    carry: dict[str, int] = field(default_factory=dict)
 
     def key(self) -> tuple[frozenset[str], frozenset[str]]:
         """What makes two snapshots the same decision: the pending ids and the idle robots."""
@@ -260,6 +264,10 @@ def plan_preemptions(
     snapshot: Snapshot,
     classes: Mapping[str, str],
     assignments: Sequence[tuple[str, str]],
+    *,
+    protected: Collection[str] = (),
+    pick_hold: int | None = None,
+    due: Mapping[str, int] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Urgent work first: robots to take off a normal or low order before pick-up.
 
@@ -275,11 +283,27 @@ def plan_preemptions(
     deadline``. Among such robots the nearest (then the first listed).
     Each robot is preempted at most once per plan; an urgent order is never preempted.
 
+    Two optional restraints keep travel from being thrown away: preemption with hysteresis
+    (limited preemption: Buttazzo, *Hard Real-Time Computing Systems*, 3rd ed., 2011, ch. 8),
+    and the slack test of deadline-driven priority scheduling (Liu and Layland, JACM 1973;
+    Buttazzo 2011, ch. 4):
+
+    - ``protected``: ids of orders never preempted (e.g. the orders released by an earlier
+      preemption, so one order is not sent back twice); ``pick_hold``: a robot whose distance
+      to its own pick cell is at most this many steps is not preempted.
+    - ``due``: ``{urgent_order_id: step}``, the step by which each urgent order should be
+      delivered; an urgent order in it takes a robot off its order only when it would otherwise
+      be late: ``step + soonest + carry > due`` (``carry`` from :attr:`Snapshot.carry`, 0 when
+      missing). An urgent order not in ``due`` is served as without it.
+
     Args:
         snapshot: the situation, with :attr:`Snapshot.busy` filled in and
             :attr:`Snapshot.distance` holding the busy robots' own orders too.
         classes: ``{order_id: class read from the note}`` (missing: the listed priority).
         assignments: the ``(robot, order_id)`` pairs already planned for idle robots.
+        protected: order ids never preempted (default none).
+        pick_hold: steps (``int``); ``None``: no hold.
+        due: delivery steps of urgent orders (``int``); ``None``: preempt whenever sooner.
 
     Returns:
         ``(robot, old_order_id, urgent_order_id)`` triples.
@@ -317,11 +341,19 @@ def plan_preemptions(
                 (b.steps_to_free + b.free_distance.get(order.id, far) for b in snapshot.busy),
                 default=far,
             )
+        if (
+            due is not None
+            and order.id in due
+            and snapshot.step + soonest + snapshot.carry.get(order.id, 0) <= due[order.id]
+        ):
+            continue  # on time without a preemption: no travel is thrown away
         candidates = [
             b
             for b in snapshot.busy
             if not b.carrying
             and b.robot not in taken
+            and b.order.id not in protected
+            and (pick_hold is None or snapshot.distance.get((b.robot, b.order.id), far) > pick_hold)
             and effective_class(b.order.priority, classes.get(b.order.id)) != "urgent"
             and snapshot.distance.get((b.robot, order.id), far) < soonest
             and on_time_without(b, stand_in)

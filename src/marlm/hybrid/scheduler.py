@@ -239,8 +239,19 @@ def snapshot_of(env: WarehouseEnv, precedence: Callable[[Any], Any] | None = Non
     movable = [*idle, *(b.robot for b in busy if not b.carrying)]
     cells = {robot: positions[index[robot]] for robot in movable}
     targets = [*pending, *(b.order for b in busy if not b.carrying)]
+    layout = env.layout
+    carry = {
+        o.id: int(layout.distance_from(layout.drop[o.shelf])[layout.access[o.shelf]])
+        for o in pending
+    }
     return Snapshot(
-        env.step_count, pending, idle, order_distances(env.layout, cells, targets), busy, waiting
+        env.step_count,
+        pending,
+        idle,
+        order_distances(layout, cells, targets),
+        busy,
+        waiting,
+        carry,
     )
 
 

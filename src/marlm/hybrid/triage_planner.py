@@ -5,7 +5,9 @@ Division of the decision:
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
   urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planner.effective_class`):
   the note may raise an order's urgency, never lower it. The queue is ordered by that class,
-  then the listed priority, deadline, arrival and id (:func:`queue_key`). The same key decides
+  then the listed priority, the expected deadline (:func:`expected_deadline`: the listed one
+  brought forward by the probability that the note is more urgent), arrival and id
+  (:func:`queue_key`). The same key decides
   which order of a shared shelf is offered first: an order read as urgent does not wait behind
   a routine order for its shelf (the notes of orders waiting for their shelf are read too). It
   never emits coordinates, robot ids or moves.
@@ -60,23 +62,64 @@ RANK_COST = 1e6
 #: Distance weight by class: travel to an urgent order counts more, so the nearest robot is
 #: spent on it first when a tie in the rank term must be broken.
 DISTANCE_WEIGHT = {"urgent": 2.0, "normal": 1.0, "low": 0.5}
+#: Steps of slack of each class's deadline on top of twice the station round trip, as marlm's
+#: order generator draws them (:func:`marlm.envs.warehouse.orders.generate_orders`): what a
+#: class read from the note says about an order's true deadline.
+CLASS_SLACK = {"urgent": 40, "normal": 100, "low": 200}
+#: A robot this many steps or fewer from its pick cell is not preempted (``hysteresis``).
+PICK_HOLD = 2
 
 
-def queue_key(order: Any, classes: Mapping[str, str]) -> tuple:
+def class_probabilities(scores: Mapping[str, float] | None) -> dict[str, float] | None:
+    """``{class: probability}`` from a decision's ``scores`` (natural-log units, e.g. the probe's
+    log-probabilities): their softmax. ``None`` when there are no scores."""
+    if not scores:
+        return None
+    names = list(scores)
+    v = np.array([scores[c] for c in names], dtype=np.float64)
+    p = np.exp(v - v.max())
+    return dict(zip(names, (p / p.sum()).tolist(), strict=True))
+
+
+def expected_deadline(order: Any, probs: Mapping[str, float]) -> float:
+    """The deadline an order is expected to have once its note is read (steps, ``float``):
+    ``deadline - sum_c P(c) * max(0, slack(listed) - slack(c))`` over the classes ``c`` of
+    :data:`CLASS_SLACK`, i.e. the listed deadline brought forward by the expected tightening
+    (the expected value of the class-based deadline under the note's class probabilities, as in
+    Bayes decision theory: Duda, Hart and Stork, *Pattern Classification*, 2001, sec. 2.2; a
+    note never loosens the listed one). Chosen over preemption hysteresis and deadline-aware
+    preemption on development seeds 6-25 of the notes-only scenario, then checked once on seeds
+    1-5 (docs/triage.md, "Planner choices").
+    ``probs``: ``{class: probability}``; a one-hot ``{"urgent": 1.0}`` gives the urgent class's
+    deadline."""
+    listed = CLASS_SLACK[order.priority]
+    return order.deadline - sum(
+        p * max(0, listed - CLASS_SLACK[c]) for c, p in probs.items() if c in CLASS_SLACK
+    )
+
+
+def queue_key(
+    order: Any, classes: Mapping[str, str], deadlines: Mapping[str, float] | None = None
+) -> tuple:
     """Sort key of the queue: effective class (the listed priority raised by the note, never
-    lowered), then listed priority, deadline, arrival and id."""
+    lowered), then listed priority, deadline (``deadlines[order.id]`` when given, e.g. the
+    :func:`expected_deadline`; else the listed one), arrival and id."""
     return (
         PRIORITY_RANK[effective_class(order.priority, classes.get(order.id))],
         PRIORITY_RANK[order.priority],
-        order.deadline,
+        order.deadline if deadlines is None else deadlines.get(order.id, order.deadline),
         order.arrival,
         order.id,
     )
 
 
-def queue_order(orders: Sequence[Any], classes: Mapping[str, str]) -> list[Any]:
+def queue_order(
+    orders: Sequence[Any],
+    classes: Mapping[str, str],
+    deadlines: Mapping[str, float] | None = None,
+) -> list[Any]:
     """Orders by :func:`queue_key`."""
-    return sorted(orders, key=lambda o: queue_key(o, classes))
+    return sorted(orders, key=lambda o: queue_key(o, classes, deadlines))
 
 
 def solve_assignment(
@@ -115,6 +158,15 @@ class TriagePlanner:
         max_orders: at most this many notes not read yet are triaged per plan (oldest order
             first), which bounds the time of one plan; the others keep their listed priority
             until a later plan reads them.
+        hysteresis: preemption with hysteresis: an order once released by a preemption is not
+            preempted again, and a robot :data:`PICK_HOLD` steps or fewer from its pick cell
+            is not preempted (``protected`` / ``pick_hold`` of :func:`plan_preemptions`).
+        deadline_aware: preempt for an urgent order only when it would otherwise be delivered
+            after its :func:`expected_deadline` (``due`` of :func:`plan_preemptions`: the slack
+            test of deadline-driven scheduling).
+        expected_deadlines: rank the queue within a class by :func:`expected_deadline` over the
+            class probabilities of the note (:func:`class_probabilities` of the decision's
+            scores) instead of the listed deadline; the deadline-aware test then uses them too.
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -123,15 +175,63 @@ class TriagePlanner:
     #: pick-up when an urgent order is sooner served that way.
     preempts = True
 
-    def __init__(self, triage: Triage, *, max_orders: int = 12) -> None:
+    def __init__(
+        self,
+        triage: Triage,
+        *,
+        max_orders: int = 12,
+        hysteresis: bool = False,
+        deadline_aware: bool = False,
+        expected_deadlines: bool = True,
+    ) -> None:
         self.triage = triage
         self.max_orders = max_orders
+        self.hysteresis = hysteresis
+        self.deadline_aware = deadline_aware
+        self.expected_deadlines = expected_deadlines
+        self.probs: dict[str, dict[str, float] | None] = {}  # class probabilities per order
+        self.released: set[str] = set()  # orders a preemption sent back to the queue
         self.name = f"triage-{triage.mode}"
         self.prompt_version = triage.prompt_version
         self.classes: dict[str, str] = {}
         self.sources: dict[str, str] = {}
         self.reasons: dict[str, str] = {}  # why the model did not decide an order ("": it did)
         self.failures: dict[str, str | None] = {}  # TriageDecision.failure per order (typed)
+
+    def with_triage(self, triage: Triage) -> TriagePlanner:
+        """A fresh planner with the same options over another classifier."""
+        return TriagePlanner(
+            triage,
+            max_orders=self.max_orders,
+            hysteresis=self.hysteresis,
+            deadline_aware=self.deadline_aware,
+            expected_deadlines=self.expected_deadlines,
+        )
+
+    def deadlines(self, orders: Sequence[Any]) -> dict[str, float] | None:
+        """The queue's deadline term per order: :func:`expected_deadline` over the note's class
+        probabilities when ``expected_deadlines`` (orders without probabilities keep their
+        listed deadline), else ``None`` (the listed deadlines)."""
+        if not self.expected_deadlines:
+            return None
+        return {
+            o.id: expected_deadline(o, p) for o in orders if (p := self.probs.get(o.id)) is not None
+        }
+
+    def due(self, orders: Sequence[Any]) -> dict[str, float] | None:
+        """For ``deadline_aware``: ``{order_id: expected delivery deadline}`` of the orders served
+        as urgent, by the class probabilities (``expected_deadlines``) or the class read (one-hot);
+        else ``None``."""
+        if not self.deadline_aware:
+            return None
+        out = {}
+        for o in orders:
+            cls = effective_class(o.priority, self.classes.get(o.id))
+            if cls != "urgent":
+                continue
+            p = self.probs.get(o.id) if self.expected_deadlines else None
+            out[o.id] = expected_deadline(o, p if p is not None else {cls: 1.0})
+        return out
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
@@ -141,7 +241,7 @@ class TriagePlanner:
         """Sort key of the orders for one shelf (which one the environment offers first): the
         queue's key (:func:`queue_key`) over the classes decided so far, so an order this
         planner reads as urgent is not held behind a routine order for the same shelf."""
-        return queue_key(order, self.classes)
+        return queue_key(order, self.classes, self.deadlines([order]))
 
     def reoffer(self, snapshot: Snapshot) -> Snapshot:
         """``snapshot`` with, for each shelf, the order :meth:`shelf_precedence` puts first
@@ -201,6 +301,7 @@ class TriagePlanner:
             self.classes[order.id] = d.label
             self.reasons[order.id] = d.reason or ""
             self.failures[order.id] = d.failure
+            self.probs[order.id] = class_probabilities(d.scores) if d.source == "model" else None
             self.sources[order.id] = d.source  # last: marks the order classified
             if not d.cached and d.failure != "empty_note":
                 calls.append(self._call(order, d))
@@ -286,11 +387,19 @@ class TriagePlanner:
         preempted robots' ``(robot, urgent_order)``; ``preemptions`` are
         ``(robot, old_order, urgent_order)``.
         """
-        queue = queue_order(snapshot.pending, self.classes)
+        queue = queue_order(snapshot.pending, self.classes, self.deadlines(snapshot.pending))
         pairs = solve_assignment(snapshot, queue, self.classes)
-        preempt = plan_preemptions(snapshot, self.classes, pairs)
+        preempt = plan_preemptions(
+            snapshot,
+            self.classes,
+            pairs,
+            protected=self.released if self.hysteresis else (),
+            pick_hold=PICK_HOLD if self.hysteresis else None,
+            due=self.due(snapshot.pending),
+        )
         if not preempt:
             return pairs, []
+        self.released.update(old for _, old, _ in preempt)
         taken = {urgent for _, _, urgent in preempt}
         released = {
             old: b.order for b in snapshot.busy for _, old, _ in preempt if b.order.id == old
@@ -299,7 +408,8 @@ class TriagePlanner:
             snapshot,
             pending=(*(o for o in snapshot.pending if o.id not in taken), *released.values()),
         )
-        pairs = solve_assignment(again, queue_order(again.pending, self.classes), self.classes)
+        queue = queue_order(again.pending, self.classes, self.deadlines(again.pending))
+        pairs = solve_assignment(again, queue, self.classes)
         return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
 
     def warm_up(self, progress: Any = None) -> None:
@@ -325,9 +435,13 @@ class TriagePlanner:
 
 
 __all__ = [
+    "CLASS_SLACK",
     "DISTANCE_WEIGHT",
+    "PICK_HOLD",
     "RANK_COST",
     "TriagePlanner",
+    "class_probabilities",
+    "expected_deadline",
     "queue_key",
     "queue_order",
     "solve_assignment",
