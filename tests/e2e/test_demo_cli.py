@@ -27,27 +27,43 @@ def marlm(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Complete
     )
 
 
+#: Steps of each demo run: the default planner's is the cold first run (tests/conftest.py); the
+#: LLM planner's run costs a model call per change, and 120 steps give it several (and deliveries).
+DEMO_STEPS = {"default": 300, "llm": 120}
+
+
 @pytest.fixture(scope="module", params=["default", "llm"])
-def demo_run(request, tmp_path_factory):
+def demo_run(request, cold_demo, tmp_path_factory):
     """Short demo runs with the real embedded model: the default planner (the model triages
     notes, a solver assigns) and ``--planner llm`` (the model assigns robots under a schema).
-    The policy cache lives in the tmp dir, so the first run also trains the executor; the second
-    reuses it (one training per session, not one per planner)."""
+    The default one is the session's cold first run (``cold_demo``: an empty cache, so it trains
+    the executor and embeds the pool); the LLM one reuses the executor it trained
+    (``warm_cache``). Returns ``(process, run folder, steps asked for)``."""
+    if request.param == "default":
+        proc, out, _ = cold_demo
+        return proc, out, DEMO_STEPS["default"]
+    request.getfixturevalue("warm_cache")
     root = tmp_path_factory.mktemp("demo")
-    cache = tmp_path_factory.getbasetemp() / "demo-policy-cache"
     out = root / "run"
-    planner = [] if request.param == "default" else ["--planner", request.param]
+    steps = DEMO_STEPS[request.param]
     proc = marlm(
-        "demo", "--steps", "300", "--tick-ms", "0", "--sync", "--seed", "0", "--out", str(out),
-        *planner,
+        "demo", "--steps", str(steps), "--tick-ms", "0", "--sync", "--seed", "0", "--out",
+        str(out), "--planner", request.param,
         cwd=root,
-        env={"MARLM_CACHE": str(cache)},
     )  # fmt: skip
-    return proc, out
+    return proc, out, steps
+
+
+def test_the_first_demo_trains_the_executor_and_embeds_the_pool_in_an_empty_cache(cold_demo):
+    # The cold path: the cache was empty, the run wrote the Q-table and the pool's hidden states.
+    proc, _, cache = cold_demo
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(list(cache.glob("executor-*.npz"))) == 1
+    assert len(list(cache.glob("triage-embed-*.npz"))) == 1
 
 
 def test_demo_writes_a_complete_run_folder(demo_run):
-    proc, out = demo_run
+    proc, out, _ = demo_run
     assert proc.returncode == 0, proc.stderr[-2000:]
     for name in ("trace.jsonl", "metrics.json", "reward_curves.png", "episode.gif"):
         assert (out / name).stat().st_size > 0, name
@@ -69,9 +85,9 @@ def test_demo_writes_a_complete_run_folder(demo_run):
 
 
 def test_demo_delivers_without_collisions_and_calls_the_llm_rarely(demo_run):
-    _, out = demo_run
+    _, out, steps = demo_run
     m = json.loads((out / "metrics.json").read_text())
-    assert m["steps"] == 300 or m["delivered"] == m["orders_total"]
+    assert m["steps"] == steps or m["delivered"] == m["orders_total"]
     assert m["delivered"] > 0
     assert m["collisions"] == 0
     assert 0 < m["llm_calls"] < m["steps"] / 5  # called on change, never every step
@@ -80,7 +96,7 @@ def test_demo_delivers_without_collisions_and_calls_the_llm_rarely(demo_run):
 
 
 def test_demo_trace_matches_its_metrics(demo_run):
-    _, out = demo_run
+    _, out, _ = demo_run
     trace = read_trace(out / "trace.jsonl")
     assert not trace.truncated_last_line and not trace.warnings
     m = json.loads((out / "metrics.json").read_text())

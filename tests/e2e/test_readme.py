@@ -89,7 +89,9 @@ def test_readme_explains_the_demo_table():
 
 
 @pytest.mark.parametrize("shield", ["pibt", "local"])
-def test_readme_case1_step_count_is_what_its_command_gives(tmp_path, monkeypatch, shield):
+def test_readme_case1_step_count_is_what_its_command_gives(
+    tmp_path, monkeypatch, shield, warm_cache
+):
     # README states the outcome of movement case 1 under the default rule layer and under
     # `--shield local`, and the command that makes its picture; the command, run as written
     # (only --out moved to a tmp folder, `--shield local` added for the second), must give them.

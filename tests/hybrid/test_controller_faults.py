@@ -76,15 +76,27 @@ class LateModel:
         self.due: float | None = None
         self.release, self.answered = threading.Event(), threading.Event()
         self.calls = 0
+        self.cancelled = False
+
+    def cancel(self, timeout_s: float, thread=None) -> bool:
+        """As a real backend's ``cancel``: the call in flight ends now (``BackendClosed``), later
+        ones at once. The run calls it at its end; without it, closing waited 30 s (the cancel
+        wait) for the call the stopped clock would never release."""
+        self.cancelled = True
+        self.release.set()
+        return True
 
     def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0, seed=None):
         import json
 
         from marlm.llm.backends import ChatResult
+        from marlm.llm.errors import BackendClosed
 
         self.calls += 1
         self.due = self.clock() + self.delay_s
         self.release.wait(600)  # a hang guard only: the clock releases the answer
+        if self.cancelled:
+            raise BackendClosed("cancelled at the end of the run")
         items = schema["properties"]["assignments"]["items"]["properties"]
         n = schema["properties"]["assignments"]["minItems"]
         pairs = [

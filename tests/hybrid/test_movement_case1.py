@@ -63,7 +63,7 @@ def test_case1_greedy_delivers_both_orders(tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["lane", "alcove"])
-def test_case1_rl_delivers_both_orders_without_random_actions(tmp_path, case):
+def test_case1_rl_delivers_both_orders_without_random_actions(tmp_path, case, warm_cache):
     q, _ = cached_policy()
     q.noise = 0.0
     env = run_case(tmp_path, case, q)

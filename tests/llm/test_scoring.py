@@ -25,10 +25,15 @@ OPTIONS = (" urgent", " normal", " low", " not urgent at all")
 
 @pytest.fixture(scope="module")
 def reference_llama():
-    """A second Llama over the same file, keeping the logits of every position (logits_all)."""
+    """A second Llama over the same file, keeping the logits of every position (logits_all).
+    One thread, as the embedded model: llama-cpp-python's default evaluates prompts on every core,
+    whose threads wait for each other, and beside one busy process that took past 30 s."""
     from llama_cpp import Llama
 
-    return Llama(model_path=str(default_model_path()), n_ctx=512, logits_all=True, verbose=False)
+    return Llama(
+        model_path=str(default_model_path()), n_ctx=512, logits_all=True, verbose=False,
+        n_threads=1, n_threads_batch=1,
+    )  # fmt: skip
 
 
 def reference_logprob(llama, prompt: str, option: str) -> float:
@@ -197,7 +202,8 @@ def echo_server(reference_llama):
 
 
 def test_server_echo_logprobs_give_the_embedded_scores(echo_server, embedded_model):
-    got = score(OpenAICompatible(echo_server[False], "m"), PROMPT, OPTIONS)
+    # A generous timeout: it bounds a hang, not the speed of the machine.
+    got = score(OpenAICompatible(echo_server[False], "m", timeout_s=600), PROMPT, OPTIONS)
     assert got.method == "server-echo"
     assert got.calls == len(OPTIONS)
     want = score(embedded_model, PROMPT, OPTIONS)
