@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from marlm.llm.backends import EMBED_MAX_TOKENS, EmbeddedModel
+from marlm.llm.backends import EMBED_MAX_TOKENS, EmbeddedModel, reusable_prefix
 from marlm.llm.triage import (
     LabelledNote,
     Triage,
@@ -119,11 +119,7 @@ class LayerReader:
     def states(self, text: str, reuse: bool = False) -> dict[str, np.ndarray]:
         tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=True)
         cached, old = self._cache if reuse else ((), {})
-        keep = 0
-        for a, b in zip(cached, tokens[:-1], strict=False):
-            if a != b:
-                break
-            keep += 1
+        keep = reusable_prefix(cached, tokens)
         if keep:
             self.ctx.kv_cache_seq_rm(0, keep, -1)
         else:

@@ -297,6 +297,19 @@ def _close_open_models() -> None:
         model.close(free=False)
 
 
+def reusable_prefix(cached: Sequence[int], tokens: Sequence[int]) -> int:
+    """How many leading ``tokens`` a context holding ``cached`` need not decode again: the
+    length of their common prefix, at most ``len(tokens) - 1`` (the last token is always
+    decoded, so its hidden state is computed). Attention is causal, so a prefix's states do not
+    depend on what follows it."""
+    keep = 0
+    for a, b in zip(cached, tokens[:-1], strict=False):
+        if a != b:
+            break
+        keep += 1
+    return keep
+
+
 class EmbeddedModel:
     """A GGUF model run in process through llama-cpp-python.
 
@@ -611,11 +624,7 @@ class EmbeddedModel:
 
         emb = self._embedder
         cached, states = self._embed_cache
-        keep = 0
-        for a, b in zip(cached, tokens[:-1], strict=False):  # decode at least one token
-            if a != b:
-                break
-            keep += 1
+        keep = reusable_prefix(cached, tokens)
         if keep:
             emb._ctx.kv_cache_seq_rm(0, keep, -1)
         else:
