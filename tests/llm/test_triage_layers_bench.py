@@ -4,21 +4,14 @@ say it reads: exactly the asked tensors of the real embedded model, the final on
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 from marlm.llm.triage import probe_input
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "triage_layers.py"
+from script_module import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("triage_layers", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/triage_layers.py")
 
 
 def test_layer_reader_reads_the_asked_layers_and_the_final_state_of_embed(embedded_model):

@@ -7,21 +7,14 @@ update. Speed itself is measured in ``benchmarks/``, never here.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 from marlm.rl.train import RaceConfig, train_race
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_rl.py"
+from script_module import load_script
 
 
 def _bench_rl():
-    spec = importlib.util.spec_from_file_location("bench_rl", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/bench_rl.py")
 
 
 def test_seed_style_and_bare_loops_give_the_compiled_tables():

@@ -6,27 +6,25 @@ Slow (a minute or more: RLlib and torch start-up): runs only with ``MARLM_SLOW=1
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
-from pathlib import Path
 
 import pytest
+
+from script_module import load_script
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.environ.get("MARLM_SLOW") != "1", reason="slow; set MARLM_SLOW=1"),
 ]
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rllib_warehouse.py"
+EXAMPLE = "examples/rllib_warehouse.py"
 
 
 def test_ppo_trains_on_the_warehouse_for_two_iterations():
     pytest.importorskip("ray.rllib")
     pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location("rllib_warehouse", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     rows = module.train(iterations=2, max_steps=50, seed=0)
     assert [r["iteration"] for r in rows] == [1, 2]
     assert rows[1]["env_steps"] > rows[0]["env_steps"] > 0
