@@ -4,17 +4,19 @@ Three figures, each the median of ``--repeat`` runs (default 5) measured in this
 
 1. ``marlm --help`` against ``python -c "import typer"`` (the least any typer CLI costs); target:
    within 2x.
-2. ``marlm train race`` at its defaults (the seed note's settings: IQL, shared reward, 30000
+2. ``marlm train race`` at its defaults (the note's settings: IQL, shared reward, 30000
    episodes, seed 0; diagnostics and plot on), and with ``--no-plot`` and ``--no-plot
-   --no-diagnose``, against the seed-style plain loop run as a whole process the way the seed ran
-   it (``python benchmarks/bench_rl.py --seed-loop``: one env object, numpy Q-tables, numpy only;
-   the seed's own code is not in the repository); target: >= 3x. Also the first run after install,
-   with empty caches (``NUMBA_CACHE_DIR`` and ``MARLM_CACHE``, where the loop built ahead of time
-   goes, new empty folders each time, median of ``--cold-repeat``). The converged result is checked, not assumed: the seed-style loop's tables
-   must equal ``tables.npz``.
-3. The compiled GridRace loop alone against the plain loops, in joint updates per second, in this
-   process: the reference engine, a seed-style loop and a bare plain-Python IQL loop
-   (``benchmarks/bench_rl.py``'s ``bench_race`` and ``bench_race_baselines``); target: >= 100x.
+   --no-diagnose``, against the note's own loop run as a whole process the way the note ran it
+   (``../shared/ref/seed_iql.py``, ``--ref`` to point elsewhere; the same 30000 episodes of a
+   race with 4 actions instead of 5); target: >= 3x. Also the first run after install, with
+   empty caches (``NUMBA_CACHE_DIR`` and ``MARLM_CACHE``, where the loop built ahead of time
+   goes, new empty folders each time, median of ``--cold-repeat``). The converged result is
+   checked, not assumed: a plain loop of marlm's own task (``benchmarks/bench_rl.py
+   --seed-loop``, timed beside them) must give the Q-tables of ``tables.npz``.
+3. The compiled loops alone against the note's own loops, in updates per second
+   (``benchmarks/bench_rl.py``'s ``bench_note_loops``), and the compiled GridRace loop against the
+   plain loops of the same task (``bench_race``, ``bench_race_baselines``); target: >= 100x the
+   note's loop.
 4. The floor of ``marlm train race`` (``--floor``): whole processes that do only the parts no run
    can skip: Python with numpy (imported as the train commands import it, OpenBLAS on one
    thread) and typer; the same plus the race loop loaded as a run loads it
@@ -88,7 +90,9 @@ def bench_help(repeat: int, env: dict[str, str]) -> float:
     return ratio
 
 
-def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repeat: int) -> float:
+def bench_train_race(
+    repeat: int, env: dict[str, str], scratch: Path, cold_repeat: int, ref: Path
+) -> float:
     race = [*_marlm(), "train", "race"]
     runs = iter(range(10**6))
 
@@ -110,7 +114,11 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
         "MARLM_CACHE": str(scratch / "marlm-cache"),
     }  # fmt: skip
     timed(run_env=cache_env)  # fills the caches (numba's, and the loop built ahead of time)
+    note_loop = [sys.executable, str(ref / "seed_iql.py")]
+    if not Path(note_loop[1]).is_file():
+        raise SystemExit(f"{note_loop[1]}: the note's loop is not there; pass --ref DIR")
     variants = {  # alternated run by run, so all see the same load
+        "note": None,
         "seed": None,
         "fast": (),
         "fast, no plot": ("--no-plot",),
@@ -121,7 +129,9 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
     load_before = os.getloadavg()[0]
     for _ in range(repeat):
         for name, options in variants.items():
-            if options is None:
+            if name == "note":
+                t = _run_cpu(note_loop, env)
+            elif name == "seed":
                 t = _run_cpu([*seed_loop, "--save", str(seed_tables)], env)
             else:
                 t, outs[name] = timed(*options, run_env=cache_env)
@@ -132,25 +142,26 @@ def bench_train_race(repeat: int, env: dict[str, str], scratch: Path, cold_repea
         return statistics.median(w for w, _ in pairs), statistics.median(c for _, c in pairs)
 
     med = {name: median(ts) for name, ts in times.items()}
-    seed_wall, seed_cpu = med["seed"]
+    note_wall, note_cpu = med["note"]
     with np.load(outs["fast"] / "tables.npz") as fast_tables:
         same = np.array_equal(np.load(seed_tables), fast_tables["q"])
-    print(f"median of {repeat}; wall-clock s, CPU s, ratio to the seed-style loop (wall, CPU)")
-    print(f"seed-style loop, whole process            {seed_wall:7.2f} {seed_cpu:7.2f}  (baseline)")
-    rows = [
+    print(f"median of {repeat}; wall-clock s, CPU s, ratio to the note's own loop (wall, CPU)")
+    print(f"note's loop (seed_iql.py), whole process  {note_wall:7.2f} {note_cpu:7.2f}  (baseline)")
+    rows = [("same-task plain loop, whole process", med["seed"])]
+    rows += [
         (f"train race {' '.join(variants[n]) or '(defaults)'}", med[n])
         for n in variants
-        if n != "seed"
+        if n not in ("note", "seed")
     ]
     rows.append((f"first run, empty caches (of {cold_repeat})", median(cold)))
     for label, (wall, cpu) in rows:
         print(
-            f"{label:41s} {wall:7.2f} {cpu:7.2f}  -> {seed_wall / wall:5.1f}x {seed_cpu / cpu:5.1f}x"
+            f"{label:41s} {wall:7.2f} {cpu:7.2f}  -> {note_wall / wall:5.1f}x {note_cpu / cpu:5.1f}x"
         )
-    print(f"same Q-tables, seed-style loop and train race: {same}")
+    print(f"same Q-tables, same-task plain loop and train race: {same}")
     print(f"load average {load_before:.2f} before, {load_after:.2f} after ({os.cpu_count()} CPUs)")
-    ratio = seed_wall / med["fast"][0]
-    print(f"train race whole process / seed-style loop: {ratio:.1f}x wall (target >= 3x)")
+    ratio = note_wall / med["fast"][0]
+    print(f"train race whole process / the note's loop: {ratio:.1f}x wall (target >= 3x)")
     return ratio
 
 
@@ -197,6 +208,9 @@ def bench_floor(repeat: int, env: dict[str, str], scratch: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
+    parser.add_argument(
+        "--ref", type=Path, help="folder of the note's own loops (default ../shared/ref)"
+    )
     parser.add_argument("--cold-repeat", type=int, default=3, help="first runs (empty cache)")
     parser.add_argument("--skip-loop", action="store_true", help="skip the in-process loop figure")
     parser.add_argument("--floor", action="store_true", help="also time the floor's parts")
@@ -204,13 +218,17 @@ def main() -> None:
         "--busy", action="store_true", help="one CPU-bound process beside the train race figure"
     )
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_rl import NOTE_REF, bench_note_loops, bench_race, bench_race_baselines
+
+    ref = args.ref or Path(os.environ.get("MARLM_NOTE_REF", NOTE_REF))
     env = dict(os.environ)
     scratch = Path(tempfile.mkdtemp(prefix="marlm-bench-cli-"))
     try:
         r_help = bench_help(args.repeat, env)
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
         try:
-            r_train = bench_train_race(args.repeat, env, scratch, args.cold_repeat)
+            r_train = bench_train_race(args.repeat, env, scratch, args.cold_repeat, ref)
         finally:
             if busy is not None:
                 busy.kill()
@@ -219,18 +237,15 @@ def main() -> None:
             bench_floor(args.repeat, env, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    r_loop = r_seed = r_bare = None
+    r_loop = r_note = r_bare = None
     if not args.skip_loop:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from bench_rl import bench_race, bench_race_baselines
-
+        r_note = bench_note_loops(ref, args.repeat)["gridrace"][0]
         r_loop = bench_race()
-        baselines = bench_race_baselines(args.repeat)
-        r_seed, r_bare = baselines["seed"], baselines["bare"]
+        r_bare = bench_race_baselines(args.repeat)["bare"]
     print(
         f"ratios: help {r_help:.2f}x typer import (<= 2), train race {r_train:.1f}x (>= 3)"
         + (
-            f", compiled loop {r_seed:.0f}x the seed-style loop (>= 100), {r_loop:.0f}x the "
+            f", compiled loop {r_note:.0f}x the note's loop (>= 100), {r_loop:.0f}x the "
             f"reference engine, {r_bare:.0f}x the bare loop"
             if r_loop is not None
             else ""

@@ -1,38 +1,42 @@
-"""Updates per second: the plain-Python loops vs the compiled loop, same task, same result.
+"""Updates per second: the engineer's note's own loops and plain-Python loops vs the compiled loop.
 
-Runs the engines of :mod:`marlm.rl.train` in this process on GridWorld (tabular Q-learning, the
-seed note's settings) and GridRace (IQL, shared reward, the seed note's settings) and prints the
-ratio of updates per second (one update = one TD update of one table for GridWorld; one joint step
-of both agents for GridRace). The compiled loop is warmed up first so compilation is not timed. It
-also prints the converged result of each engine: with one seed all give the same tables, so the
-"same converged result" is checked, not assumed.
+The baseline of every speed ratio is the note's own code (``seed_qlearning.py``: GridWorld,
+tabular Q-learning; ``seed_iql.py``: two agents racing to the corner, IQL, shared reward), kept
+outside the repository in ``../shared/ref/`` (``--ref DIR`` or ``$MARLM_NOTE_REF`` to point
+elsewhere). :func:`bench_note_loops` runs each as a whole process, as the note ran it, and reads
+its own updates-per-second line, beside the compiled loop of :mod:`marlm.rl.train` timed in this
+process on the same number of episodes, in the same round so both see the same load. It prints
+the wall-clock ratio (what each loop prints) and the CPU-time ratio (which load disturbs less).
+The note's race has 4 actions and a slightly different collision rule than marlm's GridRace (5
+actions, RWARE's rule), so the tasks are alike, not equal: the unit is one joint update (one TD
+update of each agent's table), and the note's loop is the faster per update of the two.
 
-GridRace baselines, plain Python, one update at a time:
+The other figures check the result, not only the speed: the reference engine
+(``engine="reference"``, the PettingZoo env and :mod:`marlm.rl.credit` one step at a time),
+:func:`seed_style_iql_race` (one small env object, numpy tables, plain Python) and
+:func:`bare_iql_race` (lists, no env object) solve marlm's own GridRace with the compiled loop's
+random draws, so all give the same Q-tables, update for update (``tests/rl/test_bench_baselines.py``).
 
-- the reference engine (``engine="reference"``): steps the PettingZoo env and assigns credit
-  through :mod:`marlm.rl.credit`, so it is slower than the seed's loop;
-- :func:`seed_style_iql_race`: a stand-in for the seed's own loop as the seed note describes it
-  (one small env object, numpy Q-tables); the seed's exact code is not in the repository;
-- :func:`bare_iql_race`: a leaner loop than the seed's (lists, no env object), the most demanding
-  baseline.
+Every figure is the median of ``--repeat`` rounds (default 5); the load average is printed.
 
-The seed-style and bare figures are the median of ``--repeat`` runs (default 5), the three loops
-run one after another in each run so they see the same load; the load average is printed.
-
-    python benchmarks/bench_rl.py [--repeat 5]
-    python benchmarks/bench_rl.py --seed-loop   # the seed-style loop alone, as a whole process
+    python benchmarks/bench_rl.py [--repeat 5] [--ref ../shared/ref]
+    python benchmarks/bench_rl.py --seed-loop   # the same-task plain loop alone, a whole process
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-# marlm is imported inside the functions that use it, so that ``--seed-loop`` runs the seed-style
+# marlm is imported inside the functions that use it, so that ``--seed-loop`` runs the same-task
 # loop as the seed ran it: a process that loads numpy only.
 
 
@@ -188,18 +192,16 @@ def seed_style_iql_race(
     max_steps: int = 50,
     seed: int = 0,
 ) -> tuple[np.ndarray, int]:
-    """IQL on GridRace, shared team reward, the way the seed note describes its reference loop:
-    plain Python over ONE environment object (:class:`SeedRace`), numpy Q-tables
-    ``float64[2, size**4, 5]``, one update at a time, epsilon ``max(floor, start * decay**episode)``.
+    """IQL on marlm's GridRace, shared team reward, in plain Python over ONE environment object
+    (:class:`SeedRace`), numpy Q-tables ``float64[2, size**4, 5]``, one update at a time, epsilon
+    ``max(floor, start * decay**episode)``.
 
-    A stand-in: the seed's exact code is not in the repository. The seed note gives its loop as
-    "plain Python over one environment, taking one update at a time", at about 3e4 joint updates/s
-    for GridRace on these machines; this one is written the plain way from that description (numpy
-    for the table rows, as the seed's tables were numpy arrays). Its random draws are those of the
-    compiled loop (``marlm.rl.qlearning.epsilon_greedy``'s pattern), so its tables come out equal to
-    ``marlm train race``'s at the same settings: the task and the result are the same, only the
-    speed differs. Needs only numpy (``python benchmarks/bench_rl.py --seed-loop`` runs it alone,
-    a whole process as the seed ran it). Returns ``(q, joint updates)``.
+    Not the note's own loop (that is ``../shared/ref/seed_iql.py``, the speed baseline of
+    :func:`bench_note_loops`), but marlm's task written the note's way: its random draws are those
+    of the compiled loop (``marlm.rl.qlearning.epsilon_greedy``'s pattern), so its tables come out
+    equal to ``marlm train race``'s at the same settings, which checks that the compiled loop
+    computes the same thing. Needs only numpy (``python benchmarks/bench_rl.py --seed-loop`` runs
+    it alone, as a whole process). Returns ``(q, joint updates)``.
     """
     start, decay, floor = epsilon
     env = SeedRace(size, max_steps)
@@ -242,7 +244,7 @@ def _cpu_timed(fn):
 
 
 def bench_race_baselines(repeat: int = 5) -> dict[str, float]:
-    """The compiled GridRace loop against the seed-style and the bare plain loop, 30000 episodes.
+    """The compiled GridRace loop against the one-env and the bare plain loop of the same task, 30000 episodes.
 
     Each of ``repeat`` runs times the three loops one after another (same load); the figures are
     medians over the runs, wall-clock (and CPU time, which load disturbs less). Returns the median
@@ -278,7 +280,7 @@ def bench_race_baselines(repeat: int = 5) -> dict[str, float]:
     }
     cpu_ratios = {k: med["compiled"][1] / med[k][1] for k in ("seed", "bare")}
     names = {
-        "seed": "seed-style loop (one env object, numpy tables)",
+        "seed": "one-env plain loop (numpy tables)",
         "bare": "bare loop (lists, no env object)",
         "compiled": "compiled loop (marlm train race engine)",
     }
@@ -293,14 +295,89 @@ def bench_race_baselines(repeat: int = 5) -> dict[str, float]:
             f"  compiled / {k:4s}: {ratios[k]:6.0f}x wall (median of per-run ratios), "
             f"{cpu_ratios[k]:6.0f}x CPU time"
         )
-    if med["seed"][1] < 3e4:
-        print(
-            f"  note: the seed-style loop ran at {med['seed'][1]:,.0f}/s of CPU time, below the "
-            "seed note's ~3e4 joint updates/s"
-        )
     print(
         f"  load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
         f"({os.cpu_count()} CPUs)"
+    )
+    return ratios
+
+
+NOTE_REF = Path(__file__).resolve().parents[2] / "shared" / "ref"
+"""Where the note's own loops are kept: ``../shared/ref`` beside the repository."""
+
+# Runs one of the note's scripts unchanged and adds one line: the CPU time of its own code.
+_NOTE_RUNNER = (
+    "import runpy, sys, time\n"
+    "c = time.process_time()\n"
+    "runpy.run_path(sys.argv[1], run_name='__main__')\n"
+    "print('cpu %.6f' % (time.process_time() - c))\n"
+)
+
+
+def run_note_loop(script: Path) -> tuple[int, float, float]:
+    """Run one of the note's loops as a whole process; return ``(updates, wall s, CPU s)``.
+
+    ``updates`` and the wall time are what the script prints itself (``steps N`` and its
+    ``time X s``, around its training loop only); the CPU time is that of the script's code
+    (numpy's import included, the interpreter's start not).
+
+    Raises:
+        FileNotFoundError: the script does not exist (``--ref`` names where the loops are).
+        RuntimeError: the script failed or printed no ``time ... steps ...`` line.
+    """
+    if not script.is_file():
+        raise FileNotFoundError(f"{script}: the note's loop is not there; pass --ref DIR")
+    done = subprocess.run(
+        [sys.executable, "-c", _NOTE_RUNNER, str(script)], capture_output=True, text=True
+    )
+    found = re.search(r"time ([0-9.]+)s steps (\d+)", done.stdout)
+    cpu = re.search(r"^cpu ([0-9.]+)$", done.stdout, re.M)
+    if done.returncode or not found or not cpu:
+        raise RuntimeError(f"{script} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return int(found.group(2)), float(found.group(1)), float(cpu.group(1))
+
+
+def bench_note_loops(ref: Path, repeat: int = 5) -> dict[str, tuple[float, float]]:
+    """The compiled loops against the note's own loops, each round the two side by side.
+
+    GridWorld: ``seed_qlearning.py`` (3000 episodes) against ``train_gridworld`` on 300000
+    episodes (3000 compiled episodes take about a millisecond, too short to time). GridRace:
+    ``seed_iql.py`` (30000 episodes) against ``train_race`` at its defaults (30000 episodes).
+    Returns ``{"gridworld": (wall ratio, CPU ratio), "gridrace": (...)}``: medians over the
+    rounds of the compiled loop's updates per second over the note's.
+    """
+    from marlm.rl.train import GridWorldConfig, RaceConfig, train_gridworld, train_race
+
+    train_gridworld(GridWorldConfig(episodes=10))  # warm-up (load the compiled code)
+    train_race(RaceConfig(episodes=10))
+    tasks = {
+        "gridworld": (
+            ref / "seed_qlearning.py",
+            lambda: int(train_gridworld(GridWorldConfig(episodes=300_000)).lengths.sum()),
+        ),
+        "gridrace": (ref / "seed_iql.py", lambda: int(train_race(RaceConfig()).log.length.sum())),
+    }
+    load_before = os.getloadavg()[0]
+    rows: dict[str, list[tuple[float, float, float, float]]] = {k: [] for k in tasks}
+    for _ in range(repeat):
+        for name, (script, compiled) in tasks.items():
+            n_note, wall_note, cpu_note = run_note_loop(script)
+            n, wall, cpu = _cpu_timed(compiled)
+            rows[name].append((n_note / wall_note, n_note / cpu_note, n / wall, n / cpu))
+    load_after = os.getloadavg()[0]
+    print(f"the note's own loops ({ref}), whole processes, against the compiled loops;")
+    print(f"updates/s, median of {repeat} rounds (wall as each loop prints it, CPU time)")
+    ratios = {}
+    for name, r in rows.items():
+        med = [statistics.median(x[i] for x in r) for i in range(4)]
+        wall_ratio = statistics.median(x[2] / x[0] for x in r)
+        cpu_ratio = statistics.median(x[3] / x[1] for x in r)
+        ratios[name] = (wall_ratio, cpu_ratio)
+        print(f"  {name:9s} note's loop  {med[0]:12,.0f} wall {med[1]:12,.0f} CPU")
+        print(f"  {name:9s} compiled     {med[2]:12,.0f} wall {med[3]:12,.0f} CPU")
+        print(f"  {name:9s} ratio        {wall_ratio:11.0f}x wall {cpu_ratio:11.0f}x CPU")
+    print(
+        f"  load average before {load_before:.2f}, after {load_after:.2f} ({os.cpu_count()} CPUs)"
     )
     return ratios
 
@@ -326,9 +403,17 @@ def bench_race() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="runs of the GridRace baselines")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds of each comparison")
     parser.add_argument(
-        "--seed-loop", action="store_true", help="run only the seed-style loop (30000 episodes)"
+        "--ref",
+        type=Path,
+        default=Path(os.environ.get("MARLM_NOTE_REF", NOTE_REF)),
+        help="folder of the note's own loops (seed_qlearning.py, seed_iql.py)",
+    )
+    parser.add_argument(
+        "--seed-loop",
+        action="store_true",
+        help="run only the same-task plain loop (30000 episodes)",
     )
     parser.add_argument("--save", help="with --seed-loop: write its Q-tables to this .npy file")
     args = parser.parse_args()
@@ -336,15 +421,18 @@ def main() -> None:
         q, updates = seed_style_iql_race()
         if args.save:
             np.save(args.save, q)
-        print(f"seed-style loop: {updates} joint updates")
+        print(f"same-task plain loop: {updates} joint updates")
         return
+    note = bench_note_loops(args.ref, args.repeat)
     r1 = bench_gridworld()
     r2 = bench_race()
     r3 = bench_race_baselines(args.repeat)
     print(
-        f"ratios: gridworld {r1:.0f}x, gridrace {r2:.0f}x the reference engine, "
-        f"{r3['seed']:.0f}x the seed-style loop, {r3['bare']:.0f}x the bare loop (target >= 100x "
-        "the seed's loop)"
+        f"ratios against the note's own loops: gridworld {note['gridworld'][0]:.0f}x wall "
+        f"({note['gridworld'][1]:.0f}x CPU), gridrace {note['gridrace'][0]:.0f}x wall "
+        f"({note['gridrace'][1]:.0f}x CPU); same task, same tables: gridworld {r1:.0f}x and "
+        f"gridrace {r2:.0f}x the reference engine, {r3['seed']:.0f}x the one-env plain loop, "
+        f"{r3['bare']:.0f}x the bare loop"
     )
 
 
