@@ -18,7 +18,9 @@ CELL_COLOURS = {
     SHELF: (150, 110, 70),
     STATION: (120, 200, 120),
 }
-REQUESTED_SHELF = (240, 160, 40)
+#: Pale yellow: at least 100 RGB units from every robot colour and every cell colour, so an
+#: ordered shelf is never taken for a robot (the orange it had was the fifth robot's).
+REQUESTED_SHELF = (250, 250, 120)
 #: Robot ``i`` is drawn in ``ROBOT_COLOURS[i % 10]``: the one agent palette of marlm (the reward
 #: curves use it too).
 ROBOT_COLOURS = AGENT_COLOURS
@@ -43,7 +45,7 @@ def render_rgb(
         layout: the layout.
         positions: int[n, 2] robot cells (row, col).
         carrying: bool[n]; a carrying robot gets a shelf-coloured centre.
-        requested: shelf names with an open order (drawn orange).
+        requested: shelf names with an open order (drawn pale yellow).
         cell: pixels per cell side.
 
     Returns:
