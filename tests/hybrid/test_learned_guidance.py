@@ -17,7 +17,9 @@ from marlm.hybrid.learned_guidance import (
     RESOLUTION,
     Guidance,
     GuidedMover,
+    LifelongInstance,
     OnlineAdapter,
+    free_flow_bound,
     learned_costs,
     move_features,
     random_instance,
@@ -173,3 +175,12 @@ def test_vertical_feature_marks_up_and_down_moves():
     f = move_features(free, 1)
     k = MOVE_FEATURES.index("vertical")
     assert f[4, UP, k] == 1 and f[4, RIGHT, k] == 0
+
+
+def test_free_flow_bound_counts_targets_reached_alone_on_shortest_paths():
+    free = np.ones((1, 5), dtype=bool)
+    targets = np.array([[[0, 4], [0, 0], [0, 4], [-1, -1]], [[0, 2], [0, 2], [0, 3], [0, 0]]])
+    inst = LifelongInstance(free, np.array([[0, 0], [0, 1]]), targets, steps=10)
+    # robot 0: 4 + 4 steps, the third target at step 12 > 10; robot 1: 1, +1 (its own cell: one
+    # step of waiting), +1, +3 = 6 steps for all four
+    assert free_flow_bound(inst) == (2 + 4) / 10
