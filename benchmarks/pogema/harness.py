@@ -8,8 +8,9 @@ num_agents, seed) it prints one JSON line:
 - ``algorithm``: ``marlm_hand`` (PIBT rule layer over the hand guidance of
   ``marlm.hybrid.guidance``), ``marlm_learned`` (PIBT over the learned guidance of
   ``marlm.hybrid.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
-  one of the two that wins on held-out seeds, see ``VARIANTS``) or ``pogema_a_star`` (POGEMA's own
-  ``BatchAStarAgent``, the live baseline of the same run);
+  learned guidance from 1 robot per 16 free cells up, the hand one below), ``pogema_a_star``
+  (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run) or ``free_flow`` (the
+  bound: each agent alone on shortest paths through its own targets; no policy runs);
 - ``avg_throughput``: POGEMA's own metric, targets reached per step;
 - ``reverted_moves``: moves of the policy that POGEMA's collision system undid (an agent that
   asked to move and did not);
@@ -44,7 +45,9 @@ LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
 """The shipped learned guidance for ``wfi_warehouse`` (``train.sh --copy-to``)."""
 
 VARIANTS = {
-    "marlm": "marlm_hand",  # what ships by default: the variant that wins on held-out seeds
+    # what ships: the learned guidance from 1 robot per 16 free cells up, the hand one below
+    # (chosen on training seeds 128-129; learned_guidance.SHIPPED_MIN_DENSITY)
+    "marlm": "marlm_shipped",
     "marlm_hand": "marlm_hand",
     "marlm_learned": "marlm_learned",
     "pogema_a_star": "pogema_a_star",
@@ -126,13 +129,15 @@ def run_one(
     marlm = algorithm.startswith("marlm")
     if marlm:
         load_pibt()
-        from marlm.hybrid.learned_guidance import Guidance
+        from marlm.hybrid.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
 
-        learned = VARIANTS[algorithm] == "marlm_learned"
+        scheme = VARIANTS[algorithm]
         target_cells = np.zeros_like(free)
         for r, c in env.unwrapped.grid_config.possible_targets_xy:
             target_cells[r, c] = True
-        guidance = Guidance(params if learned else None, penalty=penalty)
+        gate = SHIPPED_MIN_DENSITY if scheme == "marlm_shipped" else 0.0
+        learned = params if scheme != "marlm_hand" else None
+        guidance = Guidance(learned, penalty=penalty, min_density=gate)
         policy = guidance.mover(free, num_agents, seed, target_cells, swap)
     else:
         policy = BatchAStarAgent()
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         if a not in VARIANTS:
             return fail("--algorithms", f"unknown {a!r}; choose from {', '.join(VARIANTS)}")
     params = None
-    if any(VARIANTS[a] == "marlm_learned" for a in algorithms):
+    if any(VARIANTS[a] in ("marlm_learned", "marlm_shipped") for a in algorithms):
         try:
             params = np.array(json.loads(Path(args.guidance).read_text())["params"], dtype=float)
         except (OSError, ValueError, KeyError) as e:

@@ -15,6 +15,7 @@ from marlm.hybrid.learned_guidance import (
     MOVE_FEATURES,
     N_PARAMS,
     RESOLUTION,
+    SHIPPED_MIN_DENSITY,
     Guidance,
     GuidedMover,
     LifelongInstance,
@@ -184,3 +185,17 @@ def test_free_flow_bound_counts_targets_reached_alone_on_shortest_paths():
     # robot 0: 4 + 4 steps, the third target at step 12 > 10; robot 1: 1, +1 (its own cell: one
     # step of waiting), +1, +3 = 6 steps for all four
     assert free_flow_bound(inst) == (2 + 4) / 10
+
+
+def test_shipped_scheme_is_the_hand_guidance_on_a_quiet_floor_only():
+    free, _, targets = read_map(WFI.read_text())
+    params = np.ones(N_PARAMS)
+    shipped = Guidance(params, min_density=SHIPPED_MIN_DENSITY)
+    quiet = int(SHIPPED_MIN_DENSITY * free.sum())  # 79 robots on 1278 free cells: below 1/16
+    assert quiet == 79
+    np.testing.assert_array_equal(
+        shipped.mover(free, quiet, 0, targets).cost, traffic_costs(free, quiet)
+    )
+    busy = shipped.mover(free, quiet + 1, 0, targets)
+    assert busy.online is not None  # learned, with its online update
+    np.testing.assert_array_equal(busy.cost, Guidance(params).mover(free, 80, 0, targets).cost)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
-from marlm.hybrid.guidance import aisle_costs, guided_distance, traffic_costs
+from marlm.hybrid.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
 from marlm.hybrid.pibt import Pibt, neighbour_table
 
 RESOLUTION = 4
@@ -64,6 +64,12 @@ ONLINE_PARAMS = ("online_gain",)
 """Learned parameters after the move weights: extra cost (steps) per robot-wait per step."""
 
 N_PARAMS = len(MOVE_FEATURES) + len(ONLINE_PARAMS)
+
+SHIPPED_MIN_DENSITY = BUSY
+"""Density from which the shipped scheme uses the learned guidance (the hand rule's own switch,
+1 robot per 16 free cells). On POGEMA's warehouse the learned weights lose to the hand guidance
+on a quiet floor (training seeds 128-129: 1.154 against 1.225 at 32 robots) and win on a busy
+one (3.266 against 3.232 at 96, 5.939 against 4.555 at 192); see ``docs/movement.md``."""
 
 
 def move_features(
@@ -343,12 +349,15 @@ class Guidance:
     Args:
         params: ``float[N_PARAMS]`` (MOVE_FEATURES weights, then ONLINE_PARAMS), None = the hand
             guidance; penalty: the hand rule's penalty; period, bound: of :class:`OnlineAdapter`.
+        min_density: robots per free cell below which the hand guidance is used even with
+            ``params`` (0 = learned at every density; :data:`SHIPPED_MIN_DENSITY` ships).
     """
 
     params: np.ndarray | None = None
     penalty: int = 2
     period: int = 16
     bound: float = 2.0
+    min_density: float = 0.0
 
     def mover(
         self,
@@ -360,7 +369,8 @@ class Guidance:
     ) -> GuidedMover:
         """The :class:`GuidedMover` of this scheme on ``free`` with ``n_robots``."""
         hand = traffic_costs(free, n_robots, penalty=self.penalty)
-        if self.params is None:
+        quiet = n_robots < self.min_density * np.asarray(free, dtype=bool).sum()
+        if self.params is None or quiet:
             return GuidedMover(free, n_robots, hand, seed=seed, swap=swap)
         params = np.asarray(self.params, dtype=np.float64).reshape(-1)
         if params.shape != (N_PARAMS,):
