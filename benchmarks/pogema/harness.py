@@ -5,8 +5,12 @@ Setting of the POGEMA benchmark's warehouse results (Skrynnik et al., ICLR 2025,
 one is reached), 256 steps, ``collision_system="soft"``, observation ``POMAPF``. Per (algorithm,
 num_agents, seed) it prints one JSON line:
 
-- ``algorithm``: ``marlm`` (PIBT rule layer over guided preferences) or ``pogema_a_star``
-  (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run);
+- ``algorithm``: ``marlm_hand`` (PIBT rule layer over the hand guidance of
+  ``marlm.hybrid.guidance``), ``marlm_learned`` (PIBT over the learned guidance of
+  ``marlm.hybrid.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
+  learned guidance from 1 robot per 16 free cells up, the hand one below), ``pogema_a_star``
+  (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run) or ``free_flow`` (the
+  bound: each agent alone on shortest paths through its own targets; no policy runs);
 - ``avg_throughput``: POGEMA's own metric, targets reached per step;
 - ``reverted_moves``: moves of the policy that POGEMA's collision system undid (an agent that
   asked to move and did not);
@@ -37,6 +41,27 @@ HERE = Path(__file__).resolve().parent
 MAP_FILE = HERE / "data" / "wfi_warehouse.txt"
 
 
+LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
+"""The shipped learned guidance for ``wfi_warehouse`` (``train.sh --copy-to``)."""
+
+VARIANTS = {
+    # what ships: the learned guidance from 1 robot per 16 free cells up, the hand one below
+    # (chosen on training seeds 128-129; learned_guidance.SHIPPED_MIN_DENSITY)
+    "marlm": "marlm_shipped",
+    "marlm_hand": "marlm_hand",
+    "marlm_learned": "marlm_learned",
+    "pogema_a_star": "pogema_a_star",
+    "free_flow": "free_flow",  # the bound: each agent alone on shortest paths (no policy run)
+}
+"""``--algorithms`` names and the scheme each runs."""
+
+
+def fail(field: str, message: str) -> int:
+    """One clear line naming the field and the fix; exit status 2."""
+    print(f"marlm: error: {field}: {message}", file=sys.stderr)
+    return 2
+
+
 def parse_ints(text: str) -> list[int]:
     """``"32,64"`` / ``"0-15"`` / ``"7"`` -> list of ints."""
     out: list[int] = []
@@ -64,44 +89,56 @@ def grid_config(num_agents: int, seed: int) -> GridConfig:
     )
 
 
-class MarlmPolicy:
-    """PIBT over guided distance-to-go preferences, with full state (centralised)."""
+def pogema_instance(num_agents: int, seed: int):
+    """``(LifelongInstance, target_cells)`` of POGEMA's episode: starts and every agent's target
+    sequence from POGEMA's own generator, enough for 256 steps (each agent's sequence runs until
+    its Manhattan length reaches the episode length, which no agent can outrun)."""
+    from marlm.hybrid.learned_guidance import LifelongInstance
 
-    def __init__(self, free: np.ndarray, num_agents: int, seed: int, penalty: int, swap: bool):
-        self.pibt_mod = load_pibt()
-        import marlm.hybrid.guidance as guidance  # loaded by load_pibt's package stubs
-
-        self.g = guidance
-        self.free = free
-        self.width = free.shape[1]
-        self.layer = self.pibt_mod.Pibt(free, num_agents, seed=seed, swap=swap)
-        self.cost = guidance.traffic_costs(free, num_agents, penalty=penalty)
-        v = self.layer.nbr.shape[0]
-        self.slot_of = np.full(v, -1, dtype=np.int64)  # guided-distance table row of a target
-        self.pool = np.zeros((int(free.sum()), v), dtype=np.int32)  # at most one per free cell
-        self.n_tables = 0
-
-    def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        cells = positions[:, 0] * self.width + positions[:, 1]
-        goal_cells = targets[:, 0] * self.width + targets[:, 1]
-        missing = np.unique(goal_cells[self.slot_of[goal_cells] < 0])
-        if len(missing):
-            for c in missing.tolist():
-                self.pool[self.n_tables] = self.g.guided_distance(self.layer.nbr, self.cost, c)
-                self.slot_of[c] = self.n_tables
-                self.n_tables += 1
-        nxt = self.layer.nbr[cells]
-        d = self.pool[self.slot_of[goal_cells][:, None], np.maximum(nxt, 0)] + self.cost[cells]
-        scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
-        return self.layer.step(positions, scores, targets)
+    gc = grid_config(num_agents, seed)
+    env = pogema_v0(grid_config=gc)
+    env.reset(seed=seed)
+    u = env.unwrapped
+    free = ~np.asarray(u.get_obstacles(ignore_borders=True), dtype=bool)
+    starts = np.array(u.get_agents_xy(ignore_borders=True), dtype=np.int64)
+    seqs = u.get_lifelong_targets_xy(ignore_borders=True)
+    targets = np.full((num_agents, max(len(s) for s in seqs), 2), -1, dtype=np.int64)
+    for i, seq in enumerate(seqs):
+        targets[i, : len(seq)] = np.array(seq, dtype=np.int64)
+    target_cells = np.zeros_like(free)
+    for r, c in gc.possible_targets_xy:
+        target_cells[r, c] = True
+    return LifelongInstance(free, starts, targets, gc.max_episode_steps, seed), target_cells
 
 
-def run_one(algorithm: str, num_agents: int, seed: int, penalty: int, swap: bool) -> dict:
+def run_one(
+    algorithm: str, num_agents: int, seed: int, penalty: int, swap: bool, params=None
+) -> dict:
+    """One episode of ``algorithm``; ``params``: the learned guidance's (``marlm_learned``)."""
+    if algorithm == "free_flow":
+        load_pibt()
+        from marlm.hybrid.learned_guidance import free_flow_bound
+
+        bound = free_flow_bound(pogema_instance(num_agents, seed)[0])
+        return {"algorithm": algorithm, "num_agents": num_agents, "seed": seed,
+                "avg_throughput": bound, "reverted_moves": 0, "ms_per_step": 0.0,
+                "cpu_ms_per_step": 0.0, "steps": 256}  # fmt: skip
     env = pogema_v0(grid_config=grid_config(num_agents, seed))
     obs, _ = env.reset(seed=seed)
     free = ~np.asarray(env.unwrapped.get_obstacles(ignore_borders=True), dtype=bool)
-    if algorithm == "marlm":
-        policy = MarlmPolicy(free, num_agents, seed, penalty, swap)
+    marlm = algorithm.startswith("marlm")
+    if marlm:
+        load_pibt()
+        from marlm.hybrid.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
+
+        scheme = VARIANTS[algorithm]
+        target_cells = np.zeros_like(free)
+        for r, c in env.unwrapped.grid_config.possible_targets_xy:
+            target_cells[r, c] = True
+        gate = SHIPPED_MIN_DENSITY if scheme == "marlm_shipped" else 0.0
+        learned = params if scheme != "marlm_hand" else None
+        guidance = Guidance(learned, penalty=penalty, min_density=gate)
+        policy = guidance.mover(free, num_agents, seed, target_cells, swap)
     else:
         policy = BatchAStarAgent()
     reverted = 0
@@ -112,10 +149,10 @@ def run_one(algorithm: str, num_agents: int, seed: int, penalty: int, swap: bool
     moves = np.array(GridConfig().MOVES)
     while True:
         positions = np.array(env.unwrapped.get_agents_xy(ignore_borders=True), dtype=np.int64)
-        if algorithm == "marlm":  # reading the state is the env's cost, not the decision's
+        if marlm:  # reading the state is the env's cost, not the decision's
             targets = np.array(env.unwrapped.get_targets_xy(ignore_borders=True), dtype=np.int64)
         t0, c0 = time.perf_counter(), time.process_time()
-        if algorithm == "marlm":
+        if marlm:
             actions = policy.act(positions, targets)
         else:
             actions = np.asarray(policy.act(obs), dtype=np.int64)
@@ -145,27 +182,35 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", default="32,64,96,128,160,192")
     ap.add_argument("--seeds", default="0-15")
-    ap.add_argument("--algorithms", default="marlm,pogema_a_star")
+    ap.add_argument("--algorithms", default="marlm,pogema_a_star", help=", ".join(VARIANTS))
     ap.add_argument("--penalty", type=int, default=2, help="guidance: cost added against a lane")
+    ap.add_argument("--guidance", default=str(LEARNED), help="marlm_learned's result.json")
     ap.add_argument("--no-swap", action="store_true", help="PIBT without LaCAM3's swap")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     out = Path(args.out)
     if out.exists():
-        print(f"error: --out {out} exists; choose a new file name", file=sys.stderr)
-        return 2
+        return fail("--out", f"{out} exists; choose a new file name")
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     for a in algorithms:
-        if a not in ("marlm", "pogema_a_star"):
-            print(f"error: --algorithms: unknown {a!r} (marlm, pogema_a_star)", file=sys.stderr)
-            return 2
-    # warm the compiled kernels outside the timed runs
-    run_one("marlm", 8, 0, args.penalty, not args.no_swap) if "marlm" in algorithms else None
+        if a not in VARIANTS:
+            return fail("--algorithms", f"unknown {a!r}; choose from {', '.join(VARIANTS)}")
+    params = None
+    if any(VARIANTS[a] in ("marlm_learned", "marlm_shipped") for a in algorithms):
+        try:
+            params = np.array(json.loads(Path(args.guidance).read_text())["params"], dtype=float)
+        except (OSError, ValueError, KeyError) as e:
+            return fail("--guidance", f"cannot read params from {args.guidance} ({e}); "
+                        "train with benchmarks/pogema/train.sh --copy-to FILE")  # fmt: skip
+    swap = not args.no_swap
+    for a in algorithms:  # warm the compiled kernels outside the timed runs
+        if a.startswith("marlm"):
+            run_one(a, 8, 0, args.penalty, swap, params)
     with out.open("w") as fh:
         for n in parse_ints(args.agents):
             for seed in parse_ints(args.seeds):
                 for algorithm in algorithms:
-                    row = run_one(algorithm, n, seed, args.penalty, not args.no_swap)
+                    row = run_one(algorithm, n, seed, args.penalty, swap, params)
                     line = json.dumps(row)
                     fh.write(line + "\n")
                     fh.flush()

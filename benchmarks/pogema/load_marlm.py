@@ -25,10 +25,10 @@ def _load(name: str, path: Path) -> types.ModuleType:
 
 
 def load_pibt(src: Path = SRC) -> types.ModuleType:
-    """``marlm.hybrid.pibt`` (and ``marlm.hybrid.guidance``) loaded from ``src``, nothing else."""
-    if "marlm.hybrid.guidance" in sys.modules:  # once per process: keep the compiled kernels
+    """``marlm.hybrid.pibt`` (with ``guidance`` and ``learned_guidance``) loaded from ``src``."""
+    if "marlm.hybrid.learned_guidance" in sys.modules:  # once per process: keep compiled kernels
         return sys.modules["marlm.hybrid.pibt"]
-    for pkg in ("marlm", "marlm.envs", "marlm.envs.warehouse", "marlm.hybrid"):
+    for pkg in ("marlm", "marlm.envs", "marlm.envs.warehouse", "marlm.hybrid", "marlm.experiments"):
         if pkg not in sys.modules:
             module = types.ModuleType(pkg)
             module.__path__ = []  # a package with no files of its own
@@ -36,4 +36,13 @@ def load_pibt(src: Path = SRC) -> types.ModuleType:
     _load("marlm.envs.warehouse.dynamics", src / "marlm/envs/warehouse/dynamics.py")
     pibt = _load("marlm.hybrid.pibt", src / "marlm/hybrid/pibt.py")
     _load("marlm.hybrid.guidance", src / "marlm/hybrid/guidance.py")
+    _load("marlm.hybrid.learned_guidance", src / "marlm/hybrid/learned_guidance.py")
     return pibt
+
+
+def load_module(name: str, relpath: str, src: Path = SRC) -> types.ModuleType:
+    """Another numpy-only marlm module (after :func:`load_pibt`), e.g. the guidance trainer."""
+    if name in sys.modules:
+        return sys.modules[name]
+    load_pibt(src)
+    return _load(name, src / relpath)

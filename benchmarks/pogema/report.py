@@ -16,7 +16,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 PUBLISHED = HERE / "data" / "03-warehouse-published.json"
-OURS = ("marlm", "pogema_a_star")
+OURS = ("marlm", "marlm_hand", "marlm_learned", "pogema_a_star")
+BOUND = "free_flow"
 
 
 def load(path: Path) -> dict:
@@ -51,6 +52,20 @@ def main(argv: list[str]) -> int:
         vals = [np.mean([r["avg_throughput"] for r in rows[alg][n].values()]) for n in agents]
         series[alg] = vals
         lines.append(f"| {alg} (this run) | " + " | ".join(f"{v:.2f}" for v in vals) + " |")
+    if BOUND in rows:
+        vals = [np.mean([r["avg_throughput"] for r in rows[BOUND][n].values()]) for n in agents]
+        series[BOUND] = vals
+        lines.append("| free-flow bound (each agent alone) | "
+                     + " | ".join(f"{v:.2f}" for v in vals) + " |")  # fmt: skip
+    if "marlm_hand" in rows and "marlm_learned" in rows:
+        cells = []
+        for n in agents:
+            common = sorted(set(rows["marlm_hand"][n]) & set(rows["marlm_learned"][n]))
+            r = np.array([rows["marlm_learned"][n][s]["avg_throughput"]
+                          / rows["marlm_hand"][n][s]["avg_throughput"] for s in common])  # fmt: skip
+            wins = int((r > 1).sum())
+            cells.append(f"{r.mean():.3f} ± {r.std():.3f} ({wins}/{len(r)} seeds)")
+        lines.append("| marlm_learned / marlm_hand (per seed) | " + " | ".join(cells) + " |")
     best = np.zeros(len(agents))
     for alg, per_n in published.items():
         same, every = [], []
@@ -62,11 +77,17 @@ def main(argv: list[str]) -> int:
         best = np.maximum(best, same)
         cells = [f"{a:.2f} [{b:.2f}]" for a, b in zip(same, every, strict=True)]
         lines.append(f"| {alg} (published) | " + " | ".join(cells) + " |")
-    if "marlm" in series:
-        ratio = np.array(series["marlm"]) / best
-        lines.append("| marlm / best published | " + " | ".join(f"{r:.2f}" for r in ratio) + " |")
+    for alg in ("marlm", "marlm_hand", "marlm_learned"):
+        if alg in series:
+            ratio = np.array(series[alg]) / best
+            lines.append(f"| {alg} / best published | " + " | ".join(f"{r:.2f}" for r in ratio)
+                         + " |")  # fmt: skip
+            if BOUND in series:
+                ratio = np.array(series[alg]) / np.array(series[BOUND])
+                lines.append(f"| {alg} / free-flow bound | "
+                             + " | ".join(f"{r:.2f}" for r in ratio) + " |")  # fmt: skip
     for alg in OURS:
-        if alg in rows:
+        if alg in rows and alg != BOUND:
             rev = [sum(r["reverted_moves"] for r in rows[alg][n].values()) for n in agents]
             ms = [np.mean([r["ms_per_step"] for r in rows[alg][n].values()]) for n in agents]
             lines.append(f"| {alg} reverted moves (sum) | " + " | ".join(map(str, rev)) + " |")
@@ -91,8 +112,9 @@ def main(argv: list[str]) -> int:
         return 0
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for alg, vals in series.items():
-        style = "-o" if alg in OURS else "--."
-        ax.plot(agents, vals, style, label=alg + ("" if alg in OURS else " (published)"))
+        style = "-o" if alg in OURS else ":k" if alg == BOUND else "--."
+        label = alg + ("" if alg in OURS else " (bound)" if alg == BOUND else " (published)")
+        ax.plot(agents, vals, style, label=label)
     ax.set_xlabel("agents")
     ax.set_ylabel("average throughput (targets / step)")
     ax.set_title("POGEMA wfi_warehouse, lifelong, 256 steps, soft collisions")

@@ -1,0 +1,110 @@
+"""Train the learned guidance for a POGEMA map with CMA-ES (``train.sh`` calls this).
+
+Training episodes are POGEMA's own lifelong instances (starts and target sequences from its
+generator) for seeds 128 and above only: the published results use seeds 0-127, which stay
+held out for reporting. Episodes are simulated in-process (``marlm.hybrid.learned_guidance
+.simulate``, the same moves and throughput as the harness, about 10x cheaper than stepping
+POGEMA). The run folder is ``<cache>/guidance/<map>-<key>/`` (``<cache>`` = ``$MARLM_CACHE``, else
+``$XDG_CACHE_HOME/marlm``, else ``~/.cache/marlm``; ``key`` hashes the settings and instances):
+``checkpoint.pkl`` after every generation (a run started again resumes from it),
+``result.json`` and ``curve.png`` at the end. A finished run is a cache hit: it prints the
+result's path and trains nothing. ``--copy-to FILE`` also writes the result to a new file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import HERE, fail, parse_ints, pogema_instance  # noqa: E402
+from load_marlm import load_module, load_pibt  # noqa: E402
+
+FIRST_TRAIN_SEED = 128
+"""Seeds below this are the published instances (0-127): never trained on."""
+
+
+def cache_root() -> Path:
+    """``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``, else ``~/.cache/marlm`` (as marlm's)."""
+    if os.environ.get("MARLM_CACHE"):
+        return Path(os.environ["MARLM_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "marlm"
+
+
+def bar(gen: int, total: int, best: float, mean: float, t0: float) -> None:
+    done = int(30 * gen / total)
+    print(
+        f"\r[{'#' * done}{'.' * (30 - done)}] generation {gen}/{total}  best {best:.4f}  "
+        f"mean {mean:.4f}  cpu {time.process_time() - t0:.0f}s",
+        end="\n" if gen == total else "",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--map", default="wfi_warehouse", help="a map in benchmarks/pogema/data/")
+    ap.add_argument("--agents", default="32,96,192", help="robot counts trained on")
+    ap.add_argument("--seeds", default="128-130", help="training seeds, all >= 128")
+    ap.add_argument("--generations", type=int, default=20)
+    ap.add_argument("--population", type=int, default=8)
+    ap.add_argument("--sigma0", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the CMA-ES search")
+    ap.add_argument("--penalty", type=int, default=2, help="the hand rule's penalty")
+    ap.add_argument("--copy-to", default=None, help="also write result.json here (a new file)")
+    args = ap.parse_args(argv)
+    if args.map != "wfi_warehouse":
+        return fail("--map", f"no map {args.map!r} here; the harness has wfi_warehouse")
+    seeds = parse_ints(args.seeds)
+    agents = parse_ints(args.agents)
+    if not seeds or min(seeds) < FIRST_TRAIN_SEED:
+        return fail("--seeds", "seeds 0-127 are the published instances; train on 128 and up")
+    if not agents or min(agents) < 1 or max(agents) > 192:
+        return fail("--agents", "robot counts must be in 1..192 (the map's start cells)")
+    if args.copy_to and Path(args.copy_to).exists():
+        return fail("--copy-to", f"{args.copy_to} exists; choose a new file name")
+    load_pibt()
+    gt = load_module(
+        "marlm.experiments.guidance_training", "marlm/experiments/guidance_training.py"
+    )
+    try:
+        config = gt.TrainConfig(
+            generations=args.generations, population=args.population, sigma0=args.sigma0,
+            seed=args.seed, penalty=args.penalty,
+        )  # fmt: skip
+    except ValueError as e:
+        return fail("--generations/--population/--sigma0", str(e))
+    pairs = [pogema_instance(n, s) for n in agents for s in seeds]
+    instances = [p[0] for p in pairs]
+    target_cells = pairs[0][1]
+    spec = {"map": (HERE / "data" / f"{args.map}.txt").read_text(), "agents": agents,
+            "seeds": seeds, "config": vars(args) | {"copy_to": None}}  # fmt: skip
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    run_dir = cache_root() / "guidance" / f"{args.map}-{key}"
+    result_path = run_dir / "result.json"
+    if result_path.is_file():
+        print(f"cached: {result_path}", file=sys.stderr)
+        result = json.loads(result_path.read_text())
+    else:
+        resumed = (run_dir / "checkpoint.pkl").is_file()
+        print(f"{'resuming' if resumed else 'training'} in {run_dir}", file=sys.stderr)
+        t0 = time.process_time()
+        result = gt.train(
+            instances, run_dir, config, target_cells,
+            progress=lambda g, total, b, m: bar(g, total, b, m, t0),
+        )  # fmt: skip
+    if args.copy_to:
+        Path(args.copy_to).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: result[k] for k in ("weights", "score", "cpu_s")}))
+    print(f"result: {result_path}\ncurve: {run_dir / 'curve.png'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,468 @@
+"""Learned guidance: guidance costs from a linear model of move features, adapted online.
+
+The hand guidance (:mod:`marlm.hybrid.guidance`) fixes one rule for every map: aisles are soft
+one-way streets, a move against an aisle costs ``1 + penalty``. Here the guidance graph is
+parametric (Zhang, Chen, Li, Koenig et al., "Guidance Graph Optimization for Lifelong Multi-Agent
+Path Finding", IJCAI 2024: edge weights of the guidance graph optimised for simulated throughput
+with CMA-ES; their "parametric" variant maps features to weights so the optimiser works in few
+dimensions and the result transfers to other maps): each move's cost is the hand cost plus a
+weighted sum of features of the move (is it against a lane, does it enter a shelf face or a
+narrow cell, how dense is the floor), so the same weights apply to any map. Training
+(:mod:`marlm.experiments.guidance_training`) tunes the weights with CMA-ES on simulated lifelong
+throughput.
+
+Online adaptation (in the spirit of Zang et al., "Online Guidance Graph Optimization for Lifelong
+Multi-Agent Path Finding", AAAI 2025, which update the guidance every few steps from live
+traffic): every ``period`` steps the cost of entering a cell grows with the number of robots that
+waited there, clipped to ``bound`` steps. It only changes what robots *prefer*; PIBT still chooses
+the joint move, so its guarantees (no vertex or swap conflict, no move into a wall) hold whatever
+the costs, and since every cost stays positive and finite every target stays reachable.
+
+Costs are integers in units of ``1 / RESOLUTION`` step, so Dial's algorithm
+(:func:`marlm.hybrid.guidance.guided_distance`) stays exact; with zero weights they are
+``RESOLUTION`` times the hand costs, whose rankings (hence PIBT's choices) are the hand
+guidance's exactly.
+
+The module needs only numpy (numba if present), so the POGEMA harness loads it by path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
+from marlm.hybrid.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
+from marlm.hybrid.pibt import Pibt, neighbour_table
+
+RESOLUTION = 4
+"""Cost units per step: a learned cost of 0.25 step is representable, costs stay integers."""
+
+MAX_DELTA = 8.0
+"""Largest learned extra cost of one move, in steps (and the smallest cost is 1 / RESOLUTION)."""
+
+DENSITY_SCALE = 8.0
+"""``rho = DENSITY_SCALE * robots / free cells``: about 0.2 at 32 and 1.3 at 192 robots on
+POGEMA's ``wfi_warehouse``, so density-scaled weights are of the same order as the others."""
+
+MOVE_FEATURES = (
+    "against_row",  # against the direction of a horizontal aisle (the hand rule's rows)
+    "against_col",  # against the direction of a vertical aisle (the hand rule's columns)
+    "into_target_cell",  # enters a cell where targets are drawn (shelf faces: robots stop there)
+    "out_of_target_cell",  # leaves a target cell for a cell that is not one
+    "into_narrow",  # enters a cell with at most 2 free neighbours
+    "vertical",  # an up or down move
+    "with_row",  # along a horizontal aisle, in its direction
+    "against_row_dense",  # against_row x rho
+    "against_col_dense",  # against_col x rho
+    "into_target_cell_dense",  # into_target_cell x rho
+)
+"""Names of the columns of :func:`move_features`, in order."""
+
+ONLINE_PARAMS = ("online_gain",)
+"""Learned parameters after the move weights: extra cost (steps) per robot-wait per step."""
+
+N_PARAMS = len(MOVE_FEATURES) + len(ONLINE_PARAMS)
+
+SHIPPED_MIN_DENSITY = BUSY
+"""Density from which the shipped scheme uses the learned guidance (the hand rule's own switch,
+1 robot per 16 free cells). On POGEMA's warehouse the learned weights lose to the hand guidance
+on a quiet floor (training seeds 128-129: 1.154 against 1.225 at 32 robots) and win on a busy
+one (3.266 against 3.232 at 96, 5.939 against 4.555 at 192); see ``docs/movement.md``."""
+
+
+def move_features(
+    free: np.ndarray, n_robots: int, target_cells: np.ndarray | None = None, min_free: float = 0.9
+) -> np.ndarray:
+    """``float64[H*W, 5, F]``: the features of each action from each cell (F = len(MOVE_FEATURES)).
+
+    Args:
+        free: ``bool[H, W]`` cells a robot may stand on.
+        n_robots: robots on the floor (sets the density ``rho``).
+        target_cells: ``bool[H, W]`` cells where targets are drawn (default: every free cell).
+        min_free: as in :func:`marlm.hybrid.guidance.aisle_costs` (which rows/columns are aisles).
+
+    Returns:
+        features; STAY and blocked moves have all features 0.
+
+    Raises:
+        ValueError: ``n_robots`` negative, the map has no free cell, or shapes disagree.
+    """
+    free = np.asarray(free, dtype=bool)
+    if n_robots < 0 or not free.any():
+        raise ValueError("n_robots must be >= 0 and the map must have a free cell")
+    h, w = free.shape
+    tgt = free if target_cells is None else np.asarray(target_cells, dtype=bool) & free
+    if tgt.shape != free.shape:
+        raise ValueError(f"target_cells must have shape {free.shape}, got {tgt.shape}")
+    nbr = neighbour_table(free)
+    v = h * w
+    rho = DENSITY_SCALE * n_robots / free.sum()
+    # the hand rule's lanes, read back from its costs (penalty 1 on rows only / columns only)
+    rows_only = aisle_costs(free, penalty=0, min_free=min_free, row_penalty=1) > 1
+    cols_only = aisle_costs(free, penalty=1, min_free=min_free, row_penalty=0) > 1
+    row_aisle = free.mean(axis=1) >= min_free
+    tflat = tgt.reshape(-1)
+    deg = (nbr[:, 1:] >= 0).sum(axis=1)
+    f = np.zeros((v, 5, len(MOVE_FEATURES)), dtype=np.float64)
+    cell_row = np.arange(v) // w
+    for a in (UP, DOWN, LEFT, RIGHT):
+        ok = nbr[:, a] >= 0
+        dest = np.maximum(nbr[:, a], 0)
+        f[:, a, 0] = rows_only[:, a]
+        f[:, a, 1] = cols_only[:, a]
+        f[:, a, 2] = tflat[dest]
+        f[:, a, 3] = tflat & ~tflat[dest]
+        f[:, a, 4] = deg[dest] <= 2
+        f[:, a, 5] = a in (UP, DOWN)
+        if a in (LEFT, RIGHT):
+            f[:, a, 6] = row_aisle[cell_row] & ~rows_only[:, a]
+        f[:, a, 7:10] = rho * f[:, a, 0:3]
+        f[~ok, a, :] = 0.0
+    return f
+
+
+def learned_costs(
+    features: np.ndarray, hand: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """``int32[V, 5]`` guidance costs in units of ``1 / RESOLUTION`` step.
+
+    ``cost = RESOLUTION * hand + round(RESOLUTION * clip(features @ w, -inf, MAX_DELTA))``, at
+    least 1 on every possible move, 0 on blocked ones (never used).
+
+    Args:
+        features: ``float64[V, 5, F]`` (:func:`move_features`); hand: ``int32[V, 5]`` the hand
+            costs (:func:`marlm.hybrid.guidance.traffic_costs`); weights: ``float[F]`` or the full
+            ``float[N_PARAMS]`` parameter vector (extra entries ignored); None = zeros.
+
+    Returns:
+        costs; zero weights give exactly ``RESOLUTION * hand``.
+
+    Raises:
+        ValueError: shapes disagree.
+    """
+    hand = np.asarray(hand, dtype=np.int64)
+    nf = features.shape[-1]
+    if features.shape[:2] != hand.shape:
+        raise ValueError(f"features {features.shape} do not match hand costs {hand.shape}")
+    w = np.zeros(nf) if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)
+    if len(w) < nf:
+        raise ValueError(f"weights must have at least {nf} entries, got {len(w)}")
+    delta = np.minimum(features @ w[:nf], MAX_DELTA)
+    cost = RESOLUTION * hand + np.rint(RESOLUTION * delta).astype(np.int64)
+    possible = hand > 0
+    cost = np.where(possible, np.maximum(cost, 1), 0)
+    return cost.astype(np.int32)
+
+
+@dataclass
+class OnlineAdapter:
+    """Bounded online update of the guidance costs from the waits observed.
+
+    Every ``period`` steps, the extra cost of entering cell ``d`` becomes
+    ``min(bound, gain * wait_rate[d])`` steps (in cost units, rounded), where ``wait_rate`` is an
+    exponential average (factor ``decay`` per period) of the robots per step that stood on ``d``
+    with a target elsewhere. The extra cost is never negative and never above ``bound`` steps, so
+    costs stay positive and finite: every target stays reachable, and PIBT's choice of the joint
+    move (no vertex or swap conflict) is untouched.
+
+    Args:
+        base: ``int32[V, 5]`` costs to adapt (:func:`learned_costs`); nbr: the neighbour table.
+        gain: extra steps per robot-wait per step (0 = no adaptation).
+        period: steps between updates; bound: largest extra cost of a move, in steps;
+        decay: weight of the past in the wait rate, in [0, 1).
+
+    Raises:
+        ValueError: ``period`` < 1, ``bound`` or ``gain`` negative, ``decay`` outside [0, 1).
+    """
+
+    base: np.ndarray
+    nbr: np.ndarray
+    gain: float = 0.0
+    period: int = 16
+    bound: float = 2.0
+    decay: float = 0.5
+    rate: np.ndarray = field(init=False)
+    extra: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.period < 1 or self.bound < 0 or self.gain < 0 or not 0 <= self.decay < 1:
+            raise ValueError(
+                "period must be >= 1, bound and gain >= 0, decay in [0, 1); got "
+                f"period={self.period}, bound={self.bound}, gain={self.gain}, decay={self.decay}"
+            )
+        v = self.nbr.shape[0]
+        self.rate = np.zeros(v, dtype=np.float64)
+        self.extra = np.zeros((v, 5), dtype=np.int32)
+        self._waits = np.zeros(v, dtype=np.int64)
+        self._t = 0
+
+    def costs(self) -> np.ndarray:
+        """``int32[V, 5]``: the base costs plus the current extra (0 on blocked moves)."""
+        return np.where(self.base > 0, self.base + self.extra, 0).astype(np.int32)
+
+    def observe(self, cells: np.ndarray, goal_cells: np.ndarray, next_cells: np.ndarray) -> bool:
+        """Count one step's waits; every ``period`` steps update the extra costs.
+
+        Args:
+            cells, goal_cells, next_cells: ``int64[n]`` each robot's cell, target cell (-1 idle)
+                and cell after the step.
+
+        Returns:
+            True when the costs changed (distance tables built on them are stale).
+        """
+        waiting = (next_cells == cells) & (goal_cells >= 0) & (goal_cells != cells)
+        np.add.at(self._waits, cells[waiting], 1)
+        self._t += 1
+        if self._t % self.period:
+            return False
+        self.rate = self.decay * self.rate + (1 - self.decay) * self._waits / self.period
+        self._waits[:] = 0
+        steps = np.minimum(self.gain * self.rate, self.bound)
+        into = np.rint(RESOLUTION * steps).astype(np.int32)
+        extra = np.where(self.nbr >= 0, into[np.maximum(self.nbr, 0)], 0)
+        extra[:, 0] = 0  # waiting costs what it costs
+        changed = not np.array_equal(extra, self.extra)
+        self.extra = extra.astype(np.int32)
+        return changed
+
+
+class GuidedMover:
+    """PIBT over guided distance-to-go preferences: the hand guidance or a learned one.
+
+    Each robot ranks its moves by ``cost[cell, a] + guided_distance(next cell, target)``
+    (:func:`marlm.hybrid.guidance.guided_scores`), one distance table per target cell, cached
+    until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.pibt.Pibt`).
+
+    Args:
+        free: ``bool[H, W]``; n_robots; seed: PIBT's tie-breaks; swap: LaCAM3's swap.
+        costs: ``int32[V, 5]`` guidance costs (positive on possible moves).
+        online: an :class:`OnlineAdapter` over ``costs``, or None (static costs).
+    """
+
+    def __init__(
+        self,
+        free: np.ndarray,
+        n_robots: int,
+        costs: np.ndarray,
+        seed: int = 0,
+        swap: bool = True,
+        online: OnlineAdapter | None = None,
+    ) -> None:
+        self.layer = Pibt(free, n_robots, seed=seed, swap=swap)
+        self.width = self.layer.width
+        self.online = online
+        self.cost = np.asarray(online.costs() if online else costs, dtype=np.int32)
+        v = self.layer.nbr.shape[0]
+        self.slot_of = np.full(v, -1, dtype=np.int64)
+        self.pool = np.zeros((int(np.asarray(free).sum()) + 1, v), dtype=np.int32)
+        self.n_tables = 0
+        self.table_builds = 0
+
+    def _tables(self, goal_cells: np.ndarray) -> np.ndarray:
+        missing = np.unique(goal_cells[self.slot_of[goal_cells] < 0])
+        for c in missing.tolist():
+            self.pool[self.n_tables] = guided_distance(self.layer.nbr, self.cost, c)
+            self.slot_of[c] = self.n_tables
+            self.n_tables += 1
+        self.table_builds += len(missing)
+        return self.slot_of[goal_cells]
+
+    def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """``int64[n]`` collision-free actions for robots at ``positions`` (``int[n, 2]``) with
+        targets ``targets`` (``int[n, 2]``, every robot has one)."""
+        cells = positions[:, 0] * self.width + positions[:, 1]
+        goal_cells = targets[:, 0] * self.width + targets[:, 1]
+        slots = self._tables(goal_cells)
+        nxt = self.layer.nbr[cells]
+        d = self.pool[slots[:, None], np.maximum(nxt, 0)] + self.cost[cells]
+        scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
+        actions = self.layer.step(positions, scores, targets)
+        if self.online is not None:
+            after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
+            if self.online.observe(cells, goal_cells, after):
+                self.cost = self.online.costs()
+                self.slot_of[:] = -1  # the distance tables are stale
+                self.n_tables = 0
+        return actions
+
+
+@dataclass(frozen=True)
+class LifelongInstance:
+    """One lifelong MAPF episode: starts and each robot's target sequence (POGEMA ``restart``).
+
+    Attributes:
+        free: ``bool[H, W]``; starts: ``int64[n, 2]`` (row, col);
+        targets: ``int64[n, m, 2]`` each robot's targets in order (rows past its last target
+            are -1); steps: episode length; seed: the instance's seed (PIBT's tie-breaks too).
+    """
+
+    free: np.ndarray
+    starts: np.ndarray
+    targets: np.ndarray
+    steps: int
+    seed: int = 0
+
+
+def random_instance(
+    free: np.ndarray,
+    n_robots: int,
+    steps: int,
+    seed: int,
+    start_cells: np.ndarray | None = None,
+    target_cells: np.ndarray | None = None,
+) -> LifelongInstance:
+    """A lifelong instance drawn like POGEMA's: distinct starts, then each robot's targets drawn
+    uniformly from ``target_cells`` by its own generator, never its current cell.
+
+    Args:
+        free: ``bool[H, W]``; start_cells / target_cells: ``bool[H, W]`` (default: free cells).
+        steps: episode length (enough targets are drawn for a robot that never waits).
+
+    Raises:
+        ValueError: fewer start cells than robots, or fewer than 2 target cells.
+    """
+    free = np.asarray(free, dtype=bool)
+    starts_ok = np.argwhere(free if start_cells is None else start_cells & free)
+    targets_ok = np.argwhere(free if target_cells is None else target_cells & free)
+    if len(starts_ok) < n_robots or len(targets_ok) < 2:
+        raise ValueError("need at least n_robots start cells and 2 target cells")
+    rng = np.random.default_rng(seed)
+    starts = starts_ok[rng.choice(len(starts_ok), n_robots, replace=False)]
+    m = steps + 1
+    targets = np.empty((n_robots, m, 2), dtype=np.int64)
+    for i, sub in enumerate(rng.spawn(n_robots)):
+        here = starts[i]
+        for k in range(m):
+            t = targets_ok[sub.integers(len(targets_ok))]
+            while (t == here).all():
+                t = targets_ok[sub.integers(len(targets_ok))]
+            targets[i, k] = here = t
+    return LifelongInstance(free, starts.astype(np.int64), targets, steps, seed)
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """A guidance scheme for one map and robot count: the hand rule, or learned weights.
+
+    Args:
+        params: ``float[N_PARAMS]`` (MOVE_FEATURES weights, then ONLINE_PARAMS), None = the hand
+            guidance; penalty: the hand rule's penalty; period, bound: of :class:`OnlineAdapter`.
+        min_density: robots per free cell below which the hand guidance is used even with
+            ``params`` (0 = learned at every density; :data:`SHIPPED_MIN_DENSITY` ships).
+    """
+
+    params: np.ndarray | None = None
+    penalty: int = 2
+    period: int = 16
+    bound: float = 2.0
+    min_density: float = 0.0
+
+    def mover(
+        self,
+        free: np.ndarray,
+        n_robots: int,
+        seed: int,
+        target_cells: np.ndarray | None = None,
+        swap: bool = True,
+    ) -> GuidedMover:
+        """The :class:`GuidedMover` of this scheme on ``free`` with ``n_robots``."""
+        hand = traffic_costs(free, n_robots, penalty=self.penalty)
+        quiet = n_robots < self.min_density * np.asarray(free, dtype=bool).sum()
+        if self.params is None or quiet:
+            return GuidedMover(free, n_robots, hand, seed=seed, swap=swap)
+        params = np.asarray(self.params, dtype=np.float64).reshape(-1)
+        if params.shape != (N_PARAMS,):
+            raise ValueError(f"params must have {N_PARAMS} entries, got {params.shape}")
+        base = learned_costs(move_features(free, n_robots, target_cells), hand, params)
+        gain = max(float(params[len(MOVE_FEATURES)]), 0.0)
+        online = None
+        if gain > 0:
+            nbr = neighbour_table(free)
+            online = OnlineAdapter(base, nbr, gain=gain, period=self.period, bound=self.bound)
+        return GuidedMover(free, n_robots, base, seed=seed, swap=swap, online=online)
+
+
+def simulate(
+    instance: LifelongInstance,
+    guidance: Guidance,
+    target_cells: np.ndarray | None = None,
+    swap: bool = True,
+    check: bool = False,
+) -> float:
+    """Throughput (targets reached per step) of ``guidance`` on a lifelong ``instance``.
+
+    Same rules as POGEMA's lifelong ``restart`` episode under a collision-free policy: every
+    robot moves as the layer chose; one that stands on its target after the step counts one and
+    gets its next target, seen from the next step on.
+
+    Args:
+        check: assert after every step that no two robots share a cell and none swapped
+            (the layer guarantees it; tests turn this on).
+
+    Raises:
+        ValueError: a robot ran out of targets (the instance is too short for ``steps``).
+        AssertionError: ``check`` and a conflict occurred (never, by PIBT's guarantee).
+    """
+    n = len(instance.starts)
+    mover = guidance.mover(instance.free, n, instance.seed, target_cells, swap)
+    pos = instance.starts.copy()
+    idx = np.zeros(n, dtype=np.int64)
+    rows = np.arange(n)
+    m = instance.targets.shape[1]
+    reached = 0
+    w = instance.free.shape[1]
+    for _ in range(instance.steps):
+        if (idx >= m).any() or (instance.targets[rows, np.minimum(idx, m - 1), 0] < 0).any():
+            raise ValueError("a robot ran out of targets: the instance is too short")
+        goals = instance.targets[rows, idx]
+        actions = mover.act(pos, goals)
+        new = pos + MOVES[actions]
+        if check:
+            cells, after = pos[:, 0] * w + pos[:, 1], new[:, 0] * w + new[:, 1]
+            assert len(np.unique(after)) == n, "vertex conflict"
+            where = {c: i for i, c in enumerate(cells.tolist())}
+            for i, c in enumerate(after.tolist()):
+                j = where.get(c)
+                assert j is None or j == i or after[j] != cells[i], "swap conflict"
+            assert instance.free[new[:, 0], new[:, 1]].all(), "move into a wall"
+        pos = new
+        hit = (pos == goals).all(axis=1)
+        reached += int(hit.sum())
+        idx += hit
+    return reached / instance.steps
+
+
+def free_flow_bound(instance: LifelongInstance) -> float:
+    """Throughput if every robot were alone: each follows shortest paths (BFS) through its own
+    target sequence, one move per step; targets reached within ``steps``, summed, per step.
+
+    An upper bound on any collision-free policy's throughput on ``instance`` (other robots can
+    only delay a robot). Raises ValueError if a target is unreachable from the one before.
+    """
+    from marlm.hybrid.pibt import UNREACHABLE, bfs_distance
+
+    nbr = neighbour_table(instance.free)
+    w = instance.free.shape[1]
+    tables: dict[int, np.ndarray] = {}
+    reached = 0
+    for i in range(len(instance.starts)):
+        here = int(instance.starts[i, 0] * w + instance.starts[i, 1])
+        t = 0
+        for r, c in instance.targets[i].tolist():
+            if r < 0:
+                break
+            goal = r * w + c
+            if goal not in tables:
+                tables[goal] = bfs_distance(nbr, goal)
+            d = int(tables[goal][here])
+            if d >= UNREACHABLE:
+                raise ValueError(f"robot {i}: target {(r, c)} unreachable")
+            # a target equal to the current cell is reached by waiting one step (POGEMA)
+            t += max(d, 1)
+            if t > instance.steps:
+                break
+            reached += 1
+            here = goal
+    return reached / instance.steps

@@ -1,0 +1,201 @@
+"""Learned guidance: zero weights are the hand guidance; the online update is bounded and safe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from marlm.envs.warehouse.dynamics import MOVES, RIGHT, UP
+from marlm.hybrid.guidance import guided_distance, traffic_costs
+from marlm.hybrid.learned_guidance import (
+    MOVE_FEATURES,
+    N_PARAMS,
+    RESOLUTION,
+    SHIPPED_MIN_DENSITY,
+    Guidance,
+    GuidedMover,
+    LifelongInstance,
+    OnlineAdapter,
+    free_flow_bound,
+    learned_costs,
+    move_features,
+    random_instance,
+    simulate,
+)
+from marlm.hybrid.pibt import neighbour_table
+from marlm.hybrid.shield import is_safe
+
+WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+
+
+def read_map(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """POGEMA map syntax -> ``(free, start_cells, target_cells)`` (``bool[H, W]`` each)."""
+    grid = np.array([list(line) for line in text.strip().splitlines()])
+    free = grid != "#"
+    return free, np.isin(grid, ["@", "."]), np.isin(grid, ["$", "."])
+
+
+def test_features_name_the_hand_rule_lanes():
+    free, _, targets = read_map(WFI.read_text())
+    f = move_features(free, 192, targets)
+    hand = traffic_costs(free, 192, penalty=2)
+    assert f.shape == (free.size, 5, len(MOVE_FEATURES))
+    against = (f[..., 0] + f[..., 1]) > 0  # against a row or a column aisle
+    np.testing.assert_array_equal(against, hand == 3)  # busy floor: the hand rule's penalties
+    assert f[0 * 46 + 5, RIGHT, MOVE_FEATURES.index("with_row")] == 1  # row 0 runs east
+    assert f[:, 0].sum() == 0  # staying has no features
+
+
+@pytest.mark.parametrize("n_robots", [32, 192])
+def test_zero_weights_reproduce_the_hand_guidance_exactly(n_robots):
+    """Zero learned weights: costs are RESOLUTION x the hand costs, and a lifelong run on POGEMA's
+    warehouse map makes the same moves, step for step, as PIBT under the hand guidance."""
+    free, starts, targets = read_map(WFI.read_text())
+    hand = traffic_costs(free, n_robots, penalty=2)
+    zero = learned_costs(move_features(free, n_robots, targets), hand, np.zeros(N_PARAMS))
+    np.testing.assert_array_equal(zero, RESOLUTION * hand)
+    inst = random_instance(free, n_robots, 48, seed=3, start_cells=starts, target_cells=targets)
+    by_hand = GuidedMover(free, n_robots, hand, seed=3)
+    learned = Guidance(np.zeros(N_PARAMS)).mover(free, n_robots, 3, targets)
+    assert learned.online is None  # zero online gain: no adaptation
+    pos = inst.starts.copy()
+    idx = np.zeros(n_robots, dtype=np.int64)
+    rows = np.arange(n_robots)
+    for _ in range(inst.steps):
+        goals = inst.targets[rows, idx]
+        a = by_hand.act(pos, goals)
+        np.testing.assert_array_equal(learned.act(pos, goals), a)
+        pos = pos + MOVES[a]
+        idx += (pos == goals).all(axis=1)
+    hand_thr = simulate(inst, Guidance(None), targets)
+    assert simulate(inst, Guidance(np.zeros(N_PARAMS)), targets) == hand_thr
+    assert hand_thr == idx.sum() / inst.steps
+
+
+def test_learned_costs_stay_positive_and_bounded():
+    free, _, targets = read_map(WFI.read_text())
+    hand = traffic_costs(free, 96)
+    w = np.full(len(MOVE_FEATURES), -5.0)
+    low = learned_costs(move_features(free, 96, targets), hand, w)
+    assert (low[hand > 0] >= 1).all() and (low[hand == 0] == 0).all()
+    high = learned_costs(move_features(free, 96, targets), hand, -w)
+    assert high.max() <= RESOLUTION * (hand.max() + 8)
+    with pytest.raises(ValueError, match="weights"):
+        learned_costs(move_features(free, 96, targets), hand, np.zeros(2))
+
+
+def test_online_update_raises_the_cost_into_a_jam_within_its_bound():
+    free = np.ones((3, 5), dtype=bool)
+    nbr = neighbour_table(free)
+    base = RESOLUTION * traffic_costs(free, 1, penalty=0)
+    ad = OnlineAdapter(base, nbr, gain=10.0, period=2, bound=1.5, decay=0.0)
+    cells, goals = np.array([7]), np.array([9])  # robot at (1, 2) waits, its target elsewhere
+    assert not ad.observe(cells, goals, cells)  # no update before the period ends
+    assert ad.observe(cells, goals, cells)
+    assert ad.rate[7] == 1.0  # one robot waiting per step
+    assert ad.costs()[6, RIGHT] == base[6, RIGHT] + RESOLUTION * 1.5  # clipped at the bound
+    assert ad.costs()[7, 0] == base[7, 0]  # waiting is not made dearer
+    assert (ad.costs()[ad.costs() > 0] == base[base > 0] + ad.extra[base > 0]).all()
+    d = guided_distance(nbr, ad.costs(), 7)
+    assert d[free.reshape(-1)].max() < 10**6  # every cell still reaches the jammed cell
+    with pytest.raises(ValueError, match="period"):
+        OnlineAdapter(base, nbr, period=0)
+
+
+def random_map(rng: np.random.Generator, h: int, w: int, p_wall: float) -> np.ndarray:
+    """Random walls; the largest 4-connected component of the rest is the map."""
+    free = rng.random((h, w)) >= p_wall
+    nbr = neighbour_table(free)
+    label = np.full(h * w, -1)
+    best, best_size = -1, 0
+    for s in np.flatnonzero(free.reshape(-1)):
+        if label[s] >= 0:
+            continue
+        stack, size = [s], 0
+        label[s] = s
+        while stack:
+            c = stack.pop()
+            size += 1
+            for u in nbr[c, 1:]:
+                if u >= 0 and label[u] < 0:
+                    label[u] = s
+                    stack.append(u)
+        if size > best_size:
+            best, best_size = s, size
+    return (label == best).reshape(h, w)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 14),
+    period=st.integers(1, 4),
+    gain=st.floats(0.5, 50.0),
+    bound=st.floats(0.25, 6.0),
+    weights=st.lists(st.floats(-2.0, 8.0), min_size=N_PARAMS - 1, max_size=N_PARAMS - 1),
+)
+def test_online_update_never_makes_a_vertex_or_swap_conflict(seed, n, period, gain, bound, weights):
+    """Random maps (walls, dead ends, one-wide passages), random learned weights, a strong online
+    update every 1-4 steps: every joint move of 40 lifelong steps is safe, and the adapted costs
+    stay within [base, base + bound] on every possible move."""
+    rng = np.random.default_rng(seed)
+    free = random_map(rng, 7, 9, 0.3)
+    if free.sum() < n + 2:
+        n = max(2, int(free.sum()) - 2)
+    inst = random_instance(free, n, 40, seed=seed)
+    params = np.array([*weights, gain])
+    g = Guidance(params, period=period, bound=bound)
+    mover = g.mover(free, n, seed)
+    assert mover.online is not None
+    base = mover.online.base
+    pos = inst.starts.copy()
+    idx = np.zeros(n, dtype=np.int64)
+    rows = np.arange(n)
+    for _ in range(inst.steps):
+        goals = inst.targets[rows, idx]
+        a = mover.act(pos, goals)
+        ok, why = is_safe(pos, a, free)
+        assert ok, why
+        pos = pos + MOVES[a]
+        assert len({tuple(p) for p in pos.tolist()}) == n  # no vertex conflict
+        idx += (pos == goals).all(axis=1)
+        costs = mover.online.costs()
+        extra = costs.astype(np.int64) - base
+        assert (extra[base > 0] >= 0).all()
+        assert (extra[base > 0] <= np.rint(RESOLUTION * bound)).all()
+        assert (costs[base > 0] > 0).all() and (costs[base == 0] == 0).all()
+    assert simulate(inst, g, check=True) >= 0  # the simulator's own checks agree
+
+
+def test_vertical_feature_marks_up_and_down_moves():
+    free = np.ones((3, 3), dtype=bool)
+    f = move_features(free, 1)
+    k = MOVE_FEATURES.index("vertical")
+    assert f[4, UP, k] == 1 and f[4, RIGHT, k] == 0
+
+
+def test_free_flow_bound_counts_targets_reached_alone_on_shortest_paths():
+    free = np.ones((1, 5), dtype=bool)
+    targets = np.array([[[0, 4], [0, 0], [0, 4], [-1, -1]], [[0, 2], [0, 2], [0, 3], [0, 0]]])
+    inst = LifelongInstance(free, np.array([[0, 0], [0, 1]]), targets, steps=10)
+    # robot 0: 4 + 4 steps, the third target at step 12 > 10; robot 1: 1, +1 (its own cell: one
+    # step of waiting), +1, +3 = 6 steps for all four
+    assert free_flow_bound(inst) == (2 + 4) / 10
+
+
+def test_shipped_scheme_is_the_hand_guidance_on_a_quiet_floor_only():
+    free, _, targets = read_map(WFI.read_text())
+    params = np.ones(N_PARAMS)
+    shipped = Guidance(params, min_density=SHIPPED_MIN_DENSITY)
+    quiet = int(SHIPPED_MIN_DENSITY * free.sum())  # 79 robots on 1278 free cells: below 1/16
+    assert quiet == 79
+    np.testing.assert_array_equal(
+        shipped.mover(free, quiet, 0, targets).cost, traffic_costs(free, quiet)
+    )
+    busy = shipped.mover(free, quiet + 1, 0, targets)
+    assert busy.online is not None  # learned, with its online update
+    np.testing.assert_array_equal(busy.cost, Guidance(params).mover(free, 80, 0, targets).cost)
