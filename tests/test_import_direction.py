@@ -31,7 +31,15 @@ ALLOWED: dict[str, set[str]] = {
     "scale": {"errors", "outcomes", "envs", "llm", "rl", "eval", "hybrid"},
     "experiments": {"errors", "outcomes", "envs", "llm", "rl", "eval", "hybrid", "scale"},
     "cli": {
-        "errors", "outcomes", "envs", "llm", "rl", "eval", "hybrid", "scale", "experiments"
+        "errors",
+        "outcomes",
+        "envs",
+        "llm",
+        "rl",
+        "eval",
+        "hybrid",
+        "scale",
+        "experiments",
     },  # fmt: skip
     "__init__": set(),
     "__main__": {"cli"},

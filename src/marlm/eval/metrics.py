@@ -216,8 +216,7 @@ def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 _ORDER_STEPS = tuple(
-    OrderEvent(e)
-    for e in ("arrived", "assigned", "picked", "delivered", "deadline_missed")
+    OrderEvent(e) for e in ("arrived", "assigned", "picked", "delivered", "deadline_missed")
 )
 
 
@@ -289,7 +288,9 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     plans = _of(events, "plan")
     calls = _of(events, "llm_call")
     failed_at = {
-        int(f["step"]): f["kind"] for f in _of(events, "failure") if f["kind"] in _OUTCOME_OF_FAILURE
+        int(f["step"]): f["kind"]
+        for f in _of(events, "failure")
+        if f["kind"] in _OUTCOME_OF_FAILURE
     }
 
     def outcome(p: dict[str, Any]) -> PlanOutcome:
@@ -482,9 +483,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "llm_calls": len(calls),
         # Unanswered calls (the run ended first) are counted apart, in llm_unanswered.
         "llm_invalid": sum(
-            1
-            for c in calls
-            if call_status(c) not in (CallStatus.ANSWERED, CallStatus.UNANSWERED)
+            1 for c in calls if call_status(c) not in (CallStatus.ANSWERED, CallStatus.UNANSWERED)
         ),
         "llm_fallbacks": fallbacks,
         "llm_latency_mean_ms": _mean(llm_lat),
@@ -546,9 +545,7 @@ def deliveries_over_time(events: Sequence[dict[str, Any]]) -> tuple[np.ndarray, 
     """
     steps = np.array(sorted(int(e["step"]) for e in _of(events, "step")), dtype=np.int64)
     times = np.array(
-        sorted(
-            int(e["step"]) for e in _of(events, "order") if e["event"] == OrderEvent.DELIVERED
-        ),
+        sorted(int(e["step"]) for e in _of(events, "order") if e["event"] == OrderEvent.DELIVERED),
         dtype=np.int64,
     )
     counts = np.searchsorted(times, steps, side="right").astype(np.int64)

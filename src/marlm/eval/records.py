@@ -26,7 +26,6 @@ from marlm.outcomes import (
     RunEndReason,
 )
 
-
 #: What records are written to: ``emit(type, **fields)`` (:meth:`TraceWriter.write`, the
 #: controller's ``emit``, or a test's list).
 Emit = Callable[..., None]

@@ -90,7 +90,6 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-
 class TraceWriter:
     """Append events to a JSONL trace, one flushed line per event.
 
