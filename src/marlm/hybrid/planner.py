@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from marlm.envs.warehouse.layout import Layout
 from marlm.envs.warehouse.orders import PRIORITY_RANK, dispatch_key
-from marlm.eval.records import ChatCallRecord
+from marlm.eval.records import ChatCallRecord, TriageCallRecord
 from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
@@ -33,6 +33,8 @@ PROMPT_VERSION = "assign-v1"
 
 #: One chat call, as recorded in the trace (an ``llm_call`` event): the record type itself.
 LLMCall = ChatCallRecord
+#: Any model call a planner records: a chat call, or one note's triage.
+ModelCall = ChatCallRecord | TriageCallRecord
 
 #: Distance recorded for a robot that cannot reach an order's shelf (larger than any path).
 UNREACHABLE_DISTANCE = 10**6
@@ -166,7 +168,7 @@ class Plan:
     assignments: list[tuple[str, str]]
     source: PlanSource
     snapshot: Snapshot
-    calls: list[LLMCall] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
     error: str | None = None
     preemptions: list[tuple[str, str]] = field(default_factory=list)
     outcome: PlanOutcome | None = None
@@ -632,6 +634,7 @@ __all__ = [
     "CANCEL_WAIT_S",
     "BusyRobot",
     "LLMCall",
+    "ModelCall",
     "LLMPlanner",
     "Plan",
     "Planner",

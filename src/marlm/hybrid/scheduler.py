@@ -45,6 +45,7 @@ from .dwell import DwellPolicy
 from .planner import (
     CANCEL_WAIT_S,
     LLMCall,
+    ModelCall,
     Plan,
     Planner,
     Snapshot,
@@ -181,7 +182,7 @@ class Triaged:
     """
 
     snapshot: Snapshot
-    calls: list[LLMCall] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
     error: str | None = None
 
 
@@ -420,7 +421,7 @@ class PlanScheduler:
 
     def _emit_call(
         self,
-        call: Any,
+        call: ModelCall,
         step_requested: int,
         step_applied: int | None,
         fallback: bool,
