@@ -17,18 +17,30 @@ import marlm
 SRC = Path(marlm.__file__).parent
 
 #: Package of marlm -> the other packages of marlm it may import. The order is the layering:
-#: ``errors`` < ``envs``, ``llm`` < ``rl`` < ``eval`` < ``hybrid`` < ``scale`` < ``experiments``
-#: < ``cli``; nothing imports upwards.
+#: ``errors``, ``outcomes`` < ``envs``, ``llm`` < ``rl`` < ``eval`` < ``hybrid`` < ``scale`` <
+#: ``experiments`` < ``cli``; nothing imports upwards. ``envs`` and ``llm`` import nothing of
+#: marlm but its errors (not even the outcome vocabulary).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "outcomes": set(),
     "envs": {"errors"},
     "llm": {"errors"},
-    "rl": {"errors", "envs"},
-    "eval": {"errors", "envs", "llm", "rl"},
-    "hybrid": {"errors", "envs", "llm", "rl", "eval"},
-    "scale": {"errors", "envs", "llm", "rl", "eval", "hybrid"},
-    "experiments": {"errors", "envs", "llm", "rl", "eval", "hybrid", "scale"},
-    "cli": {"errors", "envs", "llm", "rl", "eval", "hybrid", "scale", "experiments"},
+    "rl": {"errors", "outcomes", "envs"},
+    "eval": {"errors", "outcomes", "envs", "llm", "rl"},
+    "hybrid": {"errors", "outcomes", "envs", "llm", "rl", "eval"},
+    "scale": {"errors", "outcomes", "envs", "llm", "rl", "eval", "hybrid"},
+    "experiments": {"errors", "outcomes", "envs", "llm", "rl", "eval", "hybrid", "scale"},
+    "cli": {
+        "errors",
+        "outcomes",
+        "envs",
+        "llm",
+        "rl",
+        "eval",
+        "hybrid",
+        "scale",
+        "experiments",
+    },  # fmt: skip
     "__init__": set(),
     "__main__": {"cli"},
 }

@@ -107,7 +107,15 @@ def test_demo_trace_matches_its_metrics(demo_run):
     delivered = [e for e in trace.events if e["type"] == "order" and e["event"] == "delivered"]
     assert len(delivered) == m["delivered"]
     for call in trace.of_type("llm_call"):
-        assert call["messages"] and call["latency_ms"] > 0 and "valid" in call
+        assert call["latency_ms"] > 0 and "valid" in call and "status" in call
+        # A chat call records the messages it sent; a triage sent none and names its order.
+        assert call["messages"] if call["call"] == "chat" else call["order"] in _order_ids(trace)
+    start = trace.run_start
+    assert start["backend"].startswith("embedded:") and start["model"].endswith(".gguf")
+
+
+def _order_ids(trace) -> set[str]:
+    return {o["id"] for o in trace.run_start["orders"]}
 
 
 GOOD_MAP = "#######\n#R.S.P#\n#R....#\n#######\n"
@@ -234,7 +242,7 @@ def test_a_server_that_never_answers_is_recorded_and_does_not_hold_the_process(
     assert m["llm_calls"] == 1 and m["collisions"] == 0
     assert m["planner_deadlines"] >= 1 and m["delivered"] > 0  # the rule stood in
     (call,) = read_trace(out / "trace.jsonl").of_type("llm_call")
-    assert call["error"].startswith("unanswered") and not call["valid"]
+    assert call["status"] == "unanswered" and not call["valid"]
 
 
 def test_unusable_run_folder_or_model_file_is_one_line_exit_2(tmp_path, capsys):

@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marlm.eval.metrics import deliveries_over_time, recoveries, reward_curves, summarise
+from marlm.eval.metrics import (
+    OnlineSignals,
+    deliveries_over_time,
+    recoveries,
+    reward_curves,
+    summarise,
+)
 from marlm.eval.trace import TraceWriter, read_trace
 
 
@@ -283,11 +289,14 @@ def test_who_decided_shares_unanswered_calls_and_time_to_first_answer() -> None:
         _plan(9, "answered", a, t_s=3.0, t_req=2.6),
         _plan(12, "answered", a, t_s=4.0, t_req=3.1),
         _plan(14, "planner_error", a, t_s=4.2, t_req=4.1),
-        _plan(20, None, a, source="fallback", error="timeout: no answer in 2 s"),  # older trace
+        # A trace older than plan.outcome: the failure written beside the plan types it.
+        _plan(20, None, a, source="fallback", error="no answer in 2 s"),
+        {"type": "failure", "kind": "timeout", "step": 20},
         {
             "type": "llm_call",
             "valid": False,
-            "error": "unanswered: the run ended",
+            "error": "the run ended while the request was in flight",
+            "status": "unanswered",
             "t_requested_s": 9.0,
         },
     ]
@@ -343,3 +352,52 @@ def test_longest_time_a_robot_with_a_task_stood_still():
     m = summarise(events)
     assert m["still_with_task_max_steps"] == 2 and m["still_with_task_max_robot"] == "r1"
     assert m["still_with_task_max_from_step"] == 3
+
+
+def test_statuses_and_outcomes_are_read_from_typed_fields_never_from_error_text() -> None:
+    a = [{"robot": "r0", "order": "o1"}]
+    events = [
+        # The error text says "timeout" and "unanswered"; the typed fields say otherwise.
+        _plan(3, None, a, source="fallback", error="timeout: misleading text"),
+        {"type": "failure", "kind": "invalid_llm_answer", "step": 3},
+        {"type": "llm_call", "valid": False, "error": "unanswered? no", "status": "timeout"},
+        {"type": "llm_call", "valid": False, "error": "timeout", "status": "invalid_answer"},
+        # A trace older than llm_call.status: the record of an unanswered request.
+        {"type": "llm_call", "valid": False, "error": "gone", "finish_reason": "none"},
+        {"type": "llm_call", "valid": True, "error": "unanswered", "status": "answered"},
+        {"type": "llm_call", "valid": False, "error": "unanswered: 503", "status": "backend_error"},
+    ]
+    m = summarise(events)
+    assert m["plans_by_outcome"]["invalid_answer"] == 1
+    assert m["plans_by_outcome"]["backend_error"] == 0
+    assert m["llm_unanswered"] == 1  # only the legacy finish_reason "none" record
+    assert m["llm_invalid"] == 3  # the timeout, the invalid answer, the backend error
+
+
+def test_a_timeout_waits_for_a_real_plan_like_every_llm_side_failure() -> None:
+    # A timeout is a failure of the model side: back to normal only with the planner's plan.
+    events = [_step(t, [0]) for t in range(10)]
+    events.append({"v": 1, "type": "failure", "kind": "timeout", "step": 2})
+    events.append({"v": 1, "type": "plan", "step": 2, "assignments": [], "source": "fallback"})
+    events.append({"v": 1, "type": "plan", "step": 6, "assignments": [], "source": "llm"})
+    (rec,) = recoveries(events)
+    assert rec.recovered and rec.end_step == 6 and rec.steps == 4
+
+
+def test_the_rule_standing_in_past_the_deadline_is_not_back_to_normal() -> None:
+    # docs/metrics.md, condition 1: plan.source llm or rule; a deadline plan is the rule
+    # standing in for the model, not the configured planner delivering again.
+    events = [_step(t, [0]) for t in range(12)]
+    events.append({"v": 1, "type": "failure", "kind": "backend_error", "step": 1})
+    events.append({"v": 1, "type": "plan", "step": 3, "assignments": [], "source": "deadline"})
+    events.append({"v": 1, "type": "plan", "step": 8, "assignments": [], "source": "llm"})
+    (rec,) = recoveries(events)
+    assert rec.recovered and rec.end_step == 8 and rec.steps == 7
+    sig = OnlineSignals(window=10)
+    for e in events[-3:]:
+        sig.update(e)
+        if e["type"] == "plan" and e["source"] == "deadline":
+            assert sig.snapshot()["open_failures"] == 1
+    assert sig.snapshot()["open_failures"] == 0
+    sig.update({"type": "failure", "kind": "timeout", "step": 9})
+    assert sig.snapshot()["open_failures"] == 1

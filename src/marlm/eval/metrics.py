@@ -16,8 +16,22 @@ from typing import Any
 
 import numpy as np
 
+from marlm.outcomes import (
+    FALLBACK_OUTCOMES,
+    LLM_SIDE_FAILURES,
+    CallStatus,
+    FailureKind,
+    OrderEvent,
+    PlanOutcome,
+    PlanSource,
+)
+
 PRIORITIES = ("urgent", "normal", "low")
-LLM_SIDE_FAILURES = ("invalid_llm_answer", "backend_error", "tool_error")
+
+#: Plans from the configured planner: after an LLM-side failure the system is back to normal
+#: only once one of these took effect (not a ``fallback``, nor the rule standing in past the
+#: ``deadline``; docs/metrics.md, "Recovery cost", condition 1).
+REAL_PLAN_SOURCES = frozenset({PlanSource.LLM, PlanSource.RULE})
 
 
 def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
@@ -41,8 +55,7 @@ class Recovery:
     """The cost of recovering from one failure event.
 
     Attributes:
-        kind: the failure kind (``invalid_llm_answer``, ``backend_error``, ``deadlock_break``,
-            ``tool_error``).
+        kind: the failure kind (:class:`marlm.outcomes.FailureKind`).
         step: the step of the failure event.
         end_step: the first step at which the system was back to normal (docs/metrics.md), or the last
             step of the run when it never was.
@@ -80,9 +93,11 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
 
     Back to normal, for a failure at step ``s``, is the first step ``e >= s`` at which both hold:
 
-    1. for an LLM-side failure (``invalid_llm_answer``, ``backend_error``, ``tool_error``): a plan
-       from the configured planner, not the fallback rule (``plan.source != "fallback"``), was applied
-       at a step in ``[s, e]``; for ``deadlock_break`` this condition holds trivially;
+    1. for an LLM-side failure (:data:`marlm.outcomes.LLM_SIDE_FAILURES`: ``invalid_llm_answer``,
+       ``backend_error``, ``timeout``): a plan from the configured planner
+       (:data:`REAL_PLAN_SOURCES`: ``plan.source`` is ``llm`` or ``rule``, neither the fallback
+       nor the rule standing in past the deadline) took effect at a step in ``[s, e]``; for the
+       other kinds this condition holds at once;
     2. every robot stuck at ``s`` (it proposed a move and did not change cell) has moved since.
 
     Returns:
@@ -90,7 +105,9 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
     """
     steps = sorted(_of(events, "step"), key=lambda e: e["step"])
     nums = [int(e["step"]) for e in steps]
-    good_plans = sorted(int(p["step"]) for p in _of(events, "plan") if p["source"] != "fallback")
+    good_plans = sorted(
+        int(p["step"]) for p in _of(events, "plan") if p["source"] in REAL_PLAN_SOURCES
+    )
     calls = sorted(
         (
             int(c["step_requested"]),
@@ -198,7 +215,9 @@ def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return table
 
 
-_ORDER_STEPS = ("arrived", "assigned", "picked", "delivered", "deadline_missed")
+_ORDER_STEPS = tuple(
+    OrderEvent(e) for e in ("arrived", "assigned", "picked", "delivered", "deadline_missed")
+)
 
 
 def _on_time(rec: dict[str, Any]) -> bool:
@@ -207,26 +226,47 @@ def _on_time(rec: dict[str, Any]) -> bool:
     return rec["delivered"] is not None and rec["deadline_missed"] is None
 
 
-#: Typed outcomes of a plan (trace ``plan.outcome``): the model's answer was used; the configured
-#: planner is the rule; the rule stood in past the planning deadline; the rule replaced the model
-#: because the backend failed, the answer was invalid, or our planner code raised.
-PLAN_OUTCOMES = ("answered", "rule", "deadline", "backend_error", "invalid_answer", "planner_error")
-_FALLBACK_OUTCOMES = ("backend_error", "invalid_answer", "planner_error")
+#: The failure a writer records beside a fallback plan, by the outcome it stands for (traces
+#: written before ``plan.outcome`` existed are read by it).
+_OUTCOME_OF_FAILURE = {
+    FailureKind.BACKEND_ERROR: PlanOutcome.BACKEND_ERROR,
+    FailureKind.TIMEOUT: PlanOutcome.BACKEND_ERROR,
+    FailureKind.PLANNER_ERROR: PlanOutcome.PLANNER_ERROR,
+    FailureKind.INVALID_LLM_ANSWER: PlanOutcome.INVALID_ANSWER,
+}
 
 
-def plan_outcome(plan: dict[str, Any]) -> str:
-    """The outcome of a ``plan`` event: its ``outcome`` field, or for traces written before it
-    existed, derived from ``source`` (``fallback`` as a backend error when its error text says
-    timeout or backend, else as an invalid answer)."""
-    if plan.get("outcome") in PLAN_OUTCOMES:
-        return str(plan["outcome"])
+def plan_outcome(plan: dict[str, Any], failure: str | None = None) -> PlanOutcome:
+    """The outcome of a ``plan`` event (:class:`marlm.outcomes.PlanOutcome`): its ``outcome``
+    field; for a trace written before that field existed, its ``source`` (``llm`` answered,
+    ``rule``, ``deadline``), and for a ``fallback`` the kind of the ``failure`` recorded at
+    the plan's step (``timeout`` and ``backend_error``: a backend error; ``planner_error``;
+    anything else, or none: an invalid answer). Never read from error text."""
+    if plan.get("outcome") in set(PlanOutcome):
+        return PlanOutcome(plan["outcome"])
     source = plan.get("source")
-    if source == "llm":
-        return "answered"
-    if source in ("rule", "deadline"):
-        return str(source)
-    error = str(plan.get("error") or "")
-    return "backend_error" if error.startswith(("timeout", "backend")) else "invalid_answer"
+    if source == PlanSource.LLM:
+        return PlanOutcome.ANSWERED
+    if source == PlanSource.RULE:
+        return PlanOutcome.RULE
+    if source == PlanSource.DEADLINE:
+        return PlanOutcome.DEADLINE
+    return _OUTCOME_OF_FAILURE.get(failure, PlanOutcome.INVALID_ANSWER)  # type: ignore[arg-type]
+
+
+def call_status(call: dict[str, Any]) -> CallStatus:
+    """What became of an ``llm_call`` (:class:`marlm.outcomes.CallStatus`): its ``status``
+    field; for a trace written before that field existed, ``answered`` when ``valid``,
+    ``unanswered`` for the record of a request the run ended without (``finish_reason`` is
+    ``"none"``), else ``invalid_answer`` (such a trace does not tell a failed backend from an
+    invalid answer). Never read from error text."""
+    if call.get("status") in set(CallStatus):
+        return CallStatus(call["status"])
+    if call.get("valid"):
+        return CallStatus.ANSWERED
+    if call.get("finish_reason") == "none":
+        return CallStatus.UNANSWERED
+    return CallStatus.INVALID_ANSWER
 
 
 def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -247,11 +287,20 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """
     plans = _of(events, "plan")
     calls = _of(events, "llm_call")
+    failed_at = {
+        int(f["step"]): f["kind"]
+        for f in _of(events, "failure")
+        if f["kind"] in _OUTCOME_OF_FAILURE
+    }
+
+    def outcome(p: dict[str, Any]) -> PlanOutcome:
+        return plan_outcome(p, failed_at.get(int(p["step"])) if "step" in p else None)
+
     effective = [p for p in plans if (p.get("applied") if "applied" in p else p.get("assignments"))]
-    counts = {k: 0 for k in PLAN_OUTCOMES}
+    counts = {str(k): 0 for k in PlanOutcome}
     for p in effective:
-        counts[plan_outcome(p)] += 1
-    decided = len(effective) - counts["rule"]
+        counts[outcome(p)] += 1
+    decided = len(effective) - counts[PlanOutcome.RULE]
 
     def share(n: int) -> float | None:
         return n / decided if decided else None
@@ -260,9 +309,12 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         float(x["t_requested_s"])
         for x in [*plans, *calls]
         if x.get("t_requested_s") is not None
-        and (x.get("type") == "llm_call" or plan_outcome(x) not in ("rule", "deadline"))
+        and (
+            x.get("type") == "llm_call"
+            or outcome(x) not in (PlanOutcome.RULE, PlanOutcome.DEADLINE)
+        )
     ]
-    answered = [p for p in plans if plan_outcome(p) == "answered"]
+    answered = [p for p in plans if outcome(p) == PlanOutcome.ANSWERED]
     first = min(answered, key=lambda p: int(p["step"]), default=None)
     first_s = None
     if first is not None and first.get("t_s") is not None and requests:
@@ -270,12 +322,10 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "plans_effective": len(effective),
         "plans_by_outcome": counts,
-        "decided_by_model_share": share(counts["answered"]),
-        "decided_by_rule_stand_in_share": share(counts["deadline"]),
-        "decided_by_fallback_share": share(sum(counts[k] for k in _FALLBACK_OUTCOMES)),
-        "llm_unanswered": sum(
-            1 for c in calls if str(c.get("error") or "").startswith("unanswered")
-        ),
+        "decided_by_model_share": share(counts[PlanOutcome.ANSWERED]),
+        "decided_by_rule_stand_in_share": share(counts[PlanOutcome.DEADLINE]),
+        "decided_by_fallback_share": share(sum(counts[k] for k in FALLBACK_OUTCOMES)),
+        "llm_unanswered": sum(1 for c in calls if call_status(c) == CallStatus.UNANSWERED),
         "llm_first_answer_s": first_s,
         "llm_first_answer_step": int(first["step"]) if first is not None else None,
     }
@@ -298,11 +348,11 @@ def task_steps(events: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, in
         robot, kind, step = ev.get("robot"), ev["event"], int(ev["step"])
         if robot is None:
             continue
-        if kind == "assigned":
+        if kind == OrderEvent.ASSIGNED:
             since[str(robot)] = step
-        elif kind in ("delivered", "released") and str(robot) in since:
+        elif kind in (OrderEvent.DELIVERED, OrderEvent.RELEASED) and str(robot) in since:
             first = since.pop(str(robot))
-            spans[str(robot)].append((first, step if kind == "delivered" else step - 1))
+            spans[str(robot)].append((first, step if kind == OrderEvent.DELIVERED else step - 1))
     for robot, first in since.items():
         spans[robot].append((first, None))
     return dict(spans)
@@ -408,7 +458,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         sum(int(c.get("completion_tokens") or 0) for c in calls) if counted else None
     )
     if plans:
-        fallbacks = sum(1 for p in plans if p["source"] == "fallback")
+        fallbacks = sum(1 for p in plans if p["source"] == PlanSource.FALLBACK)
     else:
         fallbacks = sum(1 for c in calls if c.get("fallback"))
 
@@ -433,9 +483,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "llm_calls": len(calls),
         # Unanswered calls (the run ended first) are counted apart, in llm_unanswered.
         "llm_invalid": sum(
-            1
-            for c in calls
-            if not c["valid"] and not str(c.get("error") or "").startswith("unanswered")
+            1 for c in calls if call_status(c) not in (CallStatus.ANSWERED, CallStatus.UNANSWERED)
         ),
         "llm_fallbacks": fallbacks,
         "llm_latency_mean_ms": _mean(llm_lat),
@@ -497,7 +545,7 @@ def deliveries_over_time(events: Sequence[dict[str, Any]]) -> tuple[np.ndarray, 
     """
     steps = np.array(sorted(int(e["step"]) for e in _of(events, "step")), dtype=np.int64)
     times = np.array(
-        sorted(int(e["step"]) for e in _of(events, "order") if e["event"] == "delivered"),
+        sorted(int(e["step"]) for e in _of(events, "order") if e["event"] == OrderEvent.DELIVERED),
         dtype=np.int64,
     )
     counts = np.searchsorted(times, steps, side="right").astype(np.int64)
@@ -515,7 +563,7 @@ class OnlineSignals:
     ``on_time_rate`` (so far: on time / arrived), ``throughput_per_1000_steps`` (over the window),
     ``step_latency_p50_ms``/``p99`` and ``llm_latency_p50_ms``/``p99`` (over the window),
     ``collisions``, ``shield_overrides``, ``llm_calls``, ``tokens``, and ``open_failures``: LLM-side
-    failures still waiting for a plan that is not the fallback (condition 1 of "back to normal",
+    failures still waiting for a plan from the configured planner (condition 1 of "back to normal",
     docs/metrics.md; the full recovery cost needs the whole trace, see :func:`recoveries`).
     """
 
@@ -550,11 +598,11 @@ class OnlineSignals:
             self.shield_overrides += len(event.get("overrides") or [])
         elif etype == "order":
             oid, kind = str(event["order"]), event["event"]
-            if kind == "arrived":
+            if kind == OrderEvent.ARRIVED:
                 self.arrived += 1
-            elif kind == "deadline_missed":
+            elif kind == OrderEvent.DEADLINE_MISSED:
                 self._missed.add(oid)
-            elif kind == "delivered":
+            elif kind == OrderEvent.DELIVERED:
                 self.delivered += 1
                 self._delivered_at.append(int(event["step"]))
                 self.on_time += 0 if oid in self._missed else 1
@@ -567,7 +615,7 @@ class OnlineSignals:
                 self._llm_lat.append(float(event["latency_ms"]))
         elif etype == "failure" and event.get("kind") in LLM_SIDE_FAILURES:
             self.open_failures += 1
-        elif etype == "plan" and event.get("source") != "fallback":
+        elif etype == "plan" and event.get("source") in REAL_PLAN_SOURCES:
             self.open_failures = 0
 
     def snapshot(self) -> dict[str, Any]:
@@ -596,12 +644,15 @@ class OnlineSignals:
 
 
 __all__ = [
+    "REAL_PLAN_SOURCES",
     "OnlineSignals",
     "PRIORITIES",
     "Recovery",
+    "call_status",
     "deliveries_over_time",
     "order_table",
     "percentile",
+    "plan_outcome",
     "recoveries",
     "reward_curves",
     "summarise",

@@ -4,6 +4,9 @@ A trace is what every later measurement reads (metrics, replay, report, compare)
 decisions as they were taken, not summaries. The schema is documented field by field in
 ``docs/trace-schema.md``; :data:`EVENT_FIELDS` below is its machine-readable core.
 
+What a run writes is typed: one record dataclass per kind of event (:mod:`marlm.eval.records`),
+its enumerated values from :mod:`marlm.outcomes`; ``record.emit_to(writer.write)`` writes one.
+
 Writing: :class:`TraceWriter` turns each event into one line ``{"v": 1, "type": ..., **fields}``,
 written with a single ``write`` call and flushed at once, so a crash (even ``SIGKILL``) loses at most
 the event being written. Reading: :func:`read_trace` keeps every line it can parse and reports the rest
@@ -51,10 +54,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "run_end": ("step", "reason"),
 }
 
-#: Allowed values of the enumerated fields (``order.event``, ``plan.source``, ``failure.kind``).
-ORDER_EVENTS = ("arrived", "assigned", "picked", "delivered", "deadline_missed")
-PLAN_SOURCES = ("llm", "rule", "fallback")
-FAILURE_KINDS = ("invalid_llm_answer", "backend_error", "deadlock_break", "tool_error")
+#: The enumerated fields (``order.event``, ``plan.source``, ``plan.outcome``, ``llm_call.status``,
+#: ``failure.kind``, ``run_end.reason`` ...) take the values of :mod:`marlm.outcomes`.
 
 
 def to_jsonable(value: Any) -> Any:
@@ -387,9 +388,6 @@ def read_parquet(path: str | Path) -> list[dict[str, Any]]:
 
 __all__ = [
     "EVENT_FIELDS",
-    "FAILURE_KINDS",
-    "ORDER_EVENTS",
-    "PLAN_SOURCES",
     "SCHEMA_VERSION",
     "TRACE_FILE",
     "TraceRead",

@@ -32,13 +32,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.errors import InputError
+from marlm.eval.records import (
+    FailureRecord,
+    OrderRecord,
+    RunEndRecord,
+    RunStartRecord,
+    StepRecord,
+    backend_and_model,
+)
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.dwell import DwellExecutor, DwellPolicy
 from marlm.hybrid.executor import Executor, GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import Planner, PlannerName
 from marlm.hybrid.render import frame as render_frame
-from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells
+from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells, planner_model
 from marlm.hybrid.shield import (
     PibtShield,
     Shield,
@@ -47,6 +55,7 @@ from marlm.hybrid.shield import (
     propose_and_shield,
     warm_up,
 )
+from marlm.outcomes import FailureKind, RunEndReason
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
 DwellName = Literal["reserve", "points", "none"]
@@ -255,8 +264,7 @@ class Controller:
         """The ``step`` event, a ``failure`` for a deadlock break, the env's ``order`` events."""
         _, rewards, _, _, infos = out
         overridden = [] if safe is None else np.flatnonzero(safe.overridden)
-        self.emit(
-            "step",
+        StepRecord(
             step=step,
             proposed=proposed.tolist(),
             actions=actions.tolist(),
@@ -265,16 +273,18 @@ class Controller:
             overrides=[agents[i] for i in overridden],
             collisions=int(sum(bool(infos[a]["collided"]) for a in agents)),
             latency_ms=latency_ms,
-        )
+        ).emit_to(self.emit)
         if safe is not None and safe.deadlock_breaks:
             breaks = safe.deadlock_breaks
-            self.emit("failure", kind="deadlock_break", step=step, detail=f"{breaks} yield move(s)")
+            FailureRecord(
+                kind=FailureKind.DEADLOCK_BREAK, step=step, detail=f"{breaks} yield move(s)"
+            ).emit_to(self.emit)
         self.record_env_events()
 
     def record_env_events(self) -> None:
         """One trace ``order`` event for each of the environment's last events."""
         for e in self.env.last_events:
-            self.emit("order", **env_order_event(self.env, e))
+            OrderRecord(**env_order_event(self.env, e)).emit_to(self.emit)
 
     def status(self) -> str:
         """One line for the episode animation: step, deliveries, what the planner is doing."""
@@ -373,10 +383,10 @@ def run(
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
         _warm_up(env, obs, shield, executor)
-        ctl.emit("run_start", **_run_start(config, env, planner))
+        RunStartRecord(**_run_start(config, env, planner)).emit_to(ctl.emit)
         ctl.record_env_events()
         reason = _episode(ctl, obs, config, frames, progress)
-        ctl.emit("run_end", step=env.step_count, reason=reason)
+        RunEndRecord(step=env.step_count, reason=reason).emit_to(ctl.emit)
     facts = {
         "scheme": config.scheme,
         "deadlock_breaks": shield.deadlock_breaks if shield is not None else 0,
@@ -399,7 +409,10 @@ def _warm_up(
 
 
 def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[str, Any]:
-    """Fields of the trace's ``run_start`` event."""
+    """Fields of the trace's ``run_start`` event (a :class:`RunStartRecord`); ``backend`` and
+    ``model`` name the planner's model (``None`` for the rule)."""
+    model = planner_model(planner)
+    backend, model_name = backend_and_model(None if model is None else model.name)
     return {
         "config": config.model_dump(),
         "seeds": {"env": config.seed, "executor": config.seed, "shield": config.seed},
@@ -410,6 +423,8 @@ def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[s
         "prompt_version": getattr(planner, "prompt_version", None),
         "orders": [o.model_dump() for o in env.orders.values()],
         "positions": env.robot_positions.tolist(),
+        "backend": backend,
+        "model": model_name,
     }
 
 
@@ -419,13 +434,13 @@ def _episode(
     config: RunConfig,
     frames: list[np.ndarray],
     progress: Callable[[int, int], None] | None,
-) -> str:
+) -> RunEndReason:
     """Step until the episode ends, one control period per step; returns the ``run_end``
     reason (``all_delivered`` or ``time_limit``). Planning is closed whatever happens."""
     env = ctl.env
     tick = config.tick_ms / 1e3
     next_tick = ctl.clock()
-    reason = "time_limit"
+    reason = RunEndReason.TIME_LIMIT
     try:
         while env.agents:
             if config.gif:
@@ -436,7 +451,7 @@ def _episode(
             if progress is not None:
                 progress(env.step_count, config.steps)
             if any(terms.values()):
-                reason = "all_delivered"
+                reason = RunEndReason.ALL_DELIVERED
             if tick > 0:
                 next_tick += tick
                 time.sleep(max(0.0, next_tick - ctl.clock()))

@@ -15,7 +15,6 @@ model never stalls the robots.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -26,17 +25,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from marlm.envs.warehouse.layout import Layout
 from marlm.envs.warehouse.orders import PRIORITY_RANK, dispatch_key
+from marlm.eval.records import ChatCallRecord, TriageCallRecord
 from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
+from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
 PROMPT_VERSION = "assign-v1"
 
-#: Typed outcome of a plan, recorded in the trace (``plan.outcome``): the model's answer was
-#: used; the configured planner is the rule; the rule stood in past the planning deadline; the
-#: rule replaced the model because the backend failed, its answer was invalid, or our own planner
-#: code raised (a bug of ours, never blamed on the model).
-PlanOutcome = Literal[
-    "answered", "rule", "deadline", "backend_error", "invalid_answer", "planner_error"
-]
+#: One chat call, as recorded in the trace (an ``llm_call`` event): the record type itself.
+LLMCall = ChatCallRecord
+#: Any model call a planner records: a chat call, or one note's triage.
+ModelCall = ChatCallRecord | TriageCallRecord
 
 #: Distance recorded for a robot that cannot reach an order's shelf (larger than any path).
 UNREACHABLE_DISTANCE = 10**6
@@ -145,66 +143,20 @@ def order_distances(
     return distance
 
 
-@dataclass(kw_only=True)
-class LLMCall:
-    """One model call, as recorded in the trace (``llm_call`` event; fields in this order).
-
-    Built with keywords only; :meth:`from_result` fills the answer's fields from a
-    :class:`marlm.llm.backends.ChatResult` (or anything with its token, latency and finish
-    fields). A call without an answer (backend down, timeout) keeps ``raw=""`` and zero tokens;
-    ``None`` tokens: the backend did not count them (a run's token figures are then ``null``).
-    """
-
-    messages: list[dict[str, str]]
-    raw: str = ""
-    latency_ms: float
-    prompt_tokens: int | None = 0
-    completion_tokens: int | None = 0
-    valid: bool
-    error: str | None
-    attempt: int
-    finish_reason: str = "stop"
-
-    @classmethod
-    def from_result(
-        cls,
-        messages: Sequence[dict[str, str]],
-        result: Any,
-        *,
-        valid: bool,
-        error: str | None,
-        attempt: int,
-        raw: str | None = None,
-    ) -> LLMCall:
-        """The record of an answered call: ``result`` gives ``latency_s`` (seconds, recorded in
-        ms), ``prompt_tokens``, ``completion_tokens``, ``finish_reason`` and, unless ``raw`` is
-        given, ``text``."""
-        return cls(
-            messages=list(messages),
-            raw=result.text if raw is None else raw,
-            latency_ms=result.latency_s * 1e3,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            valid=valid,
-            error=error,
-            attempt=attempt,
-            finish_reason=result.finish_reason,
-        )
-
-
 @dataclass
 class Plan:
     """A planner's answer.
 
     Attributes:
         assignments: ``(robot, order_id)`` pairs; each robot and each order at most once.
-        source: ``"llm"``, ``"rule"`` or ``"fallback"`` (the rule, after the model failed).
+        source: :class:`~marlm.outcomes.PlanSource`: ``llm``, ``rule``, ``fallback`` (the rule,
+            after the model failed) or ``deadline`` (the rule, standing in for a late model).
         calls: model calls made for this plan, in order.
         snapshot: the snapshot it answers.
         error: why the model's answer was not used, for a fallback.
         preemptions: ``(robot, order_id)`` pairs: take the robot off that order (it has not
             picked it up) before the assignments; the order goes back to the queue.
-        outcome: the typed outcome (:data:`PlanOutcome`); ``None`` derives it from ``source``
+        outcome: the typed outcome (:class:`~marlm.outcomes.PlanOutcome`); ``None`` derives it from ``source``
             and ``exception`` (:func:`outcome_of`).
         exception: for a fallback, the exception that made the model's answer unusable: a
             :class:`~marlm.llm.errors.BackendError` (timeout, HTTP error, open circuit ...), a
@@ -214,9 +166,9 @@ class Plan:
     """
 
     assignments: list[tuple[str, str]]
-    source: str
+    source: PlanSource
     snapshot: Snapshot
-    calls: list[LLMCall] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
     error: str | None = None
     preemptions: list[tuple[str, str]] = field(default_factory=list)
     outcome: PlanOutcome | None = None
@@ -230,17 +182,19 @@ def outcome_of(plan: Plan) -> PlanOutcome:
     answer) -> ``invalid_answer``; any other exception -> ``planner_error``. A fallback that
     names no exception counts as ``invalid_answer``."""
     if plan.outcome is not None:
-        return plan.outcome
-    if plan.source == "llm":
-        return "answered"
-    if plan.source in ("rule", "deadline"):
-        return plan.source  # type: ignore[return-value]
+        return PlanOutcome(plan.outcome)
+    if plan.source == PlanSource.LLM:
+        return PlanOutcome.ANSWERED
+    if plan.source == PlanSource.RULE:
+        return PlanOutcome.RULE
+    if plan.source == PlanSource.DEADLINE:
+        return PlanOutcome.DEADLINE
     e = plan.exception
     if isinstance(e, BackendError):
-        return "backend_error"
+        return PlanOutcome.BACKEND_ERROR
     if e is None or isinstance(e, ValueError):
-        return "invalid_answer"
-    return "planner_error"
+        return PlanOutcome.INVALID_ANSWER
+    return PlanOutcome.PLANNER_ERROR
 
 
 class Planner(Protocol):
@@ -437,7 +391,7 @@ class RulePlanner:
 
     def plan(self, snapshot: Snapshot) -> Plan:
         """Assign by :func:`rule_assign`."""
-        return Plan(rule_assign(snapshot), "rule", snapshot)
+        return Plan(rule_assign(snapshot), PlanSource.RULE, snapshot)
 
 
 class _Assignment(BaseModel):
@@ -603,7 +557,7 @@ class LLMPlanner:
     def plan(self, snapshot: Snapshot) -> Plan:
         """Ask the model; validate; retry once with the error; else fall back to the rule."""
         if not snapshot.pending or not snapshot.idle:
-            return Plan([], "rule", snapshot)
+            return Plan([], PlanSource.RULE, snapshot)
         messages, orders = self.messages(snapshot)
         n = min(len(snapshot.idle), len(orders))
         schema = answer_schema(snapshot.idle, [o.id for o in orders], n)
@@ -618,7 +572,8 @@ class LLMPlanner:
                 )
             except BackendError as e:  # BackendTimeout included
                 exception = e
-                error = f"{'timeout' if isinstance(e, BackendTimeout) else 'backend error'}: {e}"
+                timed_out = isinstance(e, BackendTimeout)
+                error = f"{'timeout' if timed_out else 'backend error'}: {e}"
                 calls.append(
                     LLMCall(
                         messages=list(messages),
@@ -626,6 +581,7 @@ class LLMPlanner:
                         valid=False,
                         error=error,
                         attempt=attempt,
+                        status=CallStatus.TIMEOUT if timed_out else CallStatus.BACKEND_ERROR,
                     )
                 )
                 break  # the backend is down: retrying with the error text would not help
@@ -648,8 +604,10 @@ class LLMPlanner:
             calls.append(
                 LLMCall.from_result(messages, result, valid=True, error=None, attempt=attempt)
             )
-            return Plan(pairs, "llm", snapshot, calls)
-        return Plan(rule_assign(snapshot), "fallback", snapshot, calls, error, exception=exception)
+            return Plan(pairs, PlanSource.LLM, snapshot, calls)
+        return Plan(
+            rule_assign(snapshot), PlanSource.FALLBACK, snapshot, calls, error, exception=exception
+        )
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """Cancel ``thread``'s model calls (see :func:`cancel_calls`)."""
@@ -657,7 +615,9 @@ class LLMPlanner:
 
 
 def plan_record(plan: Plan) -> dict[str, Any]:
-    """The trace fields of a plan (``plan`` event), JSON-ready."""
+    """The trace fields of a plan that the plan alone gives (the rest of a
+    :class:`~marlm.eval.records.PlanRecord`: ``step``, ``applied``, ``t_s``, ``t_requested_s``,
+    and ``preempted`` as applied, are the scheduler's)."""
     return {
         "step_requested": plan.snapshot.step,
         "assignments": [{"robot": r, "order": o} for r, o in plan.assignments],
@@ -670,15 +630,11 @@ def plan_record(plan: Plan) -> dict[str, Any]:
     }
 
 
-def call_record(call: LLMCall) -> dict[str, Any]:
-    """The trace fields of one model call (``llm_call`` event), JSON-ready."""
-    return json.loads(json.dumps(call.__dict__, ensure_ascii=False))
-
-
 __all__ = [
     "CANCEL_WAIT_S",
     "BusyRobot",
     "LLMCall",
+    "ModelCall",
     "LLMPlanner",
     "Plan",
     "Planner",
@@ -689,7 +645,6 @@ __all__ = [
     "UNREACHABLE_DISTANCE",
     "answer_schema",
     "busy_robots",
-    "call_record",
     "cancel_calls",
     "effective_class",
     "order_distances",

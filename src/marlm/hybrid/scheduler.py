@@ -37,17 +37,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from marlm.eval.records import CircuitOpenRecord, FailureRecord, PlanRecord
 from marlm.llm.errors import BackendTimeout
+from marlm.outcomes import CallStatus, FailureKind, PlanOutcome, PlanSource
 
 from .dwell import DwellPolicy
 from .planner import (
     CANCEL_WAIT_S,
     LLMCall,
+    ModelCall,
     Plan,
     Planner,
     Snapshot,
     busy_robots,
-    call_record,
     order_distances,
     outcome_of,
     plan_record,
@@ -160,11 +162,11 @@ def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
     except Exception as e:
         return Plan(
             rule_assign(snapshot),
-            "fallback",
+            PlanSource.FALLBACK,
             snapshot,
             [],
             f"planner error: {type(e).__name__}: {e}",
-            outcome="planner_error",
+            outcome=PlanOutcome.PLANNER_ERROR,
             exception=e,
         )
 
@@ -180,7 +182,7 @@ class Triaged:
     """
 
     snapshot: Snapshot
-    calls: list[LLMCall] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
     error: str | None = None
 
 
@@ -192,28 +194,34 @@ def classify_or_error(planner: Any, snapshot: Snapshot) -> Triaged:
         return Triaged(snapshot, [], f"planner error: {type(e).__name__}: {e}")
 
 
-def failure_kind(plan: Plan) -> str:
+def failure_kind(plan: Plan) -> FailureKind:
     """Trace ``failure`` kind of a fallback plan, from its typed outcome and its exception's
     type (:attr:`Plan.exception`), never from error text: ``planner_error`` (our bug),
     ``timeout`` (:class:`~marlm.llm.errors.BackendTimeout`), ``backend_error`` (any other
     backend failure) or ``invalid_llm_answer``."""
     outcome = outcome_of(plan)
-    if outcome == "planner_error":
-        return "planner_error"
+    if outcome == PlanOutcome.PLANNER_ERROR:
+        return FailureKind.PLANNER_ERROR
     if isinstance(plan.exception, BackendTimeout):
-        return "timeout"
-    if outcome == "backend_error":
-        return "backend_error"
-    return "invalid_llm_answer"
+        return FailureKind.TIMEOUT
+    if outcome == PlanOutcome.BACKEND_ERROR:
+        return FailureKind.BACKEND_ERROR
+    return FailureKind.INVALID_LLM_ANSWER
 
 
-def _breaker_of(planner: Any) -> tuple[Any, str]:
-    """The circuit breaker of the planner's model backend (``planner.model.breaker``, or the
-    triage planner's ``planner.triage.model.breaker``) and the backend's name; ``(None, "")``
-    for a planner without one (the rule)."""
+def planner_model(planner: Any) -> Any:
+    """The planner's model backend (``planner.model``, or the triage planner's
+    ``planner.triage.model``); ``None`` for a planner without one (the rule)."""
     model = getattr(planner, "model", None)
     if model is None:
         model = getattr(getattr(planner, "triage", None), "model", None)
+    return model
+
+
+def _breaker_of(planner: Any) -> tuple[Any, str]:
+    """The circuit breaker of the planner's model backend (:func:`planner_model`) and the
+    backend's name; ``(None, "")`` for a planner without one (the rule)."""
+    model = planner_model(planner)
     breaker = getattr(model, "breaker", None)
     if breaker is None or not callable(getattr(breaker, "state", None)):
         return None, ""
@@ -381,6 +389,7 @@ class PlanScheduler:
                 error=error,
                 attempt=0,
                 finish_reason="none",
+                status=CallStatus.UNANSWERED,
             )
             self._emit_call(call, ap.snapshot.step, None, fallback=False)
         ap.close()
@@ -402,34 +411,33 @@ class PlanScheduler:
         if state.opened <= self._opened_seen:
             return
         self._opened_seen = state.opened
-        self.emit(
-            "circuit_open",
+        CircuitOpenRecord(
             step=self.env.step_count,
             backend=self._backend_name,
             failures=state.failures,
             cooldown_s=self._breaker.cooldown_s,
             cause=state.cause,
-        )
+        ).emit_to(self.emit)
 
     def _emit_call(
         self,
-        call: LLMCall,
+        call: ModelCall,
         step_requested: int,
         step_applied: int | None,
         fallback: bool,
         t_requested: float | None = None,
     ) -> None:
+        """Record one model call: ``call`` is a chat or a triage call record
+        (:mod:`marlm.eval.records`), stamped here with its id, steps and request time."""
         self._call_id += 1
-        extra = {} if t_requested is None else {"t_requested_s": t_requested - self._t0}
-        self.emit(
-            "llm_call",
+        dataclasses.replace(
+            call,
             call_id=self._call_id,
             step_requested=step_requested,
             step_applied=step_applied,
             fallback=fallback,
-            **call_record(call),
-            **extra,
-        )
+            t_requested_s=None if t_requested is None else t_requested - self._t0,
+        ).emit_to(self.emit)
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
     def _triage_ahead(self, snap: Snapshot) -> None:
@@ -472,7 +480,9 @@ class PlanScheduler:
             self._emit_call(call, done.snapshot.step, step, False, t_requested)
         if done.error is not None:
             self._triage_failed.update(o.id for o in done.snapshot.pending)
-            self.emit("failure", kind="planner_error", step=step, detail=done.error)
+            FailureRecord(kind=FailureKind.PLANNER_ERROR, step=step, detail=done.error).emit_to(
+                self.emit
+            )
 
     def _plan_known(self, snap: Snapshot) -> None:
         """Plan now, on this thread, over the pending orders whose class is decided (no model
@@ -502,7 +512,7 @@ class PlanScheduler:
         env = self.env
         step = env.step_count
         for call in plan.calls:
-            self._emit_call(call, plan.snapshot.step, step, plan.source == "fallback")
+            self._emit_call(call, plan.snapshot.step, step, plan.source == PlanSource.FALLBACK)
         applied, preempted = [], []
         for robot, order in plan.preemptions:  # before pick-up only, and only if still so
             if env.task_of(robot) == order and not env.carrying(robot):
@@ -527,10 +537,10 @@ class PlanScheduler:
         now = self.clock()
         record["t_s"] = now - self._t0
         record["t_requested_s"] = self._requested.pop(id(plan.snapshot), now) - self._t0
-        self.emit("plan", step=step, **record)
-        if plan.source == "fallback":
+        PlanRecord(step=step, **record).emit_to(self.emit)
+        if plan.source == PlanSource.FALLBACK:
             kind = failure_kind(plan)
-            self.emit("failure", kind=kind, step=step, detail=plan.error)
+            FailureRecord(kind=kind, step=step, detail=plan.error).emit_to(self.emit)
 
     def _may_preempt(self, snap: Snapshot) -> bool:
         """Whether a planner that reassigns robots before pick-up (``preempts = True``, e.g.
@@ -559,8 +569,10 @@ class PlanScheduler:
             f"planner deadline: an order waited {waited:.2f} s for the model "
             f"(deadline {self.plan_deadline_s} s)"
         )
-        self.emit("failure", kind="planner_deadline", step=self.env.step_count, detail=error)
-        self._apply(Plan(rule_assign(snap), "deadline", snap, [], error))
+        FailureRecord(
+            kind=FailureKind.PLANNER_DEADLINE, step=self.env.step_count, detail=error
+        ).emit_to(self.emit)
+        self._apply(Plan(rule_assign(snap), PlanSource.DEADLINE, snap, [], error))
 
 
 __all__ = [
@@ -572,5 +584,6 @@ __all__ = [
     "failure_kind",
     "idle_cells",
     "plan_or_fallback",
+    "planner_model",
     "snapshot_of",
 ]

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
 from marlm.llm.errors import InvalidAnswer
 from marlm.llm.team import Role, Team, TeamMessage
+from marlm.outcomes import CallStatus, PlanSource
 
 from .planner import (
     CANCEL_WAIT_S,
@@ -94,14 +96,23 @@ class TeamPlanner:
         max_orders: orders shown (first by the rule's order), bounding prompt length.
         max_rounds: team rounds (each role speaks once a round).
         max_tokens: bound on each reply.
+        clock: seconds, monotonic (default :func:`time.perf_counter`): the team's wall time,
+            from which a failed call's duration is recorded.
     """
 
     name = "team"
 
     def __init__(
-        self, model: ChatModel, *, max_orders: int = 6, max_rounds: int = 2, max_tokens: int = 96
+        self,
+        model: ChatModel,
+        *,
+        max_orders: int = 6,
+        max_rounds: int = 2,
+        max_tokens: int = 96,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.model = model
+        self.clock = clock
         self.max_orders = max_orders
         self.max_rounds = max_rounds
         self.max_tokens = max_tokens
@@ -114,7 +125,7 @@ class TeamPlanner:
     def plan(self, snapshot: Snapshot) -> Plan:
         """Run the team on ``snapshot``; fall back to the rule unless the coordinator is done."""
         if not snapshot.pending or not snapshot.idle:
-            return Plan([], "rule", snapshot)
+            return Plan([], PlanSource.RULE, snapshot)
         orders = rule_order(snapshot.pending)[: self.max_orders]
         ids = [o.id for o in orders]
         team = Team(
@@ -140,9 +151,9 @@ class TeamPlanner:
             max_retry=1,
             max_tokens=self.max_tokens,
         )
-        t0 = time.perf_counter()
+        t0 = self.clock()
         result = team.run(render_prompt(snapshot, orders))
-        elapsed_ms = (time.perf_counter() - t0) * 1e3
+        elapsed_ms = (self.clock() - t0) * 1e3
         calls = self._calls(result, elapsed_ms)
         if result.reason != "done":
             error = f"team ended with {result.reason}: {result.detail}".strip(": ")
@@ -150,7 +161,12 @@ class TeamPlanner:
                 result.reason, InvalidAnswer
             )(error)
             return Plan(
-                rule_assign(snapshot), "fallback", snapshot, calls, error, exception=exception
+                rule_assign(snapshot),
+                PlanSource.FALLBACK,
+                snapshot,
+                calls,
+                error,
+                exception=exception,
             )
         proposals = [
             m.content.get("assignments", [])
@@ -160,11 +176,15 @@ class TeamPlanner:
         pairs = merge(
             result.answer.get("ranking", []), proposals[-1] if proposals else [], snapshot
         )
-        return Plan(pairs, "llm", snapshot, calls)
+        return Plan(pairs, PlanSource.LLM, snapshot, calls)
 
     @staticmethod
     def _calls(result, elapsed_ms: float) -> list[LLMCall]:
-        """One trace record per model call; each carries the role's context and the raw reply."""
+        """One trace record per model call; each carries the role's context and the raw reply.
+
+        The call that failed (the team ended with ``timeout`` or ``backend_error``) returned no
+        reply, so it is recorded apart, with its real duration: the team's wall time not
+        accounted for by the calls that answered (a timeout counts its whole wait)."""
         out = []
         replies = {
             role: [m["content"] for m in ctx if m["role"] == "assistant"]
@@ -183,14 +203,19 @@ class TeamPlanner:
                     attempt=i,
                 )
             )
-        if not out:  # a backend failure before any reply still shows in the trace
+        if result.reason in _FAILED_STATUS or not out:
             out.append(
                 LLMCall(
                     messages=[],
-                    latency_ms=elapsed_ms,
+                    latency_ms=max(0.0, elapsed_ms - sum(c.latency_ms for c in out)),
                     valid=False,
                     error=f"{result.reason}: {result.detail}",
-                    attempt=0,
+                    attempt=len(out),
+                    status=_FAILED_STATUS.get(result.reason, CallStatus.INVALID_ANSWER),
                 )
             )
         return out
+
+
+#: The status of the call that ended a team, by the team's end reason.
+_FAILED_STATUS = {"timeout": CallStatus.TIMEOUT, "backend_error": CallStatus.BACKEND_ERROR}

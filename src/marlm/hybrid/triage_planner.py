@@ -33,23 +33,23 @@ The "notes-only urgency" scenario that measures this planner against the rule is
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from marlm.envs.warehouse.orders import PRIORITY_RANK
+from marlm.eval.records import TriageCallRecord
 from marlm.llm.triage import Triage
+from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
 from .planner import (
     CANCEL_WAIT_S,
     UNREACHABLE_DISTANCE,
-    LLMCall,
     Plan,
-    PlanOutcome,
     Snapshot,
     cancel_calls,
     effective_class,
@@ -167,6 +167,8 @@ class TriagePlanner:
         expected_deadlines: rank the queue within a class by :func:`expected_deadline` over the
             class probabilities of the note (:func:`class_probabilities` of the decision's
             scores) instead of the listed deadline; the deadline-aware test then uses them too.
+        clock: seconds, monotonic (default :func:`time.perf_counter`): a failed model call's
+            duration, which the classifier does not report, is measured with it.
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -183,8 +185,10 @@ class TriagePlanner:
         hysteresis: bool = False,
         deadline_aware: bool = False,
         expected_deadlines: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.triage = triage
+        self.clock = clock
         self.max_orders = max_orders
         self.hysteresis = hysteresis
         self.deadline_aware = deadline_aware
@@ -206,6 +210,7 @@ class TriagePlanner:
             hysteresis=self.hysteresis,
             deadline_aware=self.deadline_aware,
             expected_deadlines=self.expected_deadlines,
+            clock=self.clock,
         )
 
     def deadlines(self, orders: Sequence[Any]) -> dict[str, float] | None:
@@ -274,7 +279,7 @@ class TriagePlanner:
         """The ``orders`` whose class is not decided yet (their note was never triaged here)."""
         return [o for o in orders if o.id not in self.sources]
 
-    def classify(self, orders: Sequence[Any]) -> list[LLMCall]:
+    def classify(self, orders: Sequence[Any]) -> list[TriageCallRecord]:
         """Decide the class of each order not decided yet, once: its note never changes, so
         the class is kept per order (and :class:`~marlm.llm.triage.Triage` keeps it per note
         text, so a repeated note costs no model call). The new notes go in one request.
@@ -284,7 +289,9 @@ class TriagePlanner:
 
         Returns:
             the records of the model calls made (one per new note scored; none for cached or
-            empty notes).
+            empty notes). A call that failed counts with its real duration: the wall time of
+            the request not accounted for by the notes the model answered, shared among the
+            notes that failed (the classifier reports 0 s for them).
 
         Raises:
             whatever the classifier raises (a bug of ours); :meth:`plan` turns it into a
@@ -293,10 +300,16 @@ class TriagePlanner:
         new = self.unclassified(orders)
         if not new:  # nothing to ask: do not even wait for the classifier's lock
             return []
+        t0 = self.clock()
         decisions = self.triage.classify_many(
             [o.note for o in new], fallbacks=[o.priority for o in new]
         )
-        calls: list[LLMCall] = []
+        elapsed_s = self.clock() - t0
+        called = [d for d in decisions if not d.cached and d.failure != "empty_note"]
+        unmeasured = {id(d) for d in called if d.source != "model" and not d.latency_s}
+        measured_s = sum(d.latency_s for d in called)
+        failed_s = max(0.0, elapsed_s - measured_s) / len(unmeasured) if unmeasured else 0.0
+        calls: list[TriageCallRecord] = []
         for order, d in zip(new, decisions, strict=True):
             self.classes[order.id] = d.label
             self.reasons[order.id] = d.reason or ""
@@ -304,7 +317,7 @@ class TriagePlanner:
             self.probs[order.id] = class_probabilities(d.scores) if d.source == "model" else None
             self.sources[order.id] = d.source  # last: marks the order classified
             if not d.cached and d.failure != "empty_note":
-                calls.append(self._call(order, d))
+                calls.append(self._call(order, d, failed_s if id(d) in unmeasured else None))
         return calls
 
     def outcome(self, orders: Sequence[Any]) -> tuple[PlanOutcome, str | None]:
@@ -325,12 +338,13 @@ class TriagePlanner:
         ]
         if failed:
             first = failed[0]
-            return self.failures.get(first.id) or "backend_error", self.reasons.get(first.id)
+            outcome = PlanOutcome(self.failures.get(first.id) or PlanOutcome.BACKEND_ERROR)
+            return outcome, self.reasons.get(first.id)
         if len(read) < len(orders):  # a note not read yet (max_orders): its listed priority
-            return "rule", None
+            return PlanOutcome.RULE, None
         if any(self.sources[o.id] == "model" for o in read):
-            return "answered", None
-        return "rule", None
+            return PlanOutcome.ANSWERED, None
+        return PlanOutcome.RULE, None
 
     def plan(self, snapshot: Snapshot) -> Plan:
         """Triage the new notes (one request), order the queue, solve the matching, then
@@ -344,8 +358,8 @@ class TriagePlanner:
         with ``source="fallback"`` and the exception in ``error``.
         """
         if not snapshot.pending or not (snapshot.idle or snapshot.busy):
-            return Plan([], "rule", snapshot)
-        calls: list[LLMCall] = []
+            return Plan([], PlanSource.RULE, snapshot)
+        calls: list[TriageCallRecord] = []
         try:
             # The orders waiting for their shelf too: their class decides which goes first.
             # The cap counts notes not read yet, so a backlog of read ones never hides a new one.
@@ -358,16 +372,20 @@ class TriagePlanner:
         except Exception as e:  # triage or solver bug (ours): the rule keeps robots moving
             return Plan(
                 rule_assign(snapshot),
-                "fallback",
+                PlanSource.FALLBACK,
                 snapshot,
                 calls,
                 f"planner error: {type(e).__name__}: {e}",
-                outcome="planner_error",
+                outcome=PlanOutcome.PLANNER_ERROR,
             )
         outcome, error = self.outcome(snapshot.pending)
         return Plan(
             pairs,
-            "llm" if outcome == "answered" else "fallback" if error else "rule",
+            PlanSource.LLM
+            if outcome == PlanOutcome.ANSWERED
+            else PlanSource.FALLBACK
+            if error
+            else PlanSource.RULE,
             snapshot,
             calls,
             error,
@@ -421,16 +439,20 @@ class TriagePlanner:
             warm(progress=progress)
 
     @staticmethod
-    def _call(order: Any, d: Any) -> LLMCall:
-        return LLMCall(
-            messages=[{"role": "user", "content": f"triage {order.id}: {order.note[:200]}"}],
-            raw=json.dumps({"order": order.id, **d.record()}, ensure_ascii=False),
-            latency_ms=d.latency_s * 1e3,
+    def _call(order: Any, d: Any, failed_s: float | None = None) -> TriageCallRecord:
+        """The record of one note's classification (``failed_s``: the measured duration of a
+        failed call, when the classifier reported none)."""
+        valid = d.source == "model"
+        return TriageCallRecord(
+            order=order.id,
+            label=d.label,
+            decision=d.record(),
+            latency_ms=(d.latency_s if failed_s is None else failed_s) * 1e3,
             prompt_tokens=d.prompt_tokens,
             completion_tokens=d.completion_tokens,
-            valid=d.source == "model",
+            valid=valid,
             error=d.reason,
-            attempt=0,
+            status=CallStatus.ANSWERED if valid else CallStatus(d.failure or "backend_error"),
         )
 
 
