@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from marlm.envs.warehouse import WarehouseEnv
-from marlm.envs.warehouse.env import OBS_CLOSER
+from marlm.envs.warehouse.env import OBS_CLOSER, REWARD_PARTS, _numpy_sum
 
 STEPS = 200
 COUNTED = ("resets", "terminated", "released", "picked", "delivered", "collided", "blocked")
@@ -120,3 +120,19 @@ EXPECTED = {  # digest, counts of COUNTED
 def test_trajectory_digest_is_unchanged(case):
     args, kwargs = CASES[case]
     assert _digest(*args, **kwargs) == EXPECTED[case]
+
+
+@pytest.mark.parametrize("n_robots", [1, 2, 3, 4, 7, 25, 26, 200, 1000])
+def test_reward_sums_equal_numpys_bit_for_bit(n_robots):
+    """The step sums reward parts in Python; numpy summed ``float64[n, 5]`` before (rows
+    left to right, the team total pairwise), and the floats must be the same."""
+    rng = np.random.default_rng(n_robots)
+    values = np.array([0.0, -0.0, -0.01, 0.1, -0.1, 0.5, 1.0, -0.05, 0.3, 1e-9, 7.25])
+    for _ in range(30):
+        parts = rng.choice(values, size=(n_robots, len(REWARD_PARTS)))
+        parts += rng.standard_normal(parts.shape) * (rng.random(parts.shape) < 0.3)
+        rows = parts.tolist()
+        assert [0.0 + p[0] + p[1] + p[2] + p[3] + p[4] for p in rows] == parts.sum(axis=1).tolist()
+        team = _numpy_sum([x for row in rows for x in row])
+        assert repr(team) == repr(float(parts.sum()))
+    assert repr(_numpy_sum([-0.0] * 5 * n_robots)) == repr(float(np.full(5 * n_robots, -0.0).sum()))
