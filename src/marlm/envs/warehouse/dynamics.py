@@ -124,6 +124,12 @@ def moving_robots(start: list, goal: list) -> list[bool]:
         ``moving``: one bool per robot; a moving robot ends in its ``goal``, the others stay.
     """
     n = len(start)
+    starts = set(start)
+    pairs = list(zip(start, goal, strict=True))
+    if len(set(goal)) == n and all(g == s or g not in starts for s, g in pairs):
+        # No robot asks for a cell where a robot stands or that another asks for: a graph of
+        # loops (robots that stay) and single edges into free cells, each of which moves.
+        return [g != s for s, g in pairs]
     # The move graph: nxt[i] = robot in the cell i asks for (i itself for a loop), -1 = free cell.
     occupant = {cell: i for i, cell in enumerate(start)}
     nxt = [occupant.get(cell, -1) for cell in goal]

@@ -566,12 +566,12 @@ class WarehouseEnv(ParallelEnv):
         are filled in later), Python floats with the values float64[n, 5] held before."""
         w = self.reward_weights
         step_cost, blocked_move = float(-w.step_cost), float(-w.blocked_move)
-        parts = []
+        parts, cells, cache = [], self._cells, self._distance_cache
         for i, target in enumerate(old_target):
             row = [0.0, 0.0, 0.0, 0.0, blocked_move if blocked[i] or collided[i] else 0.0]
             if target is not None:
-                dist = self._distances(target)
-                before, after = dist[old_cells[i]], dist[self._cells[i]]
+                dist = cache.get(target) or self._distances(target)
+                before, after = dist[old_cells[i]], dist[cells[i]]
                 gain = before - after if before >= 0 and after >= 0 else 0
                 row[PART_STEP_COST] = step_cost
                 row[PART_PROGRESS] = float(w.progress * gain)
@@ -709,8 +709,9 @@ class WarehouseEnv(ParallelEnv):
         joined from precomputed float32 bytes of each part."""
         cells, targets, carrying = self._cells, self._target, self._carrying
         occupied = set(cells)
-        nbr4, blocked, rc = self._nbr4, self._blocked_mask, self._cell_rc
-        h, w = self.layout.height, self.layout.width
+        nbr4, blocked, rc, four, tail = self._nbr4, self._blocked_mask, self._cell_rc, _FOUR, _TAIL
+        off_row, off_col, closer_cache = self._off_row, self._off_col, self._closer_cache
+        h, w = self.layout.height - 1, self.layout.width - 1
         chunks = []
         for i, cell in enumerate(cells):
             up, down, left, right = nbr4[cell]
@@ -718,16 +719,14 @@ class WarehouseEnv(ParallelEnv):
             robots |= (left in occupied) << 2 | (right in occupied) << 3
             target = targets[i]
             if target is None:
-                chunks += (_NO_OFFSET, _FOUR[blocked[cell]], _FOUR[robots], _FOUR[0])
-                chunks.append(_TAIL[carrying[i]][0])
+                chunks += (_NO_OFFSET, four[blocked[cell]], four[robots], four[0])
+                chunks.append(tail[carrying[i]][0])
             else:
                 r, c = rc[cell]
-                chunks += (
-                    self._off_row[target[0] - r + h - 1],
-                    self._off_col[target[1] - c + w - 1],
-                )
-                chunks += (_FOUR[blocked[cell]], _FOUR[robots])
-                chunks += (_FOUR[self._closer_masks(target)[cell]], _TAIL[carrying[i]][1])
+                closer = closer_cache.get(target) or self._closer_masks(target)
+                chunks += (off_row[target[0] - r + h], off_col[target[1] - c + w])
+                chunks += (four[blocked[cell]], four[robots])
+                chunks += (four[closer[cell]], tail[carrying[i]][1])
         flat = np.frombuffer(bytearray(b"".join(chunks)), dtype=np.float32)
         return dict(zip(self.possible_agents, flat.reshape(self.n_robots, OBS_SIZE), strict=True))
 
