@@ -1,7 +1,9 @@
-"""Movement and collision rules of the warehouse, as one pure function.
+"""Movement and collision rules of the warehouse, as pure functions.
 
-:func:`resolve_moves` is the only place where robots move; the env calls it every step and the
-shield reuses it to predict what a joint action would do. The rules are RWARE's
+:func:`resolve_moves` applies the rules; the shield reuses it to predict what a joint action
+would do. Its core, :func:`moving_robots` (which robots move once the map has refused its
+moves), is the one implementation of the rules between robots: the env calls it every step,
+after refusing moves into walls, shelves and edges from a precomputed table. The rules are RWARE's
 (Papoudakis et al. 2021, "Benchmarking Multi-Agent Deep Reinforcement Learning Algorithms in
 Cooperative Tasks", ``rware/warehouse.py`` 2.0.0: a move graph per step; in each weakly connected
 part a rotation of three or more moves, a swap and anything leading into a standing robot or a

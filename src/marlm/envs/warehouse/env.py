@@ -95,12 +95,12 @@ class WarehouseEnv(ParallelEnv):
     Action Space:
         ``Discrete(5)`` per robot: 0 stay, 1 up (row - 1), 2 down (row + 1), 3 left (col - 1),
         4 right (col + 1). A robot missing from the action dict stays. Moves are resolved jointly
-        by :func:`marlm.envs.warehouse.dynamics.resolve_moves`, RWARE 2.0.0's rules: moves into
-        walls, shelves and edges refused; the longest chain wins a contested cell (equal chains:
-        lower index); a rotation of three or more moves; a swap, and any robot leading into a
-        standing robot or a cycle, waits. Two differences to RWARE stay: moves are absolute
-        (RWARE turns and drives forward) and a shelf always blocks (RWARE lets an unloaded robot
-        drive under shelves).
+        by the rules of :func:`marlm.envs.warehouse.dynamics.resolve_moves`, RWARE 2.0.0's:
+        moves into walls, shelves and edges refused; the longest chain wins a contested cell
+        (equal chains: lower index); a rotation of three or more moves; a swap, and any robot
+        leading into a standing robot or a cycle, waits. Two differences to RWARE stay: moves
+        are absolute (RWARE turns and drives forward) and a shelf always blocks (RWARE lets an
+        unloaded robot drive under shelves).
 
     Observation Space:
         ``Box(-1, 1, (16,), float32)`` per robot:
