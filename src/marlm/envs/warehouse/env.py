@@ -650,28 +650,20 @@ class WarehouseEnv(ParallelEnv):
     def _init_step_tables(self) -> None:
         """Tables over flat cells ``row * width + col`` that keep ``step()`` to list look-ups."""
         h, w = self.layout.height, self.layout.width
-        free = self.layout.free
-        self._cell_rc = [(r, c) for r in range(h) for c in range(w)]
-
-        def cell_of(r: int, c: int) -> int:
-            return r * w + c if 0 <= r < h and 0 <= c < w else -1
-
+        rows, cols = np.divmod(np.arange(h * w), w)
+        self._cell_rc = list(zip(rows.tolist(), cols.tolist(), strict=True))
+        nbr = np.empty((h * w, 4), dtype=np.int64)
+        for k, (dr, dc) in enumerate(MOVES[1:]):
+            r, c = rows + dr, cols + dc
+            nbr[:, k] = np.where((r >= 0) & (r < h) & (c >= 0) & (c < w), r * w + c, -1)
+        open_nbr = (nbr >= 0) & self.layout.free.reshape(-1)[np.maximum(nbr, 0)]
         #: the 4 neighbours (up, down, left, right) of each cell, -1 off the map
-        self._nbr4 = [
-            tuple(cell_of(r + dr, c + dc) for dr, dc in MOVES[1:].tolist())
-            for r, c in self._cell_rc
-        ]
+        self._nbr4 = list(map(tuple, nbr.tolist()))
         #: dest[cell * 5 + action]: the cell the action leads to, -1 where the map refuses it
-        self._dest = []
-        for cell in range(h * w):
-            self._dest.append(cell)  # STAY
-            for nb in self._nbr4[cell]:
-                self._dest.append(nb if nb >= 0 and free[self._cell_rc[nb]] else -1)
+        dest = np.concatenate([np.arange(h * w)[:, None], np.where(open_nbr, nbr, -1)], axis=1)
+        self._dest = dest.reshape(-1).tolist()
         #: bit k set: neighbour k is a wall, a shelf or off the map
-        self._blocked_mask = [
-            sum(1 << k for k, nb in enumerate(nbs) if nb < 0 or not free[self._cell_rc[nb]])
-            for nbs in self._nbr4
-        ]
+        self._blocked_mask = ((~open_nbr) @ (1 << np.arange(4))).tolist()
         # float32 bytes of the observation's parts (see _observations)
         self._off_row = [_f32(dr / h) for dr in range(-(h - 1), h)]  # index drow + h - 1
         self._off_col = [_f32(dc / w) for dc in range(-(w - 1), w)]  # index dcol + w - 1
