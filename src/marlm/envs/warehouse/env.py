@@ -37,6 +37,7 @@ OBS_CARRYING = 14  # carrying a shelf
 OBS_HAS_TASK = 15  # has a task
 
 ROBOT_STATE_SIZE = 6
+N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
 
 
@@ -737,9 +738,6 @@ class WarehouseEnv(ParallelEnv):
             }
             for i, a in enumerate(self.possible_agents)
         }
-
-
-N_ACTIONS = len(MOVES)
 
 
 def _f32(x: float) -> bytes:
