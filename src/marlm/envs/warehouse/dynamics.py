@@ -1,7 +1,9 @@
-"""Movement and collision rules of the warehouse, as one pure function.
+"""Movement and collision rules of the warehouse, as pure functions.
 
-:func:`resolve_moves` is the only place where robots move; the env calls it every step and the
-shield reuses it to predict what a joint action would do. The rules are RWARE's
+:func:`resolve_moves` applies the rules; the shield reuses it to predict what a joint action
+would do. Its core, :func:`moving_robots` (which robots move once the map has refused its
+moves), is the one implementation of the rules between robots: the env calls it every step,
+after refusing moves into walls, shelves and edges from a precomputed table. The rules are RWARE's
 (Papoudakis et al. 2021, "Benchmarking Multi-Agent Deep Reinforcement Learning Algorithms in
 Cooperative Tasks", ``rware/warehouse.py`` 2.0.0: a move graph per step; in each weakly connected
 part a rotation of three or more moves, a swap and anything leading into a standing robot or a
@@ -99,55 +101,86 @@ def resolve_moves(
     blocked_static = wants & ~ok
     target[~ok] = positions[~ok]  # rule 1: refused by the map, the robot is a loop
 
-    # The move graph: nxt[i] = robot in the cell i asks for (i itself for a loop), -1 = free cell.
-    occupant = {(int(r), int(c)): i for i, (r, c) in enumerate(positions)}
-    nxt = np.array([occupant.get((int(r), int(c)), -1) for r, c in target], dtype=np.int64)
-    indegree = np.zeros(n, dtype=np.int64)
-    for j in nxt[nxt >= 0]:
-        indegree[j] += 1
-
-    order = [i for i in range(n) if indegree[i] == 0]  # Kahn: leaves first
-    for i in order:
-        j = nxt[i]
-        if j >= 0:
-            indegree[j] -= 1
-            if indegree[j] == 0:
-                order.append(j)
-    on_cycle = np.ones(n, dtype=bool)
-    on_cycle[order] = False
-
-    moving = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(on_cycle):  # rule 2: rotations of three or more move
-        length, j = 1, nxt[i]
-        while j != i:
-            length, j = length + 1, nxt[j]
-        moving[i] = length >= 3
-
-    # Rule 3: per free cell, the longest chain into it; ties go to the lower index.
-    chain = np.ones(n, dtype=np.int64)  # robots in the longest chain ending with this robot
-    best_pred = np.full(n, -1, dtype=np.int64)
-    for i in order:  # leaves first: every robot's predecessors are final before it
-        j = nxt[i]
-        if j >= 0 and not on_cycle[j]:
-            p = best_pred[j]
-            if p < 0 or chain[i] > chain[p] or (chain[i] == chain[p] and i < p):
-                best_pred[j] = i
-                chain[j] = chain[i] + 1
-    winner: dict[tuple[int, int], int] = {}
-    for i in order:
-        if nxt[i] < 0:
-            cell = (int(target[i, 0]), int(target[i, 1]))
-            w = winner.get(cell)
-            if w is None or chain[i] > chain[w] or (chain[i] == chain[w] and i < w):
-                winner[cell] = i
-    for i in winner.values():
-        while i >= 0:
-            moving[i] = True
-            i = best_pred[i]
+    start = list(zip(*positions.T.tolist(), strict=True)) if n else []
+    goal = list(zip(*target.T.tolist(), strict=True)) if n else []
+    moving = np.array(moving_robots(start, goal), dtype=bool)
 
     collided = wants & ~blocked_static & ~moving
     new_positions = np.where(moving[:, None], target, positions)
     return new_positions, blocked_static, collided
+
+
+def moving_robots(start: list, goal: list) -> list[bool]:
+    """Rules 2 and 3 of :func:`resolve_moves`: which robots move, once rule 1 is applied.
+
+    The whole move graph in plain Python lists (for the few robots of one warehouse a list walk
+    is faster than numpy's per-call overhead; :func:`resolve_moves` and the env both call this).
+
+    Args:
+        start: each robot's cell, any hashable key (``(row, col)`` or a flat index), pairwise
+            distinct.
+        goal: the cell each robot asks for after rule 1 (its own ``start`` when it stays or the
+            map refused its move), keys comparable with ``start``.
+
+    Returns:
+        ``moving``: one bool per robot; a moving robot ends in its ``goal``, the others stay.
+    """
+    n = len(start)
+    starts = set(start)
+    pairs = list(zip(start, goal, strict=True))
+    if len(set(goal)) == n and all(g == s or g not in starts for s, g in pairs):
+        # No robot asks for a cell where a robot stands or that another asks for: a graph of
+        # loops (robots that stay) and single edges into free cells, each of which moves.
+        return [g != s for s, g in pairs]
+    # The move graph: nxt[i] = robot in the cell i asks for (i itself for a loop), -1 = free cell.
+    occupant = {cell: i for i, cell in enumerate(start)}
+    nxt = [occupant.get(cell, -1) for cell in goal]
+    indegree = [0] * n
+    for j in nxt:
+        if j >= 0:
+            indegree[j] += 1
+
+    order = [i for i in range(n) if not indegree[i]]  # Kahn: leaves first
+    for i in order:
+        j = nxt[i]
+        if j >= 0:
+            indegree[j] -= 1
+            if not indegree[j]:
+                order.append(j)
+    on_cycle = [True] * n
+    for i in order:
+        on_cycle[i] = False
+
+    moving = [False] * n
+    if len(order) < n:
+        for i in range(n):  # rule 2: rotations of three or more move
+            if on_cycle[i]:
+                length, j = 1, nxt[i]
+                while j != i:
+                    length, j = length + 1, nxt[j]
+                moving[i] = length >= 3
+
+    # Rule 3: per free cell, the longest chain into it; ties go to the lower index.
+    chain = [1] * n  # robots in the longest chain ending with this robot
+    best_pred = [-1] * n
+    winner: dict = {}
+    for i in order:  # leaves first: every robot's predecessors are final before it
+        j = nxt[i]
+        if j < 0:
+            cell = goal[i]
+            w = winner.get(cell)
+            if w is None or chain[i] > chain[w] or (chain[i] == chain[w] and i < w):
+                winner[cell] = i
+        elif not on_cycle[j]:
+            p = best_pred[j]
+            if p < 0 or chain[i] > chain[p] or (chain[i] == chain[p] and i < p):
+                best_pred[j] = i
+                chain[j] = chain[i] + 1
+    for i in winner.values():
+        while i >= 0:
+            moving[i] = True
+            i = best_pred[i]
+    return moving
 
 
 def count_conflicts(

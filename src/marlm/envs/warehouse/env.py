@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from marlm.envs.warehouse.dynamics import MOVES, STAY, resolve_moves
+from marlm.envs.warehouse.dynamics import MOVES, STAY, moving_robots
 from marlm.envs.warehouse.layout import Layout, load_layout
 from marlm.envs.warehouse.orders import (
     ORDER_STATUSES,
@@ -36,6 +37,7 @@ OBS_CARRYING = 14  # carrying a shelf
 OBS_HAS_TASK = 15  # has a task
 
 ROBOT_STATE_SIZE = 6
+N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
 
 
@@ -94,12 +96,12 @@ class WarehouseEnv(ParallelEnv):
     Action Space:
         ``Discrete(5)`` per robot: 0 stay, 1 up (row - 1), 2 down (row + 1), 3 left (col - 1),
         4 right (col + 1). A robot missing from the action dict stays. Moves are resolved jointly
-        by :func:`marlm.envs.warehouse.dynamics.resolve_moves`, RWARE 2.0.0's rules: moves into
-        walls, shelves and edges refused; the longest chain wins a contested cell (equal chains:
-        lower index); a rotation of three or more moves; a swap, and any robot leading into a
-        standing robot or a cycle, waits. Two differences to RWARE stay: moves are absolute
-        (RWARE turns and drives forward) and a shelf always blocks (RWARE lets an unloaded robot
-        drive under shelves).
+        by the rules of :func:`marlm.envs.warehouse.dynamics.resolve_moves`, RWARE 2.0.0's:
+        moves into walls, shelves and edges refused; the longest chain wins a contested cell
+        (equal chains: lower index); a rotation of three or more moves; a swap, and any robot
+        leading into a standing robot or a cycle, waits. Two differences to RWARE stay: moves
+        are absolute (RWARE turns and drives forward) and a shelf always blocks (RWARE lets an
+        unloaded robot drive under shelves).
 
     Observation Space:
         ``Box(-1, 1, (16,), float32)`` per robot:
@@ -225,8 +227,7 @@ class WarehouseEnv(ParallelEnv):
         self.state_space = spaces.Box(
             0.0, 1.0, (ROBOT_STATE_SIZE * self.n_robots + ORDER_STATE_SIZE,), np.float32
         )
-        self._blocked4 = self._static_blocked_table()
-        self._closer_cache: dict[tuple[int, int], np.ndarray] = {}
+        self._init_step_tables()
         self._reset_state([])
 
     # ----------------------------------------------------------------- spaces
@@ -250,13 +251,14 @@ class WarehouseEnv(ParallelEnv):
         else:
             orders = self._fixed_orders
         self._reset_state(orders)
-        self._pos = np.array(self.layout.place_robots(self.n_robots, self._rng), dtype=np.int64)
+        width = self.layout.width
+        self._cells = [r * width + c for r, c in self.layout.place_robots(self.n_robots, self._rng)]
         self.agents = list(self.possible_agents)
         events: list[dict] = []
         self._advance_clock(events)
         self._last_events = events
-        zero_parts = np.zeros((self.n_robots, len(REWARD_PARTS)))
-        no = np.zeros(self.n_robots, dtype=bool)
+        zero_parts = [[0.0] * len(REWARD_PARTS) for _ in range(self.n_robots)]
+        no = [False] * self.n_robots
         return self._observations(), self._infos(zero_parts, no, no)
 
     def step(self, actions: dict[str, int]) -> tuple[dict, dict, dict, dict, dict]:
@@ -269,22 +271,35 @@ class WarehouseEnv(ParallelEnv):
             return {}, {}, {}, {}, {}
         joint = self._joint_action(actions)
         events, self._pending_events = self._pending_events, []
-        old_pos, old_target = self._pos, list(self._target)
-        self._pos, blocked, collided = resolve_moves(old_pos, joint, self.layout.free)
-        parts = self._reward_parts(old_pos, old_target, (blocked | collided))
+        old_cells, old_target = self._cells, list(self._target)
+        # rule 1 (the map) from the table, rules 2-3 (other robots) by moving_robots
+        dest, goal, blocked = self._dest, [], []
+        for cell, a in zip(old_cells, joint, strict=True):
+            d = dest[cell * N_ACTIONS + a]
+            goal.append(cell if d < 0 else d)
+            blocked.append(d < 0)
+        moving = moving_robots(old_cells, goal)
+        self._cells = [g if m else c for c, g, m in zip(old_cells, goal, moving, strict=True)]
+        collided = [
+            a != STAY and not b and not m for a, b, m in zip(joint, blocked, moving, strict=True)
+        ]
+        parts = self._reward_parts(old_cells, old_target, blocked, collided)
         self._advance_tasks(parts, events)
         self._step_count += 1
         self._advance_clock(events)
         self._last_events = events
 
-        rewards_arr = parts.sum(axis=1)
         done = bool(self._orders) and len(self._delivered) == len(self._orders)
         cut = not done and self._step_count >= self.max_steps
+        agents = self.possible_agents
         observations = self._observations()
         infos = self._infos(parts, collided, blocked)
-        rewards = {a: float(rewards_arr[i]) for i, a in enumerate(self.possible_agents)}
-        terminations = dict.fromkeys(self.possible_agents, done)
-        truncations = dict.fromkeys(self.possible_agents, cut)
+        # numpy's row sum of float64[n, 5] adds left to right from 0.0: the same bits
+        rewards = {
+            a: 0.0 + p[0] + p[1] + p[2] + p[3] + p[4] for a, p in zip(agents, parts, strict=True)
+        }
+        terminations = dict.fromkeys(agents, done)
+        truncations = dict.fromkeys(agents, cut)
         if done or cut:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
@@ -293,8 +308,9 @@ class WarehouseEnv(ParallelEnv):
         """Global state, float32[6 * n_robots + 6] (layout in the class docstring)."""
         h, w = max(self.layout.height - 1, 1), max(self.layout.width - 1, 1)
         robots = np.zeros((self.n_robots, ROBOT_STATE_SIZE), dtype=np.float32)
-        robots[:, 0] = self._pos[:, 0] / h
-        robots[:, 1] = self._pos[:, 1] / w
+        pos = self._pos
+        robots[:, 0] = pos[:, 0] / h
+        robots[:, 1] = pos[:, 1] / w
         robots[:, 2] = self._carrying
         for i, target in enumerate(self._target):
             if target is not None:
@@ -318,9 +334,9 @@ class WarehouseEnv(ParallelEnv):
         if self.render_mode == "rgb_array":
             open_ = ("pending", "assigned")
             requested = {self._orders[o].shelf for o, s in self._status.items() if s in open_}
-            return render_rgb(self.layout, self._pos, self._carrying, requested)
+            return render_rgb(self.layout, self._pos, np.array(self._carrying), requested)
         if self.render_mode == "ansi":
-            return render_ansi(self.layout, self._pos, self._carrying)
+            return render_ansi(self.layout, self._pos, np.array(self._carrying))
         return None
 
     def close(self) -> None:
@@ -415,7 +431,7 @@ class WarehouseEnv(ParallelEnv):
 
     def carrying(self, agent: str) -> bool:
         """Whether the robot carries a shelf."""
-        return bool(self._carrying[self._agent_index(agent)])
+        return self._carrying[self._agent_index(agent)]
 
     def assign(self, agent: str, order_id: str) -> None:
         """Give a pending order to an idle robot.
@@ -463,6 +479,7 @@ class WarehouseEnv(ParallelEnv):
             raise ValueError(f"{agent} already carries the shelf of order {order_id!r}")
         self._task[i] = self._target[i] = None
         self._status[order_id] = "pending"
+        self._n_pending += 1
         self._shelf_holder.pop(self._orders[order_id].shelf, None)  # the shelf is unclaimed again
         self._pending_events.append(self._event("released", order_id, i))
         return order_id
@@ -478,8 +495,9 @@ class WarehouseEnv(ParallelEnv):
         self._shelf_holder: dict[str, str] = {}
         self._missed: list[str] = []
         self._step_count = 0
-        self._pos = np.zeros((self.n_robots, 2), dtype=np.int64)
-        self._carrying = np.zeros(self.n_robots, dtype=bool)
+        self._n_pending = 0  # orders with status "pending"
+        self._cells = [0] * self.n_robots  # flat cell index row * width + col of each robot
+        self._carrying = [False] * self.n_robots
         self._task: list[str | None] = [None] * self.n_robots
         self._target: list[tuple[int, int] | None] = [None] * self.n_robots
         self._pending_events: list[dict] = []
@@ -512,18 +530,20 @@ class WarehouseEnv(ParallelEnv):
                 f"unknown robot {agent!r}; robots are {self.possible_agents}"
             ) from None
 
-    def _joint_action(self, actions: dict[str, int]) -> np.ndarray:
-        joint = np.full(self.n_robots, STAY, dtype=np.int64)
+    def _joint_action(self, actions: dict[str, int]) -> list[int]:
+        joint = [STAY] * self.n_robots
+        index = self._index
         for agent, action in actions.items():
-            a = int(action)
-            if not 0 <= a < len(MOVES):
-                raise ValueError(f"action {action!r} for {agent} is not in 0..{len(MOVES) - 1}")
-            joint[self._agent_index(agent)] = a
+            a = action if type(action) is int else int(action)
+            if not 0 <= a < N_ACTIONS:
+                raise ValueError(f"action {action!r} for {agent} is not in 0..{N_ACTIONS - 1}")
+            i = index.get(agent)
+            joint[self._agent_index(agent) if i is None else i] = a
         return joint
 
     def _path_length(self, i: int, order_id: str) -> int:
         access = self.layout.access[self._orders[order_id].shelf]
-        return int(self.layout.distance_from(access)[tuple(self._pos[i])])
+        return self._distances(access)[self._cells[i]]
 
     def _unassigned(self) -> list[Order]:
         return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
@@ -533,37 +553,42 @@ class WarehouseEnv(ParallelEnv):
         self._task[i] = order_id
         self._target[i] = self.layout.access[self._orders[order_id].shelf]
         self._status[order_id] = "assigned"
+        self._n_pending -= 1
         events.append(self._event("assigned", order_id, i))
 
     def _event(self, kind: str, order_id: str, robot: int | None) -> dict:
         agent = None if robot is None else self.possible_agents[robot]
         return {"type": kind, "order": order_id, "robot": agent, "step": self._step_count}
 
-    def _reward_parts(self, old_pos, old_target, refused: np.ndarray) -> np.ndarray:
-        """float64[n, len(REWARD_PARTS)]: step_cost, progress, (pick, delivery later), blocked."""
+    def _reward_parts(
+        self, old_cells: list[int], old_target: list, blocked: list[bool], collided: list[bool]
+    ) -> list[list[float]]:
+        """Per robot ``[step_cost, progress, pick, delivery, blocked_move]`` (pick and delivery
+        are filled in later), Python floats with the values float64[n, 5] held before."""
         w = self.reward_weights
-        parts = np.zeros((self.n_robots, len(REWARD_PARTS)))
+        step_cost, blocked_move = float(-w.step_cost), float(-w.blocked_move)
+        parts, cells, cache = [], self._cells, self._distance_cache
         for i, target in enumerate(old_target):
-            if target is None:
-                continue
-            dist = self.layout.distance_from(target)
-            before, after = dist[tuple(old_pos[i])], dist[tuple(self._pos[i])]
-            gain = int(before - after) if before >= 0 and after >= 0 else 0
-            parts[i, PART_STEP_COST] = -w.step_cost
-            parts[i, PART_PROGRESS] = w.progress * gain
-        parts[:, PART_BLOCKED_MOVE] = np.where(refused, -w.blocked_move, 0.0)
+            row = [0.0, 0.0, 0.0, 0.0, blocked_move if blocked[i] or collided[i] else 0.0]
+            if target is not None:
+                dist = cache.get(target) or self._distances(target)
+                before, after = dist[old_cells[i]], dist[cells[i]]
+                gain = before - after if before >= 0 and after >= 0 else 0
+                row[PART_STEP_COST] = step_cost
+                row[PART_PROGRESS] = float(w.progress * gain)
+            parts.append(row)
         return parts
 
-    def _advance_tasks(self, parts: np.ndarray, events: list[dict]) -> None:
+    def _advance_tasks(self, parts: list[list[float]], events: list[dict]) -> None:
         """Pick or drop for robots standing on their target (at most one per robot per step)."""
         for i, order_id in enumerate(self._task):
-            if order_id is None or tuple(self._pos[i]) != self._target[i]:
+            if order_id is None or self._cell_rc[self._cells[i]] != self._target[i]:
                 continue
             if not self._carrying[i]:
                 self._carrying[i] = True
                 self._target[i] = self.layout.drop[self._orders[order_id].shelf]
                 self._status[order_id] = "picked"
-                parts[i, PART_PICK] = self.reward_weights.pick
+                parts[i][PART_PICK] = float(self.reward_weights.pick)
                 events.append(self._event("picked", order_id, i))
             else:
                 self._carrying[i] = False
@@ -571,7 +596,7 @@ class WarehouseEnv(ParallelEnv):
                 self._status[order_id] = "delivered"
                 del self._shelf_holder[self._orders[order_id].shelf]
                 self._delivered[order_id] = self._step_count
-                parts[i, PART_DELIVERY] = self.reward_weights.delivery
+                parts[i][PART_DELIVERY] = float(self.reward_weights.delivery)
                 events.append(self._event("delivered", order_id, i))
 
     def _advance_clock(self, events: list[dict]) -> None:
@@ -583,6 +608,7 @@ class WarehouseEnv(ParallelEnv):
         ):
             order = self._by_arrival[self._next_arrival]
             self._status[order.id] = "pending"
+            self._n_pending += 1
             events.append(self._event("order_arrived", order.id, None))
             self._next_arrival += 1
         while (
@@ -599,74 +625,158 @@ class WarehouseEnv(ParallelEnv):
 
     def _auto_assign(self, events: list[dict]) -> None:
         """Pending orders by (priority, deadline, arrival, id) to the nearest idle robot."""
+        idle = [i for i, task in enumerate(self._task) if task is None]
+        if not idle or not self._n_pending:
+            return  # nothing to assign or nobody to assign it to (pending_orders has no effect)
         # at most one order per shelf, and none for a held shelf
         pending = sorted(self.pending_orders(), key=dispatch_key)
-        idle = [i for i in range(self.n_robots) if self._task[i] is None]
+        cells = self._cells
         for order in pending:
-            dist = self.layout.distance_from(self.layout.access[order.shelf])
-            reachable = [i for i in idle if dist[tuple(self._pos[i])] >= 0]
+            dist = self._distances(self.layout.access[order.shelf])
+            reachable = [i for i in idle if dist[cells[i]] >= 0]
             if not reachable:
                 continue
-            best = min(reachable, key=lambda i: (int(dist[tuple(self._pos[i])]), i))
+            best = min(reachable, key=lambda i: (dist[cells[i]], i))
             self._assign(best, order.id, events)
             idle.remove(best)
             if not idle:
                 break
 
-    def _static_blocked_table(self) -> np.ndarray:
-        """bool[H, W, 4]: neighbour up/down/left/right is a wall, a shelf or off the map."""
-        padded = np.pad(self.layout.free, 1, constant_values=False)
+    @property
+    def _pos(self) -> np.ndarray:
+        """int64[n_robots, 2] (row, col) of every robot, a new array."""
+        rc = self._cell_rc
+        return np.array([rc[c] for c in self._cells], dtype=np.int64).reshape(-1, 2)
+
+    def _init_step_tables(self) -> None:
+        """Tables over flat cells ``row * width + col`` that keep ``step()`` to list look-ups."""
         h, w = self.layout.height, self.layout.width
-        table = np.zeros((h, w, 4), dtype=bool)
+        rows, cols = np.divmod(np.arange(h * w), w)
+        self._cell_rc = list(zip(rows.tolist(), cols.tolist(), strict=True))
+        nbr = np.empty((h * w, 4), dtype=np.int64)
         for k, (dr, dc) in enumerate(MOVES[1:]):
-            table[:, :, k] = ~padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
+            r, c = rows + dr, cols + dc
+            nbr[:, k] = np.where((r >= 0) & (r < h) & (c >= 0) & (c < w), r * w + c, -1)
+        open_nbr = (nbr >= 0) & self.layout.free.reshape(-1)[np.maximum(nbr, 0)]
+        #: the 4 neighbours (up, down, left, right) of each cell, -1 off the map
+        self._nbr4 = list(map(tuple, nbr.tolist()))
+        #: dest[cell * 5 + action]: the cell the action leads to, -1 where the map refuses it
+        dest = np.concatenate([np.arange(h * w)[:, None], np.where(open_nbr, nbr, -1)], axis=1)
+        self._dest = dest.reshape(-1).tolist()
+        #: bit k set: neighbour k is a wall, a shelf or off the map
+        self._blocked_mask = ((~open_nbr) @ (1 << np.arange(4))).tolist()
+        # float32 bytes of the observation's parts (see _observations)
+        self._off_row = [_f32(dr / h) for dr in range(-(h - 1), h)]  # index drow + h - 1
+        self._off_col = [_f32(dc / w) for dc in range(-(w - 1), w)]  # index dcol + w - 1
+        self._distance_cache: dict[tuple[int, int], array] = {}
+        self._closer_cache: dict[tuple[int, int], bytes] = {}
+
+    def _distances(self, target: tuple[int, int]) -> array:
+        """Shortest-path distances to ``target`` by flat cell (-1 unreachable): the layout's
+        table as an ``array`` (indexing it gives Python ints, without numpy's per-item cost),
+        cached per target."""
+        table = self._distance_cache.get(target)
+        if table is None:
+            table = array("i", self.layout.distance_from(target).astype(np.intc).tobytes())
+            self._distance_cache[target] = table
         return table
 
-    def _closer_table(self, target: tuple[int, int]) -> np.ndarray:
-        """bool[H, W, 4]: stepping up/down/left/right from a cell shortens the distance to
-        ``target`` (cached per target)."""
-        table = self._closer_cache.get(target)
-        if table is None:
+    def _closer_masks(self, target: tuple[int, int]) -> bytes:
+        """By flat cell, bit k set: stepping to neighbour k (up, down, left, right) shortens the
+        shortest-path distance to ``target`` (cached per target)."""
+        masks = self._closer_cache.get(target)
+        if masks is None:
             dist = self.layout.distance_from(target).astype(np.int64)
             padded = np.pad(dist, 1, constant_values=-1)
             h, w = dist.shape
-            table = np.zeros((h, w, 4), dtype=bool)
+            bits = np.zeros((h, w), dtype=np.uint8)
             for k, (dr, dc) in enumerate(MOVES[1:]):
                 nb = padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
-                table[:, :, k] = (nb >= 0) & (dist >= 0) & (nb < dist)
-            self._closer_cache[target] = table
-        return table
+                bits |= (((nb >= 0) & (dist >= 0) & (nb < dist)) << k).astype(np.uint8)
+            masks = bits.tobytes()
+            self._closer_cache[target] = masks
+        return masks
 
     def _observations(self) -> dict[str, np.ndarray]:
-        h, w = self.layout.height, self.layout.width
-        occupied = np.zeros((h + 2, w + 2), dtype=bool)
-        occupied[self._pos[:, 0] + 1, self._pos[:, 1] + 1] = True
-        obs = np.zeros((self.n_robots, OBS_SIZE), dtype=np.float32)
-        for i, (r, c) in enumerate(self._pos):
-            obs[i, OBS_BLOCKED] = self._blocked4[r, c]
-            obs[i, OBS_ROBOT_NEIGHBOUR] = occupied[r + 1 + MOVES[1:, 0], c + 1 + MOVES[1:, 1]]
-            target = self._target[i]
-            if target is not None:
-                obs[i, OBS_TARGET_OFFSET] = ((target[0] - r) / h, (target[1] - c) / w)
-                obs[i, OBS_CLOSER] = self._closer_table(target)[r, c]
-                obs[i, OBS_HAS_TASK] = 1.0
-            obs[i, OBS_CARRYING] = self._carrying[i]
-        return {a: obs[i] for i, a in enumerate(self.possible_agents)}
+        """float32[16] per robot (Observation Space), views of one new float32[n, 16] array,
+        joined from precomputed float32 bytes of each part."""
+        cells, targets, carrying = self._cells, self._target, self._carrying
+        occupied = set(cells)
+        nbr4, blocked, rc, four, tail = self._nbr4, self._blocked_mask, self._cell_rc, _FOUR, _TAIL
+        off_row, off_col, closer_cache = self._off_row, self._off_col, self._closer_cache
+        h, w = self.layout.height - 1, self.layout.width - 1
+        chunks = []
+        for i, cell in enumerate(cells):
+            up, down, left, right = nbr4[cell]
+            robots = (up in occupied) | (down in occupied) << 1
+            robots |= (left in occupied) << 2 | (right in occupied) << 3
+            target = targets[i]
+            if target is None:
+                chunks += (_NO_OFFSET, four[blocked[cell]], four[robots], four[0])
+                chunks.append(tail[carrying[i]][0])
+            else:
+                r, c = rc[cell]
+                closer = closer_cache.get(target) or self._closer_masks(target)
+                chunks += (off_row[target[0] - r + h], off_col[target[1] - c + w])
+                chunks += (four[blocked[cell]], four[robots])
+                chunks += (four[closer[cell]], tail[carrying[i]][1])
+        flat = np.frombuffer(bytearray(b"".join(chunks)), dtype=np.float32)
+        return dict(zip(self.possible_agents, flat.reshape(self.n_robots, OBS_SIZE), strict=True))
 
-    def _infos(self, parts: np.ndarray, collided: np.ndarray, blocked: np.ndarray) -> dict:
-        team = float(parts.sum())
+    def _infos(self, parts: list[list[float]], collided: list[bool], blocked: list[bool]) -> dict:
+        team = _numpy_sum([x for row in parts for x in row])
+        rc, cells, task, carrying = self._cell_rc, self._cells, self._task, self._carrying
         return {
             a: {
-                "reward_parts": dict(zip(REWARD_PARTS, map(float, parts[i]), strict=True)),
+                "reward_parts": dict(zip(REWARD_PARTS, parts[i], strict=True)),
                 "team_reward": team,
-                "collided": bool(collided[i]),
-                "blocked": bool(blocked[i]),
-                "position": (int(self._pos[i, 0]), int(self._pos[i, 1])),
-                "task": self._task[i],
-                "carrying": bool(self._carrying[i]),
+                "collided": collided[i],
+                "blocked": blocked[i],
+                "position": rc[cells[i]],
+                "task": task[i],
+                "carrying": carrying[i],
             }
             for i, a in enumerate(self.possible_agents)
         }
+
+
+def _f32(x: float) -> bytes:
+    return np.float32(x).tobytes()
+
+
+#: float32 bytes of 4 flags (1.0 where bit k of the index is set), for 4-neighbour bit masks
+_FOUR = [np.array([(m >> k) & 1 for k in range(4)], dtype=np.float32).tobytes() for m in range(16)]
+_NO_OFFSET = _f32(0.0) * 2
+#: _TAIL[carrying][has_task]: float32 bytes of observation entries 14-15
+_TAIL = [[_f32(carry) + _f32(has) for has in (0.0, 1.0)] for carry in (0.0, 1.0)]
+
+
+def _numpy_sum(values: list[float]) -> float:
+    """``float(np.sum(np.array(values)))`` bit for bit, without numpy: its pairwise summation
+    (numpy ``loops_utils.h``: under 8 values a plain loop; up to 128, eight interleaved partial
+    sums; above, split in halves at a multiple of 8), added to 0.0 as numpy's reduction does."""
+    return 0.0 + _pairwise(values, 0, len(values))
+
+
+def _pairwise(a: list[float], lo: int, n: int) -> float:
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r = a[lo : lo + 8]
+        whole = n - n % 8
+        for i in range(lo + 8, lo + whole, 8):
+            for j in range(8):
+                r[j] += a[i + j]
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(lo + whole, lo + n):
+            res += a[i]
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
 
 
 def _positive_int(value: Any, name: str, allow_zero: bool = False) -> int:
