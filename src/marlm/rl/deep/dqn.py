@@ -214,16 +214,19 @@ class DQNLearner:
         alive, next_alive = b["alive"].float(), b["next_alive"].float()
         q_taken = self.q(x).gather(-1, b["actions"].unsqueeze(-1)).squeeze(-1) * alive
         with torch.no_grad():
-            q_next = self.q_target(x_next).max(-1).values * next_alive
+            # Double Q-learning (van Hasselt et al. 2016, eq. 4; PyMARL's QMIX default): the
+            # online network picks each agent's next action, the target network values it.
+            a_next = self.q(x_next).argmax(-1, keepdim=True)
+            q_next = self.q_target(x_next).gather(-1, a_next).squeeze(-1) * next_alive
         if self.mixer is None:
-            # Per agent (Mnih et al. 2015): y_i = r_i + gamma * (1 - terminated_i) * max_a Q'(o'_i, a)
+            # Per agent (Mnih et al. 2015): y_i = r_i + gamma * (1 - terminated_i) * Q'(o'_i, a'_i)
             not_terminated = 1.0 - b["terminated"].float()
             td_target = b["reward"] + cfg.gamma * not_terminated * q_next
             td_error = (q_taken - td_target) * alive
             loss = (td_error**2).sum() / alive.sum().clamp(min=1.0)
         else:
             # Team (Sunehag et al. 2018; Rashid et al. 2018 eq. 6):
-            # y = r_team + gamma * (1 - terminated) * Q'_tot(max_a Q'(o'_i, a) for each i, s')
+            # y = r_team + gamma * (1 - terminated) * Q'_tot(Q'(o'_i, a'_i) for each i, s')
             # The team's episode ends when no agent would act again (all terminated).
             team_terminated = (next_alive.sum(-1) == 0).float()
             with torch.no_grad():

@@ -167,7 +167,11 @@ def train_deep(
 
 
 def evaluate(
-    result: DeepResult, env_fn: Callable[[], Any], episodes: int, seed: int = 12345
+    result: DeepResult,
+    env_fn: Callable[[], Any],
+    episodes: int,
+    seed: int = 12345,
+    reached_fn: ReachedFn | None = None,
 ) -> dict[str, np.ndarray]:
     """Run the trained policy's deterministic actions (:class:`NumpyPolicy`, no exploration)
     for ``episodes`` episodes on one fresh environment; returns the per-episode arrays of
@@ -176,7 +180,7 @@ def evaluate(
 
     policy = NumpyPolicy(policy_to_arrays(result.policy))
     rng = np.random.default_rng(seed)
-    vec = VecParallelEnv(env_fn, 1, rng)
+    vec = VecParallelEnv(env_fn, 1, rng, reached_fn)
     vec.reset()
     n = len(vec.agents)
     ids = np.arange(n)
