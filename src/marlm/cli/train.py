@@ -328,10 +328,11 @@ def train_race_cmd(
     lr: float | None = DEEP_LR,
     envs: int = DEEP_ENVS,
 ) -> None:
-    """Two agents on GridRace: IQL, VDN or JAL; or MAPPO, IPPO, QMIX, VDN or DQN with networks.
+    """Two agents on GridRace: IQL, VDN or JAL.
 
     Independent, value-decomposition or joint-action learners, with a credit-assignment mode.
-    The network learners (docs/deep-rl.md) count --steps instead of --episodes.
+    Or network learners (mappo, ippo, qmix, dqn-vdn, dqn; docs/deep-rl.md), which count --steps
+    instead of --episodes.
     """
     if learner in DEEP_LEARNERS:
         return _train_race_deep(
@@ -631,7 +632,7 @@ def train_env_cmd(
     ),
     plot: bool = PLOT,
 ) -> None:
-    """A network learner (MAPPO, IPPO, QMIX, VDN, DQN) on any PettingZoo ParallelEnv.
+    """MAPPO, IPPO, QMIX, VDN or DQN on any PettingZoo ParallelEnv.
 
     Writes the run folder of `marlm train race` (curves.png, metrics.json, episodes.npz,
     tables.npz, findings.json); `marlm report` and `marlm diagnose` read it.
