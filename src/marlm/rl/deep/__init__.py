@@ -8,6 +8,7 @@
 - :mod:`marlm.rl.deep.dqn`: parameter-shared DQN (target network, replay) with VDN or QMIX mixing.
 - :mod:`marlm.rl.deep.run`: the training loop in chunks, checkpoints and resume.
 - :mod:`marlm.rl.deep.policy`: the trained actor as a NumPy forward pass (no PyTorch import).
+- :mod:`marlm.rl.deep.adapters`: Gymnasium envs with per-agent tuples (RWARE) as ParallelEnvs.
 
 PyTorch is an optional extra (``pip install -e '.[deep]'``); only ``ppo``, ``dqn`` and ``run``
 import it, and nothing imports them at start-up.
