@@ -491,11 +491,9 @@ def _run_deep_command(
     console.print(f"run folder: {out}")
 
 
-def _gridrace_reached(agent: str, terminated: bool, info: dict) -> bool:
+def _gridrace_reached(agent: str, terminated: bool, info: dict, *, goal: int) -> bool:
     """GridRace's task: the agent terminated on the goal (as the tabular race logs ``reached``)."""
-    from marlm.envs.grid import GridRace
-
-    return terminated and info.get("cell") == GridRace().goal
+    return terminated and info.get("cell") == goal
 
 
 def _train_race_deep(
@@ -530,7 +528,8 @@ def _train_race_deep(
 
     _run_deep_command(
         functools.partial(GridRace, end=end, reward=reward), config, out,
-        title=f"GridRace {learner} / {reward}", reached_fn=_gridrace_reached,
+        title=f"GridRace {learner} / {reward}",
+        reached_fn=functools.partial(_gridrace_reached, goal=GridRace().goal),
         overwrite=overwrite, checkpoint=checkpoint, resume=resume, diagnose=diagnose, plot=plot,
     )  # fmt: skip
 
