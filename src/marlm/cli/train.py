@@ -77,6 +77,33 @@ CHUNK = typer.Option(
     callback=at_least(1),
 )
 
+#: The learners with neural networks, as ``--learner`` takes them (the same tuple as
+#: :data:`marlm.rl.deep.common.DEEP_LEARNERS`, kept here so that ``--help`` imports nothing).
+DEEP_LEARNERS = ("mappo", "ippo", "qmix", "dqn-vdn", "dqn")
+#: Joint steps between checkpoints of a deep run when ``--checkpoint-every`` is left at the
+#: tabular default (1000 episodes).
+DEEP_CHUNK = 10_240
+
+DEEP_STEPS = typer.Option(
+    None,
+    "--steps",
+    help="Deep learners (mappo, ippo, qmix, dqn-vdn, dqn): joint environment steps to train, "
+    "summed over the --envs copies (default 100000 on race, 200000 on env).",
+    callback=at_least(1, example=100000),
+)
+DEEP_LR = typer.Option(
+    None,
+    "--lr",
+    help="Deep learners: Adam's step size (default 0.001); halved when every agent gets the "
+    "shared team reward.",
+)
+DEEP_ENVS = typer.Option(
+    8,
+    "--envs",
+    help="Deep learners: copies of the environment stepped together.",
+    callback=at_least(1),
+)
+
 
 #: The variables OpenBLAS reads its thread count from, in its order of precedence.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -266,7 +293,12 @@ def train_gridworld_cmd(
 
 @train_app.command("race")
 def train_race_cmd(
-    learner: str = typer.Option("iql", "--learner", help="iql, vdn or jal."),
+    learner: str = typer.Option(
+        "iql",
+        "--learner",
+        help="iql, vdn or jal (tables); mappo, ippo, qmix, dqn-vdn or dqn (networks, the deep "
+        "extra).",
+    ),
     reward: str = typer.Option(
         "shared", "--reward", help="shared, individual, mixed or difference."
     ),
@@ -292,11 +324,22 @@ def train_race_cmd(
     resume: Path | None = RESUME,
     chunk: int = CHUNK,
     plot: bool = PLOT,
+    steps: int | None = DEEP_STEPS,
+    lr: float | None = DEEP_LR,
+    envs: int = DEEP_ENVS,
 ) -> None:
     """Two agents on GridRace: IQL, VDN or JAL.
 
     Independent, value-decomposition or joint-action learners, with a credit-assignment mode.
+    Or network learners (mappo, ippo, qmix, dqn-vdn, dqn; docs/deep-rl.md), which count --steps
+    instead of --episodes.
     """
+    if learner in DEEP_LEARNERS:
+        return _train_race_deep(
+            learner=learner, reward=reward, end=end, episodes=episodes, steps=steps, seed=seed,
+            gamma=gamma, lr=lr, envs=envs, out=out, overwrite=overwrite, diagnose=diagnose,
+            checkpoint=checkpoint, resume=resume, chunk=chunk, plot=plot,
+        )  # fmt: skip
     _import_numpy_without_blas_threads()
     from marlm.eval.plots import PlotProcess
 
@@ -390,3 +433,221 @@ def _check_training_run(path: Path) -> None:
     if any((path / m).is_file() for m in COMPARE_MARKERS):
         refuse("is a run of marlm compare", f"for this run use marlm report {path}")
     refuse("has no episodes.npz", "give the --out folder of such a run")
+
+
+# --------------------------------------------------------------------------------------------
+# The deep learners (marlm.rl.deep): `train race --learner mappo|...` and `train env`
+# --------------------------------------------------------------------------------------------
+
+
+def _require_torch() -> None:
+    """Refuse a deep learner without PyTorch, with the install command.
+
+    Raises:
+        InputError: naming ``--learner`` and ``pip install -e '.[deep]'``.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise InputError(
+            "the deep learners need PyTorch, which is not installed; install the deep extra: "
+            "pip install -e '.[deep]' (torch==2.13.0, a CPU build)",
+            source="--learner",
+            field="learner",
+        )
+
+
+def _deep_config(learner: str, steps: int, lr: float | None, **kwargs):
+    from marlm.rl.deep.common import DeepConfig
+
+    return DeepConfig(
+        learner=learner, steps=steps, lr=DeepConfig.lr if lr is None else lr, **kwargs
+    )
+
+
+def _run_deep_command(
+    env_fn, config, out: Path, *, title: str, reached_fn=None, overwrite: bool,
+    checkpoint: Path | None, resume: Path | None, diagnose: bool, plot: bool,
+) -> None:  # fmt: skip
+    """Check the outputs, train with a progress bar, write the run folder, print the table."""
+    _check_outputs(out, checkpoint, resume, overwrite, chunk=config.chunk, kind="deep")
+    _require_torch()
+    from marlm.eval.deep_runs import run_deep
+
+    claim_run_folder(out, overwrite=overwrite, keep=[resume])
+    console = _console()
+    bar, update = _progress(console)
+    started = time.time()
+    with on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)), bar:
+        _, metrics, findings = run_deep(
+            env_fn, config, out, reached_fn=reached_fn, diagnose=diagnose, plot=plot,
+            title=title, progress=update, checkpoint=checkpoint, resume=resume,
+        )  # fmt: skip
+    _table(console, title, {k: v for k, v in metrics.items() if k not in ("config", "agents")})
+    for finding in findings:
+        console.print(f"[yellow]finding[/] {finding}")
+    if diagnose and not findings:
+        console.print("no findings")
+    console.print(f"run folder: {out}")
+
+
+def _gridrace_reached(agent: str, terminated: bool, info: dict, *, goal: int) -> bool:
+    """GridRace's task: the agent terminated on the goal (as the tabular race logs ``reached``)."""
+    return terminated and info.get("cell") == goal
+
+
+def _train_race_deep(
+    *, learner: str, reward: str, end: str, episodes: int | None, steps: int | None, seed: int,
+    gamma: float, lr: float | None, envs: int, out: Path, overwrite: bool, diagnose: bool,
+    checkpoint: Path | None, resume: Path | None, chunk: int, plot: bool,
+) -> None:  # fmt: skip
+    """``marlm train race --learner mappo|ippo|qmix|dqn-vdn|dqn``: a network learner on GridRace,
+    writing the same run folder as the tabular learners (:mod:`marlm.eval.deep_runs`)."""
+    import functools
+
+    if reward not in ("shared", "individual"):
+        raise InputError(
+            f"the deep learners learn from GridRace's own rewards: shared or individual, not "
+            f"{reward!r}",
+            source="--reward",
+            field="reward",
+        )
+    if episodes is not None:
+        raise InputError(
+            "the deep learners count joint environment steps; pass --steps instead (e.g. "
+            "--steps 100000)",
+            source="--episodes",
+            field="episodes",
+        )
+    config = _deep_config(
+        learner, 100_000 if steps is None else steps, lr, seed=seed, gamma=gamma,
+        shared_reward=reward == "shared", num_envs=envs,
+        chunk=DEEP_CHUNK if chunk == 1000 else chunk,
+    )  # fmt: skip
+    from marlm.envs.grid import GridRace
+
+    _run_deep_command(
+        functools.partial(GridRace, end=end, reward=reward), config, out,
+        title=f"GridRace {learner} / {reward}",
+        reached_fn=functools.partial(_gridrace_reached, goal=GridRace().goal),
+        overwrite=overwrite, checkpoint=checkpoint, resume=resume, diagnose=diagnose, plot=plot,
+    )  # fmt: skip
+
+
+def _env_factory(spec: str, kwargs_json: str):
+    """``MODULE:FACTORY`` (and its keyword arguments as JSON) -> a function making the env.
+
+    Raises:
+        InputError: naming ``ENV`` or ``--env-kwargs``: not of the form ``module:name``, a module
+            that does not import, a missing or non-callable name, a factory that raises or
+            returns something that is not a PettingZoo ParallelEnv.
+    """
+    import functools
+    import importlib
+    import json
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise InputError(
+            f"got {spec!r}; give the factory as MODULE:NAME, e.g. marlm.envs.grid:GridRace or "
+            "pettingzoo.butterfly.pistonball_v6:parallel_env",
+            field="ENV",
+        )
+    try:
+        kwargs = json.loads(kwargs_json)
+    except ValueError as e:
+        raise InputError(
+            f"is not JSON ({e}); pass an object, e.g. --env-kwargs '{{\"size\": 4}}'",
+            field="--env-kwargs",
+        ) from e
+    if not isinstance(kwargs, dict):
+        raise InputError(
+            f"must be a JSON object of keyword arguments, got {kwargs_json!r}", field="--env-kwargs"
+        )
+    sys.path.insert(0, os.getcwd())  # a module next to the user, as `python -m` would find it
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise InputError(
+            f"module {module_name!r} does not import ({e}); check the name and that it is "
+            "installed or in the current folder",
+            field="ENV",
+        ) from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise InputError(f"{module_name} has no callable {attr!r}", field="ENV")
+    env_fn = functools.partial(factory, **kwargs)
+    try:
+        env = env_fn()
+    except Exception as e:
+        raise InputError(f"{spec}(**{kwargs}) raised {type(e).__name__}: {e}", field="ENV") from e
+    missing = [m for m in ("possible_agents", "reset", "step", "observation_space", "action_space")
+               if not hasattr(env, m)]  # fmt: skip
+    if missing or hasattr(env, "agent_selection"):
+        what = "an AEC env (agent_selection)" if not missing else f"no {', '.join(missing)}"
+        raise InputError(
+            f"{spec} made {type(env).__name__}, {what}: not a PettingZoo ParallelEnv; give a "
+            "factory of one (PettingZoo's modules have parallel_env)",
+            field="ENV",
+        )
+    return env_fn
+
+
+@train_app.command("env")
+def train_env_cmd(
+    env: str = typer.Argument(
+        ...,
+        help="Your environment's factory as MODULE:NAME: a function or class that returns a "
+        "PettingZoo ParallelEnv (e.g. marlm.envs.grid:GridRace).",
+    ),
+    learner: str = typer.Option("mappo", "--learner", help="mappo, ippo, qmix, dqn-vdn or dqn."),
+    env_kwargs: str = typer.Option(
+        "{}", "--env-kwargs", help="Keyword arguments of the factory, as a JSON object."
+    ),
+    steps: int | None = DEEP_STEPS,
+    seed: int = SEED,
+    gamma: float = typer.Option(0.99, "--gamma", help="Discount in [0, 1]."),
+    lr: float | None = DEEP_LR,
+    shared_reward: bool = typer.Option(
+        False,
+        "--shared-reward/--individual-reward",
+        help="Every agent gets the team reward (the step size is halved; QMIX and VDN take it "
+        "once, not summed) or each agent its own.",
+    ),
+    reward_norm: bool = typer.Option(
+        True, "--reward-norm/--no-reward-norm", help="Divide rewards by their running std."
+    ),
+    envs: int = DEEP_ENVS,
+    out: Path = typer.Option(Path("runs/env"), "--out", help="Run folder to write: new or empty."),
+    overwrite: bool = OVERWRITE,
+    diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Run the detectors."),
+    checkpoint: Path | None = CHECKPOINT,
+    resume: Path | None = RESUME,
+    chunk: int = typer.Option(
+        DEEP_CHUNK,
+        "--checkpoint-every",
+        help="Joint steps between progress updates/checkpoints (the copies restart there).",
+        callback=at_least(1),
+    ),
+    plot: bool = PLOT,
+) -> None:
+    """MAPPO, IPPO, QMIX, VDN or DQN on any PettingZoo ParallelEnv.
+
+    Writes the run folder of `marlm train race` (curves.png, metrics.json, episodes.npz,
+    tables.npz, findings.json); `marlm report` and `marlm diagnose` read it.
+    """
+    if learner not in DEEP_LEARNERS:
+        raise InputError(
+            f"unknown learner {learner!r}; allowed: {', '.join(DEEP_LEARNERS)}",
+            source="--learner",
+            field="learner",
+        )
+    config = _deep_config(
+        learner, 200_000 if steps is None else steps, lr, seed=seed, gamma=gamma,
+        shared_reward=shared_reward, reward_norm=reward_norm, num_envs=envs, chunk=chunk,
+    )  # fmt: skip
+    env_fn = _env_factory(env, env_kwargs)
+    _run_deep_command(
+        env_fn, config, out, title=f"{env} {learner}", overwrite=overwrite,
+        checkpoint=checkpoint, resume=resume, diagnose=diagnose, plot=plot,
+    )  # fmt: skip

@@ -300,10 +300,12 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
             source=folder,
             field="RUN_FOLDER",
         ) from e
-    if "own_return" not in episodes or metrics.get("env") != "gridrace_v0":
+    if "own_return" not in episodes or episodes["own_return"].shape[1] < 2:
         # single-agent run: nothing multi-agent to diagnose
         return []
-    agents = [f"agent_{i}" for i in range(episodes["own_return"].shape[1])]
+    n_agents = episodes["own_return"].shape[1]
+    # A deep run (marlm.eval.deep_runs) names its agents; the tabular race has agent_0, agent_1.
+    agents = metrics.get("agents") or [f"agent_{i}" for i in range(n_agents)]
     findings = detect_lazy_agent(
         episodes["team_return"], episodes["own_return"], agents,
         reached=episodes.get("reached"), action_counts=episodes.get("action_counts"),

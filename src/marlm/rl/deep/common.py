@@ -1,0 +1,458 @@
+"""What the deep learners share: the run's settings, the environment as arrays, the episode logs.
+
+No PyTorch here: the CLI validates a :class:`DeepConfig` and reads an environment's shape before
+the training library is imported.
+
+Any PettingZoo ``ParallelEnv`` (Terry et al. 2021) is read through its API only:
+``possible_agents``, ``observation_space(agent)``, ``action_space(agent)``, ``reset``, ``step``,
+``agents`` (shrinking as agents finish) and, when the environment implements it, ``state()``.
+Observations are flattened (``gymnasium.spaces.flatten``: a ``Discrete`` becomes a one-hot), each
+feature with finite bounds scaled to [0, 1], and padded with zeros to the widest agent's size, so
+one network serves every agent (parameter sharing, with the agent's id as a one-hot input: Yu et
+al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games", section 4 and
+appendix on agent-specific inputs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from marlm.errors import InputError
+
+PPO_LEARNERS = ("mappo", "ippo")
+DQN_LEARNERS = ("qmix", "dqn-vdn", "dqn")
+DEEP_LEARNERS = PPO_LEARNERS + DQN_LEARNERS
+
+#: ``reached_fn(agent, terminated, info) -> bool``: whether an agent's step achieved the task
+#: (GridRace: it terminated on the goal cell); logged as ``reached`` for the lazy-agent detector.
+ReachedFn = Callable[[str, bool, dict], bool]
+
+
+def _positive_int(value: Any, option: str, field: str, example: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(
+            f"must be a whole number >= 1, got {value!r}; pass e.g. {option} {example}",
+            source=option,
+            field=field,
+        )
+
+
+def _in_range(value: float, low: float, high: float, option: str, field: str) -> None:
+    if not (isinstance(value, int | float) and low <= value <= high):
+        raise InputError(f"must lie in [{low}, {high}], got {value!r}", source=option, field=field)
+
+
+@dataclass(frozen=True)
+class DeepConfig:
+    """Settings of a deep learner run. Defaults run; every learner reads the fields it needs.
+
+    Common: ``learner`` (``mappo``, ``ippo``, ``qmix``, ``dqn-vdn``, ``dqn``), ``steps`` (joint
+    environment steps, summed over the ``num_envs`` copies), ``seed``, ``gamma``, ``lr`` (Adam's
+    step size before the shared-reward rule: :attr:`effective_lr`), ``shared_reward`` (every agent
+    gets the team reward), ``reward_norm`` (divide rewards by their running standard deviation,
+    :class:`marlm.rl.normalise.RunningNormaliser`), ``hidden`` (units of the two hidden layers),
+    ``chunk`` (joint steps between checkpoints; every copy of the environment restarts at a chunk
+    boundary, so a resumed run equals the uninterrupted one), ``threads`` (PyTorch's CPU threads).
+
+    PPO (CleanRL's ``ppo.py`` defaults, MAPPO's epochs and clip): ``rollout`` steps per copy per
+    update, ``epochs``, ``minibatches``, ``clip``, ``gae_lambda``, ``ent_coef``, ``vf_coef``,
+    ``max_grad_norm``.
+
+    DQN (CleanRL's ``dqn.py``): ``buffer`` transitions, ``batch``, epsilon from ``eps_start`` to
+    ``eps_end`` linearly over ``eps_fraction`` of the steps, ``learning_starts`` steps before the
+    first update, ``target_every`` updates between target-network copies, ``mixer_embed`` units of
+    the QMIX mixer.
+
+    Raises:
+        InputError: an unknown learner, a non-positive count, gamma or a fraction outside [0, 1],
+            a learning rate <= 0; the message names the option.
+    """
+
+    learner: str = "mappo"
+    steps: int = 50_000
+    seed: int = 0
+    gamma: float = 0.99
+    lr: float = 1e-3
+    shared_reward: bool = False
+    reward_norm: bool = True
+    hidden: int = 64
+    num_envs: int = 8
+    chunk: int = 10_240
+    threads: int = 1
+    # PPO
+    rollout: int = 64
+    epochs: int = 4
+    minibatches: int = 4
+    clip: float = 0.2
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    # DQN
+    buffer: int = 20_000
+    batch: int = 64
+    eps_start: float = 1.0
+    eps_end: float = 0.05
+    eps_fraction: float = 0.5
+    learning_starts: int = 1000
+    target_every: int = 100
+    mixer_embed: int = 32
+
+    def __post_init__(self) -> None:
+        if self.learner not in DEEP_LEARNERS:
+            raise InputError(
+                f"unknown learner {self.learner!r}; allowed: {', '.join(DEEP_LEARNERS)}",
+                source="--learner",
+                field="learner",
+            )
+        for name, option, example in (
+            ("steps", "--steps", 50000), ("hidden", "--hidden", 64),
+            ("num_envs", "--envs", 8), ("chunk", "--checkpoint-every", 10240),
+            ("threads", "--threads", 1), ("rollout", "--rollout", 64), ("epochs", "--epochs", 4),
+            ("minibatches", "--minibatches", 4), ("buffer", "--buffer", 20000),
+            ("batch", "--batch", 64), ("target_every", "--target-every", 100),
+            ("mixer_embed", "--mixer-embed", 32),
+        ):  # fmt: skip
+            _positive_int(getattr(self, name), option, name, example)
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise InputError(
+                f"must be a whole number >= 0, got {self.seed!r}", source="--seed", field="seed"
+            )
+        if self.learning_starts < 0:
+            raise InputError("must be >= 0", source="--learning-starts", field="learning_starts")
+        for name in ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_fraction"):
+            _in_range(getattr(self, name), 0.0, 1.0, "--" + name.replace("_", "-"), name)
+        if not (isinstance(self.lr, int | float) and self.lr > 0):
+            raise InputError(f"must be > 0, got {self.lr!r}", source="--lr", field="lr")
+        for name in ("clip", "ent_coef", "vf_coef", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise InputError("must be >= 0", source="--" + name.replace("_", "-"), field=name)
+
+    @property
+    def effective_lr(self) -> float:
+        """The step size used: ``lr``, halved when every agent learns from the shared team
+        reward (the seed note's habit: with parameter sharing, N agents push one network along
+        the same reward, so each update moves it about N times as far in the same direction)."""
+        return self.lr / 2 if self.shared_reward else self.lr
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def check_resume_config(saved: dict[str, Any], config: DeepConfig, source: Any) -> None:
+    """A checkpoint resumes only the same setup (any ``steps``, at least the steps done).
+
+    Raises:
+        InputError: a setting differs; names it and the two values.
+    """
+    for key, value in config.to_dict().items():
+        if key != "steps" and saved.get(key) != value:
+            raise InputError(
+                f"checkpoint has {key}={saved.get(key)!r} but this run has {key}={value!r}; resume "
+                f"with the same {key} or start a new run",
+                source=source,
+                field="checkpoint",
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# The environment as arrays
+# --------------------------------------------------------------------------------------------
+
+
+class _Flattener:
+    """``space`` sample -> ``float32[flatdim]``, features with finite bounds scaled to [0, 1]."""
+
+    def __init__(self, space: spaces.Space) -> None:
+        self.space = space
+        flat = spaces.flatten_space(space)
+        low = np.asarray(flat.low, dtype=np.float64)
+        high = np.asarray(flat.high, dtype=np.float64)
+        bounded = np.isfinite(low) & np.isfinite(high) & (high > low)
+        self.dim = int(flat.shape[0])
+        self.offset = np.where(bounded, low, 0.0).astype(np.float32)
+        self.scale = np.where(bounded, 1.0 / np.where(bounded, high - low, 1.0), 1.0).astype(
+            np.float32
+        )
+
+    def __call__(self, x: Any) -> np.ndarray:
+        if isinstance(self.space, spaces.Discrete):  # the one-hot of spaces.flatten, directly
+            flat = np.zeros(self.dim, dtype=np.float32)
+            flat[int(x) - int(self.space.start)] = 1.0
+            return flat
+        if isinstance(self.space, spaces.Box):
+            flat = np.asarray(x, dtype=np.float32).reshape(-1)
+        else:
+            flat = np.asarray(spaces.flatten(self.space, x), dtype=np.float32)
+        return (flat - self.offset) * self.scale
+
+
+@dataclass
+class EnvShape:
+    """What the networks need to know of an environment (read once, from the first copy).
+
+    ``agents``: ``possible_agents``; ``obs_dim``: the widest flat observation; ``discrete``:
+    Categorical (``n_actions`` choices) or Gaussian (``action_shape``, clipped to ``low``/
+    ``high`` before the environment sees it); ``state_dim``: the flat ``state()``, or ``None``
+    when the environment does not implement it; ``name``: ``metadata["name"]``.
+    """
+
+    agents: list[str]
+    obs_dim: int
+    discrete: bool
+    n_actions: int
+    action_shape: tuple[int, ...]
+    low: np.ndarray | None
+    high: np.ndarray | None
+    state_dim: int | None
+    name: str
+
+    @property
+    def act_dim(self) -> int:
+        """Outputs of the actor: logits (discrete) or the Gaussian's mean (continuous)."""
+        return self.n_actions if self.discrete else int(np.prod(self.action_shape))
+
+
+def _action_space(env: Any, agents: list[str]) -> spaces.Space:
+    first = env.action_space(agents[0])
+    for a in agents[1:]:
+        if env.action_space(a) != first:
+            raise InputError(
+                f"agents {agents[0]!r} and {a!r} have different action spaces ({first} and "
+                f"{env.action_space(a)}); parameter sharing needs one action space for all agents",
+                field="action_space",
+            )
+    if not isinstance(first, spaces.Discrete | spaces.Box):
+        raise InputError(
+            f"action space {first} is not supported; use Discrete (Categorical policy) or Box "
+            "(Gaussian policy)",
+            field="action_space",
+        )
+    return first
+
+
+class VecParallelEnv:
+    """``num_envs`` copies of a ParallelEnv stepped together, as arrays.
+
+    Arrays are indexed ``[copy, agent]`` in ``possible_agents`` order: observations
+    ``float32[K, N, obs_dim]``, ``alive bool[K, N]`` (the agent is in ``env.agents`` and acts this
+    step; absent agents get zero observations, a no-op action and are masked out of every loss).
+    A copy whose ``agents`` is empty after a step is reset at once (seeded from the run's
+    generator) and its episode is logged (:meth:`take_episodes`).
+
+    Args:
+        env_fn: makes one environment (called ``num_envs`` times).
+        num_envs: copies.
+        rng: the run's generator; it seeds every reset.
+        reached_fn: optional task-success test logged as ``reached`` (see :data:`ReachedFn`).
+
+    Raises:
+        InputError: no agents, agents with different action spaces, an action space other than
+            Discrete or Box.
+    """
+
+    def __init__(
+        self,
+        env_fn: Callable[[], Any],
+        num_envs: int,
+        rng: np.random.Generator,
+        reached_fn: ReachedFn | None = None,
+    ) -> None:
+        self.envs = [env_fn() for _ in range(num_envs)]
+        env = self.envs[0]
+        self.agents = list(env.possible_agents)
+        if not self.agents:
+            raise InputError("the environment has no possible_agents", field="possible_agents")
+        self.rng = rng
+        self.reached_fn = reached_fn
+        self.flat = {a: _Flattener(env.observation_space(a)) for a in self.agents}
+        act = _action_space(env, self.agents)
+        self.discrete = isinstance(act, spaces.Discrete)
+        self.action_start = int(act.start) if self.discrete else 0
+        state_dim = None
+        self._state_flat: _Flattener | None = None
+        env.reset(seed=0)
+        try:
+            state = env.state()
+        except NotImplementedError:
+            state = None
+        if state is not None:
+            space = getattr(env, "state_space", None)
+            if isinstance(space, spaces.Space):
+                self._state_flat = _Flattener(space)
+                state_dim = self._state_flat.dim
+            else:
+                state_dim = int(np.asarray(state).size)
+        self.shape = EnvShape(
+            agents=self.agents, obs_dim=max(f.dim for f in self.flat.values()),
+            discrete=self.discrete, n_actions=int(act.n) if self.discrete else 0,
+            action_shape=() if self.discrete else tuple(act.shape),
+            low=None if self.discrete else np.asarray(act.low, dtype=np.float32),
+            high=None if self.discrete else np.asarray(act.high, dtype=np.float32),
+            state_dim=state_dim, name=str(getattr(env, "metadata", {}).get("name", type(env).__name__)),
+        )  # fmt: skip
+        k, n = num_envs, len(self.agents)
+        self.obs = np.zeros((k, n, self.shape.obs_dim), dtype=np.float32)
+        self.alive = np.zeros((k, n), dtype=bool)
+        self.state = np.zeros((k, state_dim or 0), dtype=np.float32)
+        self._ep = _EpisodeAccumulator(k, n, self.shape.n_actions)
+        self.episodes: list[dict[str, Any]] = []
+        self.t = 0  # joint steps taken (each copy's step counts one)
+
+    @property
+    def num_envs(self) -> int:
+        return len(self.envs)
+
+    def _encode(self, obs: dict[str, Any], out: np.ndarray, alive: np.ndarray) -> None:
+        out[:] = 0.0
+        for i, a in enumerate(self.agents):
+            got = a in obs
+            alive[i] = got
+            if got:
+                x = self.flat[a](obs[a])
+                out[i, : x.shape[0]] = x
+
+    def _state(self, env: Any) -> np.ndarray:
+        if self.shape.state_dim is None:
+            return np.zeros(0, dtype=np.float32)
+        s = env.state()
+        if self._state_flat is not None:
+            return self._state_flat(s)
+        return np.asarray(s, dtype=np.float32).ravel()
+
+    def _reset_one(self, k: int) -> None:
+        env = self.envs[k]
+        obs, _ = env.reset(seed=int(self.rng.integers(2**31 - 1)))
+        self._encode(obs, self.obs[k], self.alive[k])
+        self.alive[k] &= np.array([a in env.agents for a in self.agents])
+        self.state[k] = self._state(env)
+        self._ep.clear(k)
+
+    def reset(self) -> None:
+        """Restart every copy (partial episodes are dropped from the logs)."""
+        for k in range(self.num_envs):
+            self._reset_one(k)
+
+    def to_env_action(self, a: np.ndarray) -> Any:
+        """One agent's network action -> the environment's (``int``, or a clipped Box array)."""
+        if self.discrete:
+            return int(a) + self.action_start
+        x = np.asarray(a, dtype=np.float32).reshape(self.shape.action_shape)
+        return np.clip(x, self.shape.low, self.shape.high)
+
+    def step(self, actions: np.ndarray) -> dict[str, np.ndarray]:
+        """Step every copy with ``actions`` (``int64[K, N]`` or ``float32[K, N, A]``).
+
+        Returns arrays of this transition: ``obs``/``state``/``alive`` before it, ``reward
+        float32[K, N]``, ``terminated``/``truncated bool[K, N]`` (apart: only termination ends
+        the return; a time limit is bootstrapped, Pardo et al. 2018), ``next_obs``/``next_state``
+        after it (the final observation when the episode ended), ``next_alive bool[K, N]`` (the
+        agent would act again: not terminated). Afterwards ``self.obs``, ``self.state`` and
+        ``self.alive`` describe the next step (reset copies start a new episode).
+        """
+        k, n = self.alive.shape
+        out = {
+            "obs": self.obs.copy(), "state": self.state.copy(), "alive": self.alive.copy(),
+            "reward": np.zeros((k, n), dtype=np.float32),
+            "terminated": np.zeros((k, n), dtype=bool), "truncated": np.zeros((k, n), dtype=bool),
+            "next_obs": np.zeros_like(self.obs), "next_state": np.zeros_like(self.state),
+            "next_alive": np.zeros((k, n), dtype=bool),
+        }  # fmt: skip
+        for c, env in enumerate(self.envs):
+            acting = [a for a in self.agents if a in env.agents]
+            idx = [self.agents.index(a) for a in acting]
+            joint = {a: self.to_env_action(actions[c, i]) for a, i in zip(acting, idx, strict=True)}
+            obs, rewards, terms, truncs, infos = env.step(joint)
+            got = np.zeros(n, dtype=bool)
+            self._encode(obs, out["next_obs"][c], got)
+            out["next_state"][c] = self._state(env)
+            for a, i in zip(acting, idx, strict=True):
+                r = float(rewards.get(a, 0.0))
+                term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
+                out["reward"][c, i] = r
+                out["terminated"][c, i] = term
+                out["truncated"][c, i] = trunc and not term
+                info = infos.get(a, {})
+                own = float(info.get("individual_reward", r)) if isinstance(info, dict) else r
+                reached = bool(self.reached_fn(a, term, info)) if self.reached_fn else False
+                self._ep.add(c, i, r, own, actions[c, i] if self.discrete else None, reached)
+            self._ep.length[c] += 1
+            self.t += 1
+            live = np.array([a in env.agents for a in self.agents])
+            out["next_alive"][c] = live & ~out["terminated"][c]
+            # An agent truncated by a time limit would act again: it is bootstrapped.
+            out["next_alive"][c] |= out["truncated"][c]
+            if not env.agents:
+                self.episodes.append({**self._ep.finish(c), "step": self.t})
+                self._reset_one(c)
+            else:
+                self.obs[c] = out["next_obs"][c]
+                self.alive[c] = live
+                self.state[c] = out["next_state"][c]
+        return out
+
+    def take_episodes(self) -> list[dict[str, Any]]:
+        """The episodes finished since the last call, in order of completion."""
+        done, self.episodes = self.episodes, []
+        return done
+
+
+class _EpisodeAccumulator:
+    """Running sums of the episode under way in each copy."""
+
+    def __init__(self, k: int, n: int, n_actions: int) -> None:
+        self.learn = np.zeros((k, n))
+        self.own = np.zeros((k, n))
+        self.length = np.zeros(k, dtype=np.int64)
+        self.counts = np.zeros((k, n, max(n_actions, 1)), dtype=np.int64)
+        self.reached = np.zeros((k, n), dtype=bool)
+
+    def clear(self, c: int) -> None:
+        self.learn[c] = self.own[c] = 0.0
+        self.length[c] = 0
+        self.counts[c] = 0
+        self.reached[c] = False
+
+    def add(self, c: int, i: int, r: float, own: float, action: Any, reached: bool) -> None:
+        self.learn[c, i] += r
+        self.own[c, i] += own
+        if action is not None:
+            self.counts[c, i, int(action)] += 1
+        self.reached[c, i] |= reached
+
+    def finish(self, c: int) -> dict[str, Any]:
+        return {
+            "learn_return": self.learn[c].copy(), "own_return": self.own[c].copy(),
+            "team_return": float(self.own[c].sum()), "length": int(self.length[c]),
+            "action_counts": self.counts[c].copy(), "reached": self.reached[c].copy(),
+        }  # fmt: skip
+
+
+#: The per-episode logs of a deep run (``episodes.npz``), E episodes, N agents, A actions:
+#: ``learn_return float64[E, N]`` (the reward each agent learned from), ``own_return float64[E,
+#: N]`` (its own part: ``infos[agent]["individual_reward"]`` when the env reports one, else the
+#: same), ``team_return float64[E]`` (sum of ``own_return``), ``length int64[E]``, ``step
+#: int64[E]`` (joint steps done when the episode ended), ``action_counts int64[E, N, A]``
+#: (discrete actions), ``reached bool[E, N]``.
+EPISODE_FIELDS = (
+    "learn_return", "own_return", "team_return", "length", "step", "action_counts", "reached",
+)  # fmt: skip
+
+
+def stack_episodes(episodes: list[dict[str, Any]], n: int, n_actions: int) -> dict[str, np.ndarray]:
+    """Episode records -> the arrays of :data:`EPISODE_FIELDS` (empty arrays for none)."""
+    a = max(n_actions, 1)
+    if not episodes:
+        return {
+            "learn_return": np.zeros((0, n)), "own_return": np.zeros((0, n)),
+            "team_return": np.zeros(0), "length": np.zeros(0, dtype=np.int64),
+            "step": np.zeros(0, dtype=np.int64), "action_counts": np.zeros((0, n, a), dtype=np.int64),
+            "reached": np.zeros((0, n), dtype=bool),
+        }  # fmt: skip
+    return {f: np.array([e[f] for e in episodes]) for f in EPISODE_FIELDS}
