@@ -12,8 +12,9 @@ planner: ``unclassified(orders)``, ``classify(orders)``, ``decide(snapshot)`` an
 ``raised(orders)``, e.g. the triage planner), asynchronous:
 
 1. The notes of the orders not classified yet are classified on the worker as soon as their
-   orders arrive, whether or not a robot is free, all in one request (one batched forward pass
-   of the probe); the classes are there for the next plan as soon as they are decided.
+   orders arrive, whether or not a robot is free, together in one request (the newest first,
+   at most :data:`TRIAGE_BATCH`); the classes are there for the next plan as soon as they are
+   decided.
 2. Whenever the situation changes (pending orders, idle robots, or the pending orders the
    model read as more urgent than listed), the planner plans at once, on the control thread,
    over every pending order: an order not classified yet keeps its listed priority, the rule's
@@ -73,6 +74,10 @@ if TYPE_CHECKING:
     from marlm.envs.warehouse import WarehouseEnv
 
 Clock = Callable[[], float]
+
+#: At most this many notes go to the classifier in one request (:meth:`PlanScheduler.
+#: _triage_ahead`).
+TRIAGE_BATCH = 4
 
 
 class AsyncPlanner:
@@ -510,24 +515,28 @@ class PlanScheduler:
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
     def _triage_ahead(self, snap: Snapshot) -> None:
-        """Ask the worker to classify the pending orders not classified yet, all in one
-        request (the oldest first, at most the planner's ``max_orders``), unless it is busy:
-        the classes are decided as soon as the orders arrive, before a robot needs them."""
+        """Ask the worker to classify the pending orders not classified yet, together in one
+        request (at most :data:`TRIAGE_BATCH`, the newest first), unless it is busy: the classes
+        are decided as soon as the orders arrive, before a robot needs them.
+
+        The newest first: in a queue that grows, the newest order waits longest for a robot,
+        so its class still has time to change which robot serves it, while the oldest are
+        about to be served anyway. At most :data:`TRIAGE_BATCH` at once: a request's classes
+        arrive together when it ends, so a long batch on a busy machine would hold back the
+        first classes for the last."""
         ap = self.async_planner
         if ap is None or ap.busy:
             return
         todo = [
             o
             for o in self.planner.unclassified(
-                sorted((*snap.pending, *snap.waiting), key=lambda o: (o.arrival, o.id))
+                sorted((*snap.pending, *snap.waiting), key=lambda o: (-o.arrival, o.id))
             )
             if o.id not in self._triage_failed
         ]
         if not todo:
             return
-        request = dataclasses.replace(
-            snap, pending=tuple(todo[: getattr(self.planner, "max_orders", len(todo))])
-        )
+        request = dataclasses.replace(snap, pending=tuple(todo[:TRIAGE_BATCH]))
         if ap.submit(request, job=lambda r: classify_or_error(self.planner, r)):
             self._requested[id(request)] = self.clock()
 
@@ -679,6 +688,7 @@ class PlanScheduler:
 
 
 __all__ = [
+    "TRIAGE_BATCH",
     "AsyncPlanner",
     "Clock",
     "PlanScheduler",
