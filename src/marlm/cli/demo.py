@@ -185,7 +185,8 @@ def demo(
         str,
         typer.Option(
             help="triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's "
-            "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
+            "urgency, the rule assigns robots in that order), llm (the model assigns robots), team, "
+            "or rule."
         ),
     ] = "triage",
     executor: Annotated[

@@ -67,7 +67,7 @@ class RunConfig(BaseModel):
             generators take no negative seed).
         planner: ``"llm"`` (model + rule fallback), ``"rule"``, ``"team"`` (coordinator and
             dispatcher agents + rule fallback), or ``"triage[-MODE]"`` (the model triages each
-            note's urgency, a solver matches robots; see :func:`marlm.hybrid.build.build_planner`).
+            note's urgency, the rule matches robots to that queue; see :func:`marlm.hybrid.build.build_planner`).
         executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
             ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
@@ -177,7 +177,7 @@ class Controller:
             :class:`marlm.hybrid.scheduler.PlanScheduler`.
         seed: seeds the executor's generator.
         clock: seconds, monotonic (default :func:`time.perf_counter`): the control-step latency
-            and the planning deadline are measured with it.
+            and the age of a model answer are measured with it.
         dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`), or None: they
             stay where they finished.
     """
@@ -350,7 +350,7 @@ def run(
         executor: an executor object that replaces the one ``config.executor`` names (needed
             for ``"llm"``), any :class:`marlm.hybrid.executor.Executor`.
         progress: called as ``progress(step, config.steps)`` after every step.
-        clock: seconds, monotonic: latencies, the planning deadline and the control period.
+        clock: seconds, monotonic: latencies, the age of model answers and the control period.
         facts: ``facts(events)`` gives more figures for ``metrics.json`` from the run's trace
             events (e.g. latency by true class beside a counterfactual run's), added as they are.
 

@@ -23,7 +23,7 @@ Division of the decision:
   goes back to the queue. Bounded by hysteresis (default): an order is sent back at most once
   (no order starves behind repeated preemptions) and a robot within :data:`PICK_HOLD` steps of
   its pick cell keeps its order (no robot thrashes); an urgent order is never preempted.
-- Rules are the fallback: any failure of triage or solver ends in :func:`rule_assign`.
+- Rules are the fallback: any failure of triage or of the matching ends in :func:`rule_assign`.
 
 A note can change only its own order's class: the answer of triage is a class from a fixed set
 (or the order's listed priority as fallback), and the plan holds only pairs of idle robots and
@@ -371,7 +371,7 @@ class TriagePlanner:
         :func:`plan_preemptions` finds it sooner (:meth:`assign`).
 
         Returns an empty rule plan when nothing is pending, or when no robot is idle and none
-        can be preempted. A solver exception (a bug of ours) ends in the rule's plan with
+        can be preempted. An exception in the matching (a bug of ours) ends in the rule's plan with
         ``source="fallback"`` and the exception in ``error``.
         """
         calls = list(calls)
@@ -380,7 +380,7 @@ class TriagePlanner:
         try:
             snapshot = self.reoffer(snapshot)
             pairs, preempt = self.assign(snapshot)
-        except Exception as e:  # solver bug (ours): the rule keeps robots moving
+        except Exception as e:  # matching bug (ours): the rule keeps robots moving
             return Plan(
                 rule_assign(snapshot),
                 "fallback",
