@@ -135,3 +135,15 @@ __all__ = [
     "PlanSource",
     "RunEndReason",
 ]
+
+
+class IdleCause(StrEnum):
+    """Why a robot without a task stood idle while an order was unassigned (trace ``idle``
+    fields, ``metrics.idle_robot_steps`` keys)."""
+
+    #: an order is offered, the situation is not planned yet and a model request is in flight
+    WAITING_FOR_MODEL = "waiting_for_model"
+    #: every unassigned order waits for a shelf another robot holds
+    NO_ORDER = "no_order"
+    #: the planner saw the robot and left it idle (a reserve robot, a shelf out of reach)
+    BLOCKED = "blocked"

@@ -162,9 +162,11 @@ def test_snapshot_carry_is_the_pick_to_drop_path_length():
 
 
 def test_the_default_ranks_by_expected_deadlines_and_with_triage_keeps_the_options():
-    # The planner study (docs/triage.md, "Planner choices") shipped the expected-deadline queue.
+    # The planner study (docs/triage.md, "Planner choices") shipped the expected-deadline queue;
+    # hysteresis is on so that preemption, which a class arriving late can now start, stays
+    # bounded (an order sent back once, a robot near its pick cell kept).
     p = TriagePlanner(FixedTriage())
-    assert (p.hysteresis, p.deadline_aware, p.expected_deadlines) == (False, False, True)
+    assert (p.hysteresis, p.deadline_aware, p.expected_deadlines) == (True, False, True)
     opts = {"hysteresis": True, "deadline_aware": True, "expected_deadlines": False}
     q = TriagePlanner(FixedTriage(), max_orders=3, **opts).with_triage(FixedTriage({"x": "low"}))
     assert q.triage.table == {"x": "low"} and q.max_orders == 3

@@ -1,7 +1,8 @@
-"""Asynchronous triage planner: each note is classified once, as soon as its order is pending;
-plans over classified orders are made at once with no model call; a plan is the model's only when
-every class in it came from the model. A fake clock drives the deadline; a gated classifier
-(a fault injector) decides when the model answers."""
+"""Asynchronous triage planner: the notes of new orders are classified together as soon as the
+orders arrive; robots are assigned at once (an unread note keeps its listed priority); a class
+that arrives re-ranks the queue and may reassign a robot not yet picked; a plan is the model's
+only when every class in it came from the model. A gated classifier (a fault injector) decides
+when the model answers."""
 
 from __future__ import annotations
 
@@ -98,56 +99,48 @@ def of(events, kind):
     return [e for e in events if e["type"] == kind]
 
 
-def test_each_note_is_classified_once_ahead_and_plans_wait_for_no_model():
+def test_notes_are_classified_together_ahead_and_robots_are_assigned_at_once():
     tri = GatedTriage({"line down": "urgent", "restock": "normal"})
     orders = [order("a", "restock"), order("b", "line down")]
     env, clock, sched, events = setup(orders, 2, tri)
-    sched.update()  # step 0: the oldest order's note goes to the worker; nothing to plan yet
-    assert tri.asked == [["restock"]] and of(events, "plan") == []
-    clock.now += 0.5
-    tri.release()
-    answered(sched)
-    sched.update()  # its class is in: a plan at once, and the next note goes to the worker
-    (call,) = of(events, "llm_call")
-    assert (call["step_requested"], call["step_applied"], call["t_requested_s"]) == (0, 0, 0.0)
+    sched.update()  # step 0: both notes go to the worker in one request; the rule's order now
+    assert tri.asked == [["restock", "line down"]]
     (plan,) = of(events, "plan")
-    assert plan["outcome"] == "answered" and plan["source"] == "llm"
-    assert plan["pending"] == ["a"] and len(plan["applied"]) == 1
-    assert plan["t_s"] == plan["t_requested_s"] == 0.5  # no model inside the plan
-    assert tri.asked == [["restock"], ["line down"]]
+    assert (plan["outcome"], plan["step"], len(plan["applied"])) == ("rule", 0, 2)
+    assert env.idle_robots() == [] and sched.idle_steps["waiting_for_model"] == 0
     clock.now += 0.5
     tri.release()
     answered(sched)
-    sched.update()
-    plans = of(events, "plan")
-    assert [p["outcome"] for p in plans] == ["answered", "answered"]
-    assert plans[1]["pending"] == ["b"] and plans[1]["t_s"] == 1.0
-    assert env.idle_robots() == []
-    # Once every order is classified, later updates ask the model for nothing more.
+    sched.update()  # the classes are in; nothing is pending, so nothing more to plan
+    calls = of(events, "llm_call")
+    assert [(c["step_requested"], c["step_applied"], c["t_requested_s"]) for c in calls] == [
+        (0, 0, 0.0),
+        (0, 0, 0.0),
+    ]
     for _ in range(3):
         sched.update()
-    assert len(tri.asked) == 2 and len(of(events, "llm_call")) == 2
+    assert len(tri.asked) == 1 and len(of(events, "plan")) == 1
     sched.close(wait=False)
 
 
-def test_the_rule_stands_in_only_for_the_order_still_unclassified_past_the_deadline():
+def test_a_class_that_arrives_reassigns_a_robot_not_yet_picked_to_the_urgent_order():
     tri = GatedTriage({"line down": "urgent", "restock": "normal"})
     orders = [order("a", "restock"), order("b", "line down")]
-    env, clock, sched, events = setup(orders, 2, tri)
-    sched.update()
-    tri.release()  # "restock" is answered at once; "line down" never within the deadline
-    answered(sched)
-    sched.update()
-    clock.now += 2.0
-    sched.update()  # "b" waited 2.0 s, the deadline: the rule assigns it, and only it
-    outcomes = [(p["outcome"], p["pending"]) for p in of(events, "plan")]
-    assert outcomes == [("answered", ["a"]), ("deadline", ["b"])]
-    (failure,) = of(events, "failure")
-    assert failure["kind"] == "planner_deadline" and "waited 2.00 s" in failure["detail"]
-    assert env.idle_robots() == []
+    env, clock, sched, events = setup(orders, 1, tri)
+    sched.update()  # the one robot takes "a" at once (the rule's order: same listing, id first)
+    assert env.task_of("robot_0") == "a"
     tri.release()
     answered(sched)
-    sched.close(wait=True)
+    sched.update()  # "b" is read as urgent: the robot has not picked "a", so it turns to "b"
+    last = of(events, "plan")[-1]
+    assert last["preempted"] == [{"robot": "robot_0", "order": "a"}]
+    assert last["applied"] == [{"robot": "robot_0", "order": "b"}]
+    assert env.task_of("robot_0") == "b"
+    for _ in range(3):  # "a" was sent back once: it is not preempted again, nothing thrashes
+        env.step({})
+        sched.update()
+    assert env.task_of("robot_0") == "b" and len(of(events, "plan")) == 2
+    sched.close(wait=False)
 
 
 def test_a_plan_is_the_models_only_when_every_class_in_it_came_from_the_model():
@@ -173,22 +166,3 @@ def test_a_plan_is_the_models_only_when_every_class_in_it_came_from_the_model():
     only_c = Snapshot(0, (c,), ("r0",), {("r0", "c"): 3})
     assert (planner.plan(only_c).outcome, planner.plan(only_c).source) == ("rule", "rule")
     assert tri.asked == [["restock", "fire", ""]]  # each note asked once, in one request
-
-
-def test_when_the_model_falls_behind_it_decides_the_order_it_can_still_decide_in_time():
-    tri = GatedTriage({"restock": "normal", "line down": "urgent", "fire": "urgent"})
-    orders = [order("a", "restock"), order("b", "fire"), order("c", "line down", arrival=1)]
-    env, clock, sched, events = setup(orders, 1, tri)
-    sched.update()  # t = 0 s: "a" (first listed of the two at step 0) goes to the worker
-    while "c" not in {o.id for o in env.pending_orders()}:
-        env.step({})
-    clock.now += 2.5  # "b" has now waited past the deadline, "c" has just arrived
-    tri.release()
-    answered(sched)
-    sched.update()
-    # "a" is planned (the only robot takes it); of "b" (stale) and "c" (fresh), "c" is asked
-    assert [p["pending"] for p in of(events, "plan")] == [["a"]]
-    assert tri.asked == [["restock"], ["line down"]]
-    tri.release()
-    answered(sched)
-    sched.close(wait=False)

@@ -67,20 +67,46 @@ def _share(v) -> str:
 
 
 def metrics_table(m: dict, title: str) -> Table:
-    """The demo's table of figures, from a metrics dict."""
+    """The demo's table of figures, from a metrics dict. With a ``counterfactual_rule`` entry
+    (the same seed and orders under the rule planner, run alongside without a model), the
+    figures by true class are shown beside the rule's."""
     from rich.table import Table
 
     t = Table(title=title, show_header=True)
     t.add_column("metric")
     t.add_column("value", justify="right")
+    cf = m.get("counterfactual_rule")
+    if cf is not None:
+        t.add_column("rule, same orders", justify="right")
+    own = m.get("by_true_class") or {}
+    idle = m.get("idle_robot_steps") or {}
+    cf_idle = (cf or {}).get("idle_robot_steps") or {}
+    classes = [c for c in ("urgent", "normal", "low") if c in (own.get("latency_mean_steps") or {})]
+    truth = m.get("true_class_source", "listed priority")
+    side = [
+        ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}",
+         None if cf is None else f"{cf['delivered']} / {m.get('orders_total', '?')}"),
+        ("throughput per 1000 steps", _fmt(m.get("throughput_per_1000_steps")),
+         None if cf is None else _fmt(cf.get("throughput_per_1000_steps"))),
+        *[
+            (f"mean order latency, {c} by {truth} (steps)",
+             _fmt(own["latency_mean_steps"].get(c)),
+             None if cf is None else _fmt(cf["latency_mean_steps"].get(c)))
+            for c in classes
+        ],
+        *[
+            (f"idle robot-steps with an order waiting: {cause.replace('_', ' ')}",
+             _fmt(idle.get(cause)), None if cf is None else _fmt(cf_idle.get(cause)))
+            for cause in ("waiting_for_model", "no_order", "blocked")
+        ],
+    ]  # fmt: skip
     lat = m.get("order_latency_mean_steps") or {}
     rows = [
-        ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}"),
-        ("throughput per 1000 steps", _fmt(m.get("throughput_per_1000_steps"))),
         ("on-time rate", _fmt(m.get("on_time_rate"))),
         *[
-            (f"mean order latency, {p} (steps)", _fmt(lat.get(p)))
+            (f"mean order latency, listed {p} (steps)", _fmt(lat.get(p)))
             for p in ("urgent", "normal", "low")
+            if not own
         ],
         ("deadline misses", _fmt(m.get("deadline_misses"))),
         ("collisions", _fmt(m.get("collisions"))),
@@ -108,8 +134,10 @@ def metrics_table(m: dict, title: str) -> Table:
         ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
         ("steps", _fmt(m.get("steps"))),
     ]
+    for k, v, r in side:
+        t.add_row(k, v, *([] if cf is None else [r or "-"]))
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(k, v, *([] if cf is None else [""]))
     return t
 
 
@@ -157,7 +185,8 @@ def demo(
         str,
         typer.Option(
             help="triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's "
-            "urgency, a solver assigns robots), llm (the model assigns robots), team, or rule."
+            "urgency, the rule assigns robots in that order), llm (the model assigns robots), team, "
+            "or rule."
         ),
     ] = "triage",
     executor: Annotated[
@@ -192,7 +221,8 @@ def demo(
     plan_deadline: Annotated[
         float,
         typer.Option(
-            help="Seconds to wait for the LLM before the rule assigns idle robots (0: wait).",
+            help="With --planner llm or team: the oldest model answer still applied, in "
+            "seconds (0: any age). No robot waits for the model: the rule assigns at once.",
             callback=finite_at_least(0, unit="seconds"),
         ),
     ] = 2.0,
@@ -212,6 +242,28 @@ def demo(
         ),
     ] = "points",
     gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
+    scenario: Annotated[
+        str,
+        typer.Option(
+            help="none: the orders of --orders (or the shipped sample); congested: a generated "
+            "stream from --seed, one order every --order-every steps, all listed normal, "
+            "urgency only in the notes (English and Chinese development notes, held out of the "
+            "triage pool; docs/triage.md).",
+        ),
+    ] = "none",
+    order_every: Annotated[
+        int,
+        typer.Option(help="With --scenario congested: steps between orders.", callback=at_least(1)),
+    ] = 3,
+    no_counterfactual: Annotated[
+        bool,
+        typer.Option(
+            "--no-counterfactual",
+            help="Skip the run of the same seed and orders under the rule planner, without a "
+            "model, whose figures the table shows beside this run's (metrics.json: "
+            "counterfactual_rule).",
+        ),
+    ] = False,
 ) -> None:
     """Run the hybrid warehouse: LLM planner, RL executor, rule shield.
 
@@ -230,9 +282,16 @@ def demo(
             field="--executor",
         )
     rule = rule_layer("none" if no_shield else (shield_rule or shield), allow_none=True)
+    if scenario not in ("none", "congested"):
+        raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
+    if scenario == "congested" and orders is not None:
+        raise InputError(
+            "--scenario congested generates its orders; drop --orders or --scenario",
+            field="--orders",
+        )
     config = run_config(
         layout=layout,
-        orders=orders if orders is not None else default_orders(layout),
+        orders=orders if orders is not None or scenario != "none" else default_orders(layout),
         n_robots=robots,
         steps=steps,
         seed=seed,
@@ -254,6 +313,25 @@ def demo(
     q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None
     plan = build_planner(config.planner, llm, model_name=llm_model, timeout_s=llm_timeout)
     out = claim_run_folder(out, overwrite=overwrite)
+    true_class = None
+    if scenario == "congested":
+        import tempfile
+
+        from marlm.envs.warehouse.layout import load_layout
+        from marlm.experiments.congested import DEFAULT_ORDERS, congested_orders, held_out_planner
+
+        stream = congested_orders(load_layout(layout), seed, n=DEFAULT_ORDERS, every=order_every)
+        # The orders are in the trace (run_start) and their true classes in metrics.json: the
+        # generated order file itself is temporary.
+        scenario_dir = tempfile.TemporaryDirectory(prefix="marlm-scenario-")
+        config = config.model_copy(update={"orders": str(stream.write(scenario_dir.name))})
+        true_class = stream.true_class
+        plan = held_out_planner(plan, stream.notes)
+        console.print(
+            f"scenario: congested, {DEFAULT_ORDERS} orders, one every {order_every} steps, "
+            f"{sum(c == 'urgent' for c in true_class.values())} truly urgent (in the note only); "
+            "the development notes are held out of the triage pool"
+        )
     if config.tick_ms == 0 and not config.sync_planner and config.planner != "rule":
         console.print(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
@@ -276,14 +354,61 @@ def demo(
             task = bar.add_task("warming up the model (triage pool, cached after)", total=None)
             warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
             bar.update(task, completed=1, total=1)
+        cf = None
+        if not no_counterfactual:
+            task = bar.add_task("counterfactual: rule planner, same orders", total=config.steps)
+            cf = _counterfactual(config, q, true_class,
+                                 progress=lambda i, n: bar.update(task, completed=i))  # fmt: skip
         task = bar.add_task("warehouse", total=config.steps)
         result = run(
-            config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i)
-        )
+            config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i),
+            facts=lambda events: _facts(events, true_class, cf),
+        )  # fmt: skip
     Console().print(
         metrics_table(result.metrics, f"marlm demo: {result.metrics['scheme']} on {layout}")
     )
     console.print(f"run folder: {result.out_dir}")
+
+
+def _facts(events: list, true_class: dict | None, cf: dict | None) -> dict:
+    """The demo's figures beyond the metrics: this run by true class (the note's label in a
+    generated scenario, else the listed priority) and the rule counterfactual's, when run."""
+    from marlm.experiments.congested import latency_by_true_class
+
+    out = {
+        "by_true_class": latency_by_true_class(events, true_class),
+        "true_class_source": "the note's label" if true_class else "listed priority",
+    }
+    if true_class:
+        out["true_class"] = true_class
+    if cf is not None:
+        out["counterfactual_rule"] = cf
+    return out
+
+
+def _counterfactual(config, q, true_class: dict | None, progress=None) -> dict:
+    """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
+    possible, without a model or a GIF, in a temporary folder removed after; its figures by
+    true class and its idle robot-steps."""
+    import tempfile
+
+    from marlm.experiments.congested import latency_by_true_class
+    from marlm.hybrid.controller import run
+    from marlm.hybrid.planner import RulePlanner
+
+    rule_config = config.model_copy(
+        update={"planner": "rule", "sync_planner": True, "tick_ms": 0.0, "gif": False}
+    )
+    with tempfile.TemporaryDirectory(prefix="marlm-counterfactual-") as tmp:
+        res = run(
+            rule_config, Path(tmp) / "run", planner=RulePlanner(), policy=q, progress=progress,
+            facts=lambda events: {"by_true_class": latency_by_true_class(events, true_class)},
+        )  # fmt: skip
+    return {
+        **res.metrics["by_true_class"],
+        "idle_robot_steps": res.metrics.get("idle_robot_steps"),
+        "scheme": res.metrics.get("scheme"),
+    }
 
 
 @train_app.command("warehouse")

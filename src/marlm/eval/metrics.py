@@ -21,6 +21,7 @@ from marlm.outcomes import (
     LLM_SIDE_FAILURES,
     CallStatus,
     FailureKind,
+    IdleCause,
     OrderEvent,
     PlanOutcome,
     PlanSource,
@@ -420,8 +421,8 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ``prompt_tokens``, ``completion_tokens``, ``tokens``, ``failures``, ``recoveries``,
         ``unrecovered``, ``recovery_steps_mean``, ``recovery_steps_total``,
         ``recovery_actions_total``, ``recovery_tokens_total``, ``recovery_by_kind``,
-        ``shield_overrides_by_robot``, the :func:`still_with_task` keys, and the
-        :func:`decisions` keys. Latencies are
+        ``shield_overrides_by_robot``, the :func:`still_with_task` keys, the
+        :func:`decisions` keys, and ``idle_robot_steps`` (:func:`idle_robot_steps`). Latencies are
         milliseconds; a figure with no data is ``None``.
     """
     steps = _of(events, "step")
@@ -513,7 +514,28 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "recovery_by_kind": by_kind,
         **still_with_task(events),
         **decisions(events),
+        "idle_robot_steps": idle_robot_steps(events),
     }
+
+
+#: Why a robot without a task was idle while an order had arrived and was unassigned, as the
+#: plan scheduler (:mod:`marlm.hybrid.scheduler`) writes them in ``idle`` trace events.
+IDLE_CAUSES: tuple[str, ...] = tuple(IdleCause)
+
+
+def idle_robot_steps(events: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Robot-steps spent without a task while an order had arrived and was unassigned, by cause
+    (``waiting_for_model``, ``no_order``, ``blocked``; docs/metrics.md), summed over the
+    ``idle`` events (each lists the robots idle in one step under their cause).
+
+    Returns:
+        ``{cause: int}`` for every cause of :data:`IDLE_CAUSES` (0 when none).
+    """
+    out = dict.fromkeys(IDLE_CAUSES, 0)
+    for ev in _of(events, "idle"):
+        for cause in IDLE_CAUSES:
+            out[cause] += len(ev.get(cause) or [])
+    return out
 
 
 def reward_curves(events: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:

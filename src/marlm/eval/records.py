@@ -20,6 +20,7 @@ from marlm.outcomes import (
     CallKind,
     CallStatus,
     FailureKind,
+    IdleCause,
     OrderEvent,
     PlanOutcome,
     PlanSource,
@@ -328,6 +329,20 @@ class CircuitOpenRecord(TraceRecord):
     failures: int
     cooldown_s: float
     cause: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdleRecord(TraceRecord):
+    """``idle``: the robots without a task that stood idle this step while an order was
+    unassigned, by cause (:class:`IdleCause`; a cause with no robot is left out)."""
+
+    TYPE: ClassVar[str] = "idle"
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(IdleCause)
+
+    step: int
+    waiting_for_model: list[str] | None = None
+    no_order: list[str] | None = None
+    blocked: list[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -51,6 +51,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "failure": ("kind", "step"),
     "recovery": ("kind", "step"),
     "circuit_open": ("step", "failures"),
+    "idle": ("step",),
     "run_end": ("step", "reason"),
 }
 

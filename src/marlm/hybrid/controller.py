@@ -2,17 +2,19 @@
 
 One control step (:meth:`Controller.step`):
 
-1. The plan scheduler (:class:`marlm.hybrid.scheduler.PlanScheduler`) applies a finished plan
-   and asks the planner again when the pending orders or the idle robots changed (off the
-   control thread unless ``sync_planner``), or lets the rule stand in past the deadline.
+1. The plan scheduler (:class:`marlm.hybrid.scheduler.PlanScheduler`) applies what the model
+   finished (classes, or assignments still valid) and, when the pending orders or the idle
+   robots changed, assigns the idle robots at once with the best information at hand; the model
+   is asked off the control thread unless ``sync_planner``.
 2. The executor proposes one action per robot; the shield makes the joint action safe
    (:func:`marlm.hybrid.shield.shield_step`); the environment steps. The wall time of the
    executor and the shield is the control-step latency (no LLM inside).
 3. Every event goes to ``trace.jsonl`` as it happens.
 
-While a request is in flight, robots with a task keep executing it and idle robots stay idle
-(their observation says "no task", and the policy holds still or yields when the shield asks).
-A slow or failing model therefore costs idle time, never safety and never a stalled loop.
+No robot waits for a model request: a free robot is assigned at once (the rule's order, or the
+classes the model decided so far), and the model's answers change which order a robot serves
+when they arrive. A slow or failing model therefore costs neither idle time, nor safety, nor a
+stalled loop; the scheduler counts idle robot-steps by cause to show it.
 
 With a dwell policy (``RunConfig.dwell``, :mod:`marlm.hybrid.dwell`) an idle robot does not
 hold still: it drives to a dwell point chosen from the demand seen so far, one robot waiting
@@ -74,7 +76,7 @@ class RunConfig(BaseModel):
             generators take no negative seed).
         planner: ``"llm"`` (model + rule fallback), ``"rule"``, ``"team"`` (coordinator and
             dispatcher agents + rule fallback), or ``"triage[-MODE]"`` (the model triages each
-            note's urgency, a solver matches robots; see :func:`marlm.hybrid.build.build_planner`).
+            note's urgency, the rule matches robots to that queue; see :func:`marlm.hybrid.build.build_planner`).
         executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
             ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
@@ -85,8 +87,9 @@ class RunConfig(BaseModel):
         tick_ms: control period in milliseconds; the loop sleeps out the rest of each tick
             (0 runs as fast as possible; finite). Real robots have a control period; so does the
             demo.
-        plan_deadline_s: with an asynchronous planner, seconds after which the rule assigns the
-            idle robots instead of waiting longer for the model (0: wait for the model; finite).
+        plan_deadline_s: with an asynchronous assigning planner (``llm``, ``team``), the oldest
+            model answer still applied, in seconds from its request (0: any age; finite). No
+            robot waits for the model: the rule assigns at once.
         dwell: where idle robots wait (:mod:`marlm.hybrid.dwell`): ``"reserve"`` (dwell points
             learned from the orders so far, one idle robot kept for urgent work), ``"points"``
             (dwell points only) or ``"none"`` (an idle robot stays where it finished).
@@ -178,11 +181,12 @@ class Controller:
         shield: a :class:`Shield`, or None to send the executor's actions unfiltered.
         trace: where events go.
         sync_planner: call the planner inside the step instead of on its own thread.
-        plan_deadline_s: seconds an order may wait for an asynchronous model before the rule
-            assigns (0: wait); see :class:`marlm.hybrid.scheduler.PlanScheduler`.
+        plan_deadline_s: the oldest answer of an asynchronous assigning model still applied,
+            in seconds from its request (0: any age); see
+            :class:`marlm.hybrid.scheduler.PlanScheduler`.
         seed: seeds the executor's generator.
         clock: seconds, monotonic (default :func:`time.perf_counter`): the control-step latency
-            and the planning deadline are measured with it.
+            and the age of a model answer are measured with it.
         dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`), or None: they
             stay where they finished.
     """
@@ -340,6 +344,7 @@ def run(
     executor: Executor | None = None,
     progress: Callable[[int, int], None] | None = None,
     clock: Clock = time.perf_counter,
+    facts: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
 ) -> RunResult:
     """Run one episode under ``config`` and write the run folder.
 
@@ -355,7 +360,9 @@ def run(
         executor: an executor object that replaces the one ``config.executor`` names (needed
             for ``"llm"``), any :class:`marlm.hybrid.executor.Executor`.
         progress: called as ``progress(step, config.steps)`` after every step.
-        clock: seconds, monotonic: latencies, the planning deadline and the control period.
+        clock: seconds, monotonic: latencies, the age of model answers and the control period.
+        facts: ``facts(events)`` gives more figures for ``metrics.json`` from the run's trace
+            events (e.g. latency by true class beside a counterfactual run's), added as they are.
 
     Returns:
         :class:`RunResult` with the metrics (see :func:`marlm.eval.metrics.summarise`).
@@ -387,12 +394,13 @@ def run(
         ctl.record_env_events()
         reason = _episode(ctl, obs, config, frames, progress)
         RunEndRecord(step=env.step_count, reason=reason).emit_to(ctl.emit)
-    facts = {
+    run_facts = {
         "scheme": config.scheme,
         "deadlock_breaks": shield.deadlock_breaks if shield is not None else 0,
         "orders_total": len(env.orders),
+        **(facts(ctl.events) if facts is not None else {}),
     }
-    metrics, files = finish_hybrid_run(out, ctl.events, facts=facts, frames=frames)
+    metrics, files = finish_hybrid_run(out, ctl.events, facts=run_facts, frames=frames)
     return RunResult(metrics, out, {"trace": trace_path, **files})
 
 

@@ -222,6 +222,7 @@ def plan_preemptions(
     protected: Collection[str] = (),
     pick_hold: int | None = None,
     due: Mapping[str, int] | None = None,
+    eligible: Collection[str] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Urgent work first: robots to take off a normal or low order before pick-up.
 
@@ -258,6 +259,9 @@ def plan_preemptions(
         protected: order ids never preempted (default none).
         pick_hold: steps (``int``); ``None``: no hold.
         due: delivery steps of urgent orders (``int``); ``None``: preempt whenever sooner.
+        eligible: ids of the urgent orders that may take a robot off its order (e.g. only those
+            the model read as more urgent than listed, so that a run without the model is the
+            rule's); ``None``: every urgent order.
 
     Returns:
         ``(robot, old_order_id, urgent_order_id)`` triples.
@@ -267,7 +271,12 @@ def plan_preemptions(
     far = UNREACHABLE_DISTANCE
     robot_of = {o: r for r, o in assignments}
     urgent = sorted(
-        (o for o in snapshot.pending if effective_class(o.priority, classes.get(o.id)) == "urgent"),
+        (
+            o
+            for o in snapshot.pending
+            if effective_class(o.priority, classes.get(o.id)) == "urgent"
+            and (eligible is None or o.id in eligible)
+        ),
         key=lambda o: (o.deadline, o.arrival, o.id),
     )
 

@@ -1,27 +1,42 @@
-"""When the planner runs: asynchronous planning, the planning deadline, and the call records.
+"""When the planner runs: asynchronous planning, the call records, and idle time by cause.
 
 The controller asks :class:`PlanScheduler` once per control step (:meth:`PlanScheduler.update`)
-and never waits for a model:
+and never waits for a model. A free robot is assigned at once with the best information at
+hand; the model's answers change *which* order a robot serves when they arrive, never
+*whether* it moves. A model that never answers, or a backend that fails every call, leaves the
+run's robots, orders and plans step for step the rule planner's (only the model calls and their
+failures are recorded besides).
 
-1. If the planner finished a request, apply its assignments that are still valid (the robot is
-   still idle and the order still pending); record the plan and every model call.
-2. If the pending orders or the idle robots changed since the last request and no request is in
-   flight, submit a new snapshot to the planner (off the control thread unless synchronous).
-3. While a request is in flight and an order has waited longer than the planning deadline, the
-   rule stands in for the late model.
+A planner that decides each order's class once, apart from the assignment (a *triaging*
+planner: ``unclassified(orders)``, ``classify(orders)``, ``decide(snapshot)`` and
+``raised(orders)``, e.g. the triage planner), asynchronous:
 
-A planner that decides each order's class once, apart from the assignment (a *triaging* planner:
-``unclassified(orders)`` and ``classify(orders)``, e.g. the triage planner), is asked differently
-when asynchronous, so that the model's work is done as soon as an order is known and a replan
-waits for no model:
+1. The notes of the orders not classified yet are classified on the worker as soon as their
+   orders arrive, whether or not a robot is free, together in one request (the newest first,
+   at most :data:`TRIAGE_BATCH`); the classes are there for the next plan as soon as they are
+   decided.
+2. Whenever the situation changes (pending orders, idle robots, or the pending orders the
+   model read as more urgent than listed), the planner plans at once, on the control thread,
+   over every pending order: an order not classified yet keeps its listed priority, the rule's
+   view. No model call, well under a millisecond. The classes decided re-rank the queue, and an
+   order read as urgent may take a robot that has not picked yet off its order.
 
-1. Each new order's note is classified on the worker as soon as the order is pending, whether or
-   not a robot is free, one order per request, so each class is applied as soon as it is decided
-   (:meth:`PlanScheduler._triage_ahead` says which order goes first).
-2. Whenever the situation changes, the planner plans at once, on the control thread, over the
-   pending orders whose class is decided: no model call, well under a millisecond.
-3. An order whose class is still not decided after the planning deadline, with a robot idle, is
-   assigned by the rule standing in (only those orders).
+Any other planner, asynchronous (``llm``, ``team``):
+
+1. When the pending orders or the idle robots change, the rule assigns the idle robots at once,
+   and the same situation is sent to the model (or queued behind the request in flight).
+2. When the model answers (in time: within ``plan_deadline_s`` of the request, when set), its
+   pairs are applied where still valid: the order is still unassigned, or held by a robot the
+   rule assigned that has not picked it; the robot is idle, or was assigned by the rule and has
+   not picked. Each robot's task is changed by the model at most once (a task the model gave is
+   not changed again), so no robot thrashes.
+
+Idle time is counted every step, after planning (:meth:`PlanScheduler.idle_causes`): each robot
+without a task while an order has arrived and is unassigned is idle for ``waiting_for_model``
+(an order is offered, the situation is not planned yet, and a model request is in flight),
+``no_order`` (every unassigned order waits for a shelf another robot holds) or ``blocked`` (the
+planner saw the situation and left the robot idle: a reserve robot kept for urgent work, a shelf
+it cannot reach). Each step with idle robots writes one ``idle`` trace event.
 
 :class:`AsyncPlanner` runs any planner on a worker thread. Time is read from an injected
 ``clock`` (seconds, monotonic; default :func:`time.perf_counter`), so tests can drive the
@@ -33,11 +48,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from marlm.eval.records import CircuitOpenRecord, FailureRecord, PlanRecord
+from marlm.eval.metrics import IDLE_CAUSES
+from marlm.eval.records import CircuitOpenRecord, FailureRecord, IdleRecord, PlanRecord
 from marlm.llm.errors import BackendTimeout
 from marlm.outcomes import CallStatus, FailureKind, PlanOutcome, PlanSource
 
@@ -60,6 +76,10 @@ if TYPE_CHECKING:
     from marlm.envs.warehouse import WarehouseEnv
 
 Clock = Callable[[], float]
+
+#: At most this many notes go to the classifier in one request (:meth:`PlanScheduler.
+#: _triage_ahead`).
+TRIAGE_BATCH = 4
 
 
 class AsyncPlanner:
@@ -159,6 +179,24 @@ def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
     ``planner_error`` (a bug of ours must not stop the robots, nor be blamed on the model)."""
     try:
         return planner.plan(snapshot)
+    except Exception as e:
+        return Plan(
+            rule_assign(snapshot),
+            PlanSource.FALLBACK,
+            snapshot,
+            [],
+            f"planner error: {type(e).__name__}: {e}",
+            outcome=PlanOutcome.PLANNER_ERROR,
+            exception=e,
+        )
+
+
+def decide_or_fallback(planner: Any, snapshot: Snapshot) -> Plan:
+    """``planner.decide(snapshot)`` (a triaging planner's plan over the classes decided so far,
+    no model call); if our planner code raises, the rule's plan with outcome
+    ``planner_error``."""
+    try:
+        return planner.decide(snapshot)
     except Exception as e:
         return Plan(
             rule_assign(snapshot),
@@ -273,7 +311,7 @@ def idle_cells(env: WarehouseEnv) -> dict[str, tuple[int, int]]:
 
 
 class PlanScheduler:
-    """Owns the planner's timing around one :class:`WarehouseEnv`: requests, deadlines, records.
+    """Owns the planner's timing around one :class:`WarehouseEnv`: plans, requests, records.
 
     Args:
         env: the environment, built with ``auto_assign=False`` (the scheduler assigns).
@@ -282,8 +320,9 @@ class PlanScheduler:
             ``failure``).
         sync: call the planner inside :meth:`update` instead of on its own thread (a ``rule``
             planner is always called inside).
-        plan_deadline_s: with an asynchronous planner, seconds an order may wait for the model
-            before the rule assigns the idle robots (0: wait for the model).
+        plan_deadline_s: with an asynchronous assigning planner (``llm``, ``team``), the oldest
+            model answer still applied, in seconds from its request (0: any age). Robots never
+            wait for the model: the rule assigns them at once.
         clock: seconds, monotonic (default :func:`time.perf_counter`).
         dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`): it learns the
             demand from the orders pending, and every plan keeps its reserve robot for urgent
@@ -309,19 +348,24 @@ class PlanScheduler:
         self.sync = sync or planner.name == "rule"
         self.async_planner = None if self.sync else AsyncPlanner(planner, clock=clock)
         self.plan_deadline_s = plan_deadline_s
-        self._last_key: tuple | None = None  # the situation of the last request
-        self._stand_in_key: tuple | None = None  # the situation the rule last stood in for
-        self._pending_since: dict[str, float] = {}  # order id -> when it was first seen pending
+        self._last_key: tuple | None = None  # the situation last planned
         self._call_id = 0
         self._t0 = clock()  # wall times in the trace (t_s, t_requested_s) count from here
         self._requested: dict[int, float] = {}  # id(snapshot) -> clock() when it was asked
         # A triaging planner, asynchronous: classes are decided ahead, plans made at once.
-        self.ahead = self.async_planner is not None and callable(getattr(planner, "classify", None))
+        self.ahead = self.async_planner is not None and all(
+            callable(getattr(planner, m, None)) for m in ("classify", "decide", "raised")
+        )
         self._triage_failed: set[str] = set()  # orders whose classify raised: the rule's
         self._breaker, self._backend_name = _breaker_of(planner)
         # Which order of a shelf is offered first: the planner's ranking where it has one.
         self._precedence = getattr(planner, "shelf_precedence", None)
         self._opened_seen = 0 if self._breaker is None else self._breaker.state().opened
+        self._queued: Snapshot | None = None  # a situation to send the model when it is free
+        self._rule_tasks: dict[str, str] = {}  # robot -> the order the rule gave it
+        self._settled: tuple | None = None  # the situation right after the last plan applied
+        #: Robot-steps idle while an order was unassigned, by cause (see the module docstring).
+        self.idle_steps = dict.fromkeys(IDLE_CAUSES, 0)
 
     @property
     def in_flight_since(self) -> int | None:
@@ -330,45 +374,82 @@ class PlanScheduler:
         return ap.snapshot.step if ap is not None and ap.snapshot is not None else None
 
     def update(self) -> None:
-        """Once per control step, before the executor: apply a finished plan, then request a new
-        one when the situation changed, or let the rule stand in past the deadline."""
+        """Once per control step, before the executor: apply what the model finished, plan the
+        situation at once when it changed, then count the idle robots by cause."""
         if self.async_planner is not None:
             done = self.async_planner.poll()
             if isinstance(done, Triaged):
                 self._record_triage(done)
             elif done is not None:
-                self._apply(done)
+                self._apply_answer(done)
         self._watch_breaker()
         snap = snapshot_of(self.env, self._precedence)
         if self.dwell is not None:  # the demand so far, and the reserve robot among the idle
             self.dwell.observe(snap.pending)
             if self.dwell.reserve:
                 self.dwell.targets(idle_cells(self.env))
-        now = self.clock()
-        self._pending_since = {o.id: self._pending_since.get(o.id, now) for o in snap.pending}
         if self.ahead:
             self._triage_ahead(snap)
-            self._plan_known(snap)
+            self._plan_now(snap)
+        elif snap.pending and (snap.idle or self._may_preempt(snap)):
+            key = snap.key()
+            if key != self._last_key:
+                self._last_key = key
+                if self.async_planner is None:
+                    self._requested[id(snap)] = self.clock()
+                    self._apply(plan_or_fallback(self.planner, snap))
+                else:
+                    self._ask_model(snap)
+                    self._rule_now(snap)
+        if self.async_planner is not None and self._queued is not None:
+            self._ask_model(self._queued)
+        self._count_idle()
+
+    def idle_causes(self) -> dict[str, list[str]]:
+        """``{cause: [robot, ...]}`` of the robots idle now while an order has arrived and is
+        unassigned, for each cause of :data:`IDLE_CAUSES` (module docstring)."""
+        env = self.env
+        out: dict[str, list[str]] = {c: [] for c in IDLE_CAUSES}
+        idle = env.idle_robots()
+        if not idle:
+            return out
+        offered = env.pending_orders(self._precedence)
+        if not offered and not env.waiting_orders(self._precedence):
+            return out
+        if not offered:
+            out["no_order"] = list(idle)
+        elif self._situation() != self._settled and self._model_in_flight():
+            out["waiting_for_model"] = list(idle)
+        else:
+            out["blocked"] = list(idle)
+        return out
+
+    def _count_idle(self) -> None:
+        """Add this step's idle robots to :attr:`idle_steps`; one ``idle`` event when any."""
+        causes = self.idle_causes()
+        if not any(causes.values()):
             return
-        if not snap.pending or not (snap.idle or self._may_preempt(snap)):
-            return
-        if self.in_flight_since is not None:
-            self._maybe_stand_in(snap)
-            return
-        key = snap.key()
-        if key == self._last_key:
-            return
-        if self.async_planner is None:
-            self._last_key = key
-            self._requested[id(snap)] = self.clock()
-            self._apply(plan_or_fallback(self.planner, snap))
-        elif self.async_planner.submit(snap):
-            self._requested[id(snap)] = self.clock()
-            self._last_key = key
-            self._stand_in_key = None
+        for cause, robots in causes.items():
+            self.idle_steps[cause] += len(robots)
+        IdleRecord(
+            step=self.env.step_count,
+            **{cause: robots for cause, robots in causes.items() if robots},
+        ).emit_to(self.emit)
+
+    def _situation(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The pending order ids and the idle robots now (what a plan decides on)."""
+        env = self.env
+        return (
+            frozenset(o.id for o in env.pending_orders(self._precedence)),
+            frozenset(env.idle_robots()),
+        )
+
+    def _model_in_flight(self) -> bool:
+        ap = self.async_planner
+        return ap is not None and ap.busy
 
     def close(self, wait: bool = True) -> None:
-        """End planning: apply a plan still in flight (when ``wait``), else record the request as
+        """End planning: apply an answer still in flight (when ``wait``), else record the request as
         unanswered (an ``llm_call`` event with ``valid=False``), so no call goes uncounted."""
         ap = self.async_planner
         if ap is None:
@@ -377,7 +458,7 @@ class PlanScheduler:
         if isinstance(plan, Triaged):
             self._record_triage(plan)
         elif plan is not None:
-            self._apply(plan)
+            self._apply_answer(plan)
         elif ap.busy and ap.snapshot is not None:
             now = self.clock()
             waited_ms = (now - (ap.started_at or now)) * 1e3
@@ -441,32 +522,28 @@ class PlanScheduler:
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
     def _triage_ahead(self, snap: Snapshot) -> None:
-        """Ask the worker to classify one pending order not classified yet (one order per
-        request, so each class is applied as soon as it is decided), unless it is busy.
+        """Ask the worker to classify the pending orders not classified yet, together in one
+        request (at most :data:`TRIAGE_BATCH`, the newest first), unless it is busy: the classes
+        are decided as soon as the orders arrive, before a robot needs them.
 
-        Which one: the newest of the orders that have waited less than the planning deadline
-        (the one with the most time left to be decided by the model in time), else the oldest.
-        When the model keeps up this is every order in turn; when it cannot (a busy machine),
-        it decides the orders it still can in time instead of orders the rule is about to
-        take anyway. (Without a deadline: the oldest first.)"""
+        The newest first: in a queue that grows, the newest order waits longest for a robot,
+        so its class still has time to change which robot serves it, while the oldest are
+        about to be served anyway. At most :data:`TRIAGE_BATCH` at once: a request's classes
+        arrive together when it ends, so a long batch on a busy machine would hold back the
+        first classes for the last."""
         ap = self.async_planner
         if ap is None or ap.busy:
             return
         todo = [
             o
-            for o in self.planner.unclassified((*snap.pending, *snap.waiting))
+            for o in self.planner.unclassified(
+                sorted((*snap.pending, *snap.waiting), key=lambda o: (-o.arrival, o.id))
+            )
             if o.id not in self._triage_failed
         ]
         if not todo:
             return
-        now = self.clock()
-        since = {o.id: self._pending_since.get(o.id, now) for o in todo}
-        fresh = [o for o in todo if now - since[o.id] < self.plan_deadline_s]
-        if fresh:
-            pick = max(fresh, key=lambda o: since[o.id])  # ties: the first listed (oldest)
-        else:
-            pick = min(todo, key=lambda o: since[o.id])
-        request = dataclasses.replace(snap, pending=(pick,))
+        request = dataclasses.replace(snap, pending=tuple(todo[:TRIAGE_BATCH]))
         if ap.submit(request, job=lambda r: classify_or_error(self.planner, r)):
             self._requested[id(request)] = self.clock()
 
@@ -484,36 +561,104 @@ class PlanScheduler:
                 self.emit
             )
 
-    def _plan_known(self, snap: Snapshot) -> None:
-        """Plan now, on this thread, over the pending orders whose class is decided (no model
-        call), when that situation changed; then let the rule stand in for the orders still
-        unclassified past the deadline."""
-        unknown = {o.id for o in self.planner.unclassified(snap.pending)}
-        known = dataclasses.replace(
-            snap, pending=tuple(o for o in snap.pending if o.id not in unknown)
-        )
-        if known.pending and (known.idle or self._may_preempt(known)):
-            key = known.key()
-            if key != self._last_key:
-                self._last_key = key
-                self._requested[id(known)] = self.clock()
-                self._apply(plan_or_fallback(self.planner, known))
-                snap = snapshot_of(self.env, self._precedence)
-        if unknown:
-            late = tuple(o for o in snap.pending if o.id in unknown)
-            if late:
-                self._maybe_stand_in(dataclasses.replace(snap, pending=late))
+    def _plan_now(self, snap: Snapshot) -> None:
+        """Plan now, on this thread, over every pending order (``planner.decide``: the classes
+        decided so far, the listed priority for the others; no model call), when the situation
+        changed. With no idle robot the planner is asked only when an order the model read as
+        more urgent than listed is pending (``planner.raised``: it may preempt a robot), and
+        again when that set changes."""
+        if not snap.pending:
+            return
+        raised = self.planner.raised(snap.pending)
+        if not (snap.idle or (raised and self._may_preempt(snap))):
+            return
+        key = (*snap.key(), raised)
+        if key == self._last_key:
+            return
+        self._last_key = key
+        self._requested[id(snap)] = self.clock()
+        self._apply(decide_or_fallback(self.planner, snap))
 
-    def _apply(self, plan: Plan) -> None:
+    # -- an assigning planner, asynchronous ---------------------------------------------------
+    def _ask_model(self, snap: Snapshot) -> None:
+        """Send ``snap`` to the model now, or queue it (the latest only) behind the request in
+        flight."""
+        ap = self.async_planner
+        if ap is not None and ap.submit(snap):
+            self._requested[id(snap)] = self.clock()
+            self._queued = None
+        else:
+            self._queued = snap
+
+    def _rule_now(self, snap: Snapshot) -> None:
+        """The rule assigns the idle robots at once (the model's answer may change which order
+        a robot serves when it arrives)."""
+        snap = dataclasses.replace(snap)  # its own object: the request keeps its time apart
+        plan = Plan(rule_assign(snap), PlanSource.RULE, snap, [])
+        self._requested[id(snap)] = self.clock()
+        self._apply(plan)
+        for robot, order in plan.assignments:
+            if self.env.task_of(robot) == order:
+                self._rule_tasks[robot] = order
+
+    def _apply_answer(self, plan: Plan) -> None:
+        """Apply an asynchronous model answer where still valid (module docstring): robots the
+        rule assigned and that have not picked are released for the model's pairs, then the
+        pairs are assigned; the orders left go back to the queue (the rule assigns any robot
+        left idle at once). A late answer (older than ``plan_deadline_s``) or a fallback (the
+        rule already acted) is recorded and not applied."""
+        env = self.env
+        asked = self._requested.get(id(plan.snapshot), self.clock())
+        late = self.plan_deadline_s > 0 and self.clock() - asked > self.plan_deadline_s
+        if plan.source != PlanSource.LLM or late:
+            if late and plan.source == PlanSource.LLM:
+                error = f"late: answered {self.clock() - asked:.2f} s after the request"
+                plan = dataclasses.replace(plan, error=error)
+            self._apply(dataclasses.replace(plan, assignments=[], preemptions=[]))
+            return
+
+        def movable(robot: str) -> bool:  # given its task by the rule, not picked yet
+            order = env.task_of(robot)
+            return (
+                order is not None
+                and self._rule_tasks.get(robot) == order
+                and not env.carrying(robot)
+            )
+
+        holder = {env.task_of(r): r for r in env.possible_agents if env.task_of(r) is not None}
+        unassigned = {o.id for o in (*env.pending_orders(), *env.waiting_orders())}
+        release, pairs = [], []
+        for robot, order in plan.assignments:
+            if env.task_of(robot) == order:
+                continue  # the rule gave it the same order
+            robot_ok = env.task_of(robot) is None or movable(robot)
+            shelf_free = env.shelf_holder(env.orders[order].shelf) in (None, order)
+            order_ok = shelf_free and (
+                order in unassigned or (order in holder and movable(holder[order]))
+            )
+            if robot_ok and order_ok:
+                pairs.append((robot, order))
+                release += [r for r in (robot, holder.get(order)) if r and movable(r)]
+        preempted = []
+        for robot in dict.fromkeys(release):
+            preempted.append((robot, env.task_of(robot)))
+            env.release(robot)
+            self._rule_tasks.pop(robot, None)
+        self._apply(
+            dataclasses.replace(plan, assignments=pairs, preemptions=[]), released=preempted
+        )
+
+    def _apply(self, plan: Plan, released: Sequence[tuple[str, str]] = ()) -> None:
         """Assign the plan's pairs that are still valid (the reserve robot kept for urgent work,
-        with a dwell policy); record the calls, the plan, a failure."""
+        with a dwell policy); record the calls, the plan (with the ``released`` robots the
+        caller took off their orders among its ``preempted``), a failure."""
         if self.dwell is not None:
             plan = self.dwell.keep_reserve(plan, getattr(self.planner, "classes", {}))
         env = self.env
         step = env.step_count
         for call in plan.calls:
             self._emit_call(call, plan.snapshot.step, step, plan.source == PlanSource.FALLBACK)
-        applied, preempted = [], []
+        applied, preempted = [], list(released)
         for robot, order in plan.preemptions:  # before pick-up only, and only if still so
             if env.task_of(robot) == order and not env.carrying(robot):
                 env.release(robot)
@@ -538,6 +683,7 @@ class PlanScheduler:
         record["t_s"] = now - self._t0
         record["t_requested_s"] = self._requested.pop(id(plan.snapshot), now) - self._t0
         PlanRecord(step=step, **record).emit_to(self.emit)
+        self._settled = self._situation()
         if plan.source == PlanSource.FALLBACK:
             kind = failure_kind(plan)
             FailureRecord(kind=kind, step=step, detail=plan.error).emit_to(self.emit)
@@ -549,38 +695,15 @@ class PlanScheduler:
             not b.carrying for b in snap.busy
         )
 
-    def _maybe_stand_in(self, snap: Snapshot) -> None:
-        """Past the planning deadline the rule stands in for the late model: it assigns the idle
-        robots, and again whenever the situation changes, until the model answers.
-
-        The deadline counts per order, from when it first became pending, not per request: an
-        order that arrives while a request runs waits for that request and the next one, so
-        timing requests alone would let it wait longer than the deadline. With idle robots, no
-        order waits for the model more than ``plan_deadline_s``. The model's late answer is still
-        applied for the robots and orders that are free when it arrives."""
-        if self.plan_deadline_s <= 0 or not snap.idle or snap.key() == self._stand_in_key:
-            return
-        now = self.clock()
-        waited = now - min(self._pending_since.get(o.id, now) for o in snap.pending)
-        if waited < self.plan_deadline_s:
-            return
-        self._stand_in_key = snap.key()
-        error = (
-            f"planner deadline: an order waited {waited:.2f} s for the model "
-            f"(deadline {self.plan_deadline_s} s)"
-        )
-        FailureRecord(
-            kind=FailureKind.PLANNER_DEADLINE, step=self.env.step_count, detail=error
-        ).emit_to(self.emit)
-        self._apply(Plan(rule_assign(snap), PlanSource.DEADLINE, snap, [], error))
-
 
 __all__ = [
+    "TRIAGE_BATCH",
     "AsyncPlanner",
     "Clock",
     "PlanScheduler",
     "Triaged",
     "classify_or_error",
+    "decide_or_fallback",
     "failure_kind",
     "idle_cells",
     "plan_or_fallback",

@@ -1,4 +1,4 @@
-"""A planner where the LLM decides urgency and the queue, and a solver decides geometry.
+"""A planner where the LLM decides urgency and the queue, and the rule decides geometry.
 
 Division of the decision:
 
@@ -11,16 +11,19 @@ Division of the decision:
   which order of a shared shelf is offered first: an order read as urgent does not wait behind
   a routine order for its shelf (the notes of orders waiting for their shelf are read too). It
   never emits coordinates, robot ids or moves.
-- A solver matches idle robots to queued orders: ``scipy.optimize.linear_sum_assignment`` over
-  the cost ``RANK_COST * rank(class) + weight(class) * distance``, where ``distance`` is the
-  shortest-path length from the robot to the order's shelf. ``RANK_COST`` exceeds any distance
-  term, so with fewer robots than orders the more urgent orders are always served first, and
-  among orders of one class the assignment minimises the total (weighted) travel.
-- Urgent work first: when an urgent order would otherwise wait for a robot to finish its task,
-  a robot on its way to pick up a normal or low order is reassigned to it if that is sooner
+- The rule matches idle robots to the queue: each order in turn takes the nearest idle robot
+  left (:func:`~marlm.hybrid.planner.rule_assign` over the queue). An order whose note is not
+  read yet keeps its listed priority, the rule's view, so a robot is never held for the model:
+  the model changes *which* order a robot serves, never *whether* it moves, and a model that
+  never answers leaves the plan the rule planner's.
+- Urgent work first: when an order the model read as urgent (listed less urgent) would
+  otherwise wait for a robot to finish its task, a robot on its way to pick up a normal or low
+  order is reassigned to it if that is sooner
   (:func:`~marlm.hybrid.planner.plan_preemptions`, before pick-up only); the preempted order
-  goes back to the queue.
-- Rules are the fallback: any failure of triage or solver ends in :func:`rule_assign`.
+  goes back to the queue. Bounded by hysteresis (default): an order is sent back at most once
+  (no order starves behind repeated preemptions) and a robot within :data:`PICK_HOLD` steps of
+  its pick cell keeps its order (no robot thrashes); an urgent order is never preempted.
+- Rules are the fallback: any failure of triage or of the matching ends in :func:`rule_assign`.
 
 A note can change only its own order's class: the answer of triage is a class from a fixed set
 (or the order's listed priority as fallback), and the plan holds only pairs of idle robots and
@@ -125,7 +128,9 @@ def queue_order(
 def solve_assignment(
     snapshot: Snapshot, queue: Sequence[Any], classes: dict[str, str]
 ) -> list[tuple[str, str]]:
-    """Match idle robots to queued orders by ``linear_sum_assignment``.
+    """Match idle robots to queued orders by ``linear_sum_assignment`` (the planner's earlier
+    matching, kept for comparison; :meth:`TriagePlanner.assign` uses the rule's, so that a run
+    without the model is the rule planner's).
 
     Cost ``float64[n_robots, n_orders]``: ``RANK_COST * (rank(class) + position/len(queue)) +
     DISTANCE_WEIGHT[class] * distance`` (the position term keeps the queue order among orders of
@@ -150,7 +155,7 @@ def solve_assignment(
 
 
 class TriagePlanner:
-    """The LLM triages each pending order's note; ``linear_sum_assignment`` assigns robots.
+    """The LLM triages each pending order's note; the rule matches robots to the queue it orders.
 
     Args:
         triage: the classifier (its mode, model and few-shot examples); one model call per
@@ -158,9 +163,10 @@ class TriagePlanner:
         max_orders: at most this many notes not read yet are triaged per plan (oldest order
             first), which bounds the time of one plan; the others keep their listed priority
             until a later plan reads them.
-        hysteresis: preemption with hysteresis: an order once released by a preemption is not
-            preempted again, and a robot :data:`PICK_HOLD` steps or fewer from its pick cell
-            is not preempted (``protected`` / ``pick_hold`` of :func:`plan_preemptions`).
+        hysteresis: preemption with hysteresis (default on): an order once released by a
+            preemption is not preempted again, and a robot :data:`PICK_HOLD` steps or fewer
+            from its pick cell is not preempted (``protected`` / ``pick_hold`` of
+            :func:`plan_preemptions`).
         deadline_aware: preempt for an urgent order only when it would otherwise be delivered
             after its :func:`expected_deadline` (``due`` of :func:`plan_preemptions`: the slack
             test of deadline-driven scheduling).
@@ -182,7 +188,7 @@ class TriagePlanner:
         triage: Triage,
         *,
         max_orders: int = 12,
-        hysteresis: bool = False,
+        hysteresis: bool = True,
         deadline_aware: bool = False,
         expected_deadlines: bool = True,
         clock: Callable[[], float] = time.perf_counter,
@@ -347,19 +353,13 @@ class TriagePlanner:
         return PlanOutcome.RULE, None
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        """Triage the new notes (one request), order the queue, solve the matching, then
-        reassign robots to urgent orders where :func:`plan_preemptions` finds it sooner.
+        """Triage the new notes (one request), then :meth:`decide`.
 
         When every pending order is already classified (:meth:`classify` ran ahead, off the
         control thread), no model is called and the plan takes well under a millisecond.
-
-        Returns an empty rule plan when nothing is pending, or when no robot is idle and none
-        can be preempted. A triage or solver exception (a bug of ours) ends in the rule's plan
-        with ``source="fallback"`` and the exception in ``error``.
         """
         if not snapshot.pending or not (snapshot.idle or snapshot.busy):
             return Plan([], PlanSource.RULE, snapshot)
-        calls: list[TriageCallRecord] = []
         try:
             # The orders waiting for their shelf too: their class decides which goes first.
             # The cap counts notes not read yet, so a backlog of read ones never hides a new one.
@@ -367,9 +367,34 @@ class TriagePlanner:
                 sorted((*snapshot.pending, *snapshot.waiting), key=lambda o: (o.arrival, o.id))
             )[: self.max_orders]
             calls = self.classify(todo)
+        except Exception as e:  # triage bug (ours): the rule keeps robots moving
+            return Plan(
+                rule_assign(snapshot),
+                PlanSource.FALLBACK,
+                snapshot,
+                [],
+                f"planner error: {type(e).__name__}: {e}",
+                outcome=PlanOutcome.PLANNER_ERROR,
+            )
+        return self.decide(snapshot, calls)
+
+    def decide(self, snapshot: Snapshot, calls: Sequence[TriageCallRecord] = ()) -> Plan:
+        """The plan over the classes decided so far, with no model call: order the queue
+        (an order not classified yet keeps its listed priority, the rule's view), match it by
+        the rule, then reassign robots to orders the model read as urgent where
+        :func:`plan_preemptions` finds it sooner (:meth:`assign`).
+
+        Returns an empty rule plan when nothing is pending, or when no robot is idle and none
+        can be preempted. An exception in the matching (a bug of ours) ends in the rule's plan with
+        ``source="fallback"`` and the exception in ``error``.
+        """
+        calls = list(calls)
+        if not snapshot.pending or not (snapshot.idle or snapshot.busy):
+            return Plan([], PlanSource.RULE, snapshot, calls)
+        try:
             snapshot = self.reoffer(snapshot)
             pairs, preempt = self.assign(snapshot)
-        except Exception as e:  # triage or solver bug (ours): the rule keeps robots moving
+        except Exception as e:  # matching bug (ours): the rule keeps robots moving
             return Plan(
                 rule_assign(snapshot),
                 PlanSource.FALLBACK,
@@ -393,20 +418,38 @@ class TriagePlanner:
             outcome=outcome,
         )
 
+    def raised(self, orders: Sequence[Any]) -> frozenset[str]:
+        """Ids of the ``orders`` the model read as urgent although listed less urgent: the only
+        orders that may take a robot off its order (:meth:`assign`); the scheduler plans again,
+        with no robot idle, when this set changes."""
+        return frozenset(
+            o.id
+            for o in orders
+            if o.priority != "urgent"
+            and self.sources.get(o.id) == "model"
+            and effective_class(o.priority, self.classes.get(o.id)) == "urgent"
+        )
+
     def assign(
         self, snapshot: Snapshot
     ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
         """The matching for the classes decided so far: ``(pairs, preemptions)``.
 
-        Solve the idle robots against the queue; then :func:`plan_preemptions` may send a busy
-        robot, nearer than the one the solver gave, to an urgent order; the orders it leaves
-        go back to the queue and the idle robots are matched again over it (so the idle robot
-        the urgent order no longer needs takes one of them at once). ``pairs`` ends with the
-        preempted robots' ``(robot, urgent_order)``; ``preemptions`` are
-        ``(robot, old_order, urgent_order)``.
+        The queue (:func:`queue_order`) is matched by the rule (:func:`rule_assign`: each order
+        in turn takes the nearest idle robot left), so the model changes which order a robot
+        serves, never whether it moves, and with no class from the model the plan is the rule
+        planner's. Then :func:`plan_preemptions` may send a busy robot, nearer than the one
+        the rule gave, to an order the model read as urgent (:meth:`raised`; an order listed
+        urgent is the rule's and preempts nothing); the orders it leaves go back to the queue
+        and the idle robots are matched again over it (so the idle robot the urgent order no
+        longer needs takes one of them at once). ``pairs`` ends with the preempted robots'
+        ``(robot, urgent_order)``; ``preemptions`` are ``(robot, old_order, urgent_order)``.
         """
         queue = queue_order(snapshot.pending, self.classes, self.deadlines(snapshot.pending))
-        pairs = solve_assignment(snapshot, queue, self.classes)
+        pairs = rule_assign(snapshot, queue)
+        raised = self.raised(snapshot.pending)
+        if not raised:
+            return pairs, []
         preempt = plan_preemptions(
             snapshot,
             self.classes,
@@ -414,6 +457,7 @@ class TriagePlanner:
             protected=self.released if self.hysteresis else (),
             pick_hold=PICK_HOLD if self.hysteresis else None,
             due=self.due(snapshot.pending),
+            eligible=raised,
         )
         if not preempt:
             return pairs, []
@@ -427,7 +471,7 @@ class TriagePlanner:
             pending=(*(o for o in snapshot.pending if o.id not in taken), *released.values()),
         )
         queue = queue_order(again.pending, self.classes, self.deadlines(again.pending))
-        pairs = solve_assignment(again, queue, self.classes)
+        pairs = rule_assign(again, queue)
         return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
 
     def warm_up(self, progress: Any = None) -> None:

@@ -1019,6 +1019,7 @@ class Triage:
     def _probe_many(self, texts: Sequence[str]) -> dict[str, TriageDecision]:
         """Classify the cleaned ``texts`` with the probe, embedded in one request; decisions by
         text (fallbacks with the reason when the backend fails)."""
+        t0 = time.perf_counter()
         try:
             probe = self.probe()
             t0, cpu0 = time.perf_counter(), time.thread_time()
@@ -1031,9 +1032,11 @@ class Triage:
             logp = probe.log_proba(X)
         except (BackendError, ContextLengthExceeded, ValueError) as e:
             reason = f"{type(e).__name__}: {e}"
+            waited = (time.perf_counter() - t0) / len(texts)  # its real time, shared per note
             return {
                 t: TriageDecision(self.fallback, "fallback", "probe", reason=reason,
-                                  failure=failure_kind(e), prompt_version=PROBE_VERSION)
+                                  failure=failure_kind(e), prompt_version=PROBE_VERSION,
+                                  latency_s=waited)
                 for t in texts
             }  # fmt: skip
         out = {}
@@ -1056,6 +1059,7 @@ class Triage:
     def _score_many(self, texts: Sequence[str]) -> dict[str, TriageDecision]:
         """Score the cleaned ``texts`` in one request; decisions by text (fallbacks on failure)."""
         mode = self.mode
+        t0 = time.perf_counter()
         try:
             cf = self.content_free() if mode == "calibrated" else None
             prior = self.batch_prior() if mode == "batch" else None
@@ -1077,9 +1081,15 @@ class Triage:
             return {}  # classify() falls back to generate and warns once
         except (BackendError, ValueError) as e:
             reason = f"{type(e).__name__}: {e}"
+            waited = (time.perf_counter() - t0) / max(1, len(texts))  # real time, per note
             return {
                 t: TriageDecision(
-                    self.fallback, "fallback", mode, reason=reason, failure=failure_kind(e)
+                    self.fallback,
+                    "fallback",
+                    mode,
+                    reason=reason,
+                    failure=failure_kind(e),
+                    latency_s=waited,
                 )
                 for t in texts
             }
@@ -1145,6 +1155,7 @@ class Triage:
                 reason=f"backend error: {e}",
                 failure="backend_error",
                 truncated=truncated,
+                latency_s=time.perf_counter() - t0,  # a timed-out call counts its real time
             )
         latency = time.perf_counter() - t0
         self.stats.model_calls += 1
