@@ -163,14 +163,24 @@ def test_embedded_score_is_a_method_under_the_same_guard(embedded_model):
 @pytest.mark.parametrize("spec", ["embedded", None])
 def test_the_factory_builds_the_embedded_model(spec):
     model = make_backend(spec)
-    assert isinstance(model, EmbeddedModel) and model.timeout_s == 60.0  # EMBEDDED_TIMEOUT_S
+    assert isinstance(model, EmbeddedModel) and model.timeout_s == 30.0  # DEFAULT_TIMEOUT_S
     model.close()
 
 
 def test_the_factory_takes_a_gguf_path(embedded_model):
-    model = make_backend(str(embedded_model.model_path), timeout_s=1, embedded_timeout_s=5)
+    model = make_backend(str(embedded_model.model_path), timeout_s=5)
     assert isinstance(model, EmbeddedModel) and model.timeout_s == 5.0
     model.close()
+
+
+def test_llm_timeout_reaches_every_backend(fault_server):
+    # --llm-timeout goes to make_model (hybrid.build) for every command: one meaning, any backend
+    from marlm.hybrid.build import make_model
+
+    embedded = make_model("embedded", timeout_s=7)
+    server = make_model(fault_server.base("ok~timeout"), timeout_s=7)
+    assert (embedded.timeout_s, server.timeout_s) == (7.0, 7.0)
+    embedded.close()
 
 
 @pytest.mark.parametrize("spec", ["ftp://x", "model.bin", "/nope/model.gguf", ""])

@@ -28,7 +28,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .actions import ACTION_HELP, ActionError, CallTool, Finish, action_schema, parse_action
+from .actions import (
+    ACTION_HELP,
+    ActionError,
+    CallTool,
+    Finish,
+    action_from_tool_call,
+    action_schema,
+    parse_action,
+)
 from .backends import BackendError, BackendTimeout, ChatModel, ChatResult, Message
 from .tools import (
     ToolArgumentError,
@@ -209,6 +217,11 @@ class ToolAgent:
         max_output_chars: tool outputs longer than this are cut head-and-tail.
         max_reply_chars: a rejected reply shown again to the model is cut head-and-tail to this.
         use_schema: send the action schema to the backend (grammar / structured output).
+        min_tool_calls: tool calls the model must make before it may finish (>= 0): until then
+            the schema sent holds the tool calls only, so a schema-constrained backend (the
+            embedded model's grammar) cannot finish at once with a made-up answer. Small models
+            need it (SmolLM2-135M finishes at once without it); a reply that finishes anyway
+            (a backend that ignores the schema) is taken as the answer.
 
     Raises:
         InputError: a limit out of range.
@@ -229,6 +242,7 @@ class ToolAgent:
         max_output_chars: int = 1500,
         max_reply_chars: int = 300,
         use_schema: bool = True,
+        min_tool_calls: int = 0,
     ) -> None:
         from marlm.errors import InputError
 
@@ -239,6 +253,7 @@ class ToolAgent:
             ("max_tokens", max_tokens, 1),
             ("max_output_chars", max_output_chars, 80),
             ("max_reply_chars", max_reply_chars, 80),
+            ("min_tool_calls", min_tool_calls, 0),
         ):
             if not isinstance(value, int) or value < low:
                 raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
@@ -253,7 +268,9 @@ class ToolAgent:
         self.seed = seed
         self.max_output_chars = max_output_chars
         self.max_reply_chars = max_reply_chars
+        self.min_tool_calls = min_tool_calls
         self.schema = action_schema(tools.schemas()) if use_schema else None
+        self.tools_only = action_schema(tools.schemas(), finish=False) if use_schema else None
 
     def system_message(self) -> str:
         """The system prompt with the tool list and the action format."""
@@ -329,7 +346,7 @@ class ToolAgent:
             try:
                 result = self.model.chat(
                     self.render(task, steps),
-                    schema=self.schema,
+                    schema=self.schema if n_iter >= self.min_tool_calls else self.tools_only,
                     max_tokens=self.max_tokens,
                     temperature=self.temperature,
                     seed=self.seed,
@@ -361,6 +378,10 @@ class ToolAgent:
         """Turn one model reply into one step: parse, validate, check repeats, run the tool."""
         reply = result.text
         action = parse_action(reply, finish_reason=result.finish_reason)
+        calls = result.extra.get("tool_calls") or []
+        if isinstance(action, ActionError) and len(calls) == 1:
+            # the server answered with a native tool call instead of text
+            action = action_from_tool_call(calls[0]) or action
         if isinstance(action, ActionError):
             return RetryStep(reply, stats, action.kind, action.message, action.position)
         if isinstance(action, Finish):
