@@ -163,7 +163,7 @@ def test_embedded_score_is_a_method_under_the_same_guard(embedded_model):
 @pytest.mark.parametrize("spec", ["embedded", None])
 def test_the_factory_builds_the_embedded_model(spec):
     model = make_backend(spec)
-    assert isinstance(model, EmbeddedModel) and model.timeout_s == 30.0  # DEFAULT_TIMEOUT_S
+    assert isinstance(model, EmbeddedModel) and model.timeout_s == 60.0  # DEFAULT_TIMEOUT_S
     model.close()
 
 

@@ -48,7 +48,7 @@ from faultserver import free_port  # noqa: E402
 from marlm.llm.server import map_json_schema  # noqa: E402
 
 
-def marlm(*args: str, before: str = "") -> subprocess.Popen:
+def marlm(*args: str, before: str = "pass") -> subprocess.Popen:
     """``marlm ARGS`` in a new process, with ``before`` run first (to hide a module, say)."""
     code = (
         f"import sys; {before}; from marlm.cli import main; sys.argv = ['marlm', *{args!r}]; main()"

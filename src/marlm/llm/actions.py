@@ -330,7 +330,8 @@ def action_schema(tools: dict[str, dict[str, Any]], *, finish: bool = True) -> d
     """JSON schema of one action, given each tool's argument schema.
 
     Args:
-        tools: tool name -> JSON schema of its ``args`` object (as produced by the tool registry).
+        tools: tool name -> JSON schema of its ``args`` object (as produced by the tool registry);
+            ``{}`` for the ``finish`` action alone.
         finish: include the ``finish`` action; without it the schema allows tool calls only (what
             OpenAI's ``tool_choice="required"`` asks of a server).
 

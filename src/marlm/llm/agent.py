@@ -4,7 +4,8 @@ One run of :class:`ToolAgent` alternates model calls and tool calls. Whatever th
 ends in a value (:class:`AgentResult`) with one of these reasons:
 
 - ``answer``: the model sent ``{"type": "finish", ...}``.
-- ``max_iter``: the model asked for a tool call beyond ``max_iter`` executed calls.
+- ``max_iter``: the model asked for a tool call beyond ``max_iter`` executed calls (a backend
+  that ignores the schema: the next reply's schema then holds ``finish`` only).
 - ``max_retry``: more than ``max_retry`` replies that led to no tool call (not one valid JSON
   action, cut off, unknown tool, invalid arguments). Each was fed back with the reason.
 - ``repeated_call``: the same call (tool + arguments after canonicalising key order, whitespace and
@@ -52,6 +53,14 @@ Reason = Literal["answer", "max_iter", "max_retry", "repeated_call", "backend_er
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent that solves the user's task by calling tools. "
     "Each reply is exactly one JSON action and nothing else."
+)
+
+
+#: Added to the last observation when the tool calls are spent (the schema holds ``finish``
+#: only): what the answer is for, so a small model answers from the tool's output.
+FINISH_NOW = (
+    "You have made your tool calls. Now finish: answer the task '{task}' with what the tool "
+    "returned."
 )
 
 
@@ -208,7 +217,10 @@ class ToolAgent:
         model: any :class:`ChatModel`.
         tools: the registered tools.
         system_prompt: the role and rules; the tool list and the action format are appended.
-        max_iter: most tool calls executed in one run (>= 1).
+        max_iter: most tool calls executed in one run (>= 1). Once they are spent, the schema
+            sent holds the ``finish`` action only, so a schema-constrained backend answers from
+            what its tools returned (smolagents asks for a final answer at ``max_steps`` the same
+            way); a reply that asks for another tool anyway ends the run with ``max_iter``.
         max_retry: most replies fed back without a tool call (>= 0).
         repeat_k: repeats of one call before the warning; ``2 * repeat_k`` repeats stop the run.
         max_tokens: bound on each model answer.
@@ -257,6 +269,11 @@ class ToolAgent:
         ):
             if not isinstance(value, int) or value < low:
                 raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
+        if min_tool_calls > max_iter:
+            raise InputError(
+                f"must be at most max_iter ({max_iter}), got {min_tool_calls}",
+                field="min_tool_calls",
+            )
         self.model = model
         self.tools = tools
         self.system_prompt = system_prompt
@@ -271,6 +288,7 @@ class ToolAgent:
         self.min_tool_calls = min_tool_calls
         self.schema = action_schema(tools.schemas()) if use_schema else None
         self.tools_only = action_schema(tools.schemas(), finish=False) if use_schema else None
+        self.finish_only = action_schema({}) if use_schema else None
 
     def system_message(self) -> str:
         """The system prompt with the tool list and the action format."""
@@ -278,6 +296,16 @@ class ToolAgent:
             f"{self.system_prompt}\n\nTools:\n{self.tools.describe()}\n\n{ACTION_HELP}"
             ' When you know the answer, send {"type": "finish", "answer": "..."}.'
         )
+
+    def schema_for(self, n_iter: int) -> dict[str, Any] | None:
+        """The action schema of the next reply after ``n_iter`` tool calls: tool calls only
+        before ``min_tool_calls``, ``finish`` only once ``max_iter`` are spent, else both
+        (``None`` without ``use_schema``)."""
+        if n_iter < self.min_tool_calls:
+            return self.tools_only
+        if n_iter >= self.max_iter:
+            return self.finish_only
+        return self.schema
 
     def render(self, task: str, steps: list[Step]) -> list[Message]:
         """The messages for the next model call: system, task, then the steps' messages.
@@ -343,10 +371,17 @@ class ToolAgent:
             )
 
         while True:
+            schema = self.schema_for(n_iter)
+            messages = self.render(task, steps)
+            if schema is not None and schema is self.finish_only:
+                messages[-1] = {
+                    **messages[-1],
+                    "content": messages[-1]["content"] + "\n\n" + FINISH_NOW.format(task=task),
+                }
             try:
                 result = self.model.chat(
-                    self.render(task, steps),
-                    schema=self.schema if n_iter >= self.min_tool_calls else self.tools_only,
+                    messages,
+                    schema=schema,
                     max_tokens=self.max_tokens,
                     temperature=self.temperature,
                     seed=self.seed,

@@ -72,11 +72,13 @@ BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
 #: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
 EMBEDDED_N_BATCH = 64
-#: Default wall-time limit of one model call through :func:`make_backend` (seconds), for every
-#: backend alike. Far above what a planner waits for (its planning deadline is 2 s; a note of
-#: the demo scores in 0.2-0.4 s of CPU time), it keeps a call that runs away (a stuck decode, a
-#: silent server) from holding the backend, and every later call, for good.
-DEFAULT_TIMEOUT_S = 30.0
+#: Default wall-time limit of one model call through :func:`make_backend` and the commands'
+#: ``--llm-timeout`` (seconds), for every backend alike. Far above what a planner waits for (its
+#: planning deadline is 2 s; a note of the demo scores in 0.2-0.4 s of CPU time), it keeps a call
+#: that runs away (a stuck decode, a silent server) from holding the backend, and every later
+#: call, for good. Not lower: the embedded SmolLM2 took over 30 s for one 160-token answer of a
+#: team's turn on the shared 2-core machine under load (measured).
+DEFAULT_TIMEOUT_S = 60.0
 #: Longest text :meth:`EmbeddedModel.embed` takes, in tokens (one decode batch per text).
 EMBED_MAX_TOKENS = 512
 #: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
@@ -350,7 +352,7 @@ class EmbeddedModel:
         timeout_s: wall-time limit of one call in seconds (waiting for the lock included), of
             each prompt or text of a batch call (:meth:`score_batch`, :meth:`embed`), checked
             at every generated token and decode batch; ``None`` for no limit. Exceeding it
-            raises :class:`BackendTimeout`. :func:`make_backend` gives 30 s by default.
+            raises :class:`BackendTimeout`. :func:`make_backend` gives 60 s by default.
         breaker: the circuit breaker (default: opens after 3 consecutive failures for 30 s).
         clock: where the timeout and the breaker read time (default: the monotonic clock).
 
@@ -430,9 +432,13 @@ class EmbeddedModel:
         return None if self.timeout_s is None else self.clock.now() + self.timeout_s
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
+        """The grammar of ``schema``, cached by its text. The text keeps the schema's key order:
+        llama.cpp's converter writes an object's properties in the order given, and a sorted
+        text had the model write an action's ``args`` before its ``tool`` and ``type`` (the
+        arguments before knowing which tool they are for)."""
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)
         if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return self._grammars[key]
