@@ -14,7 +14,9 @@ another arrives), waiting at most the call's timeout; the call's timeout and the
 apply. :meth:`close` cancels or awaits (bounded) the call in flight before the model is freed.
 
 :func:`make_backend` turns a ``--llm`` value (``embedded``, a ``.gguf`` path, an http(s) URL)
-into a backend; every command uses it. Failures are typed (:mod:`marlm.llm.errors`).
+into a backend; every command uses it. Failures are typed (:mod:`marlm.llm.errors`). A server's
+reply is read in any shape OpenAI-compatible servers send (:func:`read_chat_reply`); one that is
+no chat completion at all is the server's fault (:class:`MalformedReply`).
 """
 
 from __future__ import annotations
