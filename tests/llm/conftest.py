@@ -134,3 +134,21 @@ def llama_server():
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+# ----------------------------------------------------------------------------- scripted server
+
+
+@pytest.fixture(scope="session")
+def scripted_server():
+    """A :class:`scriptedserver.ScriptedServer` on loopback; ``route(fn)`` gives a base URL."""
+    import threading
+
+    from scriptedserver import ScriptedServer
+
+    server = ScriptedServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()

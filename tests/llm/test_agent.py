@@ -218,3 +218,38 @@ def test_real_model_run_ends_in_a_reason_with_valid_actions(embedded_model, ware
     assert all(c.latency_s > 0 for c in r.calls)
     if r.reason == "answer":
         assert isinstance(r.answer, str)
+
+
+def test_min_tool_calls_sends_the_tool_calls_schema_until_met(scripted, warehouse):
+    call = '{"type": "call_tool", "tool": "robot_status", "args": {"robot": 3}}'
+    model = scripted([call, '{"type": "finish", "answer": "at (2, 3)"}'])
+    agent = ToolAgent(model, warehouse.registry, min_tool_calls=1, max_iter=4)
+    out = agent.run("Where is robot 3?")
+    assert (out.reason, out.answer, out.n_iter) == ("answer", "at (2, 3)", 1)
+    first, second = model.schemas
+    assert all(v["properties"]["type"] == {"const": "call_tool"} for v in first["anyOf"])
+    assert [v["properties"]["tool"]["const"] for v in first["anyOf"]] == warehouse.registry.names
+    assert second == agent.schema and len(second["anyOf"]) == len(first["anyOf"]) + 1
+
+
+def test_spent_tool_calls_leave_the_finish_schema_only(scripted, warehouse):
+    call = '{"type": "call_tool", "tool": "robot_status", "args": {"robot": 3}}'
+    model = scripted([call, call])  # a backend that ignores the schema asks again
+    out = ToolAgent(model, warehouse.registry, max_iter=1).run("Where is robot 3?")
+    assert (out.reason, out.n_iter) == ("max_iter", 1)
+    assert model.schemas[1] == {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"type": {"const": "finish"}, "answer": {"type": "string"}},
+                "required": ["type", "answer"],
+                "additionalProperties": False,
+            }
+        ]
+    }
+
+
+def test_min_tool_calls_beyond_max_iter_is_refused(scripted, warehouse):
+    with pytest.raises(InputError) as e:
+        ToolAgent(scripted([]), warehouse.registry, min_tool_calls=3, max_iter=2)
+    assert e.value.field == "min_tool_calls"

@@ -163,14 +163,24 @@ def test_embedded_score_is_a_method_under_the_same_guard(embedded_model):
 @pytest.mark.parametrize("spec", ["embedded", None])
 def test_the_factory_builds_the_embedded_model(spec):
     model = make_backend(spec)
-    assert isinstance(model, EmbeddedModel) and model.timeout_s == 60.0  # EMBEDDED_TIMEOUT_S
+    assert isinstance(model, EmbeddedModel) and model.timeout_s == 60.0  # DEFAULT_TIMEOUT_S
     model.close()
 
 
 def test_the_factory_takes_a_gguf_path(embedded_model):
-    model = make_backend(str(embedded_model.model_path), timeout_s=1, embedded_timeout_s=5)
+    model = make_backend(str(embedded_model.model_path), timeout_s=5)
     assert isinstance(model, EmbeddedModel) and model.timeout_s == 5.0
     model.close()
+
+
+def test_llm_timeout_reaches_every_backend(fault_server):
+    # --llm-timeout goes to make_model (hybrid.build) for every command: one meaning, any backend
+    from marlm.hybrid.build import make_model
+
+    embedded = make_model("embedded", timeout_s=7)
+    server = make_model(fault_server.base("ok~timeout"), timeout_s=7)
+    assert (embedded.timeout_s, server.timeout_s) == (7.0, 7.0)
+    embedded.close()
 
 
 @pytest.mark.parametrize("spec", ["ftp://x", "model.bin", "/nope/model.gguf", ""])
@@ -183,12 +193,13 @@ def test_the_factory_refuses_other_values_naming_the_option(spec):
 # ----------------------------------------------------------------------------- real server
 
 
-def test_server_auto_mode_falls_back_to_json_object_and_validates(llama_server):
+def test_our_server_takes_json_schema_at_once_and_answers_are_validated(llama_server):
     model = OpenAICompatible(llama_server, "smollm2", timeout_s=120)
     assert isinstance(model, ChatModel)
     r = model.chat(HELLO, schema=SCORE_SCHEMA, max_tokens=12)
-    # llama-cpp-python's server rejects json_schema (its request model allows text/json_object)
-    assert r.structured == "json_object" and model.structured_mode == "json_object"
+    # llama-cpp-python's own request model allows text/json_object only; marlm's server maps
+    # json_schema to json_object with the schema, so the first shape tried is accepted
+    assert r.structured == "json_schema" and model.structured_mode == "json_schema"
     assert r.validation_error is None
     assert json.loads(r.text)["score"] in (-1, 0, 1)
     assert r.prompt_tokens > 0 and r.completion_tokens > 0

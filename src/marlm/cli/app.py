@@ -145,10 +145,10 @@ def llm_model_option() -> Any:
 
 
 def llm_timeout_option() -> Any:
-    """``--llm-timeout``: seconds one call to an HTTP server may take (finite, > 0)."""
+    """``--llm-timeout``: seconds one model call may take, for every backend (finite, > 0)."""
     return typer.Option(
         "--llm-timeout",
-        help="Seconds an HTTP server may take per answer (the embedded model: 60 s per call).",
+        help="Seconds one model call may take, waiting for the model included (any backend).",
         callback=finite_at_least(0, exclusive=True, unit="seconds"),
     )
 

@@ -180,7 +180,7 @@ def demo(
     ] = False,
     llm: Annotated[str, llm_option()] = "embedded",
     llm_model: Annotated[str, llm_model_option()] = "local",
-    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
+    llm_timeout: Annotated[float, llm_timeout_option()] = 60.0,
     planner: Annotated[
         str,
         typer.Option(

@@ -47,7 +47,7 @@ def triage(
     ),
     llm: Annotated[str, llm_option()] = "embedded",
     llm_model: Annotated[str, llm_model_option()] = "local",
-    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
+    llm_timeout: Annotated[float, llm_timeout_option()] = 60.0,
     out: Path | None = typer.Option(
         None, "--out", help="Write the result as JSON here (a new file)."
     ),

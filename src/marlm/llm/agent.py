@@ -4,7 +4,8 @@ One run of :class:`ToolAgent` alternates model calls and tool calls. Whatever th
 ends in a value (:class:`AgentResult`) with one of these reasons:
 
 - ``answer``: the model sent ``{"type": "finish", ...}``.
-- ``max_iter``: the model asked for a tool call beyond ``max_iter`` executed calls.
+- ``max_iter``: the model asked for a tool call beyond ``max_iter`` executed calls (a backend
+  that ignores the schema: the next reply's schema then holds ``finish`` only).
 - ``max_retry``: more than ``max_retry`` replies that led to no tool call (not one valid JSON
   action, cut off, unknown tool, invalid arguments). Each was fed back with the reason.
 - ``repeated_call``: the same call (tool + arguments after canonicalising key order, whitespace and
@@ -28,7 +29,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .actions import ACTION_HELP, ActionError, CallTool, Finish, action_schema, parse_action
+from .actions import (
+    ACTION_HELP,
+    ActionError,
+    CallTool,
+    Finish,
+    action_from_tool_call,
+    action_schema,
+    parse_action,
+)
 from .backends import BackendError, BackendTimeout, ChatModel, ChatResult, Message
 from .tools import (
     ToolArgumentError,
@@ -44,6 +53,14 @@ Reason = Literal["answer", "max_iter", "max_retry", "repeated_call", "backend_er
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent that solves the user's task by calling tools. "
     "Each reply is exactly one JSON action and nothing else."
+)
+
+
+#: Added to the last observation when the tool calls are spent (the schema holds ``finish``
+#: only): what the answer is for, so a small model answers from the tool's output.
+FINISH_NOW = (
+    "You have made your tool calls. Now finish: answer the task '{task}' with what the tool "
+    "returned."
 )
 
 
@@ -200,7 +217,10 @@ class ToolAgent:
         model: any :class:`ChatModel`.
         tools: the registered tools.
         system_prompt: the role and rules; the tool list and the action format are appended.
-        max_iter: most tool calls executed in one run (>= 1).
+        max_iter: most tool calls executed in one run (>= 1). Once they are spent, the schema
+            sent holds the ``finish`` action only, so a schema-constrained backend answers from
+            what its tools returned (smolagents asks for a final answer at ``max_steps`` the same
+            way); a reply that asks for another tool anyway ends the run with ``max_iter``.
         max_retry: most replies fed back without a tool call (>= 0).
         repeat_k: repeats of one call before the warning; ``2 * repeat_k`` repeats stop the run.
         max_tokens: bound on each model answer.
@@ -209,6 +229,11 @@ class ToolAgent:
         max_output_chars: tool outputs longer than this are cut head-and-tail.
         max_reply_chars: a rejected reply shown again to the model is cut head-and-tail to this.
         use_schema: send the action schema to the backend (grammar / structured output).
+        min_tool_calls: tool calls the model must make before it may finish (>= 0): until then
+            the schema sent holds the tool calls only, so a schema-constrained backend (the
+            embedded model's grammar) cannot finish at once with a made-up answer. Small models
+            need it (SmolLM2-135M finishes at once without it); a reply that finishes anyway
+            (a backend that ignores the schema) is taken as the answer.
 
     Raises:
         InputError: a limit out of range.
@@ -229,6 +254,7 @@ class ToolAgent:
         max_output_chars: int = 1500,
         max_reply_chars: int = 300,
         use_schema: bool = True,
+        min_tool_calls: int = 0,
     ) -> None:
         from marlm.errors import InputError
 
@@ -239,9 +265,15 @@ class ToolAgent:
             ("max_tokens", max_tokens, 1),
             ("max_output_chars", max_output_chars, 80),
             ("max_reply_chars", max_reply_chars, 80),
+            ("min_tool_calls", min_tool_calls, 0),
         ):
             if not isinstance(value, int) or value < low:
                 raise InputError(f"must be an integer >= {low}, got {value!r}", field=name)
+        if min_tool_calls > max_iter:
+            raise InputError(
+                f"must be at most max_iter ({max_iter}), got {min_tool_calls}",
+                field="min_tool_calls",
+            )
         self.model = model
         self.tools = tools
         self.system_prompt = system_prompt
@@ -253,7 +285,10 @@ class ToolAgent:
         self.seed = seed
         self.max_output_chars = max_output_chars
         self.max_reply_chars = max_reply_chars
+        self.min_tool_calls = min_tool_calls
         self.schema = action_schema(tools.schemas()) if use_schema else None
+        self.tools_only = action_schema(tools.schemas(), finish=False) if use_schema else None
+        self.finish_only = action_schema({}) if use_schema else None
 
     def system_message(self) -> str:
         """The system prompt with the tool list and the action format."""
@@ -261,6 +296,16 @@ class ToolAgent:
             f"{self.system_prompt}\n\nTools:\n{self.tools.describe()}\n\n{ACTION_HELP}"
             ' When you know the answer, send {"type": "finish", "answer": "..."}.'
         )
+
+    def schema_for(self, n_iter: int) -> dict[str, Any] | None:
+        """The action schema of the next reply after ``n_iter`` tool calls: tool calls only
+        before ``min_tool_calls``, ``finish`` only once ``max_iter`` are spent, else both
+        (``None`` without ``use_schema``)."""
+        if n_iter < self.min_tool_calls:
+            return self.tools_only
+        if n_iter >= self.max_iter:
+            return self.finish_only
+        return self.schema
 
     def render(self, task: str, steps: list[Step]) -> list[Message]:
         """The messages for the next model call: system, task, then the steps' messages.
@@ -326,10 +371,17 @@ class ToolAgent:
             )
 
         while True:
+            schema = self.schema_for(n_iter)
+            messages = self.render(task, steps)
+            if schema is not None and schema is self.finish_only:
+                messages[-1] = {
+                    **messages[-1],
+                    "content": messages[-1]["content"] + "\n\n" + FINISH_NOW.format(task=task),
+                }
             try:
                 result = self.model.chat(
-                    self.render(task, steps),
-                    schema=self.schema,
+                    messages,
+                    schema=schema,
                     max_tokens=self.max_tokens,
                     temperature=self.temperature,
                     seed=self.seed,
@@ -361,6 +413,10 @@ class ToolAgent:
         """Turn one model reply into one step: parse, validate, check repeats, run the tool."""
         reply = result.text
         action = parse_action(reply, finish_reason=result.finish_reason)
+        calls = result.extra.get("tool_calls") or []
+        if isinstance(action, ActionError) and len(calls) == 1:
+            # the server answered with a native tool call instead of text
+            action = action_from_tool_call(calls[0]) or action
         if isinstance(action, ActionError):
             return RetryStep(reply, stats, action.kind, action.message, action.position)
         if isinstance(action, Finish):

@@ -14,7 +14,9 @@ another arrives), waiting at most the call's timeout; the call's timeout and the
 apply. :meth:`close` cancels or awaits (bounded) the call in flight before the model is freed.
 
 :func:`make_backend` turns a ``--llm`` value (``embedded``, a ``.gguf`` path, an http(s) URL)
-into a backend; every command uses it. Failures are typed (:mod:`marlm.llm.errors`).
+into a backend; every command uses it. Failures are typed (:mod:`marlm.llm.errors`). A server's
+reply is read in any shape OpenAI-compatible servers send (:func:`read_chat_reply`); one that is
+no chat completion at all is the server's fault (:class:`MalformedReply`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from .errors import (
     CircuitOpen,
     ContextLengthExceeded,
     EndpointNotFound,
+    MalformedReply,
     ScoringUnsupported,
 )
 from .scoring import (
@@ -71,11 +74,13 @@ BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
 #: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
 EMBEDDED_N_BATCH = 64
-#: Default wall-time limit of one call to the embedded model through :func:`make_backend`
-#: (seconds). Far above what a planner waits for (its planning deadline is 2 s; a note of the
-#: demo scores in 0.2-0.4 s of CPU time), it keeps a call that runs away (a stuck decode) from
-#: holding the model, and every later call, for good.
-EMBEDDED_TIMEOUT_S = 60.0
+#: Default wall-time limit of one model call through :func:`make_backend` and the commands'
+#: ``--llm-timeout`` (seconds), for every backend alike. Far above what a planner waits for (its
+#: planning deadline is 2 s; a note of the demo scores in 0.2-0.4 s of CPU time), it keeps a call
+#: that runs away (a stuck decode, a silent server) from holding the backend, and every later
+#: call, for good. Not lower: the embedded SmolLM2 took over 30 s for one 160-token answer of a
+#: team's turn on the shared 2-core machine under load (measured).
+DEFAULT_TIMEOUT_S = 60.0
 #: Longest text :meth:`EmbeddedModel.embed` takes, in tokens (one decode batch per text).
 EMBED_MAX_TOKENS = 512
 #: How long :meth:`EmbeddedModel.close` waits for a call in flight (seconds) by default.
@@ -93,14 +98,23 @@ class ChatResult:
         prompt_tokens: tokens in the prompt (``int``, 0 when the backend does not say).
         completion_tokens: tokens generated (``int``).
         latency_s: wall time of the call in seconds (``float``).
-        finish_reason: ``"stop"`` or ``"length"`` (cut off by ``max_tokens``), or the backend's word.
+        finish_reason: ``"stop"`` or ``"length"`` (cut off by ``max_tokens``), or the backend's
+            word (lower case; servers' other words for these two are mapped to them).
         model: the model name or file the answer came from.
+        extra: what else the reply held; ``tool_calls`` (a list of ``{"name", "arguments"}``)
+            when the server answered with tool calls instead of text.
         structured: how the schema was enforced: ``"grammar"`` (embedded), ``"json_schema"`` or
             ``"json_object"`` (server), ``"prompt"`` (schema only described in the prompt), or
             ``""`` when no schema was given.
         validation_error: ``None`` when no schema was given or the answer follows it; otherwise a
             one-line reason from the client-side check (the answer is still returned: a model's
             mistake is for the caller to feed back, not an exception).
+
+    A ``text`` that is not a ``str`` (a list of content parts, ``None``) is read into one by
+    :func:`content_text`.
+
+    Raises:
+        MalformedReply: ``text`` is of a type no reply shape has (a number, say).
     """
 
     text: str
@@ -112,6 +126,11 @@ class ChatResult:
     extra: dict[str, Any] = field(default_factory=dict)
     structured: str = ""
     validation_error: str | None = None
+
+    def __post_init__(self) -> None:
+        # Whatever a backend hands over (a list of content parts, None), callers read a str.
+        if not isinstance(self.text, str):
+            object.__setattr__(self, "text", content_text(self.text, "the backend"))
 
 
 @runtime_checkable
@@ -415,9 +434,13 @@ class EmbeddedModel:
         return None if self.timeout_s is None else self.clock.now() + self.timeout_s
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
+        """The grammar of ``schema``, cached by its text. The text keeps the schema's key order:
+        llama.cpp's converter writes an object's properties in the order given, and a sorted
+        text had the model write an action's ``args`` before its ``tool`` and ``type`` (the
+        arguments before knowing which tool they are for)."""
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)
         if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return self._grammars[key]
@@ -750,7 +773,10 @@ _CONTEXT_LENGTH = re.compile(
     re.IGNORECASE,
 )
 #: Error texts that reject the structured-output request itself.
-_STRUCTURED = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
+_STRUCTURED = re.compile(
+    r"response_format|json[_ ]schema|json_object|structured output|guided_json|grammar",
+    re.IGNORECASE,
+)
 
 
 class _Rejected(Exception):
@@ -768,6 +794,207 @@ class _Retryable(Exception):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+
+
+# --------------------------------------------------------------------------------------------
+# Reply shapes: what OpenAI-compatible servers send, read into one text
+# --------------------------------------------------------------------------------------------
+
+#: Content-part types that carry the answer's text (OpenAI chat, OpenAI responses, vLLM, Mistral).
+_TEXT_PARTS = ("text", "output_text")
+#: Servers' words for an answer cut off by its token budget, and for a normal end.
+_FINISH_WORDS = {
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "model_length": "length",
+    "stop": "stop",
+    "eos": "stop",
+    "eos_token": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+}
+
+
+def content_text(content: Any, who: str = "the server") -> str:
+    """The text of a message's ``content`` in any shape OpenAI-compatible servers send.
+
+    A string is the text; ``None`` is ``""``; a list of content parts (OpenAI's array form,
+    vLLM, Mistral's reasoning models) is the concatenation of its text parts (``{"type":
+    "text" | "output_text", "text": str | {"value": str}}``, or bare strings), other parts
+    (images, reasoning, ``refusal``) left out; a single part object counts as a list of one.
+
+    Raises:
+        MalformedReply: a content of another type (a number, a part whose text is not a string).
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = [content] if isinstance(content, dict) else content
+    if not isinstance(parts, list):
+        raise MalformedReply(
+            f"{who} sent message content of type {type(content).__name__}: "
+            f"{_short(repr(content))}; expected a string or a list of content parts"
+        )
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise MalformedReply(
+                f"{who} sent a content part of type {type(part).__name__}: {_short(repr(part))}"
+            )
+        if part.get("type", "text") not in _TEXT_PARTS:
+            continue  # an image, a reasoning trace, a refusal: not the answer's text
+        text = part.get("text")
+        if isinstance(text, dict):  # {"text": {"value": ..., "annotations": [...]}}
+            text = text.get("value")
+        if not isinstance(text, str):
+            raise MalformedReply(f"{who} sent a text part without a string: {_short(repr(part))}")
+        out.append(text)
+    return "".join(out)
+
+
+def _tool_calls(message: dict[str, Any]) -> list[dict[str, str]]:
+    """``message``'s tool calls (``tool_calls``, or the older single ``function_call``) as
+    ``{"name", "arguments"}`` with the arguments as JSON text; malformed entries left out."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        calls = [{"function": message["function_call"]}] if message.get("function_call") else []
+    out = []
+    for call in calls:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        args = fn.get("arguments")
+        if not isinstance(args, str):
+            args = json.dumps({} if args is None else args, ensure_ascii=False)
+        out.append({"name": fn["name"], "arguments": args})
+    return out
+
+
+def _count(value: Any) -> int:
+    """A token count from a usage field: 0 for anything that is not a whole number."""
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def read_chat_reply(data: Any, who: str) -> dict[str, Any]:
+    """Read a chat-completion body in any shape OpenAI-compatible servers send.
+
+    Read: ``choices[0].message.content`` as a string, a list of content parts or ``None``
+    (:func:`content_text`); with no content, the message's ``refusal`` (the model declined: its
+    text is the answer, which fails validation as the model's mistake) or its tool calls (a
+    single call's arguments are the text; every call is in ``tool_calls``); a choice with
+    ``text`` (the completions shape) or ``delta`` (a streamed chunk sent whole); a ``usage``
+    that is missing, ``null`` or holds non-numbers (counted 0); ``finish_reason`` in other words
+    (``max_tokens``, ``eos``, ``end_turn``: :data:`_FINISH_WORDS`) or missing (``stop``).
+
+    Returns:
+        ``{"text": str, "finish_reason": str, "prompt_tokens": int, "completion_tokens": int,
+        "model": str, "tool_calls": list}``.
+
+    Raises:
+        ContextLengthExceeded: the body is an error object that says the prompt is too long.
+        MalformedReply: no readable choice: the server's fault, named with the shape it sent.
+    """
+    if not isinstance(data, dict):
+        raise MalformedReply(
+            f"{who} answered a JSON {type(data).__name__} instead of a chat completion object: "
+            f"{_short(repr(data))}"
+        )
+    choices = data.get("choices")
+    if not choices and data.get("error"):
+        error = data["error"]
+        detail = _short(error.get("message") if isinstance(error, dict) else error)
+        if _CONTEXT_LENGTH.search(detail):
+            raise ContextLengthExceeded(f"{who}: the prompt does not fit the context ({detail})")
+        raise MalformedReply(f"{who} answered HTTP 200 with an error: {detail}")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedReply(
+            f"{who} answered without choices[0] (keys: {', '.join(map(str, data)) or 'none'}): "
+            f"{_short(json.dumps(data, default=str))}"
+        )
+    choice = choices[0]
+    message = choice.get("message", choice.get("delta"))
+    calls: list[dict[str, str]] = []
+    if message is None and "text" in choice:
+        text = content_text(choice["text"], who)
+    elif isinstance(message, str):
+        text = message
+    elif isinstance(message, dict):
+        text = content_text(message.get("content"), who)
+        calls = _tool_calls(message)
+        if not text.strip():
+            refusal = message.get("refusal")
+            if isinstance(refusal, str) and refusal.strip():
+                text = refusal
+            elif len(calls) == 1:
+                text = calls[0]["arguments"]
+    else:
+        raise MalformedReply(
+            f"{who} answered a choice without a message object: {_short(json.dumps(choice))}"
+        )
+    finish = str(choice.get("finish_reason") or "stop").lower()
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return {
+        "text": text,
+        "finish_reason": _FINISH_WORDS.get(finish, finish),
+        "prompt_tokens": _count(usage.get("prompt_tokens")),
+        "completion_tokens": _count(usage.get("completion_tokens")),
+        "model": str(data.get("model") or ""),
+        "tool_calls": calls,
+    }
+
+
+def events_body(raw: bytes) -> dict[str, Any] | None:
+    """A server-sent-events body (``data: {chunk}`` lines, what a server that streams whatever
+    was asked sends) joined into one chat completion; ``None`` when ``raw`` is not one."""
+    if not raw.lstrip().startswith(b"data:"):
+        return None
+    parts: list[str] = []
+    last: dict[str, Any] = {}
+    finish = None
+    for line in raw.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(line[5:])
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(chunk, dict):
+            return None
+        last = chunk
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta") or choice.get("message") or {}
+            if isinstance(delta, dict):
+                parts.append(content_text(delta.get("content")))
+            finish = choice.get("finish_reason") or finish
+    return {
+        "model": last.get("model"),
+        "usage": last.get("usage"),
+        "choices": [{"message": {"content": "".join(parts)}, "finish_reason": finish}],
+    }
+
+
+#: HTTP statuses that never mean "this response_format is refused": authentication, a wrong
+#: URL, a timeout, a rate limit.
+_NOT_A_SHAPE_REFUSAL = (401, 403, 404, 408, 429)
+
+
+def _may_refuse_shape(e: BackendHTTPError) -> bool:
+    """Whether an HTTP error to a request with ``response_format`` may be the server refusing
+    that shape without naming it (vLLM's or LM Studio's bare 500, a proxy's 502 after its
+    backend choked on the schema): any 4xx or 5xx but :data:`_NOT_A_SHAPE_REFUSAL`. A prompt
+    longer than the context is :class:`ContextLengthExceeded`, never this."""
+    return not isinstance(e, ContextLengthExceeded) and e.status not in _NOT_A_SHAPE_REFUSAL
 
 
 def schema_prompt(schema: dict[str, Any]) -> str:
@@ -819,11 +1046,14 @@ class OpenAICompatible:
     ``response_format={"type": "json_schema", ...}`` (vLLM, Ollama, llama.cpp's C++ server, OpenAI),
     then ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server, whose request model
     accepts only ``text``/``json_object``), then plain prompting with the schema in the system
-    prompt. A mode is dropped only when the server's error names the structured-output request
-    (``response_format``, ``json_schema``, ``json_object``), whatever the status (llama-cpp-python's
-    server reports its request-validation error as HTTP 500); the first accepted mode is kept for
-    later calls. Any other refusal (a prompt longer than the context, a bad parameter) is reported
-    as what it is and leaves the mode alone. Every answer is validated client-side
+    prompt. A mode is dropped when the server's error names the structured-output request
+    (``response_format``, ``json_schema``, ``JSON schema``, ``grammar``, ...), whatever the status
+    (llama-cpp-python's server reports its request-validation error as HTTP 500), and when the
+    server refuses it without saying why (any 4xx or 5xx but 401, 403, 404, 408, 429, after the
+    usual retries) while the next mode is accepted; the first accepted mode is kept for later
+    calls. When even the plainest request fails, that failure is reported as it is and the modes
+    stay. A prompt longer than the context (:class:`ContextLengthExceeded`, recognised before
+    anything else) never changes the mode. Every answer is validated client-side
     (:attr:`ChatResult.validation_error`).
 
     Failures: connection errors, HTTP 429 and 5xx are retried up to ``max_retries`` times. The
@@ -929,8 +1159,9 @@ class OpenAICompatible:
         t0 = time.perf_counter()
         deadline = self.clock.now() + self.timeout_s
         with self._guard.call(self.name, deadline, self.timeout_s):
+            skipped = 0  # modes passed over in this call after an unexplained refusal
             while True:
-                mode = self._modes[0] if schema is not None else ""
+                mode = self._modes[skipped] if schema is not None else ""
                 body: dict[str, Any] = {
                     "model": self.model,
                     "messages": messages,
@@ -950,14 +1181,25 @@ class OpenAICompatible:
                     body["messages"] = with_schema_prompt(messages, schema or {})
                 try:
                     data = self._request("chat", body, deadline)
-                except _Rejected as e:
-                    if mode in ("json_schema", "json_object") and len(self._modes) > 1:
-                        self._modes.pop(0)
+                except _Rejected as e:  # the error names the structured-output request
+                    if "response_format" in body and len(self._modes) > skipped + 1:
+                        self._modes.pop(skipped)
                         continue
                     raise BackendError(
                         f"{self.name} rejected the structured-output request: {e}",
                         url=self._url("chat"),
                     ) from e
+                except BackendHTTPError as e:
+                    # A refusal that does not say why (a bare 500 that retries did not cure):
+                    # try the next mode; only its success shows that the shape was refused.
+                    if (
+                        "response_format" in body
+                        and len(self._modes) > skipped + 1
+                        and _may_refuse_shape(e)
+                    ):
+                        skipped += 1
+                        continue
+                    raise  # the plainest request failed too: the shape was not the cause
                 if mode and len(self._modes) > 1:
                     self._modes = [mode]  # the server accepted it: keep it
                 break
@@ -968,22 +1210,19 @@ class OpenAICompatible:
         self, data: Any, schema: dict[str, Any] | None, mode: str, latency: float
     ) -> ChatResult:
         try:
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-            finish = choice.get("finish_reason") or "stop"
-        except (KeyError, IndexError, TypeError, AttributeError) as e:
-            raise BackendError(
-                f"{self.name} answered without choices[0].message: {str(data)[:200]}",
-                url=self._url("chat"),
-            ) from e
-        usage = data.get("usage") or {}
+            reply = read_chat_reply(data, self.name)
+        except BackendError as e:
+            e.url = e.url or self._url("chat")
+            raise
+        text, finish = reply["text"], reply["finish_reason"]
         return ChatResult(
             text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=reply["prompt_tokens"],
+            completion_tokens=reply["completion_tokens"],
             latency_s=latency,
             finish_reason=finish,
-            model=str(data.get("model") or self.model),
+            model=reply["model"] or self.model,
+            extra={"tool_calls": reply["tool_calls"]} if reply["tool_calls"] else {},
             structured=mode,
             validation_error=validate_answer(text, schema, finish) if schema is not None else None,
         )
@@ -1143,7 +1382,10 @@ class OpenAICompatible:
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-            raise BackendError(
+            streamed = events_body(raw) if kind == "chat" else None
+            if streamed is not None:
+                return streamed
+            raise MalformedReply(
                 f"{self.name} answered with a body that is not complete JSON "
                 f"({len(raw)} bytes, {e}): {_short(raw.decode('utf-8', 'replace'))}",
                 url=url,
@@ -1154,17 +1396,18 @@ class OpenAICompatible:
         status = int(e.status_code)
         detail = _short(e.response.text if e.response is not None else str(e))
         what = f"HTTP {status}: {detail}"
-        if "response_format" in body and _STRUCTURED.search(detail):
-            # llama-cpp-python 0.3.x answers a request-validation error with HTTP 500 (its error
-            # handler wraps fastapi's RequestValidationError); a complaint that names the
-            # structured-output request is a rejected shape, not a server fault worth retrying.
-            return _Rejected(what)
         if status in (400, 413, 422, 500) and _CONTEXT_LENGTH.search(detail):
+            # first: a context-length complaint may well quote the request, schema and all
             return ContextLengthExceeded(
                 f"{self.name}: the prompt does not fit the model's context ({what}); "
                 "shorten the prompt or raise the server's context size",
                 url=url,
             )
+        if "response_format" in body and _STRUCTURED.search(detail):
+            # llama-cpp-python 0.3.x answers a request-validation error with HTTP 500 (its error
+            # handler wraps fastapi's RequestValidationError); a complaint that names the
+            # structured-output request is a rejected shape, not a server fault worth retrying.
+            return _Rejected(what)
         if status == 404:
             return self._not_found(url)
         if kind == "completions" and re.search(r"logprobs|logits_all|echo", detail):
@@ -1264,7 +1507,6 @@ def make_backend(
     model: str = "local",
     timeout_s: float | None = None,
     max_retries: int = 2,
-    embedded_timeout_s: float | None = EMBEDDED_TIMEOUT_S,
     n_ctx: int = 2048,
     breaker: CircuitBreaker | None = None,
     clock: Clock | None = None,
@@ -1278,11 +1520,13 @@ def make_backend(
             path to a ``.gguf`` file, or the base URL of an OpenAI-compatible server
             (``http://host:port/v1``).
         model: the model name sent to an HTTP server.
-        timeout_s: wall-time limit of one call to a server in seconds (``None``: 30 s).
+        timeout_s: wall-time limit of one model call in seconds, the same for every backend
+            (``--llm-timeout``; ``None``: :data:`DEFAULT_TIMEOUT_S`): waiting for the backend
+            included; for a server every attempt and retry wait, for the embedded model every
+            token and decode batch; a batch call (scoring, embedding) gives it to each prompt
+            or text. A run's planning deadline, not this, decides when the rule stands in for a
+            late model.
         max_retries: retries of an HTTP call after a connection error, 429 or 5xx.
-        embedded_timeout_s: wall-time limit of one call to an embedded model in seconds
-            (default :data:`EMBEDDED_TIMEOUT_S`, 60 s; ``None``: no limit). A run's planning
-            deadline, not this, decides when the rule stands in for a late model.
         n_ctx: the embedded model's context window in tokens.
         breaker, clock: see :class:`OpenAICompatible` / :class:`EmbeddedModel`.
         check: for a server, ask for its model list first (:meth:`OpenAICompatible.check`), so
@@ -1300,7 +1544,7 @@ def make_backend(
             backend = OpenAICompatible(
                 spec,
                 model,
-                timeout_s=30.0 if timeout_s is None else timeout_s,
+                timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
                 max_retries=max_retries,
                 breaker=breaker,
                 clock=clock,
@@ -1320,7 +1564,7 @@ def make_backend(
             return EmbeddedModel(
                 None if spec == "embedded" else spec,
                 n_ctx=n_ctx,
-                timeout_s=embedded_timeout_s,
+                timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
                 breaker=breaker,
                 clock=clock,
             )
@@ -1345,15 +1589,18 @@ __all__ = [
     "CircuitBreaker",
     "CircuitOpen",
     "ContextLengthExceeded",
-    "EMBEDDED_TIMEOUT_S",
+    "DEFAULT_TIMEOUT_S",
     "EmbeddedModel",
     "EndpointNotFound",
     "LLM_OPTION_HELP",
+    "MalformedReply",
     "Message",
     "OpenAICompatible",
     "ScoringUnsupported",
     "default_model_path",
+    "content_text",
     "make_backend",
+    "read_chat_reply",
     "retry_after_s",
     "schema_prompt",
     "with_schema_prompt",

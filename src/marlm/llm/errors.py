@@ -5,7 +5,8 @@ failure, and records them apart:
 
 - the **backend** failed (:class:`BackendError` and its subclasses): the server or the embedded
   model gave no usable answer: a timeout, an HTTP error, a refused connection, a wrong URL, a prompt
-  longer than the context, a circuit breaker that is open. Not the model's fault, not ours.
+  longer than the context, a circuit breaker that is open, a reply that is not a chat completion
+  (:class:`MalformedReply`). Not the model's fault, not ours.
 - the **model** answered, but the answer is unusable (:class:`InvalidAnswer`): not JSON, cut off,
   an unknown id. The model's fault; fed back or replaced by a rule.
 - anything else raised while planning is **our bug**, and is recorded as such.
@@ -50,6 +51,16 @@ class EndpointNotFound(BackendHTTPError):
 
     A configuration error: retrying does not help. The message names the URL tried and, when the
     base URL does not end in ``/v1``, suggests the URL with it.
+    """
+
+
+class MalformedReply(BackendError):
+    """The server answered (HTTP 200), but not with an OpenAI chat completion marlm can read: no
+    ``choices``, a message that is not an object, content of an unknown type. The server's fault
+    (or a proxy's), not the model's: the model's answer never reached us.
+
+    Every reply shape OpenAI-compatible servers are known to send is read (see
+    :func:`marlm.llm.backends.read_chat_reply`); the message names the shape that was not.
     """
 
 
@@ -122,5 +133,6 @@ __all__ = [
     "ContextLengthExceeded",
     "EndpointNotFound",
     "InvalidAnswer",
+    "MalformedReply",
     "ScoringUnsupported",
 ]

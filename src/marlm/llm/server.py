@@ -6,22 +6,30 @@ turned off, so a second request waits for the first instead of cutting it short.
 
 llama-cpp-python's request models know ``max_tokens`` only and drop ``max_completion_tokens`` (the
 name OpenAI's API uses since 2024, which the openai client sends for newer models) without a word,
-so the answer ran to the end of the context. :class:`MaxCompletionTokens` maps the newer name to
-the older one before the request reaches the app, and refuses with HTTP 400 a request that gives
-both with different values, or a value that is not a positive integer.
+so the answer ran to the end of the context. They also know only the ``text`` and ``json_object``
+response formats: a ``json_schema`` request (what marlm's own client, vLLM's and OpenAI's send
+first) failed with HTTP 500 and a traceback on the server's console. :class:`RequestShapes` maps
+the newer token name to the older one and ``{"type": "json_schema", "json_schema": {"schema":
+S}}`` to ``{"type": "json_object", "schema": S}`` (the same grammar-constrained decoding) before
+the request reaches the app, and refuses with HTTP 400 a request that gives both token names with
+different values, a token count that is not a positive integer, or a ``json_schema`` without a
+schema object.
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
+import signal
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from marlm.errors import InputError
 
-from .backends import BackendError, default_model_path
+from .backends import default_model_path
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -48,7 +56,7 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-#: Request paths whose JSON body may carry ``max_completion_tokens``.
+#: Request paths whose JSON body may carry ``max_completion_tokens`` or ``response_format``.
 COMPLETION_PATHS = ("/v1/chat/completions", "/v1/completions", "/chat/completions", "/completions")
 
 
@@ -75,9 +83,31 @@ def map_max_completion_tokens(body: dict[str, Any]) -> str | None:
     return None
 
 
-class MaxCompletionTokens:
-    """ASGI middleware: honours ``max_completion_tokens`` on the completion endpoints (see the
-    module docstring); any other request passes through untouched."""
+def map_json_schema(body: dict[str, Any]) -> str | None:
+    """Rewrite a ``json_schema`` response format into llama-cpp-python's ``json_object`` with
+    the schema, in place.
+
+    Returns:
+        ``None`` when the body is fine (changed or not), else the reason to refuse it.
+    """
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return None
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        return (
+            "response_format.json_schema.schema must be a JSON schema object, got "
+            f"{json.dumps(schema)}"
+        )
+    body["response_format"] = {"type": "json_object", "schema": schema}
+    return None
+
+
+class RequestShapes:
+    """ASGI middleware: honours ``max_completion_tokens`` and ``json_schema`` response formats on
+    the completion endpoints (see the module docstring); any other request passes through
+    untouched."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
         self.app = app
@@ -104,11 +134,17 @@ class MaxCompletionTokens:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             body = None
-        if isinstance(body, dict) and "max_completion_tokens" in body:
-            reason = map_max_completion_tokens(body)
-            if reason is not None:
-                await _json_error(send, 400, reason, "max_completion_tokens")
-                return
+        if isinstance(body, dict) and (
+            "max_completion_tokens" in body or "response_format" in body
+        ):
+            for mapping, param in (
+                (map_max_completion_tokens, "max_completion_tokens"),
+                (map_json_schema, "response_format"),
+            ):
+                reason = mapping(body)
+                if reason is not None:
+                    await _json_error(send, 400, reason, param)
+                    return
             raw = json.dumps(body).encode("utf-8")
             headers = [(k, v) for k, v in scope.get("headers", []) if k != b"content-length"]
             headers.append((b"content-length", str(len(raw)).encode()))
@@ -155,11 +191,11 @@ def build_app(
     model_alias: str = "smollm2",
 ):  # -> fastapi.FastAPI
     """The llama-cpp-python server app for the model (loaded on creation), with
-    :class:`MaxCompletionTokens` in front of it.
+    :class:`RequestShapes` in front of it.
 
     Raises:
-        InputError: non-loopback host, bad port, or missing model file.
-        BackendError: the ``[server]`` extra is not installed.
+        InputError: non-loopback host, bad port, missing model file, or the ``[server]`` extra
+            not installed (one line with the install command).
     """
     check_loopback(host)
     if not 0 < port < 65536:
@@ -167,13 +203,10 @@ def build_app(
     path = Path(model_path) if model_path is not None else default_model_path()
     if not path.is_file():
         raise InputError(f"model file not found: {path}", source="--model")
-    try:
-        from llama_cpp.server.app import create_app
-        from llama_cpp.server.settings import ModelSettings, ServerSettings
-    except ImportError as e:
-        raise BackendError(
-            "the server needs the [server] extra: pip install 'marlm[server]'"
-        ) from e
+    check_server_extra()
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
     model_kwargs = {
         "model": str(path),
         "model_alias": model_alias,
@@ -186,8 +219,55 @@ def build_app(
         server_settings=ServerSettings(host=host, port=port, interrupt_requests=False),
         model_settings=[ModelSettings(**model_kwargs)],
     )
-    app.add_middleware(MaxCompletionTokens)
+    app.add_middleware(RequestShapes)
     return app
+
+
+#: The one line that says how to install what ``marlm llm serve`` needs.
+SERVER_EXTRA_HINT = ".venv/bin/pip install -e '.[server]'"
+
+
+def check_server_extra() -> None:
+    """Raise at once when the ``[server]`` extra (uvicorn, fastapi, sse-starlette,
+    llama-cpp-python's server) is not installed, before any model is loaded.
+
+    Raises:
+        InputError: one line naming the missing module and the install command.
+    """
+    import importlib
+
+    for module in ("uvicorn", "fastapi", "sse_starlette", "llama_cpp.server.app"):
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            missing = getattr(e, "name", None) or module
+            raise InputError(
+                f"marlm llm serve needs the [server] extra ({missing} is not installed): "
+                f"{SERVER_EXTRA_HINT}"
+            ) from e
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port``, bound before the model loads, so that a port
+    in use is said at once (and no other process can take it in between).
+
+    Raises:
+        InputError: the port is in use or cannot be bound, naming ``--port``.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        why = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+        raise InputError(
+            f"port {port} on {host} {why}; pass another --port, e.g. --port {port + 1}",
+            field="--port",
+        ) from e
+    return sock
 
 
 def serve(
@@ -198,11 +278,50 @@ def serve(
     n_ctx: int = 2048,
     n_threads: int | None = None,
     model_alias: str = "smollm2",
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Run the server until interrupted; see :func:`build_app` for arguments and errors."""
-    import uvicorn
+    """Run the server until interrupted; see :func:`build_app` for arguments and errors.
 
-    app = build_app(
-        model_path, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads, model_alias=model_alias
-    )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    The port is bound first, then the model loads, then ``announce`` (if given) receives the
+    line that names the URL, and uvicorn serves. Ctrl-C (SIGINT) stops uvicorn gracefully and
+    then raises ``KeyboardInterrupt`` here, so that a caller ends as every interrupted command
+    does (the CLI: one line, exit code 130).
+
+    Raises:
+        InputError: the ``[server]`` extra is missing, the port is in use, or a bad option.
+        KeyboardInterrupt: after a graceful stop on SIGINT.
+    """
+    check_server_extra()
+    check_loopback(host)
+    sock = listen(host, port)
+    try:
+        import uvicorn
+
+        app = build_app(
+            model_path,
+            host=host,
+            port=port,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            model_alias=model_alias,
+        )
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        stopped: list[int] = []
+        handle_exit = server.handle_exit
+
+        def on_signal(sig: int, frame: Any) -> None:
+            stopped.append(sig)
+            handle_exit(sig, frame)
+
+        server.handle_exit = on_signal  # type: ignore[method-assign]
+        if announce is not None:
+            where = f"[{host}]" if ":" in host else host
+            announce(
+                f"serving {model_alias} at http://{where}:{port}/v1 (OpenAI-compatible; "
+                "Ctrl-C stops)"
+            )
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if signal.SIGINT in stopped:  # uvicorn < 0.29 returns normally after a signal
+        raise KeyboardInterrupt
