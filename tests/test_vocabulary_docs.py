@@ -86,7 +86,14 @@ def test_every_enumeration_of_the_vocabulary_is_listed_in_the_docs():
         for v in vars(outcomes).values()
         if isinstance(v, type) and issubclass(v, enum.Enum) and v.__module__ == outcomes.__name__
     }
-    assert enums == set(SCHEMA_ENUMS.values())
+    assert enums == set(SCHEMA_ENUMS.values()) | {outcomes.IdleCause}
+
+
+def test_the_idle_event_has_one_field_per_idle_cause():
+    table = rows(section(SCHEMA, "### `idle`"))
+    causes = {r[0].strip("*").strip("`") for r in table} - {"step"}
+    assert causes == codes(outcomes.IdleCause)
+    assert "`IdleCause`" in section(SCHEMA, "### `idle`")
 
 
 def test_event_sections_are_the_event_types_the_reader_and_the_records_know():

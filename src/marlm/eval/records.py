@@ -368,6 +368,7 @@ RECORD_TYPES: dict[str, tuple[type[TraceRecord], ...]] = {
     "failure": (FailureRecord,),
     "recovery": (RecoveryRecord,),
     "circuit_open": (CircuitOpenRecord,),
+    "idle": (IdleRecord,),
     "run_end": (RunEndRecord,),
 }
 
@@ -378,6 +379,7 @@ __all__ = [
     "CircuitOpenRecord",
     "Emit",
     "FailureRecord",
+    "IdleRecord",
     "OrderRecord",
     "PlanRecord",
     "RecoveryRecord",
