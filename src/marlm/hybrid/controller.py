@@ -82,6 +82,11 @@ class RunConfig(BaseModel):
             learned from the orders so far, one idle robot kept for urgent work), ``"points"``
             (dwell points only) or ``"none"`` (an idle robot stays where it finished).
         gif: record frames and write ``episode.gif``.
+        scored_deadlines: ``{order_id: step}``, the deadlines the run's on-time figures are
+            scored against where they are not the listed ones (the notes-only scenario: an
+            order listed ``normal`` whose note says it is urgent has a tighter true deadline);
+            the planner never sees them. Recorded in ``run_start.config``, so the metrics,
+            ``metrics.json`` and ``marlm report`` all score the same deadlines.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -101,6 +106,7 @@ class RunConfig(BaseModel):
     plan_deadline_s: float = Field(0.0, ge=0, allow_inf_nan=False)
     dwell: DwellName = "points"
     gif: bool = True
+    scored_deadlines: dict[str, int] | None = None
 
     @property
     def scheme(self) -> str:
