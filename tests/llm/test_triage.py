@@ -477,3 +477,22 @@ def test_embed_refuses_a_text_longer_than_its_batch_without_opening_the_breaker(
         with pytest.raises(ContextLengthExceeded, match=f"{EMBED_MAX_TOKENS} tokens"):
             embedded_model.embed(["urgent " * EMBED_MAX_TOKENS])
     assert embedded_model.embed(["ok"]).shape == (1, 576)  # the breaker stayed closed
+
+
+def test_a_damaged_pool_cache_is_computed_again_and_replaced(embedded_model, tmp_path):
+    # A cache file cut short gave a BadZipFile traceback, an empty one a bare "Aborted!", and
+    # every later run failed until the user deleted it.
+    small, _ = _pool_and_tests()
+    three = [small[0], small[4], small[8]]  # urgent, normal, low
+    Triage(embedded_model, examples=three, cache_dir=tmp_path).warm_up()
+    (path,) = tmp_path.glob("triage-embed-*.npz")
+    whole = path.read_bytes()
+    for damaged in (whole[: len(whole) // 2], b""):
+        path.write_bytes(damaged)
+        again = Triage(embedded_model, examples=three, cache_dir=tmp_path)
+        again.warm_up()
+        assert again.probe_source == "computed" and again.stats.prior_calls == 3
+        assert path.read_bytes() == whole  # replaced by the same entry
+    third = Triage(embedded_model, examples=three, cache_dir=tmp_path)
+    third.warm_up()
+    assert third.probe_source == "disk cache" and third.stats.prior_calls == 0
