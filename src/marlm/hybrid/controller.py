@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.errors import InputError
+from marlm.eval.plots import GifStream
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.dwell import DwellExecutor, DwellPolicy
@@ -365,9 +366,10 @@ def run(
         if config.shield
         else None
     )
-    frames: list[np.ndarray] = []
+    # Frames go to the file as they are drawn (peak memory: one frame, whatever the length).
+    frames = GifStream.for_frames(out / "episode.gif", config.steps + 1, fps=10)
     trace_path = out / "trace.jsonl"
-    with TraceWriter(trace_path) as trace:
+    with frames, TraceWriter(trace_path) as trace:
         dwell = (
             None
             if config.dwell == "none"
@@ -423,7 +425,7 @@ def _episode(
     ctl: Controller,
     obs: dict,
     config: RunConfig,
-    frames: list[np.ndarray],
+    frames: GifStream,
     progress: Callable[[int, int], None] | None,
 ) -> str:
     """Step until the episode ends, one control period per step; returns the ``run_end``
