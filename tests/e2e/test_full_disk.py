@@ -85,3 +85,37 @@ def test_a_read_only_or_full_quota_folder_is_one_line(tmp_path, monkeypatch, cap
     code, err = marlm(monkeypatch, capsys, *DEMO, "--out", tmp_path / "run")
     assert code == 2 and err.count("marlm: error:") == 1 and "Traceback" not in err, err
     assert "trace.jsonl: cannot write" in err
+
+
+def test_a_full_disk_while_the_trace_is_written_names_the_trace(tmp_path, monkeypatch, capsys):
+    # A write or the last flush of the trace names no file: the line said "cannot write" alone.
+    from marlm.eval.trace import TraceWriter
+
+    class FullFile:
+        closed = False
+
+        def write(self, line):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+        def close(self):
+            self.closed = True
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real_init = TraceWriter.__init__
+
+    def init(self, path, **kwargs):
+        real_init(self, path, **kwargs)
+        self._file.close()
+        self._file = FullFile()
+
+    monkeypatch.setattr(TraceWriter, "__init__", init)
+    code, err = marlm(monkeypatch, capsys, *DEMO, "--out", tmp_path / "run")
+    trace = tmp_path / "run" / "trace.jsonl"
+    assert code == 2 and err.strip().splitlines()[-1].startswith(
+        f"marlm: error: {trace}: cannot write (No space left on device)"
+    ), err
+    # Nothing of the run could be written: its claim keeps the folder recognisable as marlm's.
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".marlm-run", "trace.jsonl"]

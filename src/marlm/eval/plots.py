@@ -504,8 +504,8 @@ class GifStream:
             self._file.write(_gif_frame(frame, self.delay_cs))
             self._file.flush()  # on disk now (a full disk is found here, not at the end)
             self.written += 1
-        except OSError as e:
-            self.error = e
+        except OSError as e:  # a write error names no file: this one names the GIF
+            self.error = e if e.filename else OSError(e.errno, e.strerror, str(self.path))
             self._abort()
 
     def finish(self) -> Path:
