@@ -135,9 +135,8 @@ eval_app = typer.Typer(
 def _show_version(ctx: Any, param: Any, value: bool) -> None:
     """``marlm --version``: print ``marlm <version>`` and exit."""
     if value:
-        from marlm import __version__
-
-        print(f"marlm {__version__}")
+        # The package's own __version__ (marlm is loaded: this module is part of it).
+        print(f"marlm {sys.modules['marlm'].__version__}")
         ctx.exit(0)
 
 
