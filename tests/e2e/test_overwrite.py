@@ -196,12 +196,15 @@ def test_resume_from_a_checkpoint_inside_the_run_folder(runs, monkeypatch, capsy
     # the checkpoint is an input, not an old run, and is never deleted.
     (runs / "cut").mkdir()
     ckpt = shutil.copy(runs / "gw.ckpt.npz", runs / "cut" / "ckpt.npz")
+    shutil.copy(runs / "gw.ckpt.npz.episodes", runs / "cut" / "ckpt.npz.episodes")  # its log
     code, _, err = marlm(
         monkeypatch, capsys, "train", "gridworld", "--episodes", "30", "--engine", "reference",
         "--out", runs / "cut", "--resume", ckpt, "--checkpoint", ckpt,
     )  # fmt: skip
     assert code == 0, err
-    assert {"ckpt.npz", "metrics.json", "tables.npz"} <= {p.name for p in (runs / "cut").iterdir()}
+    assert {"ckpt.npz", "ckpt.npz.episodes", "metrics.json", "tables.npz"} <= {
+        p.name for p in (runs / "cut").iterdir()
+    }
 
 
 def test_default_demo_folders_never_collide(runs, monkeypatch, capsys):
@@ -297,3 +300,151 @@ def test_a_compare_run_folder_is_replaced_with_overwrite(runs, monkeypatch, caps
     code, _, err = marlm(monkeypatch, capsys, *args, "--out", runs / "cmp", "--overwrite")
     assert code == 2 and "rules/" in err, err
     assert hashes(runs / "cmp") == before
+
+
+REFUSED_EVEN_WITH_OVERWRITE = {
+    "report --out onto the run's own trace": (
+        lambda r: ["report", r / "demo", "--out", r / "demo" / "trace.jsonl"], "demo"),
+    "report --out onto a user's JSON file": (
+        lambda r: ["report", r / "demo", "--out", r / "triage.json"], "triage.json"),
+    "train warehouse --out onto a user's .npz": (
+        lambda r: ["train", "warehouse", "--episodes", "1", "--out", r / "executor.npz"],
+        "executor.npz"),
+    "train warehouse --out onto a run's metrics": (
+        lambda r: ["train", "warehouse", "--episodes", "1", "--out", r / "gw" / "metrics.json"],
+        "gw"),
+    "train race --checkpoint onto a run's metrics": (
+        lambda r: ["train", "race", "--episodes", "10", "--out", r / "new",
+                   "--checkpoint", r / "gw" / "metrics.json"], "gw"),
+    "train gridworld --checkpoint onto a policy-like .npz": (
+        lambda r: [*GRIDWORLD, "--out", r / "new", "--checkpoint", r / "executor.npz"],
+        "executor.npz"),
+    "replay --out onto a report": (
+        lambda r: ["replay", r / "demo", "--scheme", "rule", "--out", r / "demo" / "report.html"],
+        "demo"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(REFUSED_EVEN_WITH_OVERWRITE))
+def test_overwrite_replaces_only_an_output_file_of_the_kind_the_command_writes(
+    case, runs, monkeypatch, capsys
+):
+    # `marlm report RUN --out RUN/trace.jsonl --overwrite` replaced the run's trace by a report.
+    make_args, target_name = REFUSED_EVEN_WITH_OVERWRITE[case]
+    target = runs / target_name
+    before = hashes(target)
+    code, _, err = marlm(monkeypatch, capsys, *make_args(runs), "--overwrite")
+    assert code == 2 and "is not" in err and "--overwrite replaces only such a file" in err, err
+    assert err.count("marlm: error:") == 1 and "Traceback" not in err
+    assert hashes(target) == before
+    assert not (runs / "new").exists()
+
+
+def test_overwrite_replaces_an_output_file_marlm_wrote_of_that_kind(runs, monkeypatch, capsys):
+    old = (runs / "demo" / "report.html").read_bytes()
+    code, out, err = marlm(monkeypatch, capsys, "report", runs / "demo", "--overwrite")
+    assert code == 0, err
+    assert (runs / "demo" / "report.html").read_bytes() != b"" and out.strip().endswith(
+        "report.html"
+    )
+    assert old.startswith(b"<!DOCTYPE html>")
+    code, _, err = marlm(
+        monkeypatch, capsys, *GRIDWORLD, "--out", runs / "gw2", "--checkpoint",
+        runs / "gw.ckpt.npz", "--overwrite",
+    )  # fmt: skip
+    assert code == 0, err
+
+
+def _interrupt_at(monkeypatch, target: str, *, after: int = 0) -> None:
+    """Ctrl-C at the ``after``-th call (0-based) of ``target`` ("module:function")."""
+    import importlib
+
+    module, name = target.split(":")
+    mod = importlib.import_module(module)
+    real, calls = getattr(mod, name), []
+
+    def fake(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > after:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, name, fake)
+
+
+def test_a_demo_stopped_before_its_first_trace_line_is_replaced_with_overwrite(
+    runs, monkeypatch, capsys
+):
+    # Ctrl-C before the run_start line left an empty trace.jsonl that --overwrite refused.
+    with monkeypatch.context() as m:
+        _interrupt_at(m, "marlm.hybrid.controller:_warm_up")
+        code, _, err = marlm(m, capsys, *DEMO, "--out", runs / "cut")
+    assert code == 130, err
+    assert sorted(p.name for p in (runs / "cut").iterdir()) == [".marlm-run", "trace.jsonl"]
+    assert (runs / "cut" / "trace.jsonl").read_bytes() == b""
+    claim = json.loads((runs / "cut" / ".marlm-run").read_text())
+    assert claim["pid"] is None and claim["marlm_run"] == "marlm demo"
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--out", runs / "cut")
+    assert code == 2 and "already holds a run" in err and "--overwrite" in err, err
+    code, _, err = marlm(
+        monkeypatch, capsys, *DEMO, "--no-gif", "--out", runs / "cut", "--overwrite"
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in (runs / "cut").iterdir()) == [
+        "metrics.json", "reward_curves.png", "trace.jsonl",
+    ]  # fmt: skip
+
+
+def test_a_demo_stopped_during_the_executors_training_leaves_a_folder_used_again(
+    runs, monkeypatch, capsys
+):
+    with monkeypatch.context() as m:
+        _interrupt_at(m, "marlm.hybrid.controller:run")
+        code, _, err = marlm(m, capsys, *DEMO, "--out", runs / "early")
+    assert code == 130, err
+    assert [p.name for p in (runs / "early").iterdir()] == [".marlm-run"]
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--no-gif", "--out", runs / "early")
+    assert code == 0, err  # nothing of a run in it: used without --overwrite
+
+
+def test_a_stopped_compare_is_replaced_with_overwrite(runs, monkeypatch, capsys):
+    # Ctrl-C after the first scheme left scheme folders without a compare table: refused.
+    args = ["compare", "--schemes", "rules", "--steps", "10", "--spread-seeds", "2"]
+    with monkeypatch.context() as m:
+        _interrupt_at(m, "marlm.experiments.compare:run", after=1)  # in the spread seeds
+        code, _, err = marlm(m, capsys, *args, "--out", runs / "cmp")
+    assert code == 130, err
+    assert not (runs / "cmp" / "compare.json").exists() and (runs / "cmp" / ".marlm-run").is_file()
+    code, _, err = marlm(monkeypatch, capsys, *args, "--out", runs / "cmp", "--overwrite")
+    assert code == 0, err
+    assert (runs / "cmp" / "compare.json").is_file()
+    assert not (runs / "cmp" / ".marlm-run").exists()
+
+
+def test_a_folder_claimed_by_a_run_still_going_is_refused_as_claimed(runs, monkeypatch, capsys):
+    # Two demos started at once into one --out: the second was told "holds no marlm run".
+    import socket
+    import subprocess
+
+    from marlm.eval.outputs import _proc_start
+
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        folder = runs / "busy"
+        folder.mkdir()
+        (folder / "trace.jsonl").write_bytes(b"")
+        claim = {"marlm_run": "marlm demo", "compare": False, "pid": other.pid,
+                 "host": socket.gethostname(), "proc_start": _proc_start(other.pid)}  # fmt: skip
+        (folder / ".marlm-run").write_text(json.dumps(claim), encoding="utf-8")
+        before = hashes(folder)
+        for extra in ([], ["--overwrite"]):
+            code, _, err = marlm(monkeypatch, capsys, *DEMO, "--out", folder, *extra)
+            assert code == 2, err
+            assert f"is claimed by another run still going (marlm demo, process {other.pid})" in err
+            assert "holds no marlm run" not in err and hashes(folder) == before
+    finally:
+        other.kill()
+        other.wait()
+    # Its process gone (killed mid-run), the folder is a stopped run that --overwrite replaces.
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--no-gif", "--out", folder, "--overwrite")
+    assert code == 0, err

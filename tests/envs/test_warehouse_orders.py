@@ -111,3 +111,41 @@ def test_blank_lines_are_skipped(tmp_path, small):
     path.write_text("\n" + _line() + "\n\n" + _line(id="o2", shelf="3,3") + "\n", encoding="utf-8")
     orders = load_orders(path, small)
     assert [o.shelf for o in orders] == ["S3-2", "S3-3"]
+
+
+ORDER = '"shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 50'
+
+
+@pytest.mark.parametrize(
+    "second, field, code",
+    [
+        ('{"id": "o2", ' + ORDER + ', "note": "rush \\ud83d"}', "note", "\\ud83d at character 6"),
+        ('{"id": "o2", ' + ORDER + ', "note": "\\ude9a ok"}', "note", "\\ude9a at character 1"),
+        ('{"id": "o\\udfff", ' + ORDER + ', "note": "fine"}', "id", "\\udfff at character 2"),
+    ],
+)
+def test_half_a_surrogate_pair_is_refused_at_the_door(tmp_path, small, second, field, code):
+    # Valid JSON that no UTF-8 file can hold: it passed the loader, then crashed the trace writer.
+    path = tmp_path / "orders.jsonl"
+    path.write_text('{"id": "o1", ' + ORDER + "}\n" + second + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_orders(path, small)
+    assert str(caught.value) == (
+        f"{path}:2: field '{field}': holds half of a surrogate pair ({code}), which is not "
+        "text; write the character itself, or both halves of its \\u escape pair"
+    )
+
+
+def test_a_whole_surrogate_pair_is_the_character(tmp_path, small):
+    path = tmp_path / "orders.jsonl"
+    order = '{"id": "o1", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 50'
+    path.write_text(order + ', "note": "truck \\ud83d\\ude9a"}\n', encoding="utf-8")
+    (o,) = load_orders(path, small)
+    assert o.note == "truck \U0001f69a"
+
+
+def test_notes_with_half_a_pair_are_refused(tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"text": "ok", "tone": "normal"}\n\n{"text": "x\\udc80", "tone": "low"}\n')
+    with pytest.raises(InputError, match=r"notes.jsonl:3: field 'text': holds half of a surrogate"):
+        load_notes(path)

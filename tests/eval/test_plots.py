@@ -251,3 +251,52 @@ def test_a_matplotlib_that_needs_the_3d_toolkit_is_imported_whole() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     ).stdout
     assert "3d loaded: True" in out
+
+
+def test_a_gif_stream_writes_each_frame_as_it_comes(tmp_path: Path) -> None:
+    # The demo kept every frame in memory (200 steps on a 64x64 map: 4.2 GB); a stream holds one.
+    from marlm.eval.plots import GifStream
+
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (7, 11, 3), dtype=np.uint8) for _ in range(9)]
+    frames[4][:] = (10, 200, 30)  # one colour: exact after quantisation
+    path = tmp_path / "episode.gif"
+    with GifStream.for_frames(path, 9, fps=4, max_frames=5) as gif:  # every 2nd frame
+        sizes = []
+        for f in frames:
+            gif.append(f)
+            sizes.append(gif.tmp.stat().st_size if gif.tmp.exists() else 0)
+        assert not path.exists() and len(gif) == 5
+        assert gif.finish() == path
+    assert sizes[1] == sizes[0] < sizes[2]  # a kept frame is on disk at once; a skipped one not
+    assert not gif.tmp.exists()
+    with Image.open(path) as im:
+        assert im.n_frames == 5 and im.size == (11, 7) and im.info["duration"] == 250
+        assert im.info["loop"] == 0
+        im.seek(2)  # the stream's third frame: frames[4]
+        assert im.convert("RGB").getpixel((3, 3)) == (10, 200, 30)
+
+
+def test_a_gif_stream_that_fails_leaves_no_file(tmp_path: Path) -> None:
+    import errno
+
+    from marlm.eval import plots
+
+    path = tmp_path / "episode.gif"
+    gif = plots.GifStream(path)
+    gif.append(np.zeros((4, 4, 3), np.uint8))
+
+    class Full:
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device", str(gif.tmp))
+
+        def close(self):
+            pass
+
+    gif._file.close()
+    gif._file = Full()
+    gif.append(np.zeros((4, 4, 3), np.uint8))  # never raises mid-run
+    assert gif.error is not None and not gif.tmp.exists()
+    with pytest.raises(OSError, match="No space left"):
+        gif.finish()
+    assert not path.exists() and not gif.tmp.exists()

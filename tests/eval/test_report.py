@@ -236,3 +236,22 @@ def test_report_refuses_what_is_not_a_run_and_names_what_it_takes(
     assert code == 2 and "Traceback" not in err
     assert "trace.jsonl" in err and "marlm train gridworld|race" in err and "compare.json" in err
     assert not list(tmp_path.rglob("report.html"))
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("metrics.json", {"accuracy": 0.91, "loss": 0.2}),
+        ("compare.json", {"models": ["a", "b"], "winner": "a"}),
+        ("compare_notes_only.json", [1, 2, 3]),
+    ],
+)
+def test_report_refuses_a_folder_holding_only_a_users_json_file(
+    tmp_path: Path, capsys, name: str, content: object
+) -> None:
+    # A folder with the user's own metrics.json or compare.json was reported as a marlm run.
+    (tmp_path / name).write_text(json.dumps(content), encoding="utf-8")
+    code, err = run_main(["report", tmp_path], capsys)
+    assert code == 2 and err.count("marlm: error:") == 1 and "Traceback" not in err, err
+    assert f"holds {name} but not as marlm writes them" in err
+    assert not (tmp_path / "report.html").exists()

@@ -75,3 +75,21 @@ def test_notes_only_runs_on_the_chosen_rule_layer(tmp_path):
     run_notes_only({"rule": RulePlanner()}, tmp_path, steps=5, shield_rule="local")
     start = json.loads((tmp_path / "rule" / "trace.jsonl").read_text().split("\n")[0])
     assert start["config"]["shield"] is True and start["config"]["shield_rule"] == "local"
+
+
+def test_a_schemes_own_figures_score_the_true_deadlines_as_the_table_does(tmp_path):
+    # Each scheme's own metrics.json and report scored the listed deadlines (on-time 1.0) while
+    # the compare table scored the true ones (80%).
+    import json
+
+    from marlm.eval.metrics import summarise
+    from marlm.eval.report import write_report
+    from marlm.eval.trace import read_trace
+
+    (row,) = run_notes_only({"rule": RulePlanner()}, tmp_path, seed=1, steps=300)
+    own = json.loads((tmp_path / "rule" / "metrics.json").read_text())
+    events = read_trace(tmp_path / "rule").events
+    assert own["on_time_rate"] == row["on_time_rate"] == summarise(events)["on_time_rate"]
+    assert (row["on_time_rate"], own["on_time"], own["deadline_misses"]) == (0.8, 32, 8)
+    page = write_report(tmp_path / "rule")[0].read_text(encoding="utf-8")
+    assert f"{row['on_time_rate']:.3g}" in page

@@ -503,3 +503,22 @@ def test_a_timed_out_probe_call_is_recorded_with_its_real_duration_not_zero():
     a, b = triage.classify_many(["line 3 is down", "restock when free"])
     assert a.source == b.source == "fallback" and a.failure == "backend_error"
     assert a.latency_s >= 0.05 and b.latency_s >= 0.05
+
+
+def test_a_damaged_pool_cache_is_computed_again_and_replaced(embedded_model, tmp_path):
+    # A cache file cut short gave a BadZipFile traceback, an empty one a bare "Aborted!", and
+    # every later run failed until the user deleted it.
+    small, _ = _pool_and_tests()
+    three = [small[0], small[4], small[8]]  # urgent, normal, low
+    Triage(embedded_model, examples=three, cache_dir=tmp_path).warm_up()
+    (path,) = tmp_path.glob("triage-embed-*.npz")
+    whole = path.read_bytes()
+    for damaged in (whole[: len(whole) // 2], b""):
+        path.write_bytes(damaged)
+        again = Triage(embedded_model, examples=three, cache_dir=tmp_path)
+        again.warm_up()
+        assert again.probe_source == "computed" and again.stats.prior_calls == 3
+        assert path.read_bytes() == whole  # replaced by the same entry
+    third = Triage(embedded_model, examples=three, cache_dir=tmp_path)
+    third.warm_up()
+    assert third.probe_source == "disk cache" and third.stats.prior_calls == 0

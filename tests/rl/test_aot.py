@@ -8,6 +8,7 @@ compared under MARLM_SLOW=1 (five more builds, about a minute of CPU).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,13 +85,41 @@ def test_a_run_with_a_built_loop_never_imports_numba(built):
     assert out.stdout.split() == ["[]"]
 
 
-def test_a_corrupt_module_is_not_run(tmp_path, calls, monkeypatch):
+def test_a_damaged_module_is_built_again(tmp_path, built, calls, monkeypatch):
+    # A cache entry cut short or empty was never rebuilt: every run fell back to the JIT.
     monkeypatch.setenv("MARLM_CACHE", str(tmp_path))
     path = aot.module_path(fast.IQL, fast.PLAIN_CREDIT)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\x7fELF and then nothing of a shared library")
+    good = aot.module_path(fast.IQL, fast.PLAIN_CREDIT, built / "aot")
+    builds = []
+
+    def build(kind, family, target):  # the run's build, here a copy of the session's module
+        builds.append(target)
+        shutil.copy(good, target)
+        return True
+
+    monkeypatch.setattr(aot, "_build_in_child", build)
     ran = train_race(SMALL)
-    assert calls == [False]  # not run (and not rebuilt: the JIT ran the loop)
+    assert builds == [path] and calls == [True]
+    assert path.read_bytes() == good.read_bytes()
+    assert_same_run(ran, _jit(SMALL, monkeypatch))
+
+
+def test_a_module_that_still_does_not_load_is_noted_and_left_to_the_jit(
+    tmp_path, calls, monkeypatch
+):
+    monkeypatch.setenv("MARLM_CACHE", str(tmp_path))
+    path = aot.module_path(fast.IQL, fast.PLAIN_CREDIT)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"")
+    builds = []
+    monkeypatch.setattr(
+        aot, "_build_in_child", lambda k, f, t: builds.append(t) or t.write_bytes(b"") or True
+    )
+    ran = train_race(SMALL)
+    assert calls == [False] and len(builds) == 1
+    assert not path.exists() and aot._failure_note(path).is_file()
     assert_same_run(ran, _jit(SMALL, monkeypatch))
 
 

@@ -140,3 +140,51 @@ def test_a_chunk_below_one_or_a_negative_seed_is_an_input_error():
     for config in (RaceConfig, GridWorldConfig):
         with pytest.raises(InputError, match="--seed"):
             config(seed=-1)
+
+
+def test_a_checkpoint_appends_the_episode_log_instead_of_rewriting_it(tmp_path, monkeypatch):
+    # Every save rewrote the whole per-episode log (690 MB per save on a 3M-episode run).
+    from marlm.rl import checkpoint as ckpt
+
+    writes = []
+    real = ckpt.CheckpointWriter.save
+
+    def spy(self, **kw):
+        out = real(self, **kw)
+        writes.append((self.last_bytes, out.stat().st_size, ckpt.log_path(out).stat().st_size))
+        return out
+
+    monkeypatch.setattr(ckpt.CheckpointWriter, "save", spy)
+    cfg = RaceConfig(episodes=400, seed=2)
+    ck = tmp_path / "ck.npz"
+    train_race(cfg, chunk=100, checkpoint=ck)
+    record = 8 * 2 + 8 * 2 + 8 + 8 + 2 + 8 * 10 + 2 * cfg.max_steps  # one episode's bytes
+    npz_sizes = [w[1] for w in writes]
+    assert len(writes) == 4 and max(npz_sizes) - min(npz_sizes) < 16  # the tables' file: fixed
+    logs = [w[2] for w in writes]
+    assert [b - a for a, b in zip(logs, logs[1:], strict=False)] == [100 * record] * 3
+    assert all(w[0] == 100 * record + w[1] for w in writes)  # one chunk's records + the tables
+
+
+def test_resume_into_its_own_checkpoint_drops_records_of_a_save_that_never_finished(tmp_path):
+    cfg = RaceConfig(episodes=300, seed=4)
+    full = train_race(cfg, chunk=50)
+    ck = tmp_path / "ck.npz"
+    train_race(cfg, chunk=50, checkpoint=ck, stop_after=150)
+    with open(tmp_path / "ck.npz.episodes", "ab") as f:  # a crash after the log, before the .npz
+        f.write(b"\x07" * 1234)
+    resumed = train_race(cfg, chunk=50, checkpoint=ck, resume=ck)
+    for f in RACE_LOG_FIELDS:
+        np.testing.assert_array_equal(getattr(full.log, f), getattr(resumed.log, f))
+    again = train_race(cfg, resume=ck)
+    for f in RACE_LOG_FIELDS:  # the file's log, read back whole, is the run's
+        np.testing.assert_array_equal(getattr(full.log, f), getattr(again.log, f))
+
+
+def test_a_checkpoint_whose_log_is_cut_short_is_refused(tmp_path):
+    ck = tmp_path / "gw.npz"
+    train_gridworld(GridWorldConfig(episodes=100, seed=1), chunk=50, checkpoint=ck)
+    log = tmp_path / "gw.npz.episodes"
+    log.write_bytes(log.read_bytes()[:-8])
+    with pytest.raises(InputError, match=r"gw.npz.episodes holds 99 of its 100 episodes"):
+        train_gridworld(GridWorldConfig(episodes=200, seed=1), resume=ck)

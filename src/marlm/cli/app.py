@@ -57,7 +57,20 @@ def on_interrupt(hint: Callable[[], str]) -> Iterator[None]:
 class MarlmGroup(TyperGroup):
     """The ``marlm`` command group: Ctrl-C in any command ends it with exit code 130 (128 +
     SIGINT, the shell's convention) and one line on stderr, ``marlm: interrupted`` (with the
-    command's hint, see :func:`on_interrupt`), never a traceback."""
+    command's hint, see :func:`on_interrupt`), never a traceback; a full disk or a folder that
+    cannot be written ends it with one ``marlm: error:`` line and exit code 2
+    (:func:`marlm.eval.outputs.disk_error`). Every run folder the command claimed is released
+    however it ends (:func:`marlm.eval.outputs.release_claims`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """The top level's own options (``marlm --nope``) are refused like a command's: one
+        ``marlm: error:`` line (:func:`_as_input_error`), never click's usage block."""
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # shows the help, as asked
+                raise
+            raise _as_input_error(e) from None
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -66,10 +79,21 @@ class MarlmGroup(TyperGroup):
             if type(e).__name__ == "NoArgsIsHelpError":  # shows the help, as asked
                 raise
             raise _as_input_error(e) from None
+        except OSError as e:  # a full disk, a read-only folder: one line, exit code 2
+            from marlm.eval.outputs import disk_error
+
+            error = disk_error(e)
+            if error is None:
+                raise
+            raise error from None
         except KeyboardInterrupt as e:
             hint = f"; {e.hint}" if isinstance(e, Interrupted) else ""
             print(f"marlm: interrupted{hint}", file=sys.stderr)
             raise SystemExit(130) from None
+        finally:
+            from marlm.eval.outputs import release_claims
+
+            release_claims()  # however the command ended
 
 
 def _as_input_error(error: UsageError) -> InputError:
@@ -106,6 +130,30 @@ eval_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+
+def _show_version(ctx: Any, param: Any, value: bool) -> None:
+    """``marlm --version``: print ``marlm <version>`` and exit."""
+    if value:
+        # The package's own __version__ (marlm is loaded: this module is part of it).
+        print(f"marlm {sys.modules['marlm'].__version__}")
+        ctx.exit(0)
+
+
+@app.callback()
+def _top_level(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        expose_value=False,
+        callback=_show_version,
+        help="Show marlm's version and exit.",
+    ),
+) -> None:
+    pass
+
+
 app.add_typer(train_app, name="train")
 app.add_typer(llm_app, name="llm")
 app.add_typer(eval_app, name="eval")

@@ -271,7 +271,7 @@ def demo(
     """
     from rich.console import Console
 
-    from marlm.hybrid.build import build_planner, cached_policy, default_orders
+    from marlm.hybrid.build import build_planner, cached_policy, check_policy_cache, default_orders
     from marlm.hybrid.controller import make_env, run, run_config
     from marlm.hybrid.executor import QExecutor
 
@@ -311,6 +311,8 @@ def demo(
     out = out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
     check_run_folder(out, overwrite=overwrite)
     q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None
+    if config.executor == "rl" and q is None:
+        check_policy_cache()  # a read-only $MARLM_CACHE now, not after the training
     plan = build_planner(config.planner, llm, model_name=llm_model, timeout_s=llm_timeout)
     out = claim_run_folder(out, overwrite=overwrite)
     true_class = None
@@ -475,7 +477,7 @@ def train_warehouse(
         from marlm.scale.parallel import seed_table_path, train_warehouse_seeds
 
         for s in range(seed, seed + seeds):
-            check_output_file(seed_table_path(out, s), overwrite=overwrite)
+            check_output_file(seed_table_path(out, s), kind="policy", overwrite=overwrite)
 
         rows = train_warehouse_seeds(
             range(seed, seed + seeds), out, workers=workers, address=address, layout=layout,
@@ -485,7 +487,7 @@ def train_warehouse(
             print(f"seed {r['seed']}: delivered {r['delivered_last']} in the last episode, "
                   f"{r['updates']} updates, saved {r['path']}")  # fmt: skip
         return
-    check_output_file(out, overwrite=overwrite)
+    check_output_file(out, kind="policy", overwrite=overwrite)
     console = _console()
     with _progress(console) as bar:
         task = bar.add_task("training", total=episodes)

@@ -101,7 +101,7 @@ def triage(
     if shots < 1:
         raise InputError(f"must be 1 or more, got {shots}", source="--shots")
     if out is not None:
-        check_output_file(out, overwrite=overwrite)
+        check_output_file(out, kind="triage-eval", overwrite=overwrite)
     labelled = load_labelled_notes(notes)
     pool = load_labelled_notes(examples) if examples is not None else None
     if protocol == "cross-validation" and not 2 <= folds <= len(labelled):

@@ -74,7 +74,7 @@ def report(
     from marlm.eval.report import default_report_path, write_report
 
     target = out if out is not None else default_report_path(run_folder)
-    check_output_file(target, overwrite=overwrite)
+    check_output_file(target, kind="report", overwrite=overwrite)
     path, warnings = write_report(run_folder, target)
     for w in warnings:
         _err().print(f"warning: {w}", markup=False, highlight=False)
@@ -117,7 +117,7 @@ def replay(
 
     resolve_trace_path(trace)  # a folder without a trace is refused before the progress bar
     if out is not None:
-        check_output_file(out, overwrite=overwrite)
+        check_output_file(out, kind="replay", overwrite=overwrite)
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -306,7 +306,7 @@ def compare(
     allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
     names = (
         comma_list(schemes, allowed, option="--schemes", what="scheme")
-        if schemes
+        if schemes is not None
         else list(allowed)
     )  # before --overwrite empties anything
     if scenario == "notes-only" and orders is not None:
@@ -330,7 +330,11 @@ def compare(
         check_server(llm, llm_model, llm_timeout)
     if scenario == "standard":  # notes-only runs 2 robots unless told otherwise
         warn_if_robots_drawn(layout, robots)
-    claim_run_folder(out, overwrite=overwrite)
+        if any(SCHEMES[n]["executor"] == "rl" for n in names):
+            from marlm.hybrid.build import check_policy_cache
+
+            check_policy_cache()  # a read-only $MARLM_CACHE, before the executor's training
+    claim_run_folder(out, overwrite=overwrite, compare=True)
     if scenario == "notes-only":
         result = compare_notes_only(
             layout=layout, n_robots=robots or 2, steps=steps or 600, seed=seed,

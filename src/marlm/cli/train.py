@@ -169,18 +169,36 @@ def _check_outputs(
     *,
     chunk: int,
     kind: str,
+    engine: str,
 ):
-    """Check the options the config does not hold (``--checkpoint-every``, the ``--resume``
-    file) and refuse to overwrite a run folder or a checkpoint unasked (before any work)."""
-    from marlm.rl.checkpoint import load_checkpoint
-    from marlm.rl.train import check_checkpoint_every
+    """Check the options the config does not hold (``--engine``, ``--checkpoint-every``, the
+    ``--resume`` file) and refuse to overwrite a run folder or a checkpoint unasked (before any
+    work, and before the run folder is created)."""
+    from marlm.rl.checkpoint import checkpoint_files, load_checkpoint
+    from marlm.rl.train import ENGINES, check_checkpoint_every
 
+    if engine not in ENGINES:
+        raise InputError(f"got {engine!r}; allowed: {', '.join(ENGINES)}", field="--engine")
     check_checkpoint_every(chunk)
     if resume is not None:
         load_checkpoint(resume, kind=kind)
-    check_run_folder(out, overwrite=overwrite, keep=[resume])
+    check_run_folder(out, overwrite=overwrite, keep=checkpoint_files(resume))
     if checkpoint is not None:
-        check_output_file(checkpoint, overwrite=overwrite, option="--checkpoint", allow=[resume])
+        check_output_file(
+            checkpoint,
+            kind="checkpoint",
+            overwrite=overwrite,
+            option="--checkpoint",
+            allow=[resume],
+        )
+
+
+def _resume_files(resume: Path | None) -> list[Path]:
+    """The files of the ``--resume`` checkpoint (itself and its episode log): inputs of the
+    run, never deleted from its run folder."""
+    from marlm.rl.checkpoint import checkpoint_files
+
+    return checkpoint_files(resume)
 
 
 def _resume_hint(checkpoint: Path | None, resume: Path | None, out: Path, started: float) -> str:
@@ -201,7 +219,10 @@ def _resume_hint(checkpoint: Path | None, resume: Path | None, out: Path, starte
             rest = rest[1:]
         elif not arg.startswith("--resume="):
             args.append(arg)
-    leftover = out.is_dir() and any(c.resolve() != checkpoint.resolve() for c in out.iterdir())
+    from marlm.eval.outputs import CLAIM_FILE
+
+    mine = {p.resolve() for p in [*_resume_files(checkpoint), out / CLAIM_FILE]}
+    leftover = out.is_dir() and any(c.resolve() not in mine for c in out.iterdir())
     if leftover and "--overwrite" not in args:
         args.append("--overwrite")
     command = shlex.join(["marlm", *args, "--resume", str(checkpoint)])
@@ -270,11 +291,11 @@ def train_gridworld_cmd(
         learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
-    _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="gridworld")
+    _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="gridworld", engine=engine)
     reward_fn = (
         _llm_reward_fn(llm_samples, llm, llm_model, llm_timeout) if reward == "llm" else None
     )
-    claim_run_folder(out, overwrite=overwrite, keep=[resume])
+    claim_run_folder(out, overwrite=overwrite, keep=_resume_files(resume))
     console = _console()
     bar, update = _progress(console)
     started = time.time()
@@ -359,8 +380,8 @@ def train_race_cmd(
             epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
             seed=seed, end=end,
         )  # fmt: skip
-        _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="race")
-        claim_run_folder(out, overwrite=overwrite, keep=[resume])
+        _check_outputs(out, checkpoint, resume, overwrite, chunk=chunk, kind="race", engine=engine)
+        claim_run_folder(out, overwrite=overwrite, keep=_resume_files(resume))
         console = _console()
         bar, update = _progress(console)
         with bar:

@@ -283,8 +283,23 @@ def detect_non_stationarity(
     return findings
 
 
+def _gridworld_findings(metrics: dict) -> list[Finding]:
+    """The detector of a GridWorld run (:func:`detect_goal_not_reached`), from its
+    ``metrics.json``: the greedy path length, the episode's time limit (``config.max_steps``)
+    and the reward's source (``llm`` when the metrics count the model's reward states), the
+    same inputs :func:`marlm.eval.runs.run_gridworld` gave it when the run ended."""
+    config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
+    length, limit = metrics.get("greedy_path_length"), config.get("max_steps")
+    if not isinstance(length, int) or not isinstance(limit, int):
+        return []
+    source = "llm" if "reward/distinct_states" in metrics else "env"
+    return detect_goal_not_reached(length, limit, reward_source=source)
+
+
 def diagnose_run(folder: str | Path) -> list[Finding]:
-    """Re-read a run folder written by ``marlm train`` and run the detectors that apply.
+    """Re-read a run folder written by ``marlm train`` and run the detectors that apply: on a
+    GridWorld run :func:`detect_goal_not_reached`, on a GridRace run :func:`detect_lazy_agent`
+    and (with ``fixed_partner.npz``) :func:`detect_non_stationarity`, as the run itself did.
 
     Raises:
         InputError: the folder or its ``episodes.npz`` / ``metrics.json`` is missing or unreadable.
@@ -300,6 +315,8 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
             source=folder,
             field="RUN_FOLDER",
         ) from e
+    if metrics.get("env") == "gridworld_v0":
+        return _gridworld_findings(metrics)
     if "own_return" not in episodes or episodes["own_return"].shape[1] < 2:
         # single-agent run: nothing multi-agent to diagnose
         return []

@@ -221,10 +221,35 @@ _ORDER_STEPS = tuple(
 )
 
 
-def _on_time(rec: dict[str, Any]) -> bool:
+def _on_time(rec: dict[str, Any], deadline: int | None = None) -> bool:
     """Delivered, and no deadline miss recorded for it (the env records a miss at step
-    ``deadline + 1`` for every order not delivered at a step ``<= deadline``)."""
+    ``deadline + 1`` for every order not delivered at a step ``<= deadline``); against a
+    scored ``deadline`` (:func:`scored_deadlines`), delivered at a step ``<= deadline``."""
+    if deadline is not None:
+        return rec["delivered"] is not None and rec["delivered"] <= deadline
     return rec["delivered"] is not None and rec["deadline_missed"] is None
+
+
+def _missed(rec: dict[str, Any], deadline: int | None, n_steps: int) -> bool:
+    """A deadline miss: recorded by the env, or against a scored ``deadline`` delivered after
+    it, or not delivered when the run went past it (the env's rule: a miss at ``deadline + 1``)."""
+    if deadline is None:
+        return rec["deadline_missed"] is not None
+    if rec["delivered"] is not None:
+        return rec["delivered"] > deadline
+    return n_steps > deadline + 1
+
+
+def scored_deadlines(events: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """``{order_id: step}``: the deadlines the run is scored against where they differ from
+    the listed ones (``run_start.config.scored_deadlines``, set by the notes-only scenario);
+    empty for a run scored on its listed deadlines."""
+    for ev in _of(events, "run_start"):
+        config = ev.get("config")
+        found = config.get("scored_deadlines") if isinstance(config, dict) else None
+        if isinstance(found, dict):
+            return {str(k): int(v) for k, v in found.items()}
+    return {}
 
 
 #: The failure a writer records beside a fallback plan, by the outcome it stands for (traces
@@ -436,8 +461,11 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     orders = order_table(events)
     delivered = sum(1 for r in orders.values() if r["delivered"] is not None)
     arrived = sum(1 for r in orders.values() if r["arrived"] is not None)
-    on_time = sum(1 for r in orders.values() if r["arrived"] is not None and _on_time(r))
-    misses = sum(1 for r in orders.values() if r["deadline_missed"] is not None)
+    scored = scored_deadlines(events)
+    on_time = sum(
+        1 for oid, r in orders.items() if r["arrived"] is not None and _on_time(r, scored.get(oid))
+    )
+    misses = sum(1 for oid, r in orders.items() if _missed(r, scored.get(oid), n_steps))
 
     latency_by_priority: dict[str, list[int]] = defaultdict(list)
     for r in orders.values():

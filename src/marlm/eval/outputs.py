@@ -9,7 +9,8 @@ to write into
 with exit code 2 and a message naming the path and the two ways on: choose a new path, or pass
 ``--overwrite``.
 
-``--overwrite`` replaces a marlm run and nothing else. A folder holds a marlm run when it holds
+``--overwrite`` replaces a marlm run, or an output file of the kind the command writes
+(:func:`check_output_file`: a report replaces a report, never a trace), and nothing else. A folder holds a marlm run when it holds
 one of marlm's markers, recognised by content, not by name alone (:func:`is_run_marker`): a
 ``trace.jsonl`` that starts with a ``run_start`` event, a ``metrics.json`` with the keys marlm
 writes, a ``compare.json`` / ``compare_notes_only.json`` table, or a marlm checkpoint. In such a
@@ -29,26 +30,38 @@ Light on purpose (no numpy, no plotting): every command calls it before loading 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shutil
+import socket
+import sys
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from marlm.errors import InputError
 
 __all__ = [
+    "CLAIM_FILE",
     "COMPARE_MARKERS",
+    "DISK_ERRORS",
+    "OUTPUT_KINDS",
     "RUN_FILES",
     "RUN_MARKERS",
+    "atomic_path",
     "check_output_file",
     "check_run_folder",
     "claim_run_folder",
+    "disk_error",
     "foreign_entries",
     "fresh_folder",
     "holds_run",
+    "is_output_of_kind",
     "is_run_marker",
+    "release_claims",
 ]
 
 #: Files whose presence marks a folder as a marlm run: the trace and metrics of ``marlm demo``
@@ -77,13 +90,17 @@ COMPARE_MARKERS = frozenset({"compare.json", "compare.txt", "compare_notes_only.
 #: Every file name marlm writes into a run folder: the markers, ``fixed_partner.npz`` of
 #: ``train race``, ``replay.json`` of ``marlm replay --out``; in a compare run also
 #: ``compare.png`` and (notes-only scenario) ``orders.jsonl``.
-RUN_FILES = RUN_MARKERS | {"fixed_partner.npz", "replay.json", ".marlm-write-test"}
+RUN_FILES = RUN_MARKERS | {"fixed_partner.npz", "replay.json", ".marlm-write-test", ".marlm-run"}
 _COMPARE_FILES = RUN_FILES | {"compare.png", "orders.jsonl"}
 
 #: The temporary file of a checkpoint being written (``tempfile.mkstemp``, see
 #: :func:`marlm.rl.checkpoint.save_checkpoint`).
 _CHECKPOINT_FORMAT = "marlm-checkpoint-"
-_CHECKPOINT_TMP = re.compile(r".+\.npz\.[A-Za-z0-9_]+\.tmp")
+_CHECKPOINT_TMP = re.compile(r".+\.(npz|episodes)\.[A-Za-z0-9_]+\.tmp")
+#: The first bytes of a checkpoint's episode log (:data:`marlm.rl.checkpoint.LOG_MAGIC`), and
+#: its name beside the checkpoint (:data:`marlm.rl.checkpoint.LOG_SUFFIX`).
+_EPISODE_LOG_MAGIC = b"marlm-episode-log-v1\n"
+_EPISODE_LOG_SUFFIX = ".episodes"
 
 _FIX = "choose a new path, or pass --overwrite to replace it"
 
@@ -101,6 +118,108 @@ _TRACE = "trace.jsonl"
 _MARKER_MAX_BYTES = 16 * 2**20
 
 
+#: The claim a command writes into its run folder when it takes it (:func:`claim_run_folder`):
+#: ``{"marlm_run": "marlm demo", "compare": false, "pid": 123, "host": "...", "proc_start": ...}``.
+#: It makes a run recognisable as marlm's from its first moment (a run stopped before its trace
+#: or tables hold anything, a ``marlm compare`` stopped between schemes), and a folder whose
+#: claim's process still runs is refused as claimed by that run. It is removed when the command
+#: ends with the run's own markers written (:func:`release_claims`), else kept with ``pid``
+#: null: the folder of a stopped run, which ``--overwrite`` replaces.
+CLAIM_FILE = ".marlm-run"
+#: Folders this process claimed and has not released yet.
+_CLAIMED: list[Path] = []
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux ``/proc``), to tell a
+    claim's process from a later one given the same id; None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _read_claim(folder: Path) -> dict | None:
+    """The claim record of ``folder`` (:data:`CLAIM_FILE`), or None if it has none."""
+    path = folder / CLAIM_FILE
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "marlm_run" in data else None
+
+
+def _claim_alive(claim: dict) -> bool:
+    """Whether the process that wrote ``claim`` still runs (on this host, and not this process:
+    one process runs its commands one after another)."""
+    pid = claim.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    if claim.get("host") != socket.gethostname():
+        return False  # another machine's run on a shared disk: not known to be alive here
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, as another user
+    except OSError:
+        return False
+    started = claim.get("proc_start")
+    return started is None or _proc_start(pid) in (None, started)
+
+
+def _claimed_error(path: Path, claim: dict, option: str) -> InputError:
+    what = claim.get("marlm_run") or "marlm"
+    return InputError(
+        f"is claimed by another run still going ({what}, process {claim.get('pid')}); marlm "
+        "does not write into it or delete it: wait for that run to end, or give another folder",
+        source=path,
+        field=option,
+    )
+
+
+def _write_claim(folder: Path, *, compare: bool) -> None:
+    """Create the claim file with ``O_EXCL``: of two commands claiming one folder at once, the
+    second fails here."""
+    record = {
+        "marlm_run": " ".join(["marlm", *(a for a in sys.argv[1:3] if not a.startswith("-"))]),
+        "compare": compare,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "proc_start": _proc_start(os.getpid()),
+    }
+    fd = os.open(folder / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(record, f)
+
+
+def release_claims() -> None:
+    """Release the run folders this process claimed (:func:`claim_run_folder`): the claim is
+    removed where the folder holds the run's own markers (a trace with its ``run_start``, the
+    metrics, a compare table, a checkpoint), else kept with ``pid`` null, so the folder of a run
+    stopped early stays recognisable as marlm's. Called when every command ends, however it
+    ends (:class:`marlm.cli.app.MarlmGroup`). Never raises."""
+    while _CLAIMED:
+        folder = _CLAIMED.pop()
+        claim = _read_claim(folder)
+        if claim is None or claim.get("pid") != os.getpid():
+            continue
+        try:
+            path = folder / CLAIM_FILE
+            if any(is_run_marker(c) for c in folder.iterdir() if c.name != CLAIM_FILE):
+                path.unlink()
+            else:
+                tmp = folder / (CLAIM_FILE + ".tmp")
+                tmp.write_text(json.dumps({**claim, "pid": None}), encoding="utf-8")
+                os.replace(tmp, path)
+        except OSError:
+            pass  # a full disk or a removed folder: the claim's dead process marks it stale
+
+
 def is_run_marker(path: str | Path) -> bool:
     """Whether ``path`` is a file that marks a folder as a marlm run, by its content: a
     ``trace.jsonl`` whose first line is a ``run_start`` event, a ``metrics.json``,
@@ -111,6 +230,8 @@ def is_run_marker(path: str | Path) -> bool:
     if p.is_symlink() or not p.is_file():
         return False
     try:
+        if p.name == CLAIM_FILE:
+            return _read_claim(p.parent) is not None
         if p.name == _TRACE:
             with p.open("rb") as f:
                 first = json.loads(f.readline(2**20).removeprefix(b"\xef\xbb\xbf"))
@@ -151,6 +272,15 @@ def _is_checkpoint(path: Path) -> bool:
         return False
 
 
+def _is_episode_log(path: Path) -> bool:
+    """Whether ``path`` is the episode log of a marlm checkpoint, by its first bytes."""
+    try:
+        with path.open("rb") as f:
+            return f.read(len(_EPISODE_LOG_MAGIC)) == _EPISODE_LOG_MAGIC
+    except OSError:
+        return False
+
+
 def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
     """Whether the file ``path`` is one marlm writes into a run folder."""
     if path.is_symlink() or not path.is_file():
@@ -160,7 +290,7 @@ def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
         return True
     if name.endswith(".tmp") and (name[: -len(".tmp")] in names or _CHECKPOINT_TMP.fullmatch(name)):
         return True
-    return _is_checkpoint(path)
+    return _is_checkpoint(path) or _is_episode_log(path)
 
 
 def _only_run_files(folder: Path, depth: int) -> bool:
@@ -188,6 +318,8 @@ def foreign_entries(folder: str | Path, keep: Iterable[str | Path | None] = ()) 
     entries = _entries(p, keep)
     markers = [c for c in entries if is_run_marker(c)]
     compare = any(c.name in COMPARE_MARKERS for c in markers)
+    claim = _read_claim(p) if any(c.name == CLAIM_FILE for c in markers) else None
+    compare = compare or bool(claim and claim.get("compare"))
     names = _COMPARE_FILES if compare else RUN_FILES if markers else frozenset()
     foreign = []
     for child in entries:
@@ -237,9 +369,12 @@ def check_run_folder(
         )
     if not p.is_dir():
         return p
+    claim = _read_claim(p)
+    if claim is not None and _claim_alive(claim):
+        raise _claimed_error(p, claim, option)
     entries = _entries(p, keep)
-    if not entries:
-        return p
+    if not entries or [c.name for c in entries] == [CLAIM_FILE]:
+        return p  # nothing, or only the claim of a run stopped before it wrote anything
     foreign = foreign_entries(p, keep)
     if len(foreign) == len(entries) and holds_run(p):  # runs in subfolders, none of its own
         raise InputError(
@@ -276,28 +411,39 @@ def claim_run_folder(
     overwrite: bool = False,
     option: str = "--out",
     keep: Iterable[str | Path | None] = (),
+    compare: bool = False,
 ) -> Path:
     """Make ``path`` a fresh, writable run folder: check it (:func:`check_run_folder`), empty it
-    when ``overwrite`` allows, create it, and probe that it is writable.
+    when ``overwrite`` allows, create it, and claim it (:data:`CLAIM_FILE`, which also probes
+    that it is writable).
 
     Call it after every input is known to be good and before any work: with ``overwrite`` the old
-    run is deleted here.
+    run is deleted here. The claim is released when the command ends (:func:`release_claims`).
+
+    Args:
+        compare: the folder will hold one run folder per scheme (``marlm compare``): a stopped
+            compare's scheme folders are then replaced by ``--overwrite`` too.
 
     Raises:
-        InputError: as :func:`check_run_folder`; or the folder cannot be created or written.
+        InputError: as :func:`check_run_folder`; or the folder cannot be created or written; or
+            another command claimed it meanwhile (two runs started at once into one folder).
     """
     p = check_run_folder(path, overwrite=overwrite, option=option, keep=keep)
     try:
         if p.is_dir():
             for child in _entries(p, keep):
+                if child.name == CLAIM_FILE and _claim_alive(_read_claim(p) or {}):
+                    raise FileExistsError(CLAIM_FILE)  # claimed since the check above
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child)
                 else:
                     child.unlink()
         p.mkdir(parents=True, exist_ok=True)
-        probe = p / ".marlm-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        _write_claim(p, compare=compare)
+        _CLAIMED.append(p)
+    except FileExistsError as e:
+        claim = _read_claim(p) or {}
+        raise _claimed_error(p, claim, option) from e
     except OSError as e:
         raise InputError(
             f"cannot use it as the run folder ({e.strerror or type(e).__name__}); choose another path",
@@ -307,34 +453,165 @@ def claim_run_folder(
     return p
 
 
+#: The kinds of output file marlm writes, and how each is recognised by its content
+#: (:func:`is_output_of_kind`): ``--overwrite`` replaces a file of the kind the command writes
+#: and nothing else (``marlm report --out RUN/trace.jsonl --overwrite`` is refused: a trace is not
+#: a report).
+OUTPUT_KINDS = {
+    "report": "an HTML report of marlm report",
+    "policy": "a Q-table of marlm train warehouse",
+    "checkpoint": "a checkpoint of marlm train gridworld|race",
+    "replay": "a replay report of marlm replay --out",
+    "triage-eval": "a result of marlm eval triage --out",
+}
+#: The title line every report page carries (:func:`marlm.eval.report._page_head`).
+_REPORT_TITLE = b"<title>marlm report: "
+#: The format string a Q-table of ``marlm train warehouse`` carries
+#: (:data:`marlm.hybrid.executor.POLICY_FORMAT`, its version left out).
+_POLICY_FORMAT = "marlm-warehouse-executor-"
+#: The keys of marlm's JSON outputs, by kind.
+_OUTPUT_KEYS = {
+    "replay": {"measured", "estimated"},
+    "triage-eval": {"task", "protocol", "mode", "predictions"},
+}
+
+
+def is_output_of_kind(path: str | Path, kind: str) -> bool:
+    """Whether the file ``path`` is an output marlm writes of ``kind`` (:data:`OUTPUT_KINDS`),
+    by its content: a report page whose head holds marlm's report title; a NumPy zip holding a
+    Q-table of ``marlm train warehouse`` (its ``format`` entry) or a marlm checkpoint (its
+    ``__meta__`` entry); a JSON object with the keys marlm writes. A symlink is never one.
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"unknown output kind {kind!r}; allowed: {', '.join(OUTPUT_KINDS)}")
+    p = Path(path)
+    if p.is_symlink() or not p.is_file():
+        return False
+    try:
+        if kind == "report":
+            with p.open("rb") as f:
+                return _REPORT_TITLE in f.read(8192)
+        if kind == "checkpoint":
+            return _is_checkpoint(p)
+        if kind == "policy":
+            return _npz_entry_holds(p, "format.npy", _POLICY_FORMAT)
+        if p.stat().st_size > 64 * _MARKER_MAX_BYTES:
+            return False
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
+        return isinstance(data, dict) and _OUTPUT_KEYS[kind] <= data.keys()
+    except (OSError, ValueError):
+        return False
+
+
+def _npz_entry_holds(path: Path, entry: str, text: str) -> bool:
+    """Whether the NumPy zip ``path`` has an ``entry`` (a numpy str array) holding ``text``."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = z.read(entry)
+        return any(text.encode(e) in data for e in ("utf-32-le", "utf-32-be"))
+    except (OSError, KeyError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile):
+        return False
+
+
 def check_output_file(
     path: str | Path,
     *,
+    kind: str,
     overwrite: bool = False,
     option: str = "--out",
     allow: Iterable[str | Path | None] = (),
 ) -> Path:
-    """Refuse ``path`` as an output file if it exists, unless ``overwrite``. Changes nothing.
+    """Refuse ``path`` as an output file if it exists, unless ``overwrite`` and it is a file
+    marlm wrote of the same ``kind``. Changes nothing.
 
     Args:
         path: the file the command will write (atomically, when it is complete).
+        kind: what the command writes there, one of :data:`OUTPUT_KINDS`; with ``overwrite``
+            an existing file is replaced only when it is of this kind (:func:`is_output_of_kind`).
         overwrite: the user passed ``--overwrite``.
         option: the option that named ``path``, for the message.
         allow: paths this command may rewrite anyway (``--resume X --checkpoint X`` continues the
             run in X, as the user asked).
 
     Raises:
-        InputError: ``path`` is a folder; or it exists, ``overwrite`` is false and it is not in
-            ``allow``.
+        InputError: ``path`` is a folder; or it exists and is not in ``allow``, and either
+            ``overwrite`` is false or the file is not marlm's of this ``kind`` (refused even with
+            ``overwrite``: no command replaces a file it did not write).
     """
     p = Path(path)
     if p.is_dir():
         raise InputError("is a folder; give the file to write", source=p, field=option)
-    if p.exists() and not overwrite:
-        allowed = {Path(a).resolve() for a in allow if a is not None}
-        if p.resolve() not in allowed:
-            raise InputError(f"already exists; {_FIX}", source=p, field=option)
+    _check_companion(p, kind, option)
+    if not (p.exists() or p.is_symlink()):
+        return p
+    allowed = {Path(a).resolve() for a in allow if a is not None}
+    if p.resolve() in allowed:
+        return p
+    if not overwrite:
+        raise InputError(f"already exists; {_FIX}", source=p, field=option)
+    if not is_output_of_kind(p, kind):
+        raise InputError(
+            f"already exists and is not {OUTPUT_KINDS[kind]}; --overwrite replaces only such a "
+            "file, never one marlm did not write of that kind, so nothing was changed: give a "
+            "new path",
+            source=p,
+            field=option,
+        )
     return p
+
+
+def _check_companion(path: Path, kind: str, option: str) -> None:
+    """A checkpoint's episode log (``<checkpoint>.episodes``) is replaced with it: refuse a
+    file of that name that is not one."""
+    if kind != "checkpoint":
+        return
+    log = path.with_name(path.name + _EPISODE_LOG_SUFFIX)
+    if (log.exists() or log.is_symlink()) and (log.is_symlink() or not _is_episode_log(log)):
+        raise InputError(
+            f"the checkpoint's episode log {log.name} would replace a file that is not one; "
+            "move it, or give another --checkpoint path",
+            source=log,
+            field=option,
+        )
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """The temporary path ``<path>.tmp`` to write ``path`` through: renamed onto ``path`` when
+    the block ends, removed when it raises (a full disk leaves no half-written file behind)."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    try:
+        yield tmp
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+#: The system errors that mean "this disk or folder cannot take the output", which a command
+#: ends with one ``marlm: error:`` line and exit code 2 (:func:`disk_error`), not a traceback.
+DISK_ERRORS = {
+    errno.ENOSPC: "no space left on the disk; free some space, or write to another disk",
+    errno.EDQUOT: "the disk quota is exceeded; free some space, or write to another disk",
+    errno.EFBIG: "the file grew too large for its file system; write to another disk",
+    errno.EROFS: "the file system is read-only; give a folder on a writable disk",
+    errno.EACCES: "permission denied; give a folder you can write to",
+    errno.EPERM: "operation not permitted; give a folder you can write to",
+}
+
+
+def disk_error(error: OSError) -> InputError | None:
+    """``error`` as the one line a command ends with (naming the file and the fix) when it is
+    one of :data:`DISK_ERRORS`; else None."""
+    fix = DISK_ERRORS.get(error.errno)
+    if fix is None:
+        return None
+    source = None if error.filename is None else str(error.filename).removesuffix(".tmp")
+    return InputError(f"cannot write ({os.strerror(error.errno)}): {fix}", source=source)
 
 
 def fresh_folder(path: str | Path) -> Path:

@@ -38,6 +38,7 @@ import numpy as np
 from marlm.errors import InputError
 from marlm.eval import plots
 from marlm.eval.metrics import deliveries_over_time, reward_curves, summarise
+from marlm.eval.outputs import is_run_marker
 from marlm.eval.trace import TRACE_FILE, TraceRead, read_trace
 from marlm.rl.checkpoint import FORMAT as CHECKPOINT_FORMAT
 from marlm.rl.train import curve_window
@@ -556,7 +557,7 @@ def render_compare_report(folder: Path) -> tuple[str, list[str]]:
         ``(page, warnings)``: the HTML and what could not be read (also shown on the page).
     """
     warnings: list[str] = []
-    name = next(n for n in COMPARE_FILES if (folder / n).exists())
+    name = next(n for n in COMPARE_FILES if is_run_marker(folder / n))
     result = _load_json(folder / name, warnings)
     result = result if isinstance(result, dict) else {}
     rows = [r for r in result.get("rows") or [] if isinstance(r, dict)]
@@ -613,11 +614,13 @@ def report_kind(run_dir: str | Path) -> tuple[str, Path]:
 
     Returns:
         ``(kind, folder)``: ``"demo"`` (a folder with ``trace.jsonl``, or a trace file: its folder),
-        ``"compare"`` (``compare.json`` or ``compare_notes_only.json``) or ``"train"`` (any of
-        :data:`TRAIN_FILES`), checked in that order.
+        ``"compare"`` (``compare.json`` or ``compare_notes_only.json`` as marlm writes them) or
+        ``"train"`` (:func:`_is_training_run`), checked in that order. Files are recognised by
+        their content (:func:`marlm.eval.outputs.is_run_marker`), not their names alone.
 
     Raises:
-        InputError: the path does not exist, or the folder holds none of these files.
+        InputError: the path does not exist, or the folder holds none of these files, or holds
+            such names with content marlm did not write (a user's own ``metrics.json``).
     """
     p = Path(run_dir)
     if not p.exists():
@@ -630,13 +633,33 @@ def report_kind(run_dir: str | Path) -> tuple[str, Path]:
         )
     if not p.is_dir() or (p / TRACE_FILE).is_file():
         return "demo", (p if p.is_dir() else p.parent)
-    if any((p / n).is_file() for n in COMPARE_FILES):
+    if any(is_run_marker(p / n) for n in COMPARE_FILES):
         return "compare", p
-    if any((p / n).is_file() for n in TRAIN_FILES):
+    if _is_training_run(p):
         return "train", p
+    mine = [n for n in (*COMPARE_FILES, *TRAIN_FILES) if (p / n).is_file()]
+    if mine:
+        raise InputError(
+            f"holds {', '.join(mine)} but not as marlm writes them (a compare table with rows "
+            f"and setting, training metrics with env, config and episodes), so it is not a marlm "
+            f"run; {_TAKES}",
+            source=p,
+            field="RUN_FOLDER",
+        )
     raise InputError(
         f"holds none of the files of a marlm run; {_TAKES}", source=p, field="RUN_FOLDER"
     )
+
+
+def _is_training_run(folder: Path) -> bool:
+    """Whether ``folder`` holds a training run of ``marlm train gridworld|race``: its
+    ``metrics.json`` as marlm writes it (:func:`marlm.eval.outputs.is_run_marker`), or, when the
+    run stopped before writing it, its per-episode logs or tables (``episodes.npz`` /
+    ``tables.npz``, NumPy zip files). A ``metrics.json`` of the user's own alone is not one."""
+    metrics = folder / "metrics.json"
+    if metrics.is_file():
+        return is_run_marker(metrics)
+    return any(zipfile.is_zipfile(folder / n) for n in ("episodes.npz", "tables.npz"))
 
 
 def default_report_path(run_dir: str | Path) -> Path:

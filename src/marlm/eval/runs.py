@@ -2,8 +2,9 @@
 
 Hybrid runs (``marlm demo``, :func:`marlm.hybrid.controller.run`; the command claims the folder
 first with :func:`marlm.eval.outputs.claim_run_folder`): :func:`start_run_folder` opens it, the
-controller streams ``trace.jsonl``, and :func:`finish_hybrid_run` writes ``metrics.json`` (last, so a folder without
-it is a run that did not finish), ``reward_curves.png`` and ``episode.gif``.
+controller streams ``trace.jsonl`` (and the frames of ``episode.gif``, :class:`GifStream`), and
+:func:`finish_hybrid_run` writes ``metrics.json`` when the episode has ended (so a folder without
+it is a run that did not finish), then ``reward_curves.png`` and the finished ``episode.gif``.
 
 ``marlm train gridworld|race``: one run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
 logs), ``metrics.json`` (fixed names, see :func:`marlm.rl.train.gridworld_metrics` and
@@ -31,7 +32,8 @@ from marlm.eval.diagnose import (
     detect_lazy_agent,
     detect_non_stationarity,
 )
-from marlm.eval.plots import PlotProcess, plot_reward_curves, save_episode_gif
+from marlm.eval.outputs import atomic_path
+from marlm.eval.plots import GifStream, PlotProcess, plot_reward_curves, save_episode_gif
 from marlm.rl.train import (
     GridWorldConfig,
     GridWorldResult,
@@ -60,54 +62,67 @@ def finish_hybrid_run(
     events: Sequence[dict[str, Any]],
     *,
     facts: dict[str, Any],
-    frames: Sequence[np.ndarray] = (),
+    frames: Sequence[np.ndarray] | GifStream = (),
     fps: int = 10,
 ) -> tuple[dict[str, Any], dict[str, Path]]:
-    """Write the files of a finished hybrid run from its trace events.
+    """Write the files of a finished hybrid run from its trace events: ``metrics.json`` first
+    (the figures are what a user needs most, and the smallest file), then the pictures
+    (``reward_curves.png``, ``episode.gif``).
 
     Args:
         out: the run folder (made by :func:`start_run_folder`).
         events: the run's trace events, in order (see ``docs/trace-schema.md``).
         facts: figures the trace does not hold (``scheme``, ``deadlock_breaks``,
             ``orders_total``), added to the metrics after :func:`marlm.eval.metrics.summarise`.
-        frames: ``uint8[H, W, 3]`` episode frames; an ``episode.gif`` at ``fps`` when any.
+        frames: ``uint8[H, W, 3]`` episode frames (an ``episode.gif`` at ``fps`` when any), or
+            the :class:`marlm.eval.plots.GifStream` they were streamed to during the run (its
+            ``finish`` is called here, after the metrics).
 
     Returns:
         ``(metrics, files)``: the metrics written to ``metrics.json`` (with ``planner_deadlines``,
         the rule's stand-ins past the planning deadline) and the paths written, by name
-        (``reward_curves``, ``gif``, ``metrics``).
+        (``metrics``, ``reward_curves``, ``gif``).
+
+    Raises:
+        OSError: a file cannot be written (a full disk): every temporary file is removed, and
+            what was written before it (the metrics, when there was room for them) is kept.
     """
     from marlm.eval.metrics import reward_curves, summarise  # (hybrid runs only)
 
     out = Path(out)
-    metrics = summarise(events)
-    metrics.update(facts)
-    metrics["planner_deadlines"] = sum(
-        1 for e in events if e["type"] == "plan" and e["source"] == "deadline"
-    )
-    files: dict[str, Path] = {}
-    curves = reward_curves(events)
-    if curves:
-        files["reward_curves"] = plot_reward_curves(
-            curves,
-            out / "reward_curves.png",
-            team="sum",
-            cumulative=True,
-            title="Per-robot cumulative reward (team = sum)",
+    stream = frames if isinstance(frames, GifStream) else None
+    try:
+        metrics = summarise(events)
+        metrics.update(facts)
+        metrics["planner_deadlines"] = sum(
+            1 for e in events if e["type"] == "plan" and e["source"] == "deadline"
         )
-    if len(frames):
-        files["gif"] = save_episode_gif(list(frames), out / "episode.gif", fps=fps)
-    tmp = out / "metrics.json.tmp"
-    tmp.write_text(json.dumps(metrics, indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(out / "metrics.json")
-    files["metrics"] = out / "metrics.json"
+        files: dict[str, Path] = {}
+        with atomic_path(out / "metrics.json") as tmp:
+            tmp.write_text(json.dumps(metrics, indent=2, ensure_ascii=False), encoding="utf-8")
+        files["metrics"] = out / "metrics.json"
+        curves = reward_curves(events)
+        if curves:
+            files["reward_curves"] = plot_reward_curves(
+                curves,
+                out / "reward_curves.png",
+                team="sum",
+                cumulative=True,
+                title="Per-robot cumulative reward (team = sum)",
+            )
+        if stream is not None and stream.offered:
+            files["gif"] = stream.finish()
+        elif stream is None and len(frames):
+            files["gif"] = save_episode_gif(list(frames), out / "episode.gif", fps=fps)
+    finally:
+        if stream is not None:
+            stream.discard()  # a stream not finished (an error above): its temporary file goes
     return metrics, files
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def save_gridworld_run(

@@ -120,6 +120,8 @@ class TraceWriter:
 
         Raises:
             ValueError: ``type`` is empty or a field is named ``v`` or ``type``; or the writer is closed.
+            OSError: the line cannot be written (a full disk), with the trace's path as its
+                ``filename``.
         """
         if not type:
             raise ValueError("event type must be a non-empty string")
@@ -130,17 +132,32 @@ class TraceWriter:
         with self._lock:
             if self._file.closed:
                 raise ValueError(f"trace {self.path} is closed")
-            self._file.write(line)
-            self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
+            try:
+                self._file.write(line)
+                self._file.flush()
+                if self._fsync:
+                    os.fsync(self._file.fileno())
+            except OSError as e:  # a full disk: the error names the trace (a write names none)
+                if e.filename:
+                    raise
+                raise OSError(e.errno, e.strerror, str(self.path)) from e
             self.n_events += 1
 
     def close(self) -> None:
-        """Flush and close the file. Closing twice is harmless."""
+        """Flush and close the file. Closing twice is harmless.
+
+        Raises:
+            OSError: the last bytes cannot be written (a full disk), naming the trace; the file
+                is closed all the same.
+        """
         with self._lock:
             if not self._file.closed:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError as e:
+                    if e.filename:
+                        raise
+                    raise OSError(e.errno, e.strerror, str(self.path)) from e
 
     @property
     def closed(self) -> bool:

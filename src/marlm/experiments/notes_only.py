@@ -195,6 +195,7 @@ def run_notes_only(
             shield_rule=shield_rule,
             sync_planner=True,
             gif=False,
+            scored_deadlines=truth.true_deadline,  # the run's own metrics score the truth too
         )
         t0 = time.perf_counter()
         result = run(config, out / name, planner=planner)

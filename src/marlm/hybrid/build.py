@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
@@ -94,19 +95,67 @@ def cache_dir() -> Path:
     return base / "marlm"
 
 
+def _policy_path(settings: dict | None) -> tuple[dict, Path]:
+    """The training settings (``DEFAULT_TRAINING`` when None) and their cache file."""
+    settings = dict(DEFAULT_TRAINING if settings is None else settings)
+    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    return settings, cache_dir() / f"executor-{key}.npz"
+
+
+def _unwritable_cache(folder: Path, error: OSError) -> InputError:
+    return InputError(
+        f"cannot write the policy cache ({error.strerror or type(error).__name__}); set "
+        "MARLM_CACHE to a writable folder",
+        source=folder,
+        field="$MARLM_CACHE",
+    )
+
+
+def check_policy_cache(settings: dict | None = None) -> None:
+    """Refuse, before any work, a cache folder the executor trained with ``settings`` could not
+    be saved to: when the cache holds no readable table for them, the folder is created and a
+    probe file written and removed there. (A read-only ``$MARLM_CACHE`` was reported only after
+    the training it was to keep.)
+
+    Raises:
+        InputError: naming ``$MARLM_CACHE``, the folder and the system's reason.
+    """
+    from .executor import QExecutor
+
+    _, path = _policy_path(settings)
+    if path.is_file():
+        try:
+            QExecutor.load(path)
+            return
+        except InputError:
+            pass  # rebuilt by cached_policy: the folder must be writable
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=".marlm-write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise _unwritable_cache(path.parent, e) from e
+
+
 def cached_policy(
     settings: dict | None = None, progress: Callable[[int, int], None] | None = None
 ) -> tuple[QExecutor, bool]:
     """Load the executor trained with ``settings`` from the cache, or train and cache it.
 
+    A cache entry that cannot be read (cut short, empty, of another version) is trained again
+    and replaced. Call :func:`check_policy_cache` first to refuse an unwritable cache before
+    the training.
+
     Returns:
         ``(policy, trained_now)``.
+
+    Raises:
+        InputError: the trained table cannot be written to the cache (``$MARLM_CACHE``).
     """
     from .executor import QExecutor, train_executor
 
-    settings = dict(DEFAULT_TRAINING if settings is None else settings)
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
-    path = cache_dir() / f"executor-{key}.npz"
+    settings, path = _policy_path(settings)
     if path.is_file():
         try:
             return QExecutor.load(path), False
@@ -116,11 +165,7 @@ def cached_policy(
     try:
         policy.save(path)
     except OSError as e:
-        raise InputError(
-            f"cannot write the policy cache ({e.strerror}); set MARLM_CACHE to a writable folder",
-            source=path.parent,
-            field="$MARLM_CACHE",
-        ) from e
+        raise _unwritable_cache(path.parent, e) from e
     return policy, True
 
 
@@ -138,6 +183,7 @@ __all__ = [
     "build_planner",
     "cache_dir",
     "cached_policy",
+    "check_policy_cache",
     "default_orders",
     "make_model",
 ]

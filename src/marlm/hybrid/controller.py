@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.errors import InputError
+from marlm.eval.plots import GifStream
 from marlm.eval.records import (
     FailureRecord,
     OrderRecord,
@@ -94,6 +95,11 @@ class RunConfig(BaseModel):
             learned from the orders so far, one idle robot kept for urgent work), ``"points"``
             (dwell points only) or ``"none"`` (an idle robot stays where it finished).
         gif: record frames and write ``episode.gif``.
+        scored_deadlines: ``{order_id: step}``, the deadlines the run's on-time figures are
+            scored against where they are not the listed ones (the notes-only scenario: an
+            order listed ``normal`` whose note says it is urgent has a tighter true deadline);
+            the planner never sees them. Recorded in ``run_start.config``, so the metrics,
+            ``metrics.json`` and ``marlm report`` all score the same deadlines.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -113,6 +119,7 @@ class RunConfig(BaseModel):
     plan_deadline_s: float = Field(0.0, ge=0, allow_inf_nan=False)
     dwell: DwellName = "points"
     gif: bool = True
+    scored_deadlines: dict[str, int] | None = None
 
     @property
     def scheme(self) -> str:
@@ -376,9 +383,10 @@ def run(
         if config.shield
         else None
     )
-    frames: list[np.ndarray] = []
+    # Frames go to the file as they are drawn (peak memory: one frame, whatever the length).
+    frames = GifStream.for_frames(out / "episode.gif", config.steps + 1, fps=10)
     trace_path = out / "trace.jsonl"
-    with TraceWriter(trace_path) as trace:
+    with frames, TraceWriter(trace_path) as trace:
         dwell = (
             None
             if config.dwell == "none"
@@ -440,7 +448,7 @@ def _episode(
     ctl: Controller,
     obs: dict,
     config: RunConfig,
-    frames: list[np.ndarray],
+    frames: GifStream,
     progress: Callable[[int, int], None] | None,
 ) -> RunEndReason:
     """Step until the episode ends, one control period per step; returns the ``run_end``

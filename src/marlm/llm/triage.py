@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from marlm.errors import InputError
+from marlm.errors import CACHE_READ_ERRORS, InputError, check_text
 
 from .backends import BackendError
 from .errors import ContextLengthExceeded
@@ -152,8 +152,9 @@ def load_labelled_notes(
     ``priority`` is the label and must be one of ``classes``. Blank lines are skipped.
 
     Raises:
-        InputError: the file is missing, a line is not a JSON object, a field is missing or of the
-            wrong type, a label is not a class, an id repeats (naming file, line and field).
+        InputError: the file is missing, a line is not a JSON object, a string holds half a
+            surrogate pair (a ``\\u`` escape cut in two), a field is missing or of the wrong
+            type, a label is not a class, an id repeats (naming file, line and field).
     """
     p = Path(path)
     try:
@@ -177,6 +178,7 @@ def load_labelled_notes(
             ) from e
         if not isinstance(row, dict):
             raise InputError("expected a JSON object per line", source=p, line=n)
+        check_text(row, source=p, line=n)  # half a surrogate pair: no UTF-8 file holds it
         for key in ("id", "note", "priority"):
             if not isinstance(row.get(key), str):
                 raise InputError(
@@ -804,7 +806,7 @@ class Triage:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             prior = np.asarray(data["log_prior"], dtype=np.float64)
-        except (OSError, ValueError, KeyError, TypeError):
+        except CACHE_READ_ERRORS:
             return None  # a broken cache entry is computed again and replaced
         if prior.shape != (len(self.classes),) or not np.all(np.isfinite(prior)):
             return None
@@ -970,12 +972,13 @@ class Triage:
         if path is not None and path.is_file() and any(t not in memo for t in inputs):
             try:
                 with np.load(path, allow_pickle=False) as z:
-                    memo.update(
+                    stored = dict(
                         zip(z["texts"].tolist(), z["vectors"].astype(np.float64), strict=True)
                     )
+                memo.update(stored)
                 self.probe_source = "disk cache"
-            except (OSError, ValueError, KeyError):
-                pass  # a broken cache entry is computed again and replaced
+            except CACHE_READ_ERRORS:
+                pass  # cut short, empty, another version: computed again and replaced below
         missing = [t for t in dict.fromkeys(inputs) if t not in memo]
         if missing:
             self.probe_source = "computed"

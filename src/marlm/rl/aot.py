@@ -23,8 +23,9 @@ into a temporary file renamed into place, then uses it. ``python -m marlm.rl.aot
 (:data:`LOOPS`) beforehand and removes stale ones. A build that fails leaves a note
 ``<name>.failed`` (the error), so later runs do not try again (``python -m marlm.rl.aot`` does).
 The JIT of :mod:`marlm.rl.fast` runs the loop instead, as before, whenever no module is usable:
-``MARLM_AOT=0``, a failed build, a cache folder that cannot be written, a module that does not
-load (corrupt, other ABI), or arguments of other types than the module was built for.
+``MARLM_AOT=0``, a failed build, a cache folder that cannot be written, or arguments of other
+types than the module was built for. A module that does not load (cut short, empty, other ABI)
+is a damaged cache entry: it is removed and built again once (its note kept if that fails too).
 
 Portability: the module is compiled for the generic CPU of its architecture (pycc's default), and
 like the JIT without fast-math, so its floating-point results are those of the JIT's loop.
@@ -192,9 +193,32 @@ def run_race_loop(kind: int, family: int, args: tuple) -> bool:
         return False
     loop = _load(path)
     if loop is None:
+        loop = _rebuild(kind, family, path)
+    if loop is None:
         return False
     loop(*call)
     return True
+
+
+def _rebuild(kind: int, family: int, path: Path):
+    """A cached module that does not load (cut short, empty, overwritten) is removed and built
+    again, once, like any other damaged cache entry; returns its ``race_loop``, or None (then
+    a note keeps later runs from trying again, see :func:`_failure_note`)."""
+    if not _writable(path.parent):
+        return None
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        return None
+    _LOADED.pop(path, None)
+    loop = _load(path) if _build_in_child(kind, family, path) else None
+    if loop is None and path.is_file():
+        with contextlib.suppress(OSError):
+            path.unlink()
+            _failure_note(path).write_text(
+                "built again after a damaged module; still does not load"
+            )
+    return loop
 
 
 def _writable(folder: Path) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 
 from marlm.rl import fast
 from marlm.rl.independent import AgentQTables
-from marlm.rl.qlearning import epsilon_greedy_joint_action
+from marlm.rl.qlearning import check_step, epsilon_greedy_joint_action
 
 
 class VDNLearner(AgentQTables):
@@ -44,7 +44,13 @@ class VDNLearner(AgentQTables):
         gamma: float,
         learn: Sequence[bool] | None = None,
     ) -> float:
-        """One joint TD update on the team reward; returns the TD error of ``Q_tot``."""
+        """One joint TD update on the team reward; returns the TD error of ``Q_tot``.
+
+        Raises:
+            StepError: an agent in ``actions`` has no value in ``obs``, ``next_obs`` or
+                ``terminated`` (:func:`marlm.rl.qlearning.check_step`).
+        """
+        check_step(actions, "VDNLearner", obs=obs, next_obs=next_obs, terminated=terminated)
         q_tot = 0.0
         next_v = 0.0
         for i, name in enumerate(self.agents):
@@ -102,7 +108,16 @@ class JointActionLearners:
     ) -> None:
         """Count the partner's action, then ``Q_i(o, u_i, u_j) += alpha * (y - Q_i)`` with
         ``y = r_i + gamma * (1 - terminated) * max_a EV_i(o', a)``. A finished partner counts as
-        taking ``stay``."""
+        taking ``stay``.
+
+        Raises:
+            StepError: an agent in ``actions`` has no value in ``obs``, ``rewards``,
+                ``next_obs`` or ``terminated`` (:func:`marlm.rl.qlearning.check_step`).
+        """
+        check_step(
+            actions, "JointActionLearners", obs=obs, rewards=rewards, next_obs=next_obs,
+            terminated=terminated,
+        )  # fmt: skip
         for i, name in enumerate(self.agents):
             if name not in actions or (learn is not None and not learn[i]):
                 continue

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from marlm.rl.qlearning import epsilon_greedy_joint_action, td_update
+from marlm.rl.qlearning import check_step, epsilon_greedy_joint_action, td_update
 
 
 class AgentQTables:
@@ -59,7 +59,16 @@ class IndependentQLearners(AgentQTables):
         gamma: float,
         learn: Sequence[bool] | None = None,
     ) -> None:
-        """One Q-learning update per acting agent on its own reward (truncation bootstraps)."""
+        """One Q-learning update per acting agent on its own reward (truncation bootstraps).
+
+        Raises:
+            StepError: an agent in ``actions`` has no value in ``obs``, ``rewards``,
+                ``next_obs`` or ``terminated`` (:func:`marlm.rl.qlearning.check_step`).
+        """
+        check_step(
+            actions, type(self).__name__, obs=obs, rewards=rewards, next_obs=next_obs,
+            terminated=terminated,
+        )  # fmt: skip
         for i, name in enumerate(self.agents):
             if name in actions and (learn is None or learn[i]):
                 td_update(

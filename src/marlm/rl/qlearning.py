@@ -33,7 +33,9 @@ from marlm.errors import InputError
 __all__ = [
     "EpsilonSchedule",
     "LearningRateSchedule",
+    "StepError",
     "check_discount",
+    "check_step",
     "epsilon_greedy",
     "epsilon_greedy_joint_action",
     "greedy_action",
@@ -49,6 +51,39 @@ def check_discount(gamma: float, *, field: str = "gamma", source: str | None = N
             f"discount must be a number in [0, 1], got {gamma!r}", source=source, field=field
         )
     return float(gamma)
+
+
+class StepError(ValueError):
+    """A transition handed to a learner lacks a value it needs for an acting agent (a reward,
+    an observation, a next observation or a termination flag of an agent that acted). Raised by
+    :func:`check_step` before any table changes, so the learner is left as it was."""
+
+
+def check_step(
+    acting: Sequence[str], learner: str, /, **fields: Mapping[str, object] | None
+) -> None:
+    """Check that every ``fields`` mapping holds a value for every agent in ``acting``.
+
+    Args:
+        acting: the agents that acted this step (the keys of the joint action).
+        learner: the learner's name, for the message.
+        fields: the step's per-agent mappings by their argument name (``obs``, ``rewards``,
+            ``next_obs``, ``terminated``); ``None`` skips one.
+
+    Raises:
+        StepError: naming the first agent and field without a value, and the agents that field
+            does hold (the fix: pass a value for every agent that acted).
+    """
+    for name, values in fields.items():
+        if values is None:
+            continue
+        for agent in acting:
+            if agent not in values:
+                have = ", ".join(map(repr, values)) or "none"
+                raise StepError(
+                    f"{learner}.update: agent {agent!r} acted but {name} has no value for it "
+                    f"(it has: {have}); pass {name}[{agent!r}] for every agent in actions"
+                )
 
 
 def _check_rate(value: float, field: str, *, allow_zero: bool = False) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 from marlm.envs.grid_dynamics import GRIDRACE_AGENTS, GRIDRACE_NAME, STAY, move_table
 from marlm.errors import InputError
 from marlm.rl import fast
-from marlm.rl.checkpoint import load_checkpoint, restore_rng, save_checkpoint
+from marlm.rl.checkpoint import CheckpointWriter, load_checkpoint, restore_rng
 from marlm.rl.credit import (
     assign_rewards,
     check_counterfactual,
@@ -354,8 +354,8 @@ def _run_chunks(
     *,
     chunk: int,
     progress: ProgressFn | None,
-    checkpoint: Path | None,
-    save: Callable[[Any, Path], None],
+    checkpoint: CheckpointWriter | None,
+    save: Callable[[Any, CheckpointWriter], None],
     stop_after: int | None,
 ) -> None:
     end = total if stop_after is None else min(total, stop_after)
@@ -364,7 +364,7 @@ def _run_chunks(
         step(res, n)
         res.episode += n
         if checkpoint is not None:
-            save(res, checkpoint)
+            save(res, checkpoint)  # the tables, and the log's records of this chunk appended
         if progress is not None:
             progress(res.episode, total)
 
@@ -395,10 +395,21 @@ def _check_resume_config(meta: dict[str, Any], config: Any, path: Path) -> None:
         )
 
 
-def _save_gridworld_checkpoint(res: GridWorldResult, path: Path) -> None:
-    save_checkpoint(
-        path, kind="gridworld", config=_config_dict(res.config), episode=res.episode, rng=res.rng,
-        arrays={"q": res.q, "returns": res.returns[: res.episode], "lengths": res.lengths[: res.episode]},
+def _checkpoint_writer(
+    checkpoint: str | Path | None, resume: str | Path | None, resumed: int, kind: str
+) -> CheckpointWriter | None:
+    """The run's checkpoint writer: a run resumed from its own checkpoint file appends to that
+    file's episode log after the ``resumed`` episodes; any other starts a new log."""
+    if checkpoint is None:
+        return None
+    same = resume is not None and Path(resume).resolve() == Path(checkpoint).resolve()
+    return CheckpointWriter(checkpoint, kind=kind, logged=resumed if same else 0)
+
+
+def _save_gridworld_checkpoint(res: GridWorldResult, writer: CheckpointWriter) -> None:
+    writer.save(
+        config=_config_dict(res.config), episode=res.episode, rng=res.rng, tables={"q": res.q},
+        log={"returns": res.returns, "lengths": res.lengths},
     )  # fmt: skip
 
 
@@ -420,7 +431,9 @@ def train_gridworld(
         engine: ``"fast"`` (compiled) or ``"reference"`` (plain Python); same result for one seed.
         chunk: episodes between progress calls and checkpoints.
         progress: called as ``progress(done, total)`` after each chunk.
-        checkpoint: a ``.npz`` path rewritten atomically after each chunk.
+        checkpoint: a ``.npz`` path rewritten atomically after each chunk (the tables), its
+            per-episode log appended to ``<checkpoint>.episodes``
+            (:class:`marlm.rl.checkpoint.CheckpointWriter`).
         resume: a checkpoint to continue from (same config except ``episodes``).
         stop_after: stop once this many episodes are done (to simulate an interruption).
         reward_fn: state text -> reward (e.g. ``marlm.llm.reward.LLMReward``) replacing the env's
@@ -462,8 +475,8 @@ def train_gridworld(
         step = _gridworld_fast if engine == "fast" else _gridworld_reference
     _run_chunks(
         res, config.episodes, step, chunk=chunk, progress=progress,
-        checkpoint=Path(checkpoint) if checkpoint else None, save=_save_gridworld_checkpoint,
-        stop_after=stop_after,
+        checkpoint=_checkpoint_writer(checkpoint, resume, res.episode, "gridworld"),
+        save=_save_gridworld_checkpoint, stop_after=stop_after,
     )  # fmt: skip
     return res
 
@@ -646,10 +659,10 @@ def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, T
             obs = {a: next_obs[a] for a in env.agents}
 
 
-def _save_race_checkpoint(res: RaceResult, path: Path) -> None:
-    save_checkpoint(
-        path, kind="race", config=_config_dict(res.config), episode=res.episode, rng=res.rng,
-        arrays={**{f"table_{k}": v for k, v in res.tables.items()}, **res.log.arrays(res.episode)},
+def _save_race_checkpoint(res: RaceResult, writer: CheckpointWriter) -> None:
+    writer.save(
+        config=_config_dict(res.config), episode=res.episode, rng=res.rng,
+        tables={f"table_{k}": v for k, v in res.tables.items()}, log=res.log.arrays(),
     )  # fmt: skip
 
 
@@ -696,8 +709,8 @@ def train_race(
     step = _race_fast if engine == "fast" else _race_reference
     _run_chunks(
         res, config.episodes, step, chunk=chunk, progress=progress,
-        checkpoint=Path(checkpoint) if checkpoint else None, save=_save_race_checkpoint,
-        stop_after=stop_after,
+        checkpoint=_checkpoint_writer(checkpoint, resume, res.episode, "race"),
+        save=_save_race_checkpoint, stop_after=stop_after,
     )  # fmt: skip
     return res
 

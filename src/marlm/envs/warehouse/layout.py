@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.errors import InputError
+from marlm.errors import InputError, check_path_text
 
 FLOOR, WALL, SHELF, STATION = 0, 1, 2, 3
 """Cell codes of :attr:`Layout.grid` (uint8)."""
@@ -476,6 +476,7 @@ def load_layout(name_or_path: str | Path) -> Layout:
         resource = _layout_dir() / f"{name_or_path}.txt"
         return parse_layout(resource.read_text(encoding="utf-8-sig"), name_or_path, resource.name)
     path = Path(name_or_path)
+    check_path_text(path, field="layout")  # its name is the layout's, written into the trace
     if not path.is_file():
         raise InputError(
             f"no layout file {str(path)!r}; give a map file or one of {list_layouts()}",
@@ -704,6 +705,7 @@ def load_grid_map(path: str | Path) -> GridMap:
     if isinstance(path, str) and path in list_layouts():
         return load_layout(path).to_grid_map()
     p = Path(path)
+    check_path_text(p, field="layout")  # its name is the map's, written into the trace
     if not p.is_file():
         raise InputError(f"no map file {str(p)!r}", source=str(p), field="layout")
     data = p.read_bytes()

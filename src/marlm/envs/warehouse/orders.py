@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from marlm.envs.warehouse.layout import Layout
-from marlm.errors import InputError
+from marlm.errors import InputError, check_path_text, check_text
 
 Priority = Literal["urgent", "normal", "low"]
 PRIORITIES: tuple[str, ...] = ("urgent", "normal", "low")
@@ -85,7 +85,8 @@ def parse_order(
     """Validate one decoded JSON object into an :class:`Order` with a normalised shelf name.
 
     Raises:
-        InputError: not an object, missing or unknown field, bad value, unknown shelf.
+        InputError: not an object, text that is not UTF-8 (half a surrogate pair from a
+            ``\\u`` escape), missing or unknown field, bad value, unknown shelf.
     """
     if not isinstance(obj, dict):
         raise InputError(
@@ -94,6 +95,7 @@ def parse_order(
             line=line,
             field="order",
         )
+    check_text(obj, source=source, line=line)  # the trace and reports are UTF-8
     try:
         order = Order.model_validate(obj)
     except ValidationError as e:
@@ -121,11 +123,13 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
         orders in file order.
 
     Raises:
-        InputError: missing file, a file with no orders, bytes that are not UTF-8, bad JSON, missing/unknown field, bad
+        InputError: missing file, a file with no orders, bytes that are not UTF-8 (or half a
+            surrogate pair written as a ``\\u`` escape), bad JSON, missing/unknown field, bad
             priority, deadline <= arrival, unknown shelf, duplicate id. The message names the
             file, the 1-based line and the field.
     """
     path = Path(path)
+    check_path_text(path, field="orders")
     if not path.is_file():
         raise InputError(f"no order file {str(path)!r}", source=str(path), field="orders")
     orders: list[Order] = []
@@ -193,14 +197,25 @@ def load_notes(path: str | Path | None = None) -> list[dict]:
     """Sample notes: dicts with ``text``, ``lang`` (``en``/``zh``) and ``tone`` (urgent/normal/low).
 
     Defaults to the shipped ``marlm/data/notes/sample_notes.jsonl``.
+
+    Raises:
+        InputError: a line whose text is not UTF-8 (half a surrogate pair written as a ``\\u``
+            escape), naming the file, the line and the field.
     """
     if path is None:
+        source: str | Path = "sample_notes.jsonl"
         text = (resources.files("marlm") / "data" / "notes" / "sample_notes.jsonl").read_text(
             encoding="utf-8-sig"
         )
     else:
+        source = path
         text = Path(path).read_text(encoding="utf-8-sig")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    notes = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            notes.append(json.loads(line))
+            check_text(notes[-1], source=source, line=lineno)
+    return notes
 
 
 # Extra steps allowed on top of twice the station round trip, by priority.
