@@ -47,6 +47,15 @@ CASES = [
     (["train", "race"], "--episodes", "-5"),
     (["train", "race"], "--seed", "-1"),
     (["train", "race"], "--checkpoint-every", "-1"),
+    (["train", "race"], "--steps", "0"),
+    (["train", "race"], "--envs", "0"),
+    (["train", "race"], "--lr", "0"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--lr", "nan"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--steps", "0"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--seed", "-1"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--envs", "0"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--checkpoint-every", "0"),
+    (["demo"], "--order-every", "0"),
     (["eval", "triage", "--notes", "NOTES"], "--folds", "1"),
     (["eval", "triage", "--notes", "NOTES"], "--shots", "0"),
     (["eval", "triage", "--notes", "NOTES"], "--per-class", "0"),
@@ -73,6 +82,7 @@ CONFIG_RANGES = [
     (["train", "race"], "--epsilon-decay", "1.5"),
     (["train", "race"], "--epsilon-floor", "2"),
     (["train", "race"], "--mix-weight", "2"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--gamma", "2"),
 ]
 
 

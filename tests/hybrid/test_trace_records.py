@@ -49,7 +49,7 @@ def _order(oid: str, note: str, priority: str = "normal") -> Order:
 
 def test_a_triage_that_timed_out_after_10_s_counts_10_s_not_0():
     clock = FakeClock()
-    planner = TriagePlanner(Triage(SlowTimeout(clock, 10.0), mode="generate"), clock=clock)
+    planner = TriagePlanner(Triage(SlowTimeout(clock, 10.0), mode="generate", clock=clock))
     snap = Snapshot(0, (_order("a", "the truck leaves at noon"),), ("r0",), {("r0", "a"): 3})
     (call,) = planner.plan(snap).calls
     assert isinstance(call, TriageCallRecord)
@@ -80,7 +80,7 @@ def test_the_scheduler_stamps_each_call_and_writes_its_status():
     env = WarehouseEnv(layout="small", n_orders=4, n_robots=1, max_steps=50, auto_assign=False)
     env.reset(seed=0)
     clock = FakeClock()
-    planner = TriagePlanner(Triage(SlowTimeout(clock, 2.5), mode="generate"), clock=clock)
+    planner = TriagePlanner(Triage(SlowTimeout(clock, 2.5), mode="generate", clock=clock))
     events: list[dict] = []
     sched = PlanScheduler(
         env, planner, lambda t, **f: events.append({"type": t, **f}), sync=True, clock=clock

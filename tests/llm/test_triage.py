@@ -480,29 +480,29 @@ def test_embed_refuses_a_text_longer_than_its_batch_without_opening_the_breaker(
 
 
 class _SlowTimeout:
-    """Fault injector: every embed call waits ``delay_s`` then times out."""
+    """Fault injector: every embed call advances the injected clock by ``delay_s``, then times
+    out (no wall clock is read)."""
 
     name = "slow-timeout"
 
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
+    def __init__(self, clock: list[float], delay_s: float) -> None:
+        self.clock, self.delay_s = clock, delay_s
 
     def embed(self, texts):
-        import time
-
         from marlm.llm.errors import BackendTimeout
 
-        time.sleep(self.delay_s)
+        self.clock[0] += self.delay_s
         raise BackendTimeout("no answer within the timeout")
 
 
 def test_a_timed_out_probe_call_is_recorded_with_its_real_duration_not_zero():
     # A call that timed out was recorded as 0 ms, so the latency figures looked better than
     # the run was. Two notes in one request share the time it took.
-    triage = Triage(_SlowTimeout(0.1), mode="probe")
+    now = [0.0]
+    triage = Triage(_SlowTimeout(now, 10.0), mode="probe", clock=lambda: now[0])
     a, b = triage.classify_many(["line 3 is down", "restock when free"])
     assert a.source == b.source == "fallback" and a.failure == "backend_error"
-    assert a.latency_s >= 0.05 and b.latency_s >= 0.05
+    assert a.latency_s == b.latency_s == 5.0
 
 
 def test_a_damaged_pool_cache_is_computed_again_and_replaced(embedded_model, tmp_path):

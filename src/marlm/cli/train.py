@@ -25,6 +25,7 @@ from .app import (
     SEED_BOUND,
     app,
     at_least,
+    finite_at_least,
     input_file,
     llm_model_option,
     llm_option,
@@ -96,6 +97,7 @@ DEEP_LR = typer.Option(
     "--lr",
     help="Deep learners: Adam's step size (default 0.001); halved when every agent gets the "
     "shared team reward.",
+    callback=finite_at_least(0.0, exclusive=True),
 )
 DEEP_ENVS = typer.Option(
     8,

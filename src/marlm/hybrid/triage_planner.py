@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -173,8 +172,6 @@ class TriagePlanner:
         expected_deadlines: rank the queue within a class by :func:`expected_deadline` over the
             class probabilities of the note (:func:`class_probabilities` of the decision's
             scores) instead of the listed deadline; the deadline-aware test then uses them too.
-        clock: seconds, monotonic (default :func:`time.perf_counter`): a failed model call's
-            duration, which the classifier does not report, is measured with it.
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -191,10 +188,8 @@ class TriagePlanner:
         hysteresis: bool = True,
         deadline_aware: bool = False,
         expected_deadlines: bool = True,
-        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.triage = triage
-        self.clock = clock
         self.max_orders = max_orders
         self.hysteresis = hysteresis
         self.deadline_aware = deadline_aware
@@ -216,7 +211,6 @@ class TriagePlanner:
             hysteresis=self.hysteresis,
             deadline_aware=self.deadline_aware,
             expected_deadlines=self.expected_deadlines,
-            clock=self.clock,
         )
 
     def deadlines(self, orders: Sequence[Any]) -> dict[str, float] | None:
@@ -295,9 +289,8 @@ class TriagePlanner:
 
         Returns:
             the records of the model calls made (one per new note scored; none for cached or
-            empty notes). A call that failed counts with its real duration: the wall time of
-            the request not accounted for by the notes the model answered, shared among the
-            notes that failed (the classifier reports 0 s for them).
+            empty notes), each with the duration the classifier measured (a failed or
+            timed-out call's real time included).
 
         Raises:
             whatever the classifier raises (a bug of ours); :meth:`plan` turns it into a
@@ -306,15 +299,9 @@ class TriagePlanner:
         new = self.unclassified(orders)
         if not new:  # nothing to ask: do not even wait for the classifier's lock
             return []
-        t0 = self.clock()
         decisions = self.triage.classify_many(
             [o.note for o in new], fallbacks=[o.priority for o in new]
         )
-        elapsed_s = self.clock() - t0
-        called = [d for d in decisions if not d.cached and d.failure != "empty_note"]
-        unmeasured = {id(d) for d in called if d.source != "model" and not d.latency_s}
-        measured_s = sum(d.latency_s for d in called)
-        failed_s = max(0.0, elapsed_s - measured_s) / len(unmeasured) if unmeasured else 0.0
         calls: list[TriageCallRecord] = []
         for order, d in zip(new, decisions, strict=True):
             self.classes[order.id] = d.label
@@ -323,7 +310,7 @@ class TriagePlanner:
             self.probs[order.id] = class_probabilities(d.scores) if d.source == "model" else None
             self.sources[order.id] = d.source  # last: marks the order classified
             if not d.cached and d.failure != "empty_note":
-                calls.append(self._call(order, d, failed_s if id(d) in unmeasured else None))
+                calls.append(self._call(order, d))
         return calls
 
     def outcome(self, orders: Sequence[Any]) -> tuple[PlanOutcome, str | None]:
@@ -483,15 +470,14 @@ class TriagePlanner:
             warm(progress=progress)
 
     @staticmethod
-    def _call(order: Any, d: Any, failed_s: float | None = None) -> TriageCallRecord:
-        """The record of one note's classification (``failed_s``: the measured duration of a
-        failed call, when the classifier reported none)."""
+    def _call(order: Any, d: Any) -> TriageCallRecord:
+        """The record of one note's classification."""
         valid = d.source == "model"
         return TriageCallRecord(
             order=order.id,
             label=d.label,
             decision=d.record(),
-            latency_ms=(d.latency_s if failed_s is None else failed_s) * 1e3,
+            latency_ms=d.latency_s * 1e3,
             prompt_tokens=d.prompt_tokens,
             completion_tokens=d.completion_tokens,
             valid=valid,

@@ -548,6 +548,8 @@ class Triage:
             labels nor their texts reach a prompt or the prior.
         cache_dir: folder where the ``batch`` prior is kept on disk, keyed by model file, prompt
             version, classes, selection and pool (``None``: memory only).
+        clock: seconds, monotonic (default :func:`time.perf_counter`): every call's
+            ``latency_s`` is measured with it, a failed or timed-out call's included.
 
     Raises:
         InputError: unknown mode or selection, fallback not a class, or a bad examples file.
@@ -569,7 +571,9 @@ class Triage:
         max_tokens: int = 16,
         hold_out: Sequence[str] = (),
         cache_dir: str | Path | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        self.clock = clock
         if mode not in MODES:
             raise InputError(f"unknown mode {mode!r}; use one of {list(MODES)}", field="mode")
         if select not in SELECTIONS:
@@ -1022,20 +1026,20 @@ class Triage:
     def _probe_many(self, texts: Sequence[str]) -> dict[str, TriageDecision]:
         """Classify the cleaned ``texts`` with the probe, embedded in one request; decisions by
         text (fallbacks with the reason when the backend fails)."""
-        t0 = time.perf_counter()
+        t0 = self.clock()
         try:
             probe = self.probe()
-            t0, cpu0 = time.perf_counter(), time.thread_time()
+            t0, cpu0 = self.clock(), time.thread_time()
             inputs = [probe_input(t) for t in texts]
             X = np.asarray(self.model.embed(inputs), dtype=np.float64)
             cpu = (time.thread_time() - cpu0) / len(texts)
             count = getattr(self.model, "count_tokens", None)
             n_tokens = count(inputs) if count is not None else [None] * len(texts)
-            latency = (time.perf_counter() - t0) / len(texts)
+            latency = (self.clock() - t0) / len(texts)
             logp = probe.log_proba(X)
         except (BackendError, ContextLengthExceeded, ValueError) as e:
             reason = f"{type(e).__name__}: {e}"
-            waited = (time.perf_counter() - t0) / len(texts)  # its real time, shared per note
+            waited = (self.clock() - t0) / len(texts)  # its real time, shared per note
             return {
                 t: TriageDecision(self.fallback, "fallback", "probe", reason=reason,
                                   failure=failure_kind(e), prompt_version=PROBE_VERSION,
@@ -1062,7 +1066,7 @@ class Triage:
     def _score_many(self, texts: Sequence[str]) -> dict[str, TriageDecision]:
         """Score the cleaned ``texts`` in one request; decisions by text (fallbacks on failure)."""
         mode = self.mode
-        t0 = time.perf_counter()
+        t0 = self.clock()
         try:
             cf = self.content_free() if mode == "calibrated" else None
             prior = self.batch_prior() if mode == "batch" else None
@@ -1084,7 +1088,7 @@ class Triage:
             return {}  # classify() falls back to generate and warns once
         except (BackendError, ValueError) as e:
             reason = f"{type(e).__name__}: {e}"
-            waited = (time.perf_counter() - t0) / max(1, len(texts))  # real time, per note
+            waited = (self.clock() - t0) / max(1, len(texts))  # real time, per note
             return {
                 t: TriageDecision(
                     self.fallback,
@@ -1142,7 +1146,7 @@ class Triage:
     def _decide_by_generate(self, text: str, fb: str, truncated: bool) -> TriageDecision:
         examples = self.examples_for(text)
         messages = render_messages(text, examples, self.classes)
-        t0 = time.perf_counter()
+        t0 = self.clock()
         try:
             result = self.model.chat(
                 messages,
@@ -1158,9 +1162,9 @@ class Triage:
                 reason=f"backend error: {e}",
                 failure="backend_error",
                 truncated=truncated,
-                latency_s=time.perf_counter() - t0,  # a timed-out call counts its real time
+                latency_s=self.clock() - t0,  # a timed-out call counts its real time
             )
-        latency = time.perf_counter() - t0
+        latency = self.clock() - t0
         self.stats.model_calls += 1
         self.stats.latencies_s.append(latency)
         try:
