@@ -17,33 +17,34 @@ import numpy as np
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.hybrid.build import cached_policy
-from marlm.hybrid.executor import GreedyExecutor
-from marlm.hybrid.preferences import executor_scores
-from marlm.hybrid.shield import PibtShield, Shield
-from marlm.hybrid.wrappers import shield_priority
+from marlm.hybrid.executor import GreedyExecutor, QExecutor, discretise
+from marlm.hybrid.preferences import step_view
+from marlm.hybrid.shield import make_shield, shielded_step
 
 
-def run(layout: str, seed: int, steps: int, layer: str, executor, q_only: bool) -> tuple[int, int]:
+class QOnly:
+    """The Q-table's raw values as scores (no distance heuristic)."""
+
+    name = "rl-q"
+
+    def __init__(self, q: QExecutor) -> None:
+        self.q = q
+
+    def scores(self, view, rng, explore=False):
+        return self.q.q[discretise(view.stacked())].astype(np.float64)
+
+
+def run(layout: str, seed: int, steps: int, layer: str, executor) -> tuple[int, int]:
     env = WarehouseEnv(layout, max_steps=steps, seed=seed, n_orders=40)
     obs, _ = env.reset(seed=seed)
     agents = list(env.possible_agents)
     n = len(agents)
-    shield = (
-        PibtShield(env.layout.free, n, seed=seed)
-        if layer == "pibt"
-        else Shield(env.layout.free, n, seed=seed)
-    )
+    shield = make_shield(layer, env.layout.free, n, seed=seed)
     rng = np.random.default_rng(seed)
     longest_wait, still = 0, np.zeros(n, dtype=int)
     for _ in range(steps):
-        scores = executor_scores(executor, obs, agents, rng, q_only=q_only)
-        proposed = scores.argmax(axis=1)
-        prio = shield_priority(env, agents)
-        if layer == "pibt":
-            goals = np.array([env.target_of(a) or (-1, -1) for a in agents])
-            res = shield.filter(env.robot_positions, proposed, prio, scores=scores, goals=goals)
-        else:
-            res = shield.filter(env.robot_positions, proposed, prio)
+        view = step_view(env, obs)
+        res = shielded_step(shield, view, executor.scores(view, rng))
         before = env.robot_positions.copy()
         obs, _, _, truncs, _ = env.step({a: int(res.actions[i]) for i, a in enumerate(agents)})
         has_task = np.array([env.task_of(a) is not None for a in agents])
@@ -66,16 +67,16 @@ def main() -> None:
     q, _ = cached_policy()
     q.noise = 0.0
     rows = [
-        ("pibt", "greedy", GreedyExecutor(), False),
-        ("pibt", "rl", q, False),
-        ("pibt", "rl-q", q, True),
-        ("local", "greedy", GreedyExecutor(), False),
-        ("local", "rl-q", q, True),
+        ("pibt", "greedy", GreedyExecutor()),
+        ("pibt", "rl", q),
+        ("pibt", "rl-q", QOnly(q)),
+        ("local", "greedy", GreedyExecutor()),
+        ("local", "rl-q", QOnly(q)),
     ]
     print(f"| layer | executor | delivered per seed ({args.seeds}) | total | longest wait |")
     print("|---|---|---|---|---|")
-    for layer, name, ex, q_only in rows:
-        res = [run(args.layout, s, args.steps, layer, ex, q_only) for s in seeds]
+    for layer, name, ex in rows:
+        res = [run(args.layout, s, args.steps, layer, ex) for s in seeds]
         per = ", ".join(str(d) for d, _ in res)
         print(f"| {layer} | {name} | {per} | {sum(d for d, _ in res)} | {max(w for _, w in res)} |")
 

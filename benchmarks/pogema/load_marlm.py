@@ -2,8 +2,9 @@
 
 POGEMA 1.4.0 pins numpy <= 1.26.4, pydantic < 2 and gymnasium 0.28.1, so the marlm package (and
 its PettingZoo env) cannot be imported there. ``hybrid/pibt.py`` needs only numpy (numba if
-present) and the action constants of ``envs/warehouse/dynamics.py``; this loads those two files
-under their package names, with empty parent packages, so nothing else of marlm is imported.
+present), its map tables ``hybrid/graph.py`` and the action constants of
+``envs/warehouse/dynamics.py``; this loads those files under their package names, with empty
+parent packages, so nothing else of marlm is imported.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def load_pibt(src: Path = SRC) -> types.ModuleType:
             module.__path__ = []  # a package with no files of its own
             sys.modules[pkg] = module
     _load("marlm.envs.warehouse.dynamics", src / "marlm/envs/warehouse/dynamics.py")
+    _load("marlm.hybrid.graph", src / "marlm/hybrid/graph.py")
     pibt = _load("marlm.hybrid.pibt", src / "marlm/hybrid/pibt.py")
     _load("marlm.hybrid.guidance", src / "marlm/hybrid/guidance.py")
     _load("marlm.hybrid.learned_guidance", src / "marlm/hybrid/learned_guidance.py")

@@ -170,11 +170,14 @@ class CountingExecutor:
     def __init__(self):
         self.calls = 0
 
-    def act(self, observations, agents, rng, epsilon=None):
+    def scores(self, view, rng, explore=False):
         import numpy as np
 
         self.calls += 1
-        return np.zeros(len(agents), dtype=np.int64)
+        return np.eye(5)[np.zeros(len(view.agents), dtype=np.int64)]  # STAY first
+
+    def warm_up(self):
+        """Nothing: like a model-backed executor, never called outside the loop."""
 
 
 def test_the_executor_is_asked_once_per_step_and_never_outside_the_loop(tmp_path):

@@ -16,8 +16,8 @@ import pytest
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.hybrid.build import cached_policy
 from marlm.hybrid.executor import GreedyExecutor
-from marlm.hybrid.preferences import executor_scores
-from marlm.hybrid.shield import PibtShield, is_safe
+from marlm.hybrid.preferences import step_view
+from marlm.hybrid.shield import PibtShield, is_safe, shielded_step
 
 LANE = "############\n#PR.R.....S#\n#######.#S##\n############\n"
 ALCOVE = "#########\n##P######\n#......S#\n#RR....S#\n#########\n"
@@ -44,11 +44,9 @@ def run_case(tmp_path, case: str, executor, steps: int = 300) -> WarehouseEnv:
     shield = PibtShield(env.layout.free, len(agents), seed=0)
     rng = np.random.default_rng(0)
     for _ in range(steps):
-        scores = executor_scores(executor, obs, agents, rng)
-        goals = np.array([env.target_of(a) or (-1, -1) for a in agents])
-        positions = env.robot_positions
-        res = shield.filter(positions, scores.argmax(axis=1), None, scores=scores, goals=goals)
-        ok, why = is_safe(positions, res.actions, env.layout.free)
+        view = step_view(env, obs)
+        res = shielded_step(shield, view, executor.scores(view, rng))
+        ok, why = is_safe(view.positions, res.actions, env.layout.free)
         assert ok, why
         obs, _, terms, truncs, _ = env.step({a: int(res.actions[i]) for i, a in enumerate(agents)})
         if len(env.delivered) == len(ORDERS[case]) or all(truncs.values()):

@@ -6,9 +6,10 @@ One control step (:meth:`Controller.step`):
    finished (classes, or assignments still valid) and, when the pending orders or the idle
    robots changed, assigns the idle robots at once with the best information at hand; the model
    is asked off the control thread unless ``sync_planner``.
-2. The executor proposes one action per robot; the shield makes the joint action safe
-   (:func:`marlm.hybrid.shield.shield_step`); the environment steps. The wall time of the
-   executor and the shield is the control-step latency (no LLM inside).
+2. The executor scores every robot's five actions from the step's view
+   (:func:`marlm.hybrid.preferences.step_view`); the rule layer chooses the joint move
+   (:func:`marlm.hybrid.shield.shielded_step`); the environment steps. The wall time of the
+   executor and the rule layer is the control-step latency (no LLM inside).
 3. Every event goes to ``trace.jsonl`` as it happens.
 
 No robot waits for a model request: a free robot is assigned at once (the rule's order, or the
@@ -46,18 +47,12 @@ from marlm.eval.records import (
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.dwell import DwellExecutor, DwellPolicy
-from marlm.hybrid.executor import Executor, GreedyExecutor, QExecutor, RandomExecutor
+from marlm.hybrid.executor import GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import Planner, PlannerName
+from marlm.hybrid.preferences import Executor, step_view
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells, planner_model
-from marlm.hybrid.shield import (
-    PibtShield,
-    Shield,
-    ShieldResult,
-    make_shield,
-    propose_and_shield,
-    warm_up,
-)
+from marlm.hybrid.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
 from marlm.outcomes import FailureKind, RunEndReason
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
@@ -179,13 +174,14 @@ def env_order_event(env: WarehouseEnv, e: dict) -> dict:
 
 
 class Controller:
-    """Wires a planner, an executor and a shield around one :class:`WarehouseEnv`.
+    """Wires a planner, an executor and a rule layer around one :class:`WarehouseEnv`.
 
     Args:
         env: the environment, built with ``auto_assign=False``.
         planner: any :class:`marlm.hybrid.planner.Planner`.
-        executor: any :class:`marlm.hybrid.executor.Executor`.
-        shield: a :class:`Shield`, or None to send the executor's actions unfiltered.
+        executor: any :class:`marlm.hybrid.preferences.Executor`.
+        shield: a :class:`marlm.hybrid.shield.RuleLayer` (:func:`marlm.hybrid.shield.make_shield`;
+            ``"none"`` sends the executor's best-scored actions unfiltered).
         trace: where events go.
         sync_planner: call the planner inside the step instead of on its own thread.
         plan_deadline_s: the oldest answer of an asynchronous assigning model still applied,
@@ -203,7 +199,7 @@ class Controller:
         env: WarehouseEnv,
         planner: Planner,
         executor: Executor,
-        shield: Shield | None,
+        shield: RuleLayer,
         trace: TraceWriter,
         *,
         sync_planner: bool = False,
@@ -217,7 +213,7 @@ class Controller:
         self.executor = executor
         self.dwell = dwell
         # Idle robots drive to their dwell cells; robots with a task are the executor's.
-        self._mover = executor if dwell is None else DwellExecutor(executor, env.layout, env)
+        self._mover = executor if dwell is None else DwellExecutor(executor, env.layout)
         self.shield = shield
         self.trace = trace
         self.clock = clock
@@ -235,10 +231,10 @@ class Controller:
         self.events.append({"type": type_, **fields})
 
     def step(self, observations: dict[str, np.ndarray]) -> tuple[dict, dict, dict, dict, dict]:
-        """One control step: plan, act, shield, step, record. Returns what ``env.step`` returned.
+        """One control step: plan, score, choose, step, record. Returns what ``env.step`` returned.
 
-        While the episode runs, ``env.agents`` is every robot, so the executor's joint action is
-        in ``env.possible_agents`` order, as the shield expects.
+        While the episode runs, ``env.agents`` is every robot, in the step view's order
+        (``env.possible_agents``).
         """
         env = self.env
         tasks = [env.task_of(a) for a in env.possible_agents]
@@ -247,46 +243,40 @@ class Controller:
             observations = env.current_observations()  # act on the plan applied just now
         agents = list(env.agents)
         t0 = self.clock()
-        dwell_goals = None
-        if isinstance(self._mover, DwellExecutor) and self.dwell is not None:
-            dwell_goals = self._mover.targets = self.dwell.targets(idle_cells(env))
-        proposed, safe = propose_and_shield(
-            self.shield, env, self._mover, observations, self.rng, dwell_goals
-        )
-        actions = proposed if safe is None else safe.actions
+        dwell_goals = None if self.dwell is None else self.dwell.targets(idle_cells(env))
+        view = step_view(env, observations, dwell_goals)
+        scores = self._mover.scores(view, self.rng, self.shield.explores)
+        move = shielded_step(self.shield, view, scores)
         latency_ms = (self.clock() - t0) * 1e3
         step = env.step_count
-        out = env.step(dict(zip(agents, actions.tolist(), strict=True)))
-        if safe is not None:
-            self.last_overridden = safe.overridden
-        self._record_step(step, agents, proposed, actions, safe, out, latency_ms)
+        out = env.step(dict(zip(agents, move.actions.tolist(), strict=True)))
+        self.last_overridden = move.overridden
+        self._record_step(step, agents, move, out, latency_ms)
         return out
 
     def _record_step(
         self,
         step: int,
         agents: list[str],
-        proposed: np.ndarray,
-        actions: np.ndarray,
-        safe: ShieldResult | None,
+        move: ShieldResult,
         out: tuple[dict, dict, dict, dict, dict],
         latency_ms: float,
     ) -> None:
         """The ``step`` event, a ``failure`` for a deadlock break, the env's ``order`` events."""
         _, rewards, _, _, infos = out
-        overridden = [] if safe is None else np.flatnonzero(safe.overridden)
+        overridden = np.flatnonzero(move.overridden)
         StepRecord(
             step=step,
-            proposed=proposed.tolist(),
-            actions=actions.tolist(),
+            proposed=move.proposed.tolist(),
+            actions=move.actions.tolist(),
             rewards=[float(rewards[a]) for a in agents],
             positions=self.env.robot_positions.tolist(),
             overrides=[agents[i] for i in overridden],
             collisions=int(sum(bool(infos[a]["collided"]) for a in agents)),
             latency_ms=latency_ms,
         ).emit_to(self.emit)
-        if safe is not None and safe.deadlock_breaks:
-            breaks = safe.deadlock_breaks
+        if move.deadlock_breaks:
+            breaks = move.deadlock_breaks
             FailureRecord(
                 kind=FailureKind.DEADLOCK_BREAK, step=step, detail=f"{breaks} yield move(s)"
             ).emit_to(self.emit)
@@ -378,11 +368,8 @@ def run(
     out = start_run_folder(out_dir)  # created only once the inputs are known to be good
     if executor is None:
         executor = make_executor(config.executor, policy)
-    shield = (
-        make_shield(config.shield_rule, env.layout.free, len(env.possible_agents), config.seed)
-        if config.shield
-        else None
-    )
+    rule = config.shield_rule if config.shield else "none"
+    shield = make_shield(rule, env.layout.free, len(env.possible_agents), config.seed)
     # Frames go to the file as they are drawn (peak memory: one frame, whatever the length).
     frames = GifStream.for_frames(out / "episode.gif", config.steps + 1, fps=10)
     trace_path = out / "trace.jsonl"
@@ -397,14 +384,14 @@ def run(
             plan_deadline_s=config.plan_deadline_s, seed=config.seed, clock=clock, dwell=dwell,
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
-        _warm_up(env, obs, shield, executor)
+        _warm_up(executor)
         RunStartRecord(**_run_start(config, env, planner)).emit_to(ctl.emit)
         ctl.record_env_events()
         reason = _episode(ctl, obs, config, frames, progress)
         RunEndRecord(step=env.step_count, reason=reason).emit_to(ctl.emit)
     run_facts = {
         "scheme": config.scheme,
-        "deadlock_breaks": shield.deadlock_breaks if shield is not None else 0,
+        "deadlock_breaks": shield.deadlock_breaks,
         "orders_total": len(env.orders),
         **(facts(ctl.events) if facts is not None else {}),
     }
@@ -412,16 +399,12 @@ def run(
     return RunResult(metrics, out, {"trace": trace_path, **files})
 
 
-def _warm_up(
-    env: WarehouseEnv, obs: dict, shield: Shield | PibtShield | None, executor: Executor
-) -> None:
-    """Compile-on-first-call work happens here, not inside the measured control steps. (Only
-    the Q-table executor has a compiled kernel; other executors, which may call a model, are
-    never called outside the loop.)"""
-    if shield is not None:
-        warm_up()
-    if isinstance(executor, QExecutor):
-        executor.act(obs, list(env.agents), np.random.default_rng(0))
+def _warm_up(executor: Executor) -> None:
+    """Compile-on-first-call work happens here, not inside the measured control steps: the rule
+    layers' kernels and the executor's own (``Executor.warm_up``; an executor that calls a model
+    does nothing there, it is never called outside the loop)."""
+    warm_up()
+    executor.warm_up()
 
 
 def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from marlm.envs.warehouse.dynamics import MOVES
 from marlm.envs.warehouse.layout import Layout
 
 from .planner import UNREACHABLE_DISTANCE, OrderView, Plan, effective_class
-from .preferences import executor_scores
+from .preferences import downhill_scores
 
 Cell = tuple[int, int]
 
@@ -249,60 +249,49 @@ def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.nd
     """``float64[5]`` preference of each action (stay, up, down, left, right) for a robot at
     ``position`` driving to ``target``: +1 for a move that shortens its shortest path, 0 for
     staying, -1 for a move that lengthens it, ``-inf`` into a wall, shelf or off the map (the
-    greedy executor's scores, :func:`marlm.hybrid.preferences.greedy_scores`)."""
+    distance-to-go score, :func:`marlm.hybrid.preferences.downhill_scores`)."""
     dist = layout.distance_from(target)
     free = layout.free
     h, w = free.shape
     r, c = int(position[0]), int(position[1])
     here = int(dist[r, c])
-    scores = np.zeros(len(MOVES))
+    closer = np.zeros((1, len(MOVES) - 1), dtype=bool)
+    blocked = np.zeros((1, len(MOVES) - 1), dtype=bool)
     for a in range(1, len(MOVES)):
         rr, cc = r + int(MOVES[a, 0]), c + int(MOVES[a, 1])
         if not (0 <= rr < h and 0 <= cc < w) or not free[rr, cc]:
-            scores[a] = -np.inf
+            blocked[0, a - 1] = True
         else:
-            scores[a] = 1.0 if 0 <= int(dist[rr, cc]) < here else -1.0
-    return scores
+            closer[0, a - 1] = 0 <= int(dist[rr, cc]) < here
+    return downhill_scores(closer, blocked, np.ones(1, dtype=bool))[0]
 
 
 class DwellExecutor:
-    """An executor whose idle robots drive to their dwell cells; robots with a task are moved
+    """An executor whose idle robots drive to their dwell cells; robots with a task are scored
     by ``inner`` as before.
 
-    ``targets`` is ``{robot: (row, col)}``, set by the controller every step. Its
-    ``scores(observations, agents, rng)`` (read by the PIBT rule layer through
-    :func:`marlm.hybrid.preferences.executor_scores`) are ``inner``'s, with each idle robot's
-    row replaced by :func:`dwell_scores`; ``act`` likewise (the best-scored move).
+    The dwell cells come with the step view (``view.idle_goals``, set by the controller from
+    :meth:`DwellPolicy.targets`). Its scores are ``inner``'s, with each idle robot's row replaced
+    by :func:`dwell_scores` (with ``explore`` too: a robot driving to its dwell cell takes no
+    random action).
     """
 
-    def __init__(self, inner: Any, layout: Layout, env: Any) -> None:
+    def __init__(self, inner: Any, layout: Layout) -> None:
         self.inner = inner
         self.layout = layout
-        self.env = env
-        self.targets: dict[str, Cell] = {}
+        self.name = inner.name
 
-    def _rows(self, agents: Sequence[str]) -> dict[int, np.ndarray]:
-        positions = self.env.robot_positions
-        index = {a: i for i, a in enumerate(self.env.possible_agents)}
-        return {
-            k: dwell_scores(self.layout, positions[index[a]], self.targets[a])
-            for k, a in enumerate(agents)
-            if a in self.targets
-        }
-
-    def scores(self, observations: Any, agents: list[str], rng: np.random.Generator) -> np.ndarray:
-        """``float64[len(agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
-        out = executor_scores(self.inner, observations, agents, rng)
-        for k, row in self._rows(agents).items():
-            out[k] = row
+    def scores(self, view: Any, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
+        """``float64[len(view.agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
+        out = np.array(self.inner.scores(view, rng, explore), dtype=np.float64)
+        for k, a in enumerate(view.agents):
+            if a in view.idle_goals:
+                out[k] = dwell_scores(self.layout, view.positions[k], view.idle_goals[a])
         return out
 
-    def act(self, observations: Any, agents: list[str], rng: np.random.Generator) -> Any:
-        """``inner``'s actions, idle robots' replaced by their best dwell move."""
-        actions = np.asarray(self.inner.act(observations, agents, rng), dtype=np.int64).copy()
-        for k, row in self._rows(agents).items():
-            actions[k] = int(np.argmax(row))
-        return actions
+    def warm_up(self) -> None:
+        """``inner``'s warm-up."""
+        self.inner.warm_up()
 
 
 __all__ = [

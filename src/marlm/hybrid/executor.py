@@ -18,8 +18,18 @@ At execution each robot takes a uniformly random action with probability ``noise
 waiting for the other, forever); measured on held-out seeds 1000-1002 of the small layout under
 the local shield, the same table delivers 24.7 of 40 orders without noise and 38.0 with it. The
 local shield checks the random actions like any other. The PIBT rule layer (the default) needs
-no noise: it ranks every robot's action scores (:mod:`marlm.hybrid.preferences`) and breaks those
-standoffs itself (40 of 40 without noise on the same seeds).
+no noise: it ranks every robot's action scores and breaks those standoffs itself (40 of 40
+without noise on the same seeds).
+
+Scores (:class:`marlm.hybrid.preferences.Executor`), for the rule layer: the Q-table's values
+``q[state]``, scaled per robot to [0, 1) and added to the distance-to-go scores
+(:func:`marlm.hybrid.preferences.greedy_scores`), a learned preference on top of the distance
+heuristic, as Veerapaneni et al., "Improving Learnt Local MAPF Policies with Heuristic Search"
+(ICAPS 2024), combine a learnt policy with PIBT. Q-values alone, from a table trained without
+the rule layer, rank waiting above pushing: behind a robot in a lane they keep every robot still
+(case 1 delivers 0 of 2; ``docs/movement.md``). The greedy executor scores the distance-to-go
+alone, the random one draws uniform scores. With ``explore=True`` (a rule layer that filters one
+action per robot) every executor's scores name the action its ``act`` takes, noise included.
 
 Training runs on the raw environment (``auto_assign=True``, no shield), so the policy learns
 to avoid blocked moves from the ``blocked_move`` reward part; at run time the shield still has
@@ -35,41 +45,20 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from marlm.envs.warehouse import MOVES, WarehouseEnv
-from marlm.envs.warehouse.env import OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR
+from marlm.envs.warehouse.env import OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR, OBS_SIZE
 from marlm.errors import InputError
-from marlm.hybrid.shield import make_shield, propose_and_shield
+from marlm.hybrid.preferences import Executor, StepView, greedy_scores, one_hot, step_view
+from marlm.hybrid.shield import make_shield, shielded_step
 from marlm.rl.qlearning import EpsilonSchedule, epsilon_greedy, td_update_batch
 
 N_ACTIONS = len(MOVES)
 N_STATES = 2**4 * 2**4 * 2
 POLICY_FORMAT = "marlm-warehouse-executor-v1"
 _BITS = np.array([1, 2, 4, 8], dtype=np.int64)
-
-
-class Executor(Protocol):
-    """What the controller asks of an executor: one action per robot, every step.
-
-    ``act(observations, agents, rng, epsilon)`` returns ``int64[len(agents)]`` action ids (0..4,
-    :data:`marlm.envs.warehouse.MOVES`) for ``agents`` in that order, given each agent's
-    observation (``float32[OBS_SIZE]``, :class:`marlm.envs.warehouse.WarehouseEnv`) and a
-    ``numpy.random.Generator``; ``epsilon`` is an exploration rate for learners (None: the
-    executor's own). ``name`` is what traces and tables call it.
-    """
-
-    name: str
-
-    def act(
-        self,
-        observations: Mapping[str, np.ndarray],
-        agents: list[str],
-        rng: np.random.Generator,
-        epsilon: float | None = None,
-    ) -> np.ndarray: ...
 
 
 def discretise(observations: np.ndarray) -> np.ndarray:
@@ -118,6 +107,21 @@ class QExecutor:
         states = discretise(np.stack([observations[a] for a in agents]))
         eps = self.noise if epsilon is None else epsilon
         return np.asarray(epsilon_greedy(self.q[states], eps, rng), dtype=np.int64)
+
+    def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
+        """``float64[n, 5]``: the distance-to-go scores plus the Q-values scaled per robot to
+        [0, 1) (module doc); with ``explore``, :meth:`act`'s actions (noise included)."""
+        if explore:
+            return one_hot(self.act(view.observations, view.agents, rng))
+        obs = view.stacked()
+        q = self.q[discretise(obs)].astype(np.float64)
+        lo, hi = q.min(axis=1, keepdims=True), q.max(axis=1, keepdims=True)
+        scaled = (q - lo) / np.where(hi > lo, hi - lo, 1.0) * 0.999
+        return greedy_scores(obs) + scaled
+
+    def warm_up(self) -> None:
+        """Compile :meth:`act`'s kernel now, not inside the first control step."""
+        self.act({"_": np.zeros(OBS_SIZE, dtype=np.float32)}, ["_"], np.random.default_rng(0))
 
     def save(self, path: str | Path) -> Path:
         """Write the table as ``.npz`` atomically (temp file, then rename)."""
@@ -179,6 +183,15 @@ class GreedyExecutor:
             actions = np.where(random, rng.integers(0, N_ACTIONS, len(agents)), actions)
         return actions
 
+    def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
+        """``float64[n, 5]`` the distance-to-go scores; with ``explore``, :meth:`act`'s actions."""
+        if explore:
+            return one_hot(self.act(view.observations, view.agents, rng))
+        return greedy_scores(view.stacked())
+
+    def warm_up(self) -> None:
+        """Nothing to compile."""
+
 
 class RandomExecutor:
     """Baseline: uniform random actions."""
@@ -187,6 +200,15 @@ class RandomExecutor:
 
     def act(self, observations, agents, rng, epsilon: float | None = None) -> np.ndarray:
         return rng.integers(0, N_ACTIONS, size=len(agents)).astype(np.int64)
+
+    def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
+        """``float64[n, 5]`` uniform in [0, 1); with ``explore``, :meth:`act`'s actions."""
+        if explore:
+            return one_hot(self.act(view.observations, view.agents, rng))
+        return rng.random((len(view.agents), N_ACTIONS))
+
+    def warm_up(self) -> None:
+        """Nothing to compile."""
 
 
 @dataclass
@@ -287,9 +309,9 @@ def evaluate_executor(
     policy was trained on. With ``shield=True`` the joint action goes through a fresh rule layer
     (:func:`marlm.hybrid.shield.make_shield`: ``shield_rule`` ``"pibt"``, the demo's default,
     ranks the executor's action scores with no random actions; ``"local"`` filters its ``act``)
-    by :func:`marlm.hybrid.shield.propose_and_shield`, exactly as in the hybrid controller;
-    without it the environment's own collision rules refuse conflicting moves, which the
-    ``collisions`` figure counts.
+    by :func:`marlm.hybrid.shield.shielded_step`, exactly as in the hybrid controller; without
+    it the executor's actions go to the environment, whose own collision rules refuse
+    conflicting moves, which the ``collisions`` figure counts.
 
     Returns:
         ``{"delivered": mean orders delivered per episode, "delivery_rate": delivered / orders,
@@ -304,13 +326,14 @@ def evaluate_executor(
     for seed in seeds:
         rng = np.random.default_rng(seed)
         obs, _ = env.reset(seed=seed)
-        guard = make_shield(shield_rule, env.layout.free, n, seed=seed) if shield else None
+        rule = make_shield(shield_rule if shield else "none", env.layout.free, n, seed=seed)
         d = c = 0
         while env.agents:
-            agents = list(env.agents)
-            proposed, safe = propose_and_shield(guard, env, executor, obs, rng)
-            actions = proposed if safe is None else safe.actions
-            obs, _, _, _, infos = env.step(dict(zip(agents, actions.tolist(), strict=True)))
+            view = step_view(env, obs)
+            result = shielded_step(rule, view, executor.scores(view, rng, rule.explores))
+            obs, _, _, _, infos = env.step(
+                dict(zip(view.agents, result.actions.tolist(), strict=True))
+            )
             d += sum(e["type"] == "delivered" for e in env.last_events)
             c += sum(bool(infos[a]["collided"]) for a in infos)
         delivered.append(d)

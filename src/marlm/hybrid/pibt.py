@@ -1,164 +1,53 @@
-"""The PIBT rule layer: one collision-free joint action from per-robot action preferences.
+"""The PIBT rule layer: one collision-free joint action from per-robot action scores.
 
-Every step, each robot brings a score for each of the 5 actions (``float[n_robots, 5]``, higher
-is better: Q-values of an RL executor, negative distance-to-go of a greedy one, anything). The
-layer turns those rankings into one joint action with **PIBT**, Priority Inheritance with
-Backtracking (Okumura, Machida, Défago, Tamura, "Priority Inheritance with Backtracking for
-Iterative Multi-agent Path Finding", Artificial Intelligence 310, 2022, Algorithm 1):
+Every step each robot brings a score for each of the 5 actions (``float[n_robots, 5]``, higher
+first). PIBT, Priority Inheritance with Backtracking (Okumura, Machida, Défago, Tamura, Artificial
+Intelligence 310, 2022, Algorithm 1), turns them into one joint action: robots decide in priority
+order; a robot takes its best cell that nobody reserved and that does not swap it with a robot
+that decided; a robot standing there inherits the priority and must move first (recursively),
+else the first robot backtracks to its next cell. Priority = steps since the robot last reached
+its target, plus a fixed tie-break below 0.1: every robot becomes the highest in turn (Thm. 2).
 
-- robots decide in order of priority; a robot takes its best-ranked cell that nobody has reserved
-  and that does not swap it with a robot that already decided;
-- if that cell holds a robot that has not decided yet, that robot inherits the priority and must
-  move away first (recursively); if it cannot, the first robot backtracks to its next cell;
-- so a robot that must move pushes lower-priority robots out of its way, idle robots included:
-  an idle robot is a movable obstacle, never a wall;
-- priority = steps since the robot last reached its target (plus a fixed fraction per robot that
-  breaks ties, below 0.1), reset on arrival: every robot becomes the highest in turn (the paper's Thm. 2).
+Additions, each for a case plain PIBT livelocks on (``docs/movement.md`` has the cases):
 
-Plain PIBT livelocks where the graph is a tree: a robot cannot pass another in a one-wide corridor
-or a dead end (a station at the end of a lane with an idle robot on it). The layer adds the
-**swap operation** of LaCAM3 (Okumura, "Engineering LaCAM*: Towards Real-Time, Large-Scale, and
-Near-Optimal Multi-Agent Pathfinding", AAMAS 2024, §3; reference code ``Kei18/lacam3``,
-``src/pibt.cpp``, ``is_swap_required`` / ``is_swap_possible``): when the robot in the way can
-only get out through the pusher's own cell, the pusher reverses its ranking and *pulls* the other
-robot behind it until they reach a junction, where they pass each other. Beyond LaCAM3, the swap
-also applies when the pusher's target lies inside a dead-end corridor and the robot in the way
-wants out (idle, or its own target is outside) while the corridor past the target has fewer free
-cells than robots to hold (pushing deeper cannot make room). Robots that are pushed prefer, among
-equally scored cells, cells outside dead-end branches, so an idle robot that was pulled out of a
-dead end does not walk back in; among equally scored cells every robot prefers one that is empty
-now (the tie-break of Okumura's reference PIBT, ``Kei18/pibt2`` ``src/pibt.cpp``).
+- LaCAM3's swap (Okumura, AAMAS 2024, §3; ``Kei18/lacam3`` ``src/pibt.cpp``): a robot that can
+  pass the robot in its way only at a junction pulls it there; also when the pusher's target is
+  inside a dead end with no room past it for the robots in it;
+- tie-breaks among equal scores: cells outside dead ends, then empty cells (``Kei18/pibt2``),
+  then a fixed random order; a pushed robot avoids cells ahead on its pusher's way;
+- nested targets: a robot whose target lies on the way into a dead end to another robot's deeper
+  target, which that robot has not reached, decides after every other robot (deeper first).
 
-Dead end that forks (a branch cell with two leaves, an idle robot on one leaf, the pusher's target
-on the other): LaCAM3 skips a leaf whose robot stands on its own target when it counts the ways on
-from a cell; the layer skips a leaf holding an idle robot too. Counting it, the fork looked like a
-junction where pusher and idle robot could pass, so the pusher pushed the idle robot from the fork
-into its target and pulled it back, forever; now the swap goes on until the idle robot is pulled
-out of the branch onto the map's cycles.
-
-Guarantees, checked by ``tests/hybrid/test_pibt.py`` (hypothesis, random maps with dead ends and
-corridors, random scores): the joint action never puts two robots in one cell, never swaps two
-robots through each other, and never moves into a wall or off the map. Progress (greedy scores, a
-robot idle once it has stood on its target, up to 10 robots on maps with a one-wide ring and
-dead-end corridors): every robot reaches its target within |V| x n steps provided no target lies
-behind another robot's target in a dead-end branch, i.e. removing the cell of target j never cuts
-target i off the map's cycles (``dead_end_depth == 0``). Without that, two robots waiting at a
-branch's mouth can livelock (the deeper target must be entered first, which PIBT does not plan).
-
-Cost: O(n_robots) per step when robots are spread out (each robot is decided once; backtracking
-is bounded by the 5 candidates of each robot on the recursion path), in compiled code; the map
-size enters only through tables built once (neighbour table, dead-end depth) and the distance
-tables of the targets (one BFS per new target cell, cached).
+Cost: O(n_robots) per step when robots are spread out, compiled (numba); the map enters only
+through tables built once (:mod:`marlm.hybrid.graph`) and one BFS table per new target (cached).
+``tests/hybrid/pibt_reference.py`` is the same algorithm as a short recursive function.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-from marlm.envs.warehouse.dynamics import MOVES, STAY
-
-try:  # numba is optional: the POGEMA harness imports this file in a venv that may lack it.
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only without numba
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-
-N_ACTIONS = 5
-UNREACHABLE = np.iinfo(np.int32).max // 4
-"""Distance value of a cell from which a target cannot be reached (large, never negative)."""
-
-
-def neighbour_table(free: np.ndarray) -> np.ndarray:
-    """``int64[H*W, 5]``: the cell id reached by each action from each cell, -1 if not free.
-
-    Cell id = ``row * W + col``; action order as :data:`marlm.envs.warehouse.dynamics.MOVES`
-    (stay, up, down, left, right). A blocked cell has -1 in every column, STAY included.
-    """
-    free = np.asarray(free, dtype=bool)
-    h, w = free.shape
-    rows, cols = np.divmod(np.arange(h * w), w)
-    table = np.full((h * w, N_ACTIONS), -1, dtype=np.int64)
-    for a in range(N_ACTIONS):
-        r, c = rows + MOVES[a, 0], cols + MOVES[a, 1]
-        inside = (r >= 0) & (r < h) & (c >= 0) & (c < w)
-        ok = inside.copy()
-        ok[inside] = free[r[inside], c[inside]]
-        ok &= free.reshape(-1)
-        table[ok, a] = r[ok] * w + c[ok]
-    return table
-
-
-def dead_end_depth(free: np.ndarray) -> np.ndarray:
-    """``int64[H*W]``: 0 on cells of the map's cycles, k >= 1 on tree branches (dead ends).
-
-    Peels cells of degree <= 1 layer by layer (k = the layer in which the cell was peeled, so the
-    tip of a dead end has the largest k). A map that is a tree peels entirely: every cell gets a
-    depth. Blocked cells get 0.
-    """
-    nbr = neighbour_table(free)
-    deg = (nbr[:, 1:] >= 0).sum(axis=1)
-    alive = np.asarray(free, dtype=bool).reshape(-1).copy()
-    depth = np.zeros(len(deg), dtype=np.int64)
-    layer = 0
-    while True:
-        leaves = np.flatnonzero(alive & (deg <= 1))
-        if len(leaves) == 0:
-            break
-        layer += 1
-        depth[leaves] = layer
-        alive[leaves] = False
-        for a in range(1, N_ACTIONS):
-            nb = nbr[leaves, a]
-            nb = nb[nb >= 0]
-            np.subtract.at(deg, nb, 1)
-    # the tip is the deepest: invert so that depth grows towards the tip of each branch
-    out = np.zeros_like(depth)
-    peeled = depth > 0
-    out[peeled] = layer + 1 - depth[peeled]
-    return out
+from marlm.hybrid.graph import (  # noqa: F401 - UNREACHABLE: part of this module's interface
+    N_ACTIONS,
+    UNREACHABLE,
+    bfs_distance,
+    branch_parent,
+    dead_end_depth,
+    neighbour_table,
+    njit,
+)
 
 
 @njit(cache=True)
-def bfs_distance(nbr, source):  # pragma: no cover - compiled
-    """``int32[V]`` BFS distance to ``source`` over ``nbr`` (:func:`neighbour_table`)."""
-    v = nbr.shape[0]
-    dist = np.full(v, UNREACHABLE, dtype=np.int32)
-    queue = np.empty(v, dtype=np.int64)
-    dist[source] = 0
-    queue[0] = source
-    head, tail = 0, 1
-    while head < tail:
-        c = queue[head]
-        head += 1
-        for a in range(1, 5):
-            u = nbr[c, a]
-            if u >= 0 and dist[u] == UNREACHABLE:
-                dist[u] = dist[c] + 1
-                queue[tail] = u
-                tail += 1
-    return dist
-
-
-@njit(cache=True)
-def _rank(
-    scores, pos, nbr, depth, noise, cand, cand_key, n_cand, occ
-):  # pragma: no cover - compiled
-    """Fill ``cand[i]`` with robot i's reachable cells, best first.
-
-    Key: score (descending), then dead-end depth (ascending), then empty before occupied now
-    (``Kei18/pibt2``), then ``noise`` (a fixed random tie-break). Moves into blocked cells are
-    dropped; STAY (the own cell) is always a candidate. ``occ``: ``int64[V]`` scratch holding -1
-    (restored).
-    """
+def _rank(scores, pos, nbr, depth, noise, cand, cand_key, n_cand, occ):  # pragma: no cover
+    """Fill ``cand[i]`` with robot i's reachable cells, best first: score (descending), then
+    dead-end depth, empty before occupied (``Kei18/pibt2``), ``noise``. STAY is always one.
+    ``occ``: ``int64[V]`` scratch holding -1 (restored)."""
     n = pos.shape[0]
-    keys = np.empty(5, dtype=np.float64)
-    keys2 = np.empty(5, dtype=np.float64)
+    keys, keys2 = np.empty(5, dtype=np.float64), np.empty(5, dtype=np.float64)
     for i in range(n):
         occ[pos[i]] = i
     for i in range(n):
@@ -167,74 +56,51 @@ def _rank(
             c = nbr[pos[i], a]
             if c < 0:
                 continue
-            s = scores[i, a]
-            if not np.isfinite(s):
-                s = -1e300
-            # insertion sort by (-score, depth + noise)
+            s = scores[i, a] if np.isfinite(scores[i, a]) else -1e300
             key2 = depth[c] + noise[i, a]
             if c != pos[i] and occ[c] >= 0:
                 key2 += 0.5
-            j = k
+            j = k  # insertion sort by (-score, key2)
             while j > 0 and (keys[j - 1] < s or (keys[j - 1] == s and keys2[j - 1] > key2)):
-                keys[j] = keys[j - 1]
-                keys2[j] = keys2[j - 1]
-                cand[i, j] = cand[i, j - 1]
+                keys[j], keys2[j], cand[i, j] = keys[j - 1], keys2[j - 1], cand[i, j - 1]
                 j -= 1
-            keys[j] = s
-            keys2[j] = key2
-            cand[i, j] = c
+            keys[j], keys2[j], cand[i, j] = s, key2, c
             k += 1
         n_cand[i] = k
-        for j in range(k):
-            cand_key[i, j] = keys[j]
+        cand_key[i, :k] = keys[:k]
     for i in range(n):
         occ[pos[i]] = -1
 
 
 @njit(cache=True)
 def _dist(i, v, goal_slot, pool):  # pragma: no cover - compiled
-    s = goal_slot[i]
-    if s < 0:
-        return 0
-    return pool[s, v]
+    """Robot i's distance from cell v to its target (0 for an idle robot)."""
+    return 0 if goal_slot[i] < 0 else pool[goal_slot[i], v]
 
 
 @njit(cache=True)
 def _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr):  # pragma: no cover - compiled
     """``(m, u)``: how many cells the puller at ``v_puller`` can back into, and the last of them.
-
-    Excluded: the pusher's cell, and a dead-end cell where a robot already stands on its target
-    (LaCAM3 ``src/pibt.cpp``, the neighbour count shared by ``is_swap_required`` and
-    ``is_swap_possible``) or an idle robot stands (no target: in MAPF terms it rests on its goal;
-    it can leave the leaf only through ``v_puller``, so the two cannot pass there).
-    """
-    m = 0
-    tmp = -1
+    Not counted: the pusher's cell, and a dead-end leaf holding a robot on its own target (LaCAM3)
+    or an idle one (it could leave only through ``v_puller``)."""
+    m, tmp = 0, -1
     for a in range(1, 5):
         u = nbr[v_puller, a]
-        if u < 0:
+        if u < 0 or u == v_pusher:
             continue
-        k = occ_now[u]
-        deg_u = 0
+        k, deg_u = occ_now[u], 0
         for b in range(1, 5):
-            if nbr[u, b] >= 0:
-                deg_u += 1
-        if u == v_pusher or (deg_u == 1 and k >= 0 and (goal_cell[k] == u or goal_cell[k] < 0)):
-            continue
-        m += 1
-        tmp = u
+            deg_u += nbr[u, b] >= 0
+        if not (deg_u == 1 and k >= 0 and (goal_cell[k] == u or goal_cell[k] < 0)):
+            m, tmp = m + 1, u
     return m, tmp
 
 
 @njit(cache=True)
 def _room_deeper(pusher, v_pusher, v_puller, occ_now, goal_cell, goal_slot, pool, nbr):
     """True unless the corridor from ``v_puller`` away from ``v_pusher`` is a dead end holding
-    more robots than it has cells past the pusher's target (walks while there is one way on).
-    """  # pragma: no cover - compiled
-    guard = nbr.shape[0]
-    robots = 0
-    room = 0
-    past_goal = False
+    more robots than it has cells past the pusher's target."""  # pragma: no cover - compiled
+    guard, robots, room, past_goal = nbr.shape[0], 0, 0, False
     while guard > 0:
         guard -= 1
         if occ_now[v_puller] >= 0:
@@ -248,26 +114,19 @@ def _room_deeper(pusher, v_pusher, v_puller, occ_now, goal_cell, goal_slot, pool
             return True
         if m <= 0:
             return robots <= room
-        v_pusher = v_puller
-        v_puller = tmp
+        v_pusher, v_puller = v_puller, tmp
     return True
 
 
 @njit(cache=True)
 def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_slot, pool, nbr):
-    """LaCAM3 ``is_swap_required``: the pusher can only pass the puller by pulling it along.
-
-    Walks from the puller's cell away from the pusher while the pusher still gains: a junction
-    (two or more other exits) means they can pass there, no swap needed. An idle puller (no
-    target) counts as wanting to come out. If the pusher stops gaining inside a corridor (its
-    target is there), the swap is required when the corridor has no room deeper
-    (:func:`_room_deeper`).
-    """  # pragma: no cover - compiled
+    """LaCAM3 ``is_swap_required``: the pusher can pass the puller only by pulling it along.
+    Walks from the puller away from the pusher while the pusher gains; a junction means no swap.
+    An idle puller wants out; a pusher whose target is inside the corridor needs the swap when
+    there is no room deeper (:func:`_room_deeper`)."""  # pragma: no cover - compiled
     if goal_slot[pusher] < 0:
         return False
-    guard = nbr.shape[0]
-    dead_end = False
-    v_pusher0, v_puller0 = v_pusher, v_puller
+    guard, dead_end, v_pusher0, v_puller0 = nbr.shape[0], False, v_pusher, v_puller
     while _dist(pusher, v_puller, goal_slot, pool) < _dist(pusher, v_pusher, goal_slot, pool):
         guard -= 1
         if guard < 0:
@@ -278,15 +137,8 @@ def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_
         if m <= 0:
             dead_end = True
             break
-        v_pusher = v_puller
-        v_puller = tmp
-    # An idle puller (no target) must come out only if the walk ended in a dead end; one with a
-    # target, if coming out brings it closer (LaCAM3's condition).
-    if not dead_end:
-        # Beyond LaCAM3: the pusher's target lies inside a dead-end corridor and a robot that
-        # wants out (idle, or closer to its own target outside) stands in the way. Pushing it
-        # deeper works only if the corridor past the target has room for every robot in it;
-        # otherwise it must come out past the pusher.
+        v_pusher, v_puller = v_puller, tmp
+    if not dead_end:  # beyond LaCAM3: the pusher's target is inside the corridor
         if v_pusher == v_pusher0:
             return False
         if goal_slot[puller] >= 0 and _dist(puller, v_pusher0, goal_slot, pool) >= _dist(
@@ -309,9 +161,7 @@ def _swap_required(pusher, puller, v_pusher, v_puller, occ_now, goal_cell, goal_
 def _swap_possible(v_pusher_origin, v_puller_origin, occ_now, goal_cell, nbr):
     """LaCAM3 ``is_swap_possible``: pulling backwards reaches a junction before a dead end."""
     # pragma: no cover - compiled
-    v_pusher = v_pusher_origin
-    v_puller = v_puller_origin
-    guard = nbr.shape[0]
+    v_pusher, v_puller, guard = v_pusher_origin, v_puller_origin, nbr.shape[0]
     while v_puller != v_pusher_origin and guard > 0:
         guard -= 1
         m, tmp = _ways_on(v_pusher, v_puller, occ_now, goal_cell, nbr)
@@ -319,8 +169,7 @@ def _swap_possible(v_pusher_origin, v_puller_origin, occ_now, goal_cell, nbr):
             return True
         if m <= 0:
             return False
-        v_pusher = v_puller
-        v_puller = tmp
+        v_pusher, v_puller = v_puller, tmp
     return False
 
 
@@ -359,36 +208,27 @@ def _swap_agent(i, pos, nxt, cand, occ_now, goal_cell, goal_slot, pool, nbr):
 def _frame_order(i, pusher, pos, nxt, occ_now, cand, cand_key, n_cand, goal_cell, goal_slot, pool,
                  nbr, swap, order):  # fmt: skip
     """Fill ``order[:k]`` with robot i's candidate cells for this visit; return swap agent or -1.
-
     Its own ranking; if pushed, cells ahead on the pusher's way last among equal scores (for an
-    idle robot: last of all); if LaCAM3's swap applies, the ranking reversed.
-    """  # pragma: no cover - compiled
+    idle robot: last of all); if LaCAM3's swap applies, the ranking reversed."""  # pragma: no cover
     k_max = n_cand[i]
-    for k in range(k_max):
-        order[k] = cand[i, k]
+    order[:k_max] = cand[i, :k_max]
     if pusher >= 0 and goal_slot[pusher] >= 0:
-        # Pushed: prefer cells not ahead on the pusher's way (closer to its target than it is
-        # now), so the pushed robot does not walk in front of the pusher again.
         d_here = _dist(pusher, pos[pusher], goal_slot, pool)
         ahead = np.zeros(5, dtype=np.int64)
         for k in range(k_max):
             ahead[k] = 1 if _dist(pusher, order[k], goal_slot, pool) < d_here else 0
         idle = goal_slot[i] < 0  # no target, no real preference: "not ahead" comes first
         for k in range(1, k_max):
-            c, a, s = order[k], ahead[k], cand_key[i, k]
-            m = k
+            c, a, s, m = order[k], ahead[k], cand_key[i, k], k
             while m > 0 and (idle or cand_key[i, m - 1] == s) and ahead[m - 1] > a:
-                order[m] = order[m - 1]
-                ahead[m] = ahead[m - 1]
+                order[m], ahead[m] = order[m - 1], ahead[m - 1]
                 m -= 1
-            order[m] = c
-            ahead[m] = a
+            order[m], ahead[m] = c, a
     swap_agent = -1
     if swap:
         swap_agent = _swap_agent(i, pos, nxt, cand, occ_now, goal_cell, goal_slot, pool, nbr)
         if swap_agent >= 0:
-            for k in range(k_max):
-                order[k] = cand[i, k_max - 1 - k]
+            order[:k_max] = cand[i, :k_max][::-1]
     return swap_agent
 
 
@@ -396,13 +236,10 @@ def _frame_order(i, pusher, pos, nxt, occ_now, cand, cand_key, n_cand, goal_cell
 def _pibt_all(
     order, pos, cand, cand_key, n_cand, goal_cell, goal_slot, pool, nbr, swap, occ_now, occ_next
 ):
-    """PIBT for every robot in ``order`` (AIJ 2022, Algorithm 1, with LaCAM3's swap).
-
-    The paper's recursive ``PIBT(i, j)`` runs here on an explicit stack (one frame per robot
-    being decided; a robot is on the stack at most once, so depth <= n), which numba can cache
-    on disk (its cache of self-recursive functions crashes when loaded back). Returns
-    ``int64[n]`` next cell of each robot. ``occ_now`` / ``occ_next`` are ``int64[V]`` scratch
-    arrays holding -1, restored on return.
+    """PIBT for every robot in ``order`` (AIJ 2022, Algorithm 1, with LaCAM3's swap): the
+    recursive ``PIBT(i, j)`` (``tests/hybrid/pibt_reference.py``) on an explicit stack, one frame
+    per robot being decided (depth <= n), which numba caches on disk (it cannot cache recursion).
+    Returns ``int64[n]`` next cells; ``occ_now`` / ``occ_next``: ``int64[V]`` scratch holding -1.
     """  # pragma: no cover - compiled
     n = pos.shape[0]
     nxt = np.full(n, -1, dtype=np.int64)
@@ -465,9 +302,9 @@ def _pibt_all(
             if pushed:
                 continue
             if decided:
-                sa = st_swap[depth]
+                sa = st_swap[depth]  # pull the swap agent into i's cell
                 if swap and st_k[depth] == 0 and sa >= 0 and nxt[sa] < 0 and occ_next[pos[i]] < 0:
-                    occ_next[pos[i]] = sa  # pull the swap agent into i's cell
+                    occ_next[pos[i]] = sa
                     nxt[sa] = pos[i]
                 child_ok = True
             else:
@@ -481,98 +318,18 @@ def _pibt_all(
     return nxt
 
 
-def pibt_step(
-    positions: np.ndarray,
-    scores: np.ndarray,
-    priority: np.ndarray,
-    nbr: np.ndarray,
-    width: int,
-    *,
-    goal_cells: np.ndarray | None = None,
-    goal_slot: np.ndarray | None = None,
-    pool: np.ndarray | None = None,
-    depth: np.ndarray | None = None,
-    noise: np.ndarray | None = None,
-    swap: bool = True,
-    scratch: tuple[np.ndarray, np.ndarray] | None = None,
-) -> np.ndarray:
-    """One PIBT step as a pure function: the joint action from scores and priorities.
+class StepInputs(NamedTuple):
+    """One step's decision inputs: robots in decision ``order`` (``int64[n]``), their cells
+    ``pos``, ranked candidate cells ``cand`` / ``cand_key`` / ``n_cand`` (:func:`_rank`), target
+    cells ``goal_cells`` and distance-table rows ``slots`` (-1: none)."""
 
-    Args:
-        positions: ``int[n, 2]`` (row, col) of each robot, pairwise distinct free cells.
-        scores: ``float[n, 5]`` preference of each action (higher first); NaN/-inf = last.
-        priority: ``float[n]`` higher decides first (distinct values give a strict order).
-        nbr: :func:`neighbour_table` of the map; ``width`` its column count.
-        goal_cells: ``int64[n]`` target cell id per robot, -1 for an idle robot.
-        goal_slot: ``int64[n]`` row of ``pool`` holding the robot's distance table, -1 if idle.
-        pool: ``int32[k, V]`` distance-to-target tables (:func:`bfs_distance`); needed by the
-            swap operation only (without it the swap is off).
-        depth: ``int64[V]`` :func:`dead_end_depth` (default zeros); noise: ``float[n, 5]`` in
-            [0, 1) tie-break between equal scores (default zeros = action order).
-        swap: use LaCAM3's swap operation.
-        scratch: two ``int64[V]`` arrays holding -1 (returned so), to save allocations.
-
-    Returns:
-        ``int64[n]`` action ids (0..4) that :func:`marlm.envs.warehouse.dynamics.resolve_moves`
-        executes exactly: no vertex conflict, no swap conflict, no move into a blocked cell.
-
-    Raises:
-        ValueError: shapes disagree.
-    """
-    pos2 = np.asarray(positions, dtype=np.int64).reshape(-1, 2)
-    n = len(pos2)
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (n, N_ACTIONS):
-        raise ValueError(f"scores must have shape ({n}, {N_ACTIONS}), got {scores.shape}")
-    priority = np.asarray(priority, dtype=np.float64).reshape(-1)
-    if priority.shape != (n,):
-        raise ValueError(f"priority must have shape ({n},), got {priority.shape}")
-    v = nbr.shape[0]
-    pos = pos2[:, 0] * width + pos2[:, 1]
-    if n and (pos.min() < 0 or pos.max() >= v or (nbr[pos, STAY] < 0).any()):
-        raise ValueError("positions must be free cells inside the map")
-    if goal_cells is None:
-        goal_cells = np.full(n, -1, dtype=np.int64)
-    if pool is None or goal_slot is None:
-        pool = np.zeros((1, v), dtype=np.int32)
-        goal_slot = np.full(n, -1, dtype=np.int64)
-        swap = False
-    if depth is None:
-        depth = np.zeros(v, dtype=np.int64)
-    if noise is None:
-        noise = np.zeros((n, N_ACTIONS), dtype=np.float64)
-    cand = np.empty((n, N_ACTIONS), dtype=np.int64)
-    cand_key = np.empty((n, N_ACTIONS), dtype=np.float64)
-    n_cand = np.empty(n, dtype=np.int64)
-    if scratch is None:
-        scratch = (np.full(v, -1, dtype=np.int64), np.full(v, -1, dtype=np.int64))
-    occ_now, occ_next = scratch
-    _rank(scores, pos, nbr, np.asarray(depth, dtype=np.float64), noise, cand, cand_key, n_cand,
-          occ_now)  # fmt: skip
-    order = np.argsort(-priority, kind="stable")
-    nxt = _pibt_all(
-        order, pos, cand, cand_key, n_cand, np.asarray(goal_cells, dtype=np.int64),
-        np.asarray(goal_slot, dtype=np.int64), pool, nbr, bool(swap), occ_now, occ_next,
-    )  # fmt: skip
-    return _actions_of(pos, nxt, width)
-
-
-@njit(cache=True)
-def _actions_of(pos, nxt, width):  # pragma: no cover - compiled
-    """``int64[n]`` action ids that move each robot from cell ``pos`` to cell ``nxt``."""
-    n = pos.shape[0]
-    actions = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        d = nxt[i] - pos[i]
-        if d == -width:
-            actions[i] = 1
-        elif d == width:
-            actions[i] = 2
-        elif d == -1:
-            actions[i] = 3
-        elif d == 1:
-            actions[i] = 4
-    return actions
+    order: np.ndarray
+    pos: np.ndarray
+    cand: np.ndarray
+    cand_key: np.ndarray
+    n_cand: np.ndarray
+    goal_cells: np.ndarray
+    slots: np.ndarray
 
 
 @dataclass
@@ -605,12 +362,11 @@ class Pibt:
         self.height, self.width = self.free.shape
         self.nbr = neighbour_table(self.free)
         self.depth = dead_end_depth(self.free).astype(np.float64)
+        self.parent = branch_parent(self.free)
         v = self.nbr.shape[0]
-        self._slot_of = np.full(v, -1, dtype=np.int64)
+        self._slot_of, self._n_tables = np.full(v, -1, dtype=np.int64), 0
         self._pool = np.zeros((min(64, self.max_tables), v), dtype=np.int32)
-        self._n_tables = 0
-        self._occ_now = np.full(v, -1, dtype=np.int64)
-        self._occ_next = np.full(v, -1, dtype=np.int64)
+        self._occ_now, self._occ_next = np.full(v, -1, np.int64), np.full(v, -1, np.int64)
         self.reset()
 
     def reset(self) -> None:
@@ -624,12 +380,11 @@ class Pibt:
     def _slots(self, goal_cells: np.ndarray) -> np.ndarray:
         """Row of the table pool for each robot's target, computing missing tables."""
         slots = self._slot_of[np.maximum(goal_cells, 0)]
-        if (slots >= 0).all() or not ((goal_cells >= 0) & (slots < 0)).any():
+        if not ((goal_cells >= 0) & (slots < 0)).any():
             return np.where(goal_cells >= 0, slots, -1)
         missing = np.unique(goal_cells[(goal_cells >= 0) & (slots < 0)])
         if self._n_tables + len(missing) > self.max_tables:
-            self._slot_of[:] = -1
-            self._n_tables = 0
+            self._slot_of[:], self._n_tables = -1, 0
             missing = np.unique(goal_cells[goal_cells >= 0])
         need = self._n_tables + len(missing)
         if need > len(self._pool):
@@ -643,6 +398,24 @@ class Pibt:
             self._n_tables += 1
         return np.where(goal_cells >= 0, self._slot_of[np.maximum(goal_cells, 0)], -1)
 
+    def nested_behind(self, pos: np.ndarray, goal_cells: np.ndarray) -> np.ndarray:
+        """``bool[n]``: robots whose target lies on the way into a dead end to a deeper target of
+        a robot that has not reached it (both targets not reached; cell ids ``row * W + col``)."""
+        out = np.zeros(len(pos), dtype=bool)
+        deep = np.flatnonzero((goal_cells >= 0) & (pos != goal_cells))
+        deep = deep[self.depth[goal_cells[deep]] > 0]
+        if len(deep) < 2:
+            return out
+        waiting = {int(goal_cells[i]): [] for i in deep}
+        for i in deep.tolist():
+            waiting[int(goal_cells[i])].append(i)
+        for j in deep.tolist():
+            cell = int(self.parent[goal_cells[j]])
+            while cell >= 0:
+                out[waiting.get(cell, [])] = True
+                cell = int(self.parent[cell])
+        return out
+
     def step(
         self,
         positions: np.ndarray,
@@ -654,80 +427,73 @@ class Pibt:
 
         Args:
             positions: ``int[n, 2]`` (row, col), pairwise distinct free cells.
-            scores: ``float[n, 5]`` action preferences, higher first.
+            scores: ``float[n, 5]`` preference of each action (higher first; NaN/-inf last).
             goals: ``int[n, 2]`` target (row, col) of each robot, ``(-1, -1)`` for an idle robot;
-                None = all idle (then priorities stay at their tie-break values and the swap is
-                off).
-            bias: optional ``float[n]`` added to the priority (elapsed steps + a tie-break in
-                [0, 1)); a bias below 1 only orders robots that waited equally long, a larger
-                one lets some robots overtake others that waited longer.
+                None = all idle (priorities stay at their tie-breaks, the swap is off).
+            bias: optional ``float[n]`` added to the priority; below 1 it only orders robots that
+                waited equally long, a larger one lets some robots overtake others.
 
         Returns:
-            ``int64[n]`` collision-free action ids. A robot standing on its target, or whose
-            target changed since the last call (lifelong: it reached the old one), has its
-            priority reset (``elapsed`` becomes 0); every other robot with a target gains one.
+            ``int64[n]`` action ids that :func:`marlm.envs.warehouse.dynamics.resolve_moves`
+            executes exactly (no vertex or swap conflict, no move into a blocked cell). A robot
+            on its target, or whose target changed since the last call (lifelong: it reached the
+            old one), restarts its priority at 0; every other robot with a target gains one.
 
         Raises:
             ValueError: shapes disagree, a position or target is not a free cell.
         """
+        step = self.prepare(positions, scores, goals, bias)
+        return self.actions(step.pos, self.decide(step))
+
+    def prepare(self, positions, scores, goals=None, bias=None) -> StepInputs:
+        """:meth:`step`'s checks and priority update: the inputs of :meth:`decide`."""
+        n, w = self.n_robots, self.width
         positions = np.asarray(positions, dtype=np.int64).reshape(-1, 2)
-        n = self.n_robots
-        if positions.shape != (n, 2):
-            raise ValueError(f"positions must have shape ({n}, 2), got {positions.shape}")
-        if goals is None:
-            goal_cells = np.full(n, -1, dtype=np.int64)
-        else:
-            goals = np.asarray(goals, dtype=np.int64).reshape(-1, 2)
-            if goals.shape != (n, 2):
-                raise ValueError(f"goals must have shape ({n}, 2), got {goals.shape}")
-            has = goals[:, 0] >= 0
-            goal_cells = np.where(has, goals[:, 0] * self.width + goals[:, 1], -1)
-            bad = has & (
-                (goals[:, 0] >= self.height) | (goals[:, 1] < 0) | (goals[:, 1] >= self.width)
+        scores = np.asarray(scores, dtype=np.float64)
+        if positions.shape != (n, 2) or scores.shape != (n, N_ACTIONS):
+            raise ValueError(
+                f"positions and scores must have shapes ({n}, 2) and ({n}, {N_ACTIONS}), "
+                f"got {positions.shape} and {scores.shape}"
             )
-            if (
-                bad.any()
-                or (has & ~bad).any()
-                and not self.free[goals[has, 0], goals[has, 1]].all()
-            ):
+        if not _free_cells(self.free, positions).all():
+            raise ValueError("positions must be free cells inside the map")
+        goal_cells = np.full(n, -1, dtype=np.int64)
+        if goals is not None:
+            goals = np.asarray(goals, dtype=np.int64).reshape(-1, 2)
+            has = goals[:, 0] >= 0
+            if goals.shape != (n, 2) or not _free_cells(self.free, goals[has]).all():
                 raise ValueError("goals must be free cells inside the map, or (-1, -1) for none")
-        pos = positions[:, 0] * self.width + positions[:, 1]
-        # reached: standing on the target, or given a new one (lifelong: the old one was reached)
+            goal_cells = np.where(has, goals[:, 0] * w + goals[:, 1], -1)
+        pos = positions[:, 0] * w + positions[:, 1]
         reached = (pos == goal_cells) | (goal_cells != self._last_goal)
         self._last_goal = goal_cells
         self.elapsed = np.where((goal_cells >= 0) & ~reached, self.elapsed + 1, 0)
         priority = self.elapsed + self._eps
         if bias is not None:
             priority = priority + np.asarray(bias, dtype=np.float64).reshape(n)
-        slots = self._slots(goal_cells) if self.swap else None
-        return pibt_step(
-            positions, scores, priority, self.nbr, self.width, goal_cells=goal_cells,
-            goal_slot=slots, pool=self._pool if self.swap else None, depth=self.depth,
-            noise=self._noise, swap=self.swap, scratch=(self._occ_now, self._occ_next),
-        )  # fmt: skip
+        priority = np.where(self.nested_behind(pos, goal_cells), priority - 1e12, priority)
+        slots = self._slots(goal_cells) if self.swap else np.full(n, -1, dtype=np.int64)
+        cand, cand_key = np.empty((n, N_ACTIONS), np.int64), np.empty((n, N_ACTIONS))
+        n_cand = np.empty(n, dtype=np.int64)
+        _rank(scores, pos, self.nbr, self.depth, self._noise, cand, cand_key, n_cand, self._occ_now)
+        order = np.argsort(-priority, kind="stable")
+        return StepInputs(order, pos, cand, cand_key, n_cand, goal_cells, slots)
+
+    def decide(self, s: StepInputs) -> np.ndarray:
+        """``int64[n]`` next cell of each robot: PIBT over the prepared step (compiled)."""
+        return _pibt_all(s.order, s.pos, s.cand, s.cand_key, s.n_cand, s.goal_cells, s.slots,
+                         self._pool, self.nbr, self.swap, self._occ_now, self._occ_next)  # fmt: skip
+
+    def actions(self, pos: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+        """``int64[n]`` the action ids that move each robot from cell ``pos`` to cell ``nxt``."""
+        d, w = nxt - pos, self.width
+        return np.select([d == -w, d == w, d == -1, d == 1], [1, 2, 3, 4], 0).astype(np.int64)
 
 
-def distance_scores(
-    positions: np.ndarray,
-    goal_dist: np.ndarray,
-    nbr: np.ndarray,
-    width: int,
-    table_of: np.ndarray | None = None,
-) -> np.ndarray:
-    """Greedy preferences: ``float[n, 5]`` = minus the distance-to-go after each action.
-
-    Args:
-        positions: ``int[n, 2]``; goal_dist: ``int32[k, V]`` distance tables
-            (:func:`bfs_distance`); nbr: :func:`neighbour_table`; width: map columns.
-        table_of: ``int[n]`` row of ``goal_dist`` for each robot (default: row ``i`` for robot
-            ``i``, so ``k == n``); robots sharing a target share a row (no copy per robot).
-
-    Returns:
-        ``float64[n, 5]``; blocked moves get ``-inf``; STAY gets minus the current distance.
-    """
-    pos = np.asarray(positions, dtype=np.int64)
-    cells = pos[:, 0] * width + pos[:, 1]
-    nxt = nbr[cells]
-    rows = np.arange(len(cells)) if table_of is None else np.asarray(table_of, dtype=np.int64)
-    d = goal_dist[rows[:, None], np.maximum(nxt, 0)].astype(np.float64)
-    return np.where(nxt >= 0, -d, -np.inf)
+def _free_cells(free: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """``bool[k]``: each (row, col) of ``cells`` lies inside ``free``'s map on a free cell."""
+    h, w = free.shape
+    r, c = cells[:, 0], cells[:, 1]
+    ok = (r >= 0) & (r < h) & (c >= 0) & (c < w)
+    ok[ok] = free[r[ok], c[ok]]
+    return ok

@@ -1,40 +1,36 @@
-"""The rule-based safety layer: the last word on every robot's move, every step.
+"""Choice out: the rule layers that choose every robot's move from the executor's scores.
 
-The shield takes the joint action the executor proposes and returns one that the warehouse
-dynamics execute exactly as given: after it, no robot moves into a wall, a shelf or off the map,
-no two robots end in one cell, and no two robots swap cells through each other. It holds whatever
-the executor (or an LLM, or a random policy) proposes, because it checks the joint action, not
-the policy.
+A rule layer (:class:`RuleLayer`) takes the per-step view (:class:`marlm.hybrid.preferences.StepView`)
+and every robot's action scores (``float64[n_robots, 5]``) and chooses a joint action that the
+warehouse dynamics execute exactly as given: no robot moves into a wall, a shelf or off the map,
+no two robots end in one cell, and no two robots swap cells through each other. That holds
+whatever the scores say, because the layer checks the joint action, not the policy.
+:func:`shielded_step` is the one way any caller (the controller, the PettingZoo wrapper, the
+executor evaluation, the benchmarks, the tests) applies a layer.
 
-It also watches for deadlock: robots that have wanted to move for ``deadlock_steps`` consecutive
-steps but were held by other robots. It breaks one by giving the held robot with the lowest
-priority a *yield move* to a free neighbouring cell that no other robot occupies or enters.
+- :class:`PibtShield` (the default): PIBT over the whole ranking (:mod:`marlm.hybrid.pibt`).
+- :class:`Shield` (``local``): each robot's best-scored action, with conflicting moves held and
+  deadlocks (robots held ``deadlock_steps`` in a row) broken by a *yield move* of the held robot
+  with the lowest priority into a free neighbouring cell. Shielding in the sense of Alshiekh et
+  al. 2018, "Safe Reinforcement Learning via Shielding" (AAAI), post-posed variant.
+- :class:`Unshielded` (``none``): each robot's best-scored action, unfiltered.
 
-Shielding in the sense of Alshiekh et al. 2018, "Safe Reinforcement Learning via Shielding"
-(AAAI), post-posed variant: the learner proposes, the shield overrides unsafe actions.
-
-Speed: the rules run in compiled kernels (numba) over occupancy grids allocated once per shield,
-so a step costs O(robots), independent of the map size (about 0.05 ms at 200 robots on a 64x64
-map, ``benchmarks/bench_shield.py``). They visit robots in the same order as the first,
-dict-based version (kept as :mod:`marlm.scale.reference_shield`), and give identical results,
-including the random yield moves (``tests/hybrid/test_shield_speed_equivalence.py``).
+Speed of the local shield: compiled kernels (numba) over occupancy grids allocated once per
+shield, so a step costs O(robots), independent of the map size (about 0.05 ms at 200 robots on a
+64x64 map, ``benchmarks/bench_shield.py``), with the results of the dict-based reference
+(:mod:`marlm.scale.reference_shield`; ``tests/hybrid/test_shield_speed_equivalence.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numba import njit
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP  # the env's actions
-from marlm.hybrid.preferences import executor_scores
-
-if TYPE_CHECKING:
-    from marlm.envs.warehouse import WarehouseEnv
-    from marlm.hybrid.executor import Executor
+from marlm.hybrid.preferences import N_ACTIONS, StepView
 
 #: Reasons recorded for an override.
 REASON_STATIC = "static"  # wall, shelf or map edge
@@ -51,12 +47,39 @@ class ShieldResult:
         overridden: ``bool[n_robots]`` whether the robot's proposed action was replaced.
         reasons: per robot ``None`` or one of ``"static"``, ``"robot"``, ``"yield"``.
         deadlock_breaks: number of yield moves issued this step.
+        proposed: ``int64[n_robots]`` each robot's best-scored action (the argmax of its scores),
+            as recorded in the trace; None from a bare ``filter`` call.
     """
 
     actions: np.ndarray
     overridden: np.ndarray
     reasons: list[str | None]
     deadlock_breaks: int = 0
+    proposed: np.ndarray | None = None
+
+
+class RuleLayer(Protocol):
+    """Choice out: the joint move from every robot's action scores.
+
+    Attributes:
+        explores: True if the layer filters one proposed action per robot, and so wants the
+            executor's execution noise in the scores (``Executor.scores(..., explore=True)``);
+            False if it ranks every action itself (PIBT: no random actions).
+        overrides: ``int64[n_robots]`` steps on which each robot's best-scored action was
+            replaced, since the last :meth:`reset`.
+        deadlock_breaks: yield moves issued since the last :meth:`reset`.
+    """
+
+    explores: bool
+    overrides: np.ndarray
+    deadlock_breaks: int
+
+    def reset(self) -> None:
+        """Start of an episode: counters and memory cleared."""
+
+    def choose(self, view: StepView, scores: np.ndarray) -> ShieldResult:
+        """The joint move for ``view`` from ``scores`` (``float64[n_robots, 5]``)."""
+        ...
 
 
 @dataclass
@@ -80,6 +103,7 @@ class Shield:
     seed: int | None = None
     overrides: np.ndarray = field(init=False)
     deadlock_breaks: int = field(init=False, default=0)
+    explores = True
 
     def __post_init__(self) -> None:
         # A writable C-ordered copy: numba compiles one kernel per array type, and a read-only
@@ -100,6 +124,13 @@ class Shield:
         # Scratch occupancy grids of the compiled kernels: -1 everywhere between calls.
         self._cell_of = np.full(self.free.shape, -1, dtype=np.int64)
         self._claim = np.full(self.free.shape, -1, dtype=np.int64)
+
+    def choose(self, view: StepView, scores: np.ndarray) -> ShieldResult:
+        """:meth:`filter` each robot's best-scored action, priorities from ``view``."""
+        proposed = scores.argmax(axis=1)
+        result = self.filter(view.positions, proposed, view.priority)
+        result.proposed = proposed
+        return result
 
     def filter(
         self,
@@ -195,6 +226,7 @@ class PibtShield:
     swap: bool = True
     overrides: np.ndarray = field(init=False)
     deadlock_breaks: int = field(init=False, default=0)
+    explores = False
 
     def __post_init__(self) -> None:
         from marlm.hybrid.pibt import Pibt  # the compiled kernels load with the first PIBT shield
@@ -210,6 +242,15 @@ class PibtShield:
         self.overrides = np.zeros(self.n_robots, dtype=np.int64)
         self.deadlock_breaks = 0
         self._pibt.reset()
+
+    def choose(self, view: StepView, scores: np.ndarray) -> ShieldResult:
+        """PIBT over ``scores`` with ``view``'s goals and priorities (see :meth:`filter`)."""
+        proposed = scores.argmax(axis=1)
+        result = self.filter(
+            view.positions, proposed, view.priority, scores=scores, goals=view.goals
+        )
+        result.proposed = proposed
+        return result
 
     def filter(
         self,
@@ -556,103 +597,68 @@ def warm_up() -> None:
     )  # fmt: skip
 
 
-# ------------------------------------------------------------------------------------------------
-# The shield on the warehouse: one way to apply it, for the controller, the wrapper and evaluation
-# ------------------------------------------------------------------------------------------------
-
-
-def shield_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
-    """``float[len(agents)]`` priority for contested cells: robots carrying an order first
-    (2), then robots with a task (1), then idle robots (0)."""
-    return np.array(
-        [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
-    )
-
-
-def shield_step(
-    shield: Shield | PibtShield,
-    env: WarehouseEnv,
-    proposed: np.ndarray,
-    scores: np.ndarray | None = None,
-    idle_goals: Mapping[str, tuple[int, int]] | None = None,
-) -> ShieldResult:
-    """The safe joint action for ``env`` now: ``shield`` filters ``proposed`` from the robots'
-    current cells with :func:`shield_priority`.
-
-    The one place the shield meets the warehouse: :class:`marlm.hybrid.controller.Controller`,
-    :class:`marlm.hybrid.wrappers.ShieldWrapper` and
-    :func:`marlm.hybrid.executor.evaluate_executor` all call it, so they apply the same rules
-    with the same priorities.
+@dataclass
+class Unshielded:
+    """No rule layer: each robot's best-scored action goes to the environment as it is.
 
     Args:
-        shield: a :class:`Shield` built for ``env``'s map and robot count.
-        env: a :class:`marlm.envs.warehouse.WarehouseEnv` (unwrapped).
-        proposed: ``int64[n_robots]`` proposed action ids, in ``env.possible_agents`` order.
-        scores: optional ``float[n_robots, 5]`` the executor's action scores (same order); the
-            PIBT layer ranks every action by them and takes each robot's target from ``env``.
-        idle_goals: optional ``{robot: (row, col)}`` goals of robots without a task (their
-            dwell cells, :mod:`marlm.hybrid.dwell`), given to PIBT like a task's target, so a
-            robot driving to its dwell cell may push another idle robot out of its way.
-
-    Returns:
-        :class:`ShieldResult` (``actions`` in ``env.possible_agents`` order).
+        n_robots: number of robots.
     """
-    priority = shield_priority(env, env.possible_agents)
-    if isinstance(shield, PibtShield):
-        extra = idle_goals or {}
-        goals = np.array(
-            [env.target_of(a) or extra.get(a) or (-1, -1) for a in env.possible_agents]
-        )
-        return shield.filter(env.robot_positions, proposed, priority, scores=scores, goals=goals)
-    return shield.filter(env.robot_positions, proposed, priority)
 
+    n_robots: int
+    overrides: np.ndarray = field(init=False)
+    deadlock_breaks: int = field(init=False, default=0)
+    explores = True
 
-def propose_and_shield(
-    shield: Shield | PibtShield | None,
-    env: WarehouseEnv,
-    executor: Executor,
-    observations: Mapping[str, np.ndarray],
-    rng: np.random.Generator,
-    idle_goals: Mapping[str, tuple[int, int]] | None = None,
-) -> tuple[np.ndarray, ShieldResult | None]:
-    """The executor's proposed joint action and the rule layer's safe one, for ``env`` now.
+    def __post_init__(self) -> None:
+        self.reset()
 
-    The one way an executor meets a rule layer (the controller and
-    :func:`marlm.hybrid.executor.evaluate_executor` both call it):
+    def reset(self) -> None:
+        """Nothing to forget; the (always zero) counters are cleared."""
+        self.overrides = np.zeros(self.n_robots, dtype=np.int64)
 
-    - :class:`PibtShield`: the executor's whole ranking
-      (:func:`marlm.hybrid.preferences.executor_scores`, no random actions) goes to PIBT; the
-      proposal is each robot's best-scored action;
-    - :class:`Shield` (local): the executor's ``act`` (its own noise included) is filtered;
-    - ``None``: ``act``'s actions go to the environment unfiltered (the result is ``None``).
-
-    Args:
-        shield: the rule layer (:func:`make_shield`) or None.
-        env: a :class:`marlm.envs.warehouse.WarehouseEnv` (unwrapped) during an episode.
-        executor: any :class:`marlm.hybrid.executor.Executor`.
-        observations: each robot's current observation (``float32[16]`` per agent name).
-        rng: the executor's generator.
-        idle_goals: goals of robots without a task, for PIBT (see :func:`shield_step`).
-
-    Returns:
-        ``(proposed, result)``: ``int64[n_robots]`` proposed action ids in
-        ``env.possible_agents`` order, and the :class:`ShieldResult` (``None`` without a shield).
-    """
-    agents = list(env.agents)
-    if isinstance(shield, PibtShield):
-        scores = executor_scores(executor, observations, agents, rng)
+    def choose(self, view: StepView, scores: np.ndarray) -> ShieldResult:
+        """Each robot's best-scored action, never overridden."""
         proposed = scores.argmax(axis=1)
-        return proposed, shield_step(shield, env, proposed, scores, idle_goals)
-    proposed = np.asarray(executor.act(observations, agents, rng), dtype=np.int64)
-    return proposed, None if shield is None else shield_step(shield, env, proposed)
+        n = len(proposed)
+        return ShieldResult(proposed.copy(), np.zeros(n, dtype=bool), [None] * n, 0, proposed)
+
+
+def shielded_step(rule: RuleLayer, view: StepView, scores: np.ndarray) -> ShieldResult:
+    """The shielded step: ``rule`` chooses the joint move for ``view`` from ``scores``.
+
+    The one place a rule layer is applied (the controller, :class:`marlm.hybrid.wrappers.ShieldWrapper`,
+    :func:`marlm.hybrid.executor.evaluate_executor`, :mod:`marlm.scale.benchmarks`), so all of
+    them apply the same rules with the same priorities and goals.
+
+    Args:
+        rule: a :class:`RuleLayer` built for the map and robot count (:func:`make_shield`).
+        view: the step's :class:`marlm.hybrid.preferences.StepView`.
+        scores: ``float[n_robots, 5]`` action scores in ``view.agents`` order
+            (``Executor.scores(view, rng, explore=rule.explores)``, or
+            :func:`marlm.hybrid.preferences.one_hot` of given actions).
+
+    Returns:
+        :class:`ShieldResult` with ``proposed`` (the argmax of ``scores``) and ``actions``, both
+        ``int64[n_robots]`` in ``view.agents`` order.
+
+    Raises:
+        ValueError: ``scores`` is not ``[n_robots, 5]``.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    n = len(view.agents)
+    if scores.shape != (n, N_ACTIONS):
+        raise ValueError(f"scores must have shape ({n}, {N_ACTIONS}), got {scores.shape}")
+    return rule.choose(view, scores)
 
 
 SHIELD_RULES = ("pibt", "local")
 """The rule layers: ``pibt`` (:class:`PibtShield`, the default) and ``local`` (:class:`Shield`)."""
 
 
-def make_shield(rule: str, free: np.ndarray, n_robots: int, seed: int | None = None):
-    """The rule layer named ``rule`` (one of :data:`SHIELD_RULES`) for a map and robot count.
+def make_shield(rule: str, free: np.ndarray, n_robots: int, seed: int | None = None) -> RuleLayer:
+    """The rule layer named ``rule`` (one of :data:`SHIELD_RULES`, or ``"none"`` for
+    :class:`Unshielded`) for a map and robot count.
 
     Raises:
         ValueError: an unknown rule name.
@@ -661,4 +667,6 @@ def make_shield(rule: str, free: np.ndarray, n_robots: int, seed: int | None = N
         return PibtShield(free, n_robots, seed=seed)
     if rule == "local":
         return Shield(free, n_robots, seed=seed)
+    if rule == "none":
+        return Unshielded(n_robots)
     raise ValueError(f"shield rule must be one of {', '.join(SHIELD_RULES)}, got {rule!r}")

@@ -1,12 +1,11 @@
-"""The shield as a PettingZoo wrapper: safety composed around the raw dynamics, not inside them.
+"""The rule layer as a PettingZoo wrapper: safety composed around the raw dynamics, not inside them.
 
 ``ShieldWrapper(WarehouseEnv(...))`` is itself a ``ParallelEnv``: any learner or script that
-steps it gets the shield's guarantees (no robot moves into a wall or shelf, no two robots in one
-cell, no swaps) without the environment knowing about it. The wrapper sees actions only, so it
-applies the local shield (:class:`marlm.hybrid.shield.Shield`) through
-:func:`marlm.hybrid.shield.shield_step`, with the controller's priorities. The hybrid controller
-does not step through the wrapper: it records the overrides in its trace, and its default rule
-layer, PIBT, ranks the executor's action scores (:func:`marlm.hybrid.shield.propose_and_shield`).
+steps it gets the rule layer's guarantees (no robot moves into a wall or shelf, no two robots in
+one cell, no swaps) without the environment knowing about it. The wrapper sees one action per
+robot; it gives the layer those actions as scores (:func:`marlm.hybrid.preferences.one_hot`) and
+applies it through :func:`marlm.hybrid.shield.shielded_step`, with the controller's goals and
+priorities, so a wrapped env moves exactly as the hybrid controller would with those proposals.
 """
 
 from __future__ import annotations
@@ -16,29 +15,35 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from marlm.envs.warehouse import WarehouseEnv
 
-from .shield import Shield, shield_step
+from .preferences import N_ACTIONS, one_hot, step_view
+from .shield import make_shield, shielded_step
 
 
 class ShieldWrapper(BaseParallelWrapper):
-    """Filter every joint action through a :class:`Shield` before the wrapped env steps.
+    """Choose every joint action with a rule layer before the wrapped env steps.
 
     Args:
         env: a :class:`WarehouseEnv` (or a wrapper around one).
-        deadlock_steps: the shield's deadlock threshold k.
-        seed: seed of the shield's yield choices.
+        rule: ``"pibt"`` (:class:`marlm.hybrid.shield.PibtShield`, the default: a robot whose
+            move is taken is pushed aside or falls back to its next cell) or ``"local"``
+            (:class:`marlm.hybrid.shield.Shield`: conflicting moves are held, deadlocks broken).
+        seed: seed of the layer's tie-breaks (PIBT) or yield choices (local).
 
     Information:
         Adds ``infos[agent]["shield_override"]`` (bool): the agent's action was replaced.
         Robots carrying an order get priority for contested cells, then robots with a task.
+
+    Raises:
+        ValueError: an unknown ``rule``; at ``step``, an action outside 0..4 or an unknown agent.
     """
 
-    def __init__(self, env: WarehouseEnv, *, deadlock_steps: int = 4, seed: int | None = None):
+    def __init__(self, env: WarehouseEnv, *, rule: str = "pibt", seed: int | None = None):
         super().__init__(env)
         base = env.unwrapped
-        self.shield = Shield(base.layout.free, len(base.possible_agents), deadlock_steps, seed)
+        self.rule = make_shield(rule, base.layout.free, len(base.possible_agents), seed)
 
     def reset(self, seed=None, options=None):
-        self.shield.reset()
+        self.rule.reset()
         return self.env.reset(seed=seed, options=options)
 
     def step(self, actions):
@@ -47,8 +52,10 @@ class ShieldWrapper(BaseParallelWrapper):
         index = {a: i for i, a in enumerate(base.possible_agents)}
         proposed = np.zeros(len(base.possible_agents), dtype=np.int64)  # absent robots stay
         for agent, action in actions.items():
+            if agent not in index or not 0 <= int(action) < N_ACTIONS:
+                raise ValueError(f"action {action!r} of agent {agent!r}: need 0..{N_ACTIONS - 1}")
             proposed[index[agent]] = int(action)
-        result = shield_step(self.shield, base, proposed)
+        result = shielded_step(self.rule, step_view(base), one_hot(proposed))
         safe = {a: int(result.actions[index[a]]) for a in agents}
         obs, rewards, terms, truncs, infos = self.env.step(safe)
         for agent in infos:

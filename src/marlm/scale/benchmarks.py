@@ -198,6 +198,13 @@ def large_layout(rows: int = 64, cols: int = 64) -> Layout:
     return parse_layout("\n".join("".join(row) for row in grid), name=f"large-{rows}x{cols}")
 
 
+def _view(positions: np.ndarray, goals: np.ndarray, priority: np.ndarray):
+    """The :class:`marlm.hybrid.preferences.StepView` of robots at ``positions`` (no env)."""
+    from marlm.hybrid.preferences import StepView
+
+    return StepView([f"robot_{i}" for i in range(len(positions))], positions, goals, priority)
+
+
 def _shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tuple[float, float]:
     """(median, 99th percentile) ms per ``filter`` call while robots crowd towards the stations.
 
@@ -206,12 +213,15 @@ def _shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tup
     shield's hard case (long chains, swaps, deadlock yields).
     """
     from marlm.envs.warehouse.dynamics import MOVES
+    from marlm.hybrid.preferences import one_hot
+    from marlm.hybrid.shield import shielded_step
 
     rng = np.random.default_rng(seed)
     cells = np.argwhere(layout.free)
     positions = cells[rng.choice(len(cells), size=n, replace=False)]
     priority = rng.integers(0, 3, size=n).astype(float)
     goal = np.array([i % len(layout.stations) for i in range(n)])
+    goals = np.array(layout.stations)[goal]
     dist = np.stack([layout.distance_from(s) for s in layout.stations]).astype(np.int64)
     h, w = layout.free.shape
     padded = np.pad(dist, ((0, 0), (1, 1), (1, 1)), constant_values=-1)
@@ -231,7 +241,7 @@ def _shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tup
         explore = rng.random(n) < 0.2
         proposed = np.where(explore, rng.integers(0, 5, size=n), proposed)
         t0 = time.perf_counter()
-        res = shield.filter(positions, proposed, priority)
+        res = shielded_step(shield, _view(positions, goals, priority), one_hot(proposed))
         if t:  # the first call is a warm-up (kernels loaded)
             times.append(time.perf_counter() - t0)
         positions = positions + MOVES[res.actions]
@@ -277,8 +287,8 @@ def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, floa
     for: every robot's scores (minus the distance to its station after each action) and target.
     """
     from marlm.envs.warehouse.dynamics import MOVES
-    from marlm.hybrid.pibt import distance_scores
-    from marlm.hybrid.shield import PibtShield
+    from marlm.hybrid.preferences import distance_scores
+    from marlm.hybrid.shield import PibtShield, shielded_step
 
     rng = np.random.default_rng(seed)
     cells = np.argwhere(layout.free)
@@ -295,7 +305,7 @@ def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, floa
     for t in range(steps + 1):
         t0 = time.perf_counter()
         scores = distance_scores(positions, tables, nbr, w, table_of=goal)
-        res = shield.filter(positions, scores.argmax(axis=1), priority, scores=scores, goals=goals)
+        res = shielded_step(shield, _view(positions, goals, priority), scores)
         if t:  # the first call is a warm-up (kernels compiled, distance tables built)
             times.append(time.perf_counter() - t0)
         positions = positions + MOVES[res.actions]

@@ -68,6 +68,16 @@ class ReferenceShield:
         ok[inside] = self.free[cells[inside, 0], cells[inside, 1]]
         return ok
 
+    explores = True
+
+    def choose(self, view, scores: np.ndarray) -> ShieldResult:
+        """:meth:`filter` each robot's best-scored action (the rule-layer protocol of
+        :class:`marlm.hybrid.shield.Shield`)."""
+        proposed = scores.argmax(axis=1)
+        result = self.filter(view.positions, proposed, view.priority)
+        result.proposed = proposed
+        return result
+
     def filter(
         self,
         positions: np.ndarray,
