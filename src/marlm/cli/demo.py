@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -9,7 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from marlm.errors import InputError
-from marlm.eval.outputs import check_output_file, check_run_folder, claim_run_folder, fresh_folder
+from marlm.eval.outputs import (
+    atomic_path,
+    check_output_file,
+    check_run_folder,
+    claim_run_folder,
+    fresh_folder,
+)
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
 from .app import (
@@ -356,25 +363,30 @@ def demo(
             task = bar.add_task("warming up the model (triage pool, cached after)", total=None)
             warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
             bar.update(task, completed=1, total=1)
-        cf = None
-        if not no_counterfactual:
-            task = bar.add_task("counterfactual: rule planner, same orders", total=config.steps)
-            cf = _counterfactual(config, q, true_class,
-                                 progress=lambda i, n: bar.update(task, completed=i))  # fmt: skip
         task = bar.add_task("warehouse", total=config.steps)
         result = run(
             config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i),
-            facts=lambda events: _facts(events, true_class, cf),
+            facts=lambda events: _facts(events, true_class),
         )  # fmt: skip
+        if not no_counterfactual:  # after the run: its folder is whole whatever happens here
+            task = bar.add_task("counterfactual: rule planner, same orders", total=config.steps)
+            cf = _counterfactual(config, q, true_class,
+                                 progress=lambda i, n: bar.update(task, completed=i))  # fmt: skip
+            result.metrics["counterfactual_rule"] = cf
+            with atomic_path(result.out_dir / "metrics.json") as tmp:
+                tmp.write_text(
+                    json.dumps(result.metrics, indent=2, ensure_ascii=False), encoding="utf-8"
+                )
     Console().print(
         metrics_table(result.metrics, f"marlm demo: {result.metrics['scheme']} on {layout}")
     )
     console.print(f"run folder: {result.out_dir}")
 
 
-def _facts(events: list, true_class: dict | None, cf: dict | None) -> dict:
+def _facts(events: list, true_class: dict | None) -> dict:
     """The demo's figures beyond the metrics: this run by true class (the note's label in a
-    generated scenario, else the listed priority) and the rule counterfactual's, when run."""
+    generated scenario, else the listed priority). The rule counterfactual's figures
+    (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
     from marlm.experiments.congested import latency_by_true_class
 
     out = {
@@ -383,8 +395,6 @@ def _facts(events: list, true_class: dict | None, cf: dict | None) -> dict:
     }
     if true_class:
         out["true_class"] = true_class
-    if cf is not None:
-        out["counterfactual_rule"] = cf
     return out
 
 

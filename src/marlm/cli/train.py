@@ -171,15 +171,15 @@ def _check_outputs(
     *,
     chunk: int,
     kind: str,
-    engine: str,
+    engine: str | None = None,
 ):
-    """Check the options the config does not hold (``--engine``, ``--checkpoint-every``, the
-    ``--resume`` file) and refuse to overwrite a run folder or a checkpoint unasked (before any
-    work, and before the run folder is created)."""
+    """Check the options the config does not hold (``--engine`` of the tabular learners,
+    ``--checkpoint-every``, the ``--resume`` file) and refuse to overwrite a run folder or a
+    checkpoint unasked (before any work, and before the run folder is created)."""
     from marlm.rl.checkpoint import checkpoint_files, load_checkpoint
     from marlm.rl.train import ENGINES, check_checkpoint_every
 
-    if engine not in ENGINES:
+    if engine is not None and engine not in ENGINES:
         raise InputError(f"got {engine!r}; allowed: {', '.join(ENGINES)}", field="--engine")
     check_checkpoint_every(chunk)
     if resume is not None:
