@@ -137,6 +137,6 @@ def test_compare_png_marks_the_capped_scheme_and_not_one_that_finished_early(
     assert [t.get_text() for t in fig.texts] == [
         "Schemes on one seeded order stream",
         "Hatched: llm_only ran fewer steps than the other schemes (capped, --llm-only-steps); "
-        "its counts cover only the steps it ran."
+        "its counts cover only the steps it ran.",
     ]
     assert (tmp_path / "compare.png").is_file() and not list(tmp_path.glob("*.tmp"))
