@@ -123,15 +123,20 @@ def test_one_agent_has_no_team_curve_and_no_plural(tmp_path: Path, figures: list
 
 
 def test_throughput_legend_says_its_number_is_a_window(tmp_path: Path, figures: list) -> None:
-    plot_throughput(np.arange(100), np.arange(100) // 10, tmp_path / "t.png", window=200)
+    plot_throughput(np.arange(600), np.arange(600) // 10, tmp_path / "t.png", window=200)
     (fig,) = figures
     texts = [
         t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()
     ]
     assert sorted(texts) == [
         "delivered (cumulative)",
+        "per 1000 steps (first 200 steps: since the start)",
         "per 1000 steps (rolling window of 200 steps)",
     ]
+    early, rate = fig.axes[1].get_lines()  # the shorter windows of the start, dotted
+    assert early.get_linestyle() == ":" and rate.get_linestyle() == "-"
+    assert early.get_xdata()[-1] == rate.get_xdata()[0] == 200
+    np.testing.assert_allclose(rate.get_ydata(), 100.0, atol=5)  # one delivery per 10 steps
 
 
 def test_an_llm_timeline_without_calls_says_so_and_has_no_legend(

@@ -642,6 +642,8 @@ def plot_throughput(
         steps: ``int64[n]`` step numbers; ``delivered``: ``int64[n]`` cumulative deliveries at each.
         window: steps over which the throughput rate is measured (a trailing window: the rate at
             step ``t`` counts the deliveries of steps ``t - window`` to ``t``), named in the legend.
+            Over the first ``window`` steps the rate is over the steps since the start, drawn
+            dotted.
     """
     steps = np.asarray(steps)
     delivered = np.asarray(delivered, dtype=np.float64)
@@ -656,7 +658,15 @@ def plot_throughput(
         rate = 1000.0 * (delivered - delivered[lag]) / span
         ax2 = ax.twinx()
         label = f"per 1000 steps (rolling window of {window} steps)"
-        ax2.plot(steps, rate, color="tab:orange", alpha=0.8, label=label)
+        full = steps - steps[0] >= window  # before that the window is shorter (the run's start)
+        if not full.all():  # dotted: a few early deliveries over a short span read as a spike
+            k = int(np.argmax(full)) + 1 if full.any() else steps.size
+            ax2.plot(
+                steps[:k], rate[:k], color="tab:orange", alpha=0.8, linestyle=":",
+                label=f"per 1000 steps (first {window} steps: since the start)",
+            )  # fmt: skip
+        if full.any():
+            ax2.plot(steps[full], rate[full], color="tab:orange", alpha=0.8, label=label)
         ax2.set_ylabel(f"deliveries per 1000 steps ({window}-step window)")
         ax2.legend(loc="lower right", fontsize=8)
     ax.legend(loc="upper left", fontsize=8)
