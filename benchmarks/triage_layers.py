@@ -51,7 +51,7 @@ from marlm.llm.triage import (
 )
 from marlm.llm.triage_eval import evaluate_triage, stratified_folds
 
-DEV_SOURCE = "shared/data/order_notes_dev.jsonl"
+DEV_SOURCE = "order_notes_dev.jsonl"
 DATA = Path(__file__).resolve().parents[1] / "src" / "marlm" / "data"
 FINAL = "result_embd_pooled"  # the output norm's result (llama.cpp renames result_norm so)
 TWO = ("urgent", "normal")

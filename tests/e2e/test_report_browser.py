@@ -96,7 +96,8 @@ def test_report_renders_in_headless_chromium(run_folder: Path) -> None:
     assert page.is_file() and str(page) in proc.stdout
     text = page.read_text(encoding="utf-8")
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
-    assert text.count('src="data:image/') >= 5  # 4 plots + the episode GIF
+    # 3 plots (a rule run has no LLM call, so no LLM-call chart) + the episode GIF
+    assert text.count('src="data:image/') == 4
 
     dom = chromium(page, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]

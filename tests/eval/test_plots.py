@@ -15,6 +15,7 @@ from PIL import Image
 from marlm.envs.palette import agent_colour
 from marlm.eval.plots import (
     FORK_AVAILABLE,
+    TEAM_COLOUR,
     PlotProcess,
     drawn_points,
     moving_average,
@@ -78,6 +79,76 @@ def test_reward_plot_legend_names_the_team_rule(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.fixture
+def figures(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The figures the plots draw on, kept to read their artists back."""
+    from marlm.eval import plots
+
+    made: list = []
+    figure = plots._figure
+
+    def keep(*args, **kwargs):
+        fig = figure(*args, **kwargs)
+        made.append(fig)
+        return fig
+
+    monkeypatch.setattr(plots, "_figure", keep)
+    return made
+
+
+def test_every_agents_line_is_drawn_above_the_team_curve(tmp_path: Path, figures: list) -> None:
+    # robot_1 earns all of the team's reward: its curve is the team curve, point for point.
+    curves = {"robot_0": np.zeros(50), "robot_1": np.linspace(0, 1, 50), "robot_2": np.zeros(50)}
+    plot_reward_curves(curves, tmp_path / "r.png", team="sum")
+    (fig,) = figures
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    team = lines.pop("team (sum of 3 agents)")
+    assert sorted(lines) == ["robot_0", "robot_1", "robot_2"]
+    for name, line in lines.items():
+        assert line.get_zorder() > team.get_zorder(), name  # on top of the team band
+        assert line.get_alpha() in (None, 1.0), name  # opaque: its colour as drawn
+    np.testing.assert_array_equal(lines["robot_1"].get_ydata(), team.get_ydata())
+    with Image.open(tmp_path / "r.png") as im:  # robot_1's colour shows where the curves meet
+        assert _pixels_near(im, np.array(agent_colour(1), dtype=np.float64)) > 300
+
+
+def test_one_agent_has_no_team_curve_and_no_plural(tmp_path: Path, figures: list) -> None:
+    # GridWorld's curves.png: a single agent, whose return is the team's.
+    plot_reward_curves({"agent": np.arange(30.0)}, tmp_path / "c.png", smooth=3, xlabel="episode")
+    (fig,) = figures
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == ["agent"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["agent"]
+    assert ax.get_title() == "Reward"
+
+
+def test_throughput_legend_says_its_number_is_a_window(tmp_path: Path, figures: list) -> None:
+    plot_throughput(np.arange(600), np.arange(600) // 10, tmp_path / "t.png", window=200)
+    (fig,) = figures
+    texts = [
+        t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()
+    ]
+    assert sorted(texts) == [
+        "delivered (cumulative)",
+        "per 1000 steps (first 200 steps: since the start)",
+        "per 1000 steps (rolling window of 200 steps)",
+    ]
+    early, rate = fig.axes[1].get_lines()  # the shorter windows of the start, dotted
+    assert early.get_linestyle() == ":" and rate.get_linestyle() == "-"
+    assert early.get_xdata()[-1] == rate.get_xdata()[0] == 200
+    np.testing.assert_allclose(rate.get_ydata(), 100.0, atol=5)  # one delivery per 10 steps
+
+
+def test_an_llm_timeline_without_calls_says_so_and_has_no_legend(
+    tmp_path: Path, figures: list
+) -> None:
+    plot_llm_timeline([], tmp_path / "c.png", n_steps=100)
+    (fig,) = figures
+    ax = fig.axes[0]
+    assert ax.get_legend() is None
+    assert [t.get_text() for t in ax.texts] == ["no LLM calls"]
+
+
 def test_a_long_smoothed_curve_is_drawn_at_four_points_a_window_with_its_last() -> None:
     y = np.arange(30000, dtype=np.float64)
     x, yx = drawn_points(y, 600)
@@ -136,7 +207,7 @@ def test_reward_plot_of_a_training_run_is_legible(tmp_path: Path) -> None:
         for k in range(2):  # each agent in its palette colour (drawn at alpha 0.8 on white)
             shade = 0.8 * np.array(agent_colour(k)) + 0.2 * 255
             assert _pixels_near(im, shade) > 300, k
-        assert _pixels_near(im, np.zeros(3)) > 300  # the team curve, 2 px wide, black
+        assert _pixels_near(im, 255 * np.array(TEAM_COLOUR), tol=6) > 300  # the team band
         # the frame is not crowded out: the title and the axis labels leave the plot area white
         assert _pixels_near(im, np.full(3, 255.0), tol=1) > 0.5 * 800 * 450
 

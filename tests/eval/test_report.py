@@ -27,7 +27,7 @@ def _png() -> bytes:
     return buf.getvalue()
 
 
-def _run_folder(path: Path, *, gif: bool = True, end: bool = True) -> Path:
+def _run_folder(path: Path, *, gif: bool = True, end: bool = True, llm: bool = True) -> Path:
     rng = np.random.default_rng(0)
     with TraceWriter(path / "trace.jsonl") as t:
         t.write(
@@ -50,21 +50,22 @@ def _run_folder(path: Path, *, gif: bool = True, end: bool = True) -> Path:
                 latency_ms=0.2,
             )
         t.write("order", event="arrived", order="O1", step=0, priority="urgent")
-        t.write(
-            "llm_call",
-            call_id=1,
-            step_requested=0,
-            step_applied=2,
-            latency_ms=300.0,
-            valid=False,
-            error="bad <id>",
-            prompt_tokens=200,
-            completion_tokens=20,
-            messages=[{"role": "user", "content": "<script>alert(1)</script> 货架A-3 🚚"}],
-            raw='{"robot": "</pre><img src=x onerror=alert(1)>"}',
-            attempt=0,
-            fallback=True,
-        )
+        if llm:
+            t.write(
+                "llm_call",
+                call_id=1,
+                step_requested=0,
+                step_applied=2,
+                latency_ms=300.0,
+                valid=False,
+                error="bad <id>",
+                prompt_tokens=200,
+                completion_tokens=20,
+                messages=[{"role": "user", "content": "<script>alert(1)</script> 货架A-3 🚚"}],
+                raw='{"robot": "</pre><img src=x onerror=alert(1)>"}',
+                attempt=0,
+                fallback=True,
+            )
         t.write(
             "plan",
             step=2,
@@ -105,6 +106,21 @@ def test_report_is_self_contained_and_escapes_model_text(tmp_path: Path) -> None
     ):
         assert label in html
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_report_of_a_run_without_llm_calls_draws_no_llm_chart(tmp_path: Path) -> None:
+    page, _ = write_report(_run_folder(tmp_path, llm=False))
+    html = page.read_text(encoding="utf-8")
+    alts = re.findall(r'<img alt="([^"]*)"', html)
+    assert alts == [
+        "Per-agent reward curves", "Throughput over time", "Latency histograms",
+        "episode animation",
+    ]  # fmt: skip
+    assert "No LLM calls in this run: no LLM-call chart." in html
+    # and with one call, the chart is there
+    page, _ = write_report(_run_folder(tmp_path / "llm"))
+    alts = re.findall(r'<img alt="([^"]*)"', page.read_text(encoding="utf-8"))
+    assert "LLM calls on the control timeline" in alts
 
 
 def test_report_of_a_crashed_run_says_so(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.experiments.compare import compare_schemes, format_table
+from marlm.experiments.compare import compare_schemes, format_table, plot_comparison
 from marlm.hybrid.llm_executor import LLMMoveExecutor
 from marlm.llm.backends import BackendError, ChatResult
 
@@ -111,3 +111,32 @@ def test_llm_move_executor_applies_valid_moves_and_stays_on_errors() -> None:
     # Nobody busy: no call at all.
     idle = {a: _obs(False) for a in agents}
     assert ex.act(idle, agents, rng).tolist() == [0, 0, 0] and ex.calls == 4
+
+
+def test_compare_png_marks_the_capped_scheme_and_not_one_that_finished_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from marlm.eval import plots
+
+    made = []
+    figure = plots._figure
+    monkeypatch.setattr(plots, "_figure", lambda *a, **k: made.append(figure(*a, **k)) or made[-1])
+    rows = [  # as compare_schemes writes them: rules delivered all 24 orders by step 140
+        {"scheme": "rules", "delivered": 24, "steps": 140, "step_limit": 300},
+        {"scheme": "llm_only", "delivered": 0, "steps": 30, "step_limit": 30},
+    ]
+    plot_comparison(rows, tmp_path / "compare.png")
+    (fig,) = made
+    delivered = fig.axes[0]
+    assert delivered.get_title() == "orders delivered"
+    assert [t.get_text() for t in delivered.get_xticklabels()] == [
+        "rules", "llm_only (capped at 30 of 300 steps)",
+    ]  # fmt: skip
+    for ax in fig.axes:  # in every panel, the capped bar alone is hatched
+        assert [bar.get_hatch() for bar in ax.patches] == [None, "//"], ax.get_title()
+    assert [t.get_text() for t in fig.texts] == [
+        "Schemes on one seeded order stream",
+        "Hatched: llm_only ran fewer steps than the other schemes (capped, --llm-only-steps); "
+        "its counts cover only the steps it ran.",
+    ]
+    assert (tmp_path / "compare.png").is_file() and not list(tmp_path.glob("*.tmp"))

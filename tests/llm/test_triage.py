@@ -65,7 +65,7 @@ def test_shipped_files_load_and_are_disjoint():
     assert [(x.id, x.note, x.label) for x in pool] == [
         (x.id, x.note, x.label) for x in dev + examples + written + negation
     ]
-    assert {x.source for x in pool[:40]} == {"shared/data/order_notes_dev.jsonl"}
+    assert {x.source for x in pool[:40]} == {"order_notes_dev.jsonl"}
     assert {x.source for x in pool[40:67]} == {"examples.jsonl"}
     assert {x.source for x in pool[67:269]} == {"written.jsonl"}
     assert {x.source for x in pool[269:]} == {"written_negation.jsonl"}

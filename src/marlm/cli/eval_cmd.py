@@ -122,6 +122,8 @@ def triage(
         typer.echo(f"warning: {w.message}", err=True)
     result["warnings"] = [str(w.message) for w in caught]
     result["notes_file"] = str(notes)
+    if examples is not None:
+        result["pool"]["file"] = str(examples)
     _print(result)
     if out is not None:
         write_json(result, out)
@@ -143,6 +145,8 @@ def _print(r: dict) -> None:
         else f"{r['per_class']} examples per class"
     )
     pool = ", ".join(f"{n} from {s}" for s, n in r["pool"]["by_source"].items())
+    if r["pool"].get("file"):  # the sources are files beside it (the shipped pool's are)
+        pool = f"{r['pool']['file']} ({pool})"
     typer.echo(f"protocol: {proto}; prompt {r['prompt_version']}; {shots}; pool: {pool}")
     typer.echo(
         f"accuracy {_pct(r['accuracy'])} on {r['n_notes']} notes "

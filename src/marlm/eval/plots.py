@@ -324,6 +324,11 @@ def curve_colours(agents: Sequence[str]) -> dict[str, tuple[float, float, float]
     return {a: tuple(c / 255 for c in agent_colour(k)) for k, a in enumerate(agents)}
 
 
+#: The team curve of :func:`plot_reward_curves`: a light-grey band under the agents' lines.
+TEAM_COLOUR = (0.72, 0.72, 0.72)
+TEAM_WIDTH = 5.0
+
+
 def plot_reward_curves(
     curves: Mapping[str, np.ndarray],
     path: str | Path,
@@ -337,11 +342,16 @@ def plot_reward_curves(
 ) -> Path:
     """Plot one reward curve per agent and the team curve, labelled with how it was formed.
 
+    The team curve is a wide light-grey band drawn underneath (``zorder`` 1); each agent's curve
+    is a thin line in its colour on top of it (``zorder`` 3), so no agent's line hides under the
+    team's, not even where they coincide (one robot earning all of the team's reward). With a
+    single agent the team curve is that agent's curve, so none is drawn.
+
     Args:
         curves: ``{agent: float64[n]}``, per-step rewards or per-episode returns; NaN marks no value.
         path: the PNG to write.
         team: ``"sum"`` (team curve = sum of agents' curves, as for a shared team reward) or ``"mean"``.
-            The legend says which, e.g. ``team (sum of 2 agents)``.
+            The legend says which, e.g. ``team (sum of 2 agents)``; no team curve for one agent.
         smooth: trailing moving-average window applied to every curve after the team curve is
             formed (1 = none). With ``team="sum"`` the smoothed per-agent curves still add up to the
             smoothed team curve where every agent has a value, because the average is linear.
@@ -365,23 +375,26 @@ def plot_reward_curves(
     raw = {k: np.asarray(v, dtype=np.float64) for k, v in curves.items()}
     if cumulative:
         raw = {k: np.cumsum(np.nan_to_num(v)) for k, v in raw.items()}
-    teamc = team_curve(raw, team)
     fig = _figure((8, 4.5))
     ax = fig.subplots()
+    if len(raw) > 1:  # drawn first and underneath: the agents' lines stay visible on top of it
+        label = f"team ({team} of {len(raw)} agents)"
+        teamc = drawn_points(moving_average(team_curve(raw, team), smooth), smooth)
+        ax.plot(*teamc, label=label, color=TEAM_COLOUR, lw=TEAM_WIDTH, zorder=1)
     colours = curve_colours(list(raw))
     for name, v in raw.items():
         ax.plot(
-            *drawn_points(moving_average(v, smooth), smooth), label=name, linewidth=1.0, alpha=0.8,
-            color=colours[name],
+            *drawn_points(moving_average(v, smooth), smooth), label=name, linewidth=1.2,
+            color=colours[name], zorder=3,
         )  # fmt: skip
-    label = f"team ({team} of {len(raw)} agents)"
-    ax.plot(*drawn_points(moving_average(teamc, smooth), smooth), label=label, color="black", lw=2)
     what = "return so far" if cumulative else "reward"
     ax.set_xlabel(xlabel)
     ax.set_ylabel(what if smooth == 1 else f"{what} (moving average, {smooth})")
-    ax.set_title(title or f"Per-agent {what} and team {team}")
+    default = f"Per-agent {what} and team {team}" if len(raw) > 1 else what.capitalize()
+    ax.set_title(title or default)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2 if len(raw) > 6 else 1, loc="best")
+    handles = ax.get_lines()[1:] + ax.get_lines()[:1] if len(raw) > 1 else ax.get_lines()
+    ax.legend(handles=handles, fontsize=8, ncol=2 if len(raw) > 6 else 1, loc="best")
     if not tight:  # figure fractions of 800 x 450 px: the y label and 5-character tick labels
         fig.subplots_adjust(left=0.1, right=0.98, bottom=0.11, top=0.92)
     return _save(fig, path, tight=tight)
@@ -627,7 +640,10 @@ def plot_throughput(
 
     Args:
         steps: ``int64[n]`` step numbers; ``delivered``: ``int64[n]`` cumulative deliveries at each.
-        window: steps over which the throughput rate is measured.
+        window: steps over which the throughput rate is measured (a trailing window: the rate at
+            step ``t`` counts the deliveries of steps ``t - window`` to ``t``), named in the legend.
+            Over the first ``window`` steps the rate is over the steps since the start, drawn
+            dotted.
     """
     steps = np.asarray(steps)
     delivered = np.asarray(delivered, dtype=np.float64)
@@ -641,8 +657,17 @@ def plot_throughput(
         span = np.maximum(steps - steps[lag], 1)
         rate = 1000.0 * (delivered - delivered[lag]) / span
         ax2 = ax.twinx()
-        ax2.plot(steps, rate, color="tab:orange", alpha=0.8, label=f"per 1000 steps ({window})")
-        ax2.set_ylabel("throughput per 1000 steps")
+        label = f"per 1000 steps (rolling window of {window} steps)"
+        full = steps - steps[0] >= window  # before that the window is shorter (the run's start)
+        if not full.all():  # dotted: a few early deliveries over a short span read as a spike
+            k = int(np.argmax(full)) + 1 if full.any() else steps.size
+            ax2.plot(
+                steps[:k], rate[:k], color="tab:orange", alpha=0.8, linestyle=":",
+                label=f"per 1000 steps (first {window} steps: since the start)",
+            )  # fmt: skip
+        if full.any():
+            ax2.plot(steps[full], rate[full], color="tab:orange", alpha=0.8, label=label)
+        ax2.set_ylabel(f"deliveries per 1000 steps ({window}-step window)")
         ax2.legend(loc="lower right", fontsize=8)
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
@@ -669,6 +694,8 @@ def plot_llm_timeline(
             ``latency_ms``, ``valid`` and ``fallback``.
         n_steps: the run length, for the x-axis.
         failures: ``(step, kind)`` pairs drawn as faint red vertical lines.
+
+    With no call, the chart says "no LLM calls" and has no legend.
     """
     from matplotlib.lines import Line2D
 
@@ -697,6 +724,11 @@ def plot_llm_timeline(
     ax.set_ylabel("LLM call latency (ms)")
     if n_steps:
         ax.set_xlim(0, n_steps)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"LLM calls on the control timeline (n = {len(calls)})")
+    if not calls:  # a legend of kinds no marker has would read as if some were there
+        ax.text(0.5, 0.5, "no LLM calls", ha="center", va="center", transform=ax.transAxes)
+        return _save(fig, path)
     handles = [
         Line2D([], [], color="tab:green", marker="o", linestyle="none", label="valid"),
         Line2D([], [], color="tab:red", marker="o", linestyle="none", label="invalid"),
@@ -704,8 +736,6 @@ def plot_llm_timeline(
         Line2D([], [], color="red", alpha=0.4, label="failure event"),
     ]
     ax.legend(handles=handles, fontsize=8, loc="best")
-    ax.grid(alpha=0.3)
-    ax.set_title(title or f"LLM calls on the control timeline (n = {len(calls)})")
     return _save(fig, path)
 
 

@@ -194,7 +194,8 @@ def _findings_html(findings: Any) -> str:
 
 
 def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tuple[str, bytes]]:
-    """Render the report's plots to PNG bytes: (title, png)."""
+    """Render the report's plots to PNG bytes: (title, png). A run without LLM calls (the rule
+    planner) gets no LLM-call chart and no LLM latency panel."""
     out: list[tuple[str, bytes]] = []
     with tempfile.TemporaryDirectory(prefix="marlm-report-") as tmp:
         d = Path(tmp)
@@ -205,7 +206,8 @@ def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tu
                 d / "rewards.png",
                 team="sum",
                 cumulative=True,
-                title="Per-agent cumulative reward (team = sum of agents)",
+                title="Per-agent cumulative reward"
+                + (" (team = sum of agents)" if len(curves) > 1 else ""),
             )
             out.append(("Per-agent reward curves", (d / "rewards.png").read_bytes()))
         steps, delivered = deliveries_over_time(events)
@@ -213,20 +215,24 @@ def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tu
             plots.plot_throughput(steps, delivered, d / "throughput.png")
             out.append(("Throughput over time", (d / "throughput.png").read_bytes()))
         calls = [e for e in events if e.get("type") == "llm_call"]
-        failures = [(int(e["step"]), str(e["kind"])) for e in events if e.get("type") == "failure"]
-        plots.plot_llm_timeline(
-            calls, d / "llm.png", n_steps=metrics.get("steps"), failures=failures
-        )
-        out.append(("LLM calls on the control timeline", (d / "llm.png").read_bytes()))
+        if calls:  # a rule run has none: no empty chart (the LLM calls section says so)
+            failures = [
+                (int(e["step"]), str(e["kind"])) for e in events if e.get("type") == "failure"
+            ]
+            plots.plot_llm_timeline(
+                calls, d / "llm.png", n_steps=metrics.get("steps"), failures=failures
+            )
+            out.append(("LLM calls on the control timeline", (d / "llm.png").read_bytes()))
         step_lat = [
             e["latency_ms"]
             for e in events
             if e.get("type") == "step" and e.get("latency_ms") is not None
         ]
         llm_lat = [c["latency_ms"] for c in calls if c.get("latency_ms") is not None]
-        plots.plot_latency_histogram(
-            {"control step": step_lat, "LLM call": llm_lat}, d / "latency.png"
+        series = (
+            {"control step": step_lat, "LLM call": llm_lat} if calls else {"control step": step_lat}
         )
+        plots.plot_latency_histogram(series, d / "latency.png")
         out.append(("Latency histograms", (d / "latency.png").read_bytes()))
     return out
 
@@ -370,6 +376,8 @@ def render_report(
     parts.append("<h2>Plots</h2>")
     for title, png in _plot_pngs(events, metrics):
         parts.append(f"<h3>{_e(title)}</h3>{_img(png, 'image/png', title)}")
+    if not any(e.get("type") == "llm_call" for e in events):
+        parts.append('<p class="muted">No LLM calls in this run: no LLM-call chart.</p>')
 
     parts.append("<h2>Episode animation</h2>")
     gif = run_dir / "episode.gif"

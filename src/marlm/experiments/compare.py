@@ -115,7 +115,8 @@ def compare_schemes(
             seconds (:func:`marlm.hybrid.build.make_model`).
         schemes: names from :data:`SCHEMES` (default: all the controller supports).
         llm_only_steps: cap the steps of ``llm_only`` (it calls the model every step); its row
-            then covers fewer steps, which the ``steps`` column shows.
+            then covers fewer steps, which the ``steps`` column shows and ``compare.png`` marks
+            (its row's ``step_limit``).
         tick_ms, sync_planner: the controller's timing. The default (``sync_planner=True``, no
             tick) makes every row reproducible: the planner answers within the step it was asked
             in, so LLM latency shows in the latency and wall-time columns, not in deliveries.
@@ -230,7 +231,7 @@ def compare_schemes(
         wall = time.perf_counter() - t0
         m = result.metrics
         row = {key: m.get(key) for key, _ in COLUMNS if key in m}
-        row.update(scheme=name, wall_s=wall, steps=m.get("steps"))
+        row.update(scheme=name, wall_s=wall, steps=m.get("steps"), step_limit=n_steps)
         if move_executor is not None:  # the executor's calls are not in the controller's trace
             row["llm_calls"] = (row.get("llm_calls") or 0) + move_executor.calls
             row["tokens"] = (
@@ -297,7 +298,7 @@ def compare_schemes(
         tmp.write_text(content, encoding="utf-8")
         os.replace(tmp, path)
     if rows:
-        files["plot"] = plot_comparison(rows, out / "compare.png")
+        files["plot"] = plot_comparison(rows, out / "compare.png", steps=steps)
     result["files"] = files
     return result
 
@@ -360,13 +361,20 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     return "\n".join(lines)
 
 
-def plot_comparison(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Bar charts of the main columns, one panel each, one bar per scheme. Returns the PNG path."""
-    import matplotlib
+def plot_comparison(
+    rows: Sequence[dict[str, Any]], path: str | Path, *, steps: int | None = None
+) -> Path:
+    """Bar charts of the main columns, one panel each, one bar per scheme. Returns the PNG path.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    A scheme whose run was capped (``llm_only`` under ``llm_only_steps``: its ``step_limit``
+    below ``steps``, default the largest row's; a run that ends early because every order was
+    delivered is not capped) is marked in every panel: its bar hatched, its name followed by
+    ``(capped at K of N steps)``, and a note under the panels saying its counts cover those
+    steps only. Written to a temporary file and renamed (nothing half-written).
+    """
     import numpy as np
+
+    from marlm.eval.plots import _figure, _save
 
     panels = [
         ("delivered", "orders delivered"),
@@ -378,11 +386,23 @@ def plot_comparison(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         ("tokens", "LLM tokens"),
         ("wall_s", "wall time (s)"),
     ]
-    names = [r["scheme"] for r in rows]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    ran = [r.get("step_limit") for r in rows]
+    full = steps if steps is not None else max((int(n) for n in ran if n is not None), default=0)
+    capped = [n is not None and int(n) < full for n in ran]
+    names = [
+        f"{r['scheme']} (capped at {n} of {full} steps)" if cap else str(r["scheme"])
+        for r, n, cap in zip(rows, ran, capped, strict=True)
+    ]
+    fig = _figure((16, 7.6 if any(capped) else 7))
+    axes = fig.subplots(2, 4)
     for ax, (key, title) in zip(axes.ravel(), panels, strict=True):
         vals = np.array([float(r.get(key) or 0.0) for r in rows])
-        ax.bar(np.arange(len(rows)), vals, color="tab:blue")
+        bars = ax.bar(np.arange(len(rows)), vals, color="tab:blue")
+        for bar, cap in zip(bars, capped, strict=True):
+            if cap:
+                bar.set_facecolor("white")
+                bar.set_edgecolor("tab:blue")
+                bar.set_hatch("//")
         ax.set_xticks(np.arange(len(rows)), names, rotation=30, ha="right", fontsize=8)
         ax.set_title(title, fontsize=10)
         if (
@@ -393,13 +413,18 @@ def plot_comparison(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
             ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle("Schemes on one seeded order stream")
-    fig.tight_layout()
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    fig.savefig(tmp, format="png", dpi=90)
-    plt.close(fig)
-    os.replace(tmp, p)
-    return p
+    if any(capped):
+        which = ", ".join(str(r["scheme"]) for r, cap in zip(rows, capped, strict=True) if cap)
+        fig.text(
+            0.5, 0.01,
+            f"Hatched: {which} ran fewer steps than the other schemes (capped, "
+            "--llm-only-steps); its counts cover only the steps it ran.",
+            ha="center", va="bottom", fontsize=9,
+        )  # fmt: skip
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
+    return _save(fig, path, tight=False)
 
 
 __all__ = [

@@ -65,7 +65,8 @@ class RunConfig(BaseModel):
     Attributes:
         layout: shipped layout name or a map file.
         orders: JSONL order file; ``None`` generates ``n_orders`` from ``seed``.
-        n_orders: orders generated when ``orders`` is None.
+        n_orders: orders generated when ``orders`` is None (ignored with a file; the trace's
+            ``run_start.config`` then gives the file's count).
         n_robots: robots to use (default: the layout's ``R`` cells).
         steps: time limit in control steps (> 0).
         seed: seeds the environment, the executor's generator and the shield (>= 0: numpy's
@@ -409,11 +410,15 @@ def _warm_up(executor: Executor) -> None:
 
 def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[str, Any]:
     """Fields of the trace's ``run_start`` event (a :class:`RunStartRecord`); ``backend`` and
-    ``model`` name the planner's model (``None`` for the rule)."""
+    ``model`` name the planner's model (``None`` for the rule). With an order file, the
+    config's ``n_orders`` is the file's count, not the unused default."""
     model = planner_model(planner)
     backend, model_name = backend_and_model(None if model is None else model.name)
+    settings = config.model_dump()
+    if config.orders is not None:
+        settings["n_orders"] = len(env.orders)
     return {
-        "config": config.model_dump(),
+        "config": settings,
         "seeds": {"env": config.seed, "executor": config.seed, "shield": config.seed},
         "layout": env.layout.name,
         "scheme": config.scheme,

@@ -131,7 +131,7 @@ def default_pool_path() -> Path:
     """The labelled pool the demo draws few-shot examples and the batch prior from.
 
     ``marlm/data/triage/pool.jsonl``: the 40 development notes (``source`` =
-    ``shared/data/order_notes_dev.jsonl``), the 27 written examples (``source`` =
+    ``order_notes_dev.jsonl``), the 27 written examples (``source`` =
     ``examples.jsonl``), 202 notes written for marlm (``source`` = ``written.jsonl``) and 33
     written later on negated urgency (``source`` = ``written_negation.jsonl``): 302 notes in
     English and Chinese (see ``data/triage/README.md``).

@@ -127,8 +127,9 @@ def evaluate_triage(
         A JSON-ready dict: ``protocol``, ``mode``, ``select``, ``classes``, :func:`metrics`
         fields, ``latency_ms`` (``mean``, ``p50``, ``p95``, ``max`` over model calls),
         ``calls`` (``model``, ``content_free``, ``batch_prior``, ``cache_hits``, ``fallbacks``),
-        ``modes_used``, ``prompt_version``, ``pool`` (notes by source; ``removed``: ids of the given
-        pool's notes left out as equal to a test note, of the first classifier), ``wall_s`` and
+        ``modes_used``, ``prompt_version``, ``pool`` (``file``: the shipped pool's path, ``None``
+        for given ``examples``; notes by ``source``, file names beside it; ``removed``: ids of the
+        given pool's notes left out as equal to a test note, of the first classifier), ``wall_s`` and
         ``predictions`` (one entry per note, with the ids of its few-shot examples).
     """
     if protocol not in PROTOCOLS:
@@ -172,7 +173,12 @@ def evaluate_triage(
         "mode": mode,
         "select": select,
         "shots": shots if select == "similar" else None,
-        "pool": {"notes": len(runs[0][0].pool), "by_source": pool_sources, "removed": removed},
+        "pool": {
+            "file": str(default_pool_path()) if examples is None else None,
+            "notes": len(runs[0][0].pool),
+            "by_source": pool_sources,
+            "removed": removed,
+        },
         "model": runs[0][0].model_name,
         "prompt_version": runs[0][0].prompt_version,
         "classes": list(classes),
