@@ -83,7 +83,13 @@ def test_every_marlm_command_and_option_in_the_readme_exists():
 def test_readme_explains_the_demo_table():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### What you should see")[1].split("\n### ")[0]
-    for term in ("deadlock breaks", "rule stand-ins", "on-time rate", "docs/metrics.md"):
+    for term in (
+        "deadlock breaks",
+        "counterfactual",
+        "idle robot-steps",
+        "on-time rate",
+        "docs/metrics.md",
+    ):
         assert term in section, term
     assert "orders delivered" in section and "control step p99 (ms)" in section  # the table
 
