@@ -116,6 +116,59 @@ def k_median(cost: np.ndarray, demand: np.ndarray, k: int, fixed: Sequence[int] 
     return chosen
 
 
+class GreedyMedians:
+    """The greedy k-median additions (:func:`k_median`) for one ``cost``, ``demand`` and
+    ``fixed``, extended as more are asked for: greedy addition does not depend on ``k``, so the
+    first ``k`` of a longer run are ``k_median(cost, demand, k, fixed)``.
+
+    Each addition updates the totals only over the sites the new point brings closer
+    (``O(n_points * changed)`` instead of ``O(n_points * n_sites)``). With integer costs and
+    demands in halves (:data:`DEMAND_WEIGHT`, :data:`PRIOR_PER_SHELF`) every total is exact in
+    float64 (below 2**53), so the choices, ties included, are :func:`k_median`'s.
+
+    Args:
+        cost: ``float64[n_points, n_sites]``, finite.
+        demand: ``float64[n_sites]`` (copied).
+        fixed: rows already placed.
+    """
+
+    def __init__(self, cost: np.ndarray, demand: np.ndarray, fixed: Sequence[int] = ()) -> None:
+        self.cost = cost
+        self.demand = np.array(demand, dtype=np.float64)
+        self.fixed = tuple(int(j) for j in fixed)
+        best = np.full(cost.shape[1], np.inf)
+        for j in self.fixed:
+            best = np.minimum(best, cost[j])
+        self._best = best
+        self._taken = np.zeros(cost.shape[0], dtype=bool)
+        self._taken[list(self.fixed)] = True
+        self._totals: np.ndarray | None = None  # sum_s demand[s] * min(cost[j, s], best[s])
+        self._exhausted = False
+        self.chosen: list[int] = []
+
+    def first(self, k: int) -> list[int]:
+        """The first ``k`` additions (fewer when the points run out)."""
+        cost, demand = self.cost, self.demand
+        while len(self.chosen) < k and not self._exhausted:
+            if self._totals is None:
+                self._totals = np.minimum(cost, self._best[None, :]) @ demand
+            totals = np.where(self._taken, np.inf, self._totals)
+            j = int(np.argmin(totals))
+            if not np.isfinite(totals[j]):
+                self._exhausted = True
+                break
+            self.chosen.append(j)
+            self._taken[j] = True
+            best = np.minimum(self._best, cost[j])
+            changed = np.flatnonzero(best < self._best)
+            if changed.size:
+                sub = cost[:, changed]
+                gain = np.minimum(sub, self._best[changed]) - np.minimum(sub, best[changed])
+                self._totals = self._totals - gain @ demand[changed]
+            self._best = best
+        return self.chosen[:k]
+
+
 @dataclass
 class DwellPolicy:
     """Dwell points for the idle robots of one warehouse, and the reserve for urgent work.
@@ -145,6 +198,10 @@ class DwellPolicy:
         self.urgent_demand = np.full(len(self.shelves), PRIOR_PER_SHELF)
         self._seen: set[str] = set()
         self.reserve_robot: str | None = None
+        # Caches: the same demand gives the same points (the greedy's additions, the reserve's
+        # point), so they are recomputed only when an order changes the demand.
+        self._medians: GreedyMedians | None = None
+        self._reserve_cache: tuple[bytes, int] | None = None
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
@@ -164,7 +221,31 @@ class DwellPolicy:
 
     def reserve_point(self) -> int:
         """Row of :attr:`cells` that minimises the expected travel to the next urgent order."""
-        return int(np.argmin(self.cost @ self.urgent_demand))
+        key = self.urgent_demand.tobytes()
+        if self._reserve_cache is None or self._reserve_cache[0] != key:
+            self._reserve_cache = (key, int(np.argmin(self.cost @ self.urgent_demand)))
+        return self._reserve_cache[1]
+
+    def _points(self, k: int, fixed: Sequence[int]) -> list[int]:
+        """``k_median(self.cost, self.demand, k, fixed)``, from the cached greedy run while the
+        demand and ``fixed`` stay the same."""
+        m = self._medians
+        if m is None or tuple(fixed) != m.fixed or not np.array_equal(m.demand, self.demand):
+            m = self._medians = GreedyMedians(self.cost, self.demand, fixed)
+        return m.first(k)
+
+    def choose_reserve(self, idle: Mapping[str, Cell]) -> int:
+        """Update :attr:`reserve_robot` as :meth:`targets` does (the idle robot nearest to the
+        reserve's point, kept while idle; None when ``idle`` is empty or no cell exists) without
+        placing the others; returns the point's row of :attr:`cells` (-1 when none)."""
+        if not idle or not self.cells:
+            self.reserve_robot = None
+            return -1
+        point = self.reserve_point()
+        if self.reserve_robot not in idle:  # the robot nearest to the point; kept while idle
+            d = self.layout.distance_from(self.cells[point])
+            self.reserve_robot = min(idle, key=lambda r: _steps(d, idle[r]))
+        return point
 
     def targets(self, idle: Mapping[str, Cell]) -> dict[str, Cell]:
         """A dwell cell for each idle robot.
@@ -184,24 +265,21 @@ class DwellPolicy:
         fixed: list[int] = []
         out: dict[str, Cell] = {}
         if self.reserve:
-            point = self.reserve_point()
-            if self.reserve_robot not in idle:  # the robot nearest to the point; kept while idle
-                d = self.layout.distance_from(self.cells[point])
-                self.reserve_robot = min(robots, key=lambda r: _steps(d, idle[r]))
+            point = self.choose_reserve(idle)
             out[self.reserve_robot] = self.cells[point]
             fixed.append(point)
             robots.remove(self.reserve_robot)
         else:
             self.reserve_robot = None
-        points = k_median(self.cost, self.demand, len(robots), fixed)
+        points = self._points(len(robots), fixed)
         if robots and points:
-            dist = np.array(
-                [
-                    [_steps(self.layout.distance_from(self.cells[p]), idle[r]) for p in points]
-                    for r in robots
-                ],
-                dtype=np.float64,
-            )
+            rows = np.array([int(idle[r][0]) for r in robots], dtype=np.intp)
+            cols = np.array([int(idle[r][1]) for r in robots], dtype=np.intp)
+            # dist[i, j]: steps from robot i to point j (_steps, for all of them at once).
+            dist = np.empty((len(robots), len(points)), dtype=np.float64)
+            for j, p in enumerate(points):
+                dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
+            dist[dist < 0] = UNREACHABLE_DISTANCE
             rows, cols = linear_sum_assignment(dist)
             for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
                 out[robots[i]] = self.cells[points[j]]
@@ -299,6 +377,7 @@ __all__ = [
     "PRIOR_PER_SHELF",
     "DwellExecutor",
     "DwellPolicy",
+    "GreedyMedians",
     "dwell_scores",
     "k_median",
     "parking_cells",
