@@ -231,7 +231,8 @@ def test_dwell_scores_of_many_robots_are_each_robots_dwell_scores():
 def test_the_extended_greedy_run_gives_k_medians_points_for_every_k():
     # The dwell points are taken from one greedy run per demand, extended as robots go idle
     # (k_median from scratch each step took ~10 s at 200 robots on a 100x100 map). Integer
-    # costs (an unreachable one among them) and demands in halves, with ties: the same rows.
+    # costs (an unreachable one among them) and demands in halves, with ties: the same rows,
+    # also after the demand grows.
     rng = np.random.default_rng(1)
     for _ in range(50):
         n, m = int(rng.integers(1, 30)), int(rng.integers(1, 20))
@@ -240,5 +241,9 @@ def test_the_extended_greedy_run_gives_k_medians_points_for_every_k():
         demand = rng.integers(0, 8, m) / 2
         fixed = [int(j) for j in rng.choice(n, size=min(n, 2), replace=False)][: n % 3]
         greedy = GreedyMedians(cost, demand, fixed)
-        for k in rng.permutation(n + 1).tolist():
-            assert greedy.first(k) == k_median(cost, demand, k, fixed)
+        for _ in range(4):  # then an order arrives: the run is corrected, not redone
+            for k in rng.permutation(n + 1).tolist():
+                assert greedy.first(k) == k_median(cost, demand, k, fixed)
+            demand = demand.copy()
+            demand[int(rng.integers(0, m))] += float(rng.integers(1, 5)) / 2
+            assert greedy.set_demand(demand)

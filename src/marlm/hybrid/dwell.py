@@ -139,34 +139,90 @@ class GreedyMedians:
         best = np.full(cost.shape[1], np.inf)
         for j in self.fixed:
             best = np.minimum(best, cost[j])
+        self._best0 = best  # before any addition
+        self._reset(0)
+
+    def _reset(self, i: int, totals: np.ndarray | None = None) -> None:
+        """Keep the first ``i`` additions (and their totals), forget the rest."""
+        self.chosen: list[int] = getattr(self, "chosen", [])[:i]
+        # _history[t]: the totals before addition t (over all rows, taken ones included).
+        self._history: list[np.ndarray] = getattr(self, "_history", [])[:i]
+        best = self._best0
+        for j in self.chosen:
+            best = np.minimum(best, self.cost[j])
         self._best = best
-        self._taken = np.zeros(cost.shape[0], dtype=bool)
-        self._taken[list(self.fixed)] = True
-        self._totals: np.ndarray | None = None  # sum_s demand[s] * min(cost[j, s], best[s])
+        self._taken = np.zeros(self.cost.shape[0], dtype=bool)
+        self._taken[[*self.fixed, *self.chosen]] = True
+        self._totals = totals  # sum_s demand[s] * min(cost[j, s], best[s]); None: not yet
         self._exhausted = False
-        self.chosen: list[int] = []
 
     def first(self, k: int) -> list[int]:
         """The first ``k`` additions (fewer when the points run out)."""
         cost, demand = self.cost, self.demand
         while len(self.chosen) < k and not self._exhausted:
             if self._totals is None:
-                self._totals = np.minimum(cost, self._best[None, :]) @ demand
+                self._totals = self._full_totals(self._best)
             totals = np.where(self._taken, np.inf, self._totals)
             j = int(np.argmin(totals))
             if not np.isfinite(totals[j]):
                 self._exhausted = True
                 break
+            self._history.append(self._totals)
             self.chosen.append(j)
             self._taken[j] = True
             best = np.minimum(self._best, cost[j])
             changed = np.flatnonzero(best < self._best)
-            if changed.size:
+            if changed.size > cost.shape[1] // 4:  # most sites: recompute, fewer temporaries
+                self._totals = self._full_totals(best)
+            elif changed.size:
                 sub = cost[:, changed]
                 gain = np.minimum(sub, self._best[changed]) - np.minimum(sub, best[changed])
                 self._totals = self._totals - gain @ demand[changed]
             self._best = best
         return self.chosen[:k]
+
+    def _full_totals(self, best: np.ndarray) -> np.ndarray:
+        if np.isinf(best).all():  # min(cost, inf) is cost
+            return self.cost @ self.demand
+        return np.minimum(self.cost, best[None, :]) @ self.demand
+
+    def set_demand(self, demand: np.ndarray, max_changed: int = 64) -> bool:
+        """Take a new ``demand`` that differs from the current one on at most ``max_changed``
+        sites, keeping the additions that stay the greedy's choice under it: every stored
+        total is corrected by the change (exactly, as above), and the run is cut at the first
+        addition whose argmin moved. Returns False (nothing changed) when more sites differ."""
+        demand = np.asarray(demand, dtype=np.float64)
+        sites = np.flatnonzero(demand != self.demand)
+        if sites.size == 0:
+            return True
+        if sites.size > max_changed:
+            return False
+        delta = demand[sites] - self.demand[sites]
+        self.demand = np.array(demand, dtype=np.float64)
+        cols = self.cost[:, sites]  # float64[n_points, changed]
+        # bests[t]: best[sites] before addition t (t = 0 .. len(chosen)).
+        rows = np.vstack([self._best0[sites][None, :], self.cost[self.chosen][:, sites]])
+        bests = np.minimum.accumulate(rows, axis=0)
+        history = [
+            totals + np.minimum(cols, bests[t][None, :]) @ delta
+            for t, totals in enumerate(self._history)
+        ]
+        following = None
+        if self._totals is not None:
+            following = self._totals + np.minimum(cols, bests[-1][None, :]) @ delta
+        taken = np.zeros(self.cost.shape[0], dtype=bool)
+        taken[list(self.fixed)] = True
+        for t, j in enumerate(self.chosen):
+            masked = np.where(taken, np.inf, history[t])
+            if int(np.argmin(masked)) != j:  # a finite minimum: j itself was finite
+                self._history = history
+                self._reset(t, history[t])
+                return True
+            taken[j] = True
+        self._history = history
+        self._totals = following
+        self._exhausted = False
+        return True
 
 
 @dataclass
@@ -230,7 +286,7 @@ class DwellPolicy:
         """``k_median(self.cost, self.demand, k, fixed)``, from the cached greedy run while the
         demand and ``fixed`` stay the same."""
         m = self._medians
-        if m is None or tuple(fixed) != m.fixed or not np.array_equal(m.demand, self.demand):
+        if m is None or tuple(fixed) != m.fixed or not m.set_demand(self.demand):
             m = self._medians = GreedyMedians(self.cost, self.demand, fixed)
         return m.first(k)
 
