@@ -258,6 +258,7 @@ class DwellPolicy:
         # point), so they are recomputed only when an order changes the demand.
         self._medians: GreedyMedians | None = None
         self._reserve_cache: tuple[bytes, int] | None = None
+        self._matching: tuple[tuple, list[int], list[int]] | None = None  # key, rows, columns
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
@@ -332,12 +333,17 @@ class DwellPolicy:
             rows = np.array([int(idle[r][0]) for r in robots], dtype=np.intp)
             cols = np.array([int(idle[r][1]) for r in robots], dtype=np.intp)
             # dist[i, j]: steps from robot i to point j (_steps, for all of them at once).
-            dist = np.empty((len(robots), len(points)), dtype=np.float64)
-            for j, p in enumerate(points):
-                dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
-            dist[dist < 0] = UNREACHABLE_DISTANCE
-            rows, cols = linear_sum_assignment(dist)
-            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+            # The same robots on the same cells for the same points: the same matching (robots
+            # parked at their dwell points, step after step), so it is not solved again.
+            key = (tuple(robots), rows.tobytes(), cols.tobytes(), tuple(points))
+            if self._matching is None or self._matching[0] != key:
+                dist = np.empty((len(robots), len(points)), dtype=np.float64)
+                for j, p in enumerate(points):
+                    dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
+                dist[dist < 0] = UNREACHABLE_DISTANCE
+                matched = linear_sum_assignment(dist)
+                self._matching = (key, matched[0].tolist(), matched[1].tolist())
+            for i, j in zip(self._matching[1], self._matching[2], strict=True):
                 out[robots[i]] = self.cells[points[j]]
         return out
 
