@@ -245,10 +245,13 @@ class DwellPolicy:
         self.cells = parking_cells(layout)
         self.shelves = list(layout.shelves)
         self._shelf_index = {s: i for i, s in enumerate(self.shelves)}
-        cost = np.empty((len(self.cells), len(self.shelves)), dtype=np.float64)
+        # Column-major: the greedy reads the columns (sites) an addition changes, contiguous.
+        cost = np.empty((len(self.cells), len(self.shelves)), dtype=np.float64, order="F")
+        rows = np.array([r for r, _ in self.cells], dtype=np.intp)
+        cols = np.array([c for _, c in self.cells], dtype=np.intp)
         for i, shelf in enumerate(self.shelves):
-            d = layout.distance_from(layout.access[shelf])
-            cost[:, i] = [d[cell] if d[cell] >= 0 else UNREACHABLE_DISTANCE for cell in self.cells]
+            d = layout.distance_from(layout.access[shelf])[rows, cols]
+            cost[:, i] = np.where(d >= 0, d, UNREACHABLE_DISTANCE)
         self.cost = cost  # float64[n_cells, n_shelves]: steps from a parking cell to a pick cell
         self.demand = np.full(len(self.shelves), PRIOR_PER_SHELF)  # all orders, weighted
         self.urgent_demand = np.full(len(self.shelves), PRIOR_PER_SHELF)
