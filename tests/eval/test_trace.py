@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.eval.trace import SCHEMA_VERSION, TraceWriter, read_trace
+from marlm.eval.trace import SCHEMA_VERSION, TraceWriter, read_trace, to_jsonable
 
 
 def _write_sample(path: Path) -> list[dict]:
@@ -227,3 +227,13 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     back = read_parquet(path)
     assert back == events  # key order aside, every event comes back equal
     assert [list(e)[:2] for e in back] == [["v", "type"]] * len(events)
+
+
+def test_lists_of_plain_values_and_mixed_lists_convert_alike():
+    # Plain lists take a shortcut (a step's lists have one item per robot); a non-finite
+    # float, a numpy number or a bool among them must still convert as before.
+    assert to_jsonable([1, True, "a", None, 1.5]) == [1, True, "a", None, 1.5]
+    assert to_jsonable((1, 2)) == [1, 2]
+    assert to_jsonable([1.0, float("nan"), float("inf")]) == [1.0, None, None]
+    converted = to_jsonable([np.int64(3), 2, np.float32(0.5)])
+    assert converted == [3, 2, 0.5] and [type(v) for v in converted] == [int, int, float]

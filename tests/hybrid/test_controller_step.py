@@ -35,3 +35,29 @@ def test_a_robot_assigned_at_step_0_moves_towards_its_shelf_at_step_0(tmp_path: 
     # Then straight to the shelf and the station: 9 moves, delivered at step 8 (was 9).
     delivered = next(e for e in events if e["type"] == "order" and e["event"] == "delivered")
     assert delivered["step"] == 8
+
+
+def test_the_step_latency_counts_the_planning_done_on_the_control_thread(tmp_path: Path):
+    # A clock that reads 0, 1, 2, ... seconds, one more at each call. The rule planner plans on
+    # the control thread at step 0 (two clock reads inside: the request and the plan's record),
+    # not at step 1 (nothing changed). The step latency used to count the executor and the rule
+    # layer only (1000 ms here), leaving the planning out of the control-step figures.
+    ticks = iter(range(10**6))
+    orders = tmp_path / "o.jsonl"
+    order = {"id": "o1", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 40}
+    orders.write_text(json.dumps(order) + "\n")
+    config = run_config(
+        layout="small", orders=str(orders), n_robots=1, steps=3, planner="rule",
+        executor="greedy", sync_planner=True, gif=False,
+    )  # fmt: skip
+    result = run(
+        config, tmp_path / "run", planner=build_planner("rule"), clock=lambda: float(next(ticks))
+    )
+    steps = [e for e in read_trace(result.out_dir).events if e["type"] == "step"]
+    assert [(e["planning_ms"], e["latency_ms"]) for e in steps] == [
+        (3000.0, 4000.0),
+        (1000.0, 2000.0),
+        (1000.0, 2000.0),
+    ]
+    assert result.metrics["planning_latency_p50_ms"] == 1000.0
+    assert result.metrics["step_latency_p50_ms"] == 2000.0

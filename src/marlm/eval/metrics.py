@@ -440,7 +440,9 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         A JSON-ready dict with (at least) the keys: ``delivered``, ``steps``, ``collisions``,
         ``shield_overrides``, ``llm_calls``, ``llm_fallbacks``, ``llm_invalid``,
         ``llm_latency_mean_ms``, ``llm_latency_p50_ms``/``p95``/``p99``, ``step_latency_mean_ms``,
-        ``step_latency_p50_ms``/``p95``/``p99`` (control loop: executor + shield, without the LLM),
+        ``step_latency_p50_ms``/``p95``/``p99`` (control loop: planning on the control thread +
+        executor + shield, without an LLM answered off the thread), ``planning_latency_mean_ms``,
+        ``planning_latency_p50_ms``/``p99`` (the planning part alone; None for traces without it),
         ``throughput_per_1000_steps``, ``orders_arrived``, ``deadline_misses``, ``on_time``,
         ``on_time_rate``, ``order_latency_mean_steps`` (``{priority: steps or None}``),
         ``prompt_tokens``, ``completion_tokens``, ``tokens``, ``failures``, ``recoveries``,
@@ -479,6 +481,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
             overrides_by_robot[str(robot)] += 1
 
     step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
+    plan_lat = [float(e["planning_ms"]) for e in steps if e.get("planning_ms") is not None]
     llm_lat = [float(c["latency_ms"]) for c in calls if c.get("latency_ms") is not None]
     # None where no call was counted (a backend that gives no counts), never a false 0.
     counted = not calls or any(c.get("prompt_tokens") is not None for c in calls)
@@ -523,6 +526,9 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "step_latency_p50_ms": percentile(step_lat, 50),
         "step_latency_p95_ms": percentile(step_lat, 95),
         "step_latency_p99_ms": percentile(step_lat, 99),
+        "planning_latency_mean_ms": _mean(plan_lat),
+        "planning_latency_p50_ms": percentile(plan_lat, 50),
+        "planning_latency_p99_ms": percentile(plan_lat, 99),
         "throughput_per_1000_steps": (1000.0 * delivered / n_steps) if n_steps else None,
         "orders_arrived": arrived,
         "deadline_misses": misses,

@@ -117,7 +117,7 @@ class StepRecord(TraceRecord):
     """``step``: one control step: the joint action, rewards, cells, shield overrides."""
 
     TYPE: ClassVar[str] = "step"
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"states"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"states", "planning_ms"})
 
     step: int
     proposed: list[int]
@@ -128,6 +128,7 @@ class StepRecord(TraceRecord):
     collisions: int
     latency_ms: float
     states: list[int] | None = None
+    planning_ms: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -59,6 +59,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 #: ``failure.kind``, ``run_end.reason`` ...) take the values of :mod:`marlm.outcomes`.
 
 
+#: Types :func:`to_jsonable` returns unchanged (``bool`` is not ``int`` for ``type()``).
+_PLAIN = frozenset({int, str, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert ``value`` into plain JSON types, recursively.
 
@@ -77,6 +81,10 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        # A list of plain numbers or strings (a step's actions and rewards: one per robot) is
+        # copied as it is, without a call per item; the result is the same.
+        if all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in value):
+            return list(value)
         return [to_jsonable(v) for v in value]
     if isinstance(value, set | frozenset):
         return [to_jsonable(v) for v in sorted(value, key=str)]

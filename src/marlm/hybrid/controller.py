@@ -9,7 +9,10 @@ One control step (:meth:`Controller.step`):
 2. The executor scores every robot's five actions from the step's view
    (:func:`marlm.hybrid.preferences.step_view`); the rule layer chooses the joint move
    (:func:`marlm.hybrid.shield.shielded_step`); the environment steps. The wall time of the
-   executor and the rule layer is the control-step latency (no LLM inside).
+   planning done on the control thread (step 1: the rule planner, a synchronous planner, the
+   never-idle assignment; a model answered off the thread is not in it), the executor and the
+   rule layer is the control-step latency; the planning part is also recorded apart
+   (``step.planning_ms``).
 3. Every event goes to ``trace.jsonl`` as it happens.
 
 No robot waits for a model request: a free robot is assigned at once (the rule's order, or the
@@ -238,21 +241,23 @@ class Controller:
         (``env.possible_agents``).
         """
         env = self.env
+        t_plan = self.clock()
         tasks = [env.task_of(a) for a in env.possible_agents]
         self.scheduler.update()
         if [env.task_of(a) for a in env.possible_agents] != tasks:
             observations = env.current_observations()  # act on the plan applied just now
         agents = list(env.agents)
         t0 = self.clock()
+        planning_ms = (t0 - t_plan) * 1e3
         dwell_goals = None if self.dwell is None else self.dwell.targets(idle_cells(env))
         view = step_view(env, observations, dwell_goals)
         scores = self._mover.scores(view, self.rng, self.shield.explores)
         move = shielded_step(self.shield, view, scores)
-        latency_ms = (self.clock() - t0) * 1e3
+        latency_ms = planning_ms + (self.clock() - t0) * 1e3
         step = env.step_count
         out = env.step(dict(zip(agents, move.actions.tolist(), strict=True)))
         self.last_overridden = move.overridden
-        self._record_step(step, agents, move, out, latency_ms)
+        self._record_step(step, agents, move, out, latency_ms, planning_ms)
         return out
 
     def _record_step(
@@ -262,6 +267,7 @@ class Controller:
         move: ShieldResult,
         out: tuple[dict, dict, dict, dict, dict],
         latency_ms: float,
+        planning_ms: float | None = None,
     ) -> None:
         """The ``step`` event, a ``failure`` for a deadlock break, the env's ``order`` events."""
         _, rewards, _, _, infos = out
@@ -275,6 +281,7 @@ class Controller:
             overrides=[agents[i] for i in overridden],
             collisions=int(sum(bool(infos[a]["collided"]) for a in agents)),
             latency_ms=latency_ms,
+            planning_ms=planning_ms,
         ).emit_to(self.emit)
         if move.deadlock_breaks:
             breaks = move.deadlock_breaks

@@ -116,6 +116,115 @@ def k_median(cost: np.ndarray, demand: np.ndarray, k: int, fixed: Sequence[int] 
     return chosen
 
 
+class GreedyMedians:
+    """The greedy k-median additions (:func:`k_median`) for one ``cost``, ``demand`` and
+    ``fixed``, extended as more are asked for: greedy addition does not depend on ``k``, so the
+    first ``k`` of a longer run are ``k_median(cost, demand, k, fixed)``.
+
+    Each addition updates the totals only over the sites the new point brings closer
+    (``O(n_points * changed)`` instead of ``O(n_points * n_sites)``). With integer costs and
+    demands in halves (:data:`DEMAND_WEIGHT`, :data:`PRIOR_PER_SHELF`) every total is exact in
+    float64 (below 2**53), so the choices, ties included, are :func:`k_median`'s.
+
+    Args:
+        cost: ``float64[n_points, n_sites]``, finite.
+        demand: ``float64[n_sites]`` (copied).
+        fixed: rows already placed.
+    """
+
+    def __init__(self, cost: np.ndarray, demand: np.ndarray, fixed: Sequence[int] = ()) -> None:
+        self.cost = cost
+        self.demand = np.array(demand, dtype=np.float64)
+        self.fixed = tuple(int(j) for j in fixed)
+        best = np.full(cost.shape[1], np.inf)
+        for j in self.fixed:
+            best = np.minimum(best, cost[j])
+        self._best0 = best  # before any addition
+        self._reset(0)
+
+    def _reset(self, i: int, totals: np.ndarray | None = None) -> None:
+        """Keep the first ``i`` additions (and their totals), forget the rest."""
+        self.chosen: list[int] = getattr(self, "chosen", [])[:i]
+        # _history[t]: the totals before addition t (over all rows, taken ones included).
+        self._history: list[np.ndarray] = getattr(self, "_history", [])[:i]
+        best = self._best0
+        for j in self.chosen:
+            best = np.minimum(best, self.cost[j])
+        self._best = best
+        self._taken = np.zeros(self.cost.shape[0], dtype=bool)
+        self._taken[[*self.fixed, *self.chosen]] = True
+        self._totals = totals  # sum_s demand[s] * min(cost[j, s], best[s]); None: not yet
+        self._exhausted = False
+
+    def first(self, k: int) -> list[int]:
+        """The first ``k`` additions (fewer when the points run out)."""
+        cost, demand = self.cost, self.demand
+        while len(self.chosen) < k and not self._exhausted:
+            if self._totals is None:
+                self._totals = self._full_totals(self._best)
+            totals = np.where(self._taken, np.inf, self._totals)
+            j = int(np.argmin(totals))
+            if not np.isfinite(totals[j]):
+                self._exhausted = True
+                break
+            self._history.append(self._totals)
+            self.chosen.append(j)
+            self._taken[j] = True
+            best = np.minimum(self._best, cost[j])
+            changed = np.flatnonzero(best < self._best)
+            if changed.size > cost.shape[1] // 4:  # most sites: recompute, fewer temporaries
+                self._totals = self._full_totals(best)
+            elif changed.size:
+                sub = cost[:, changed]
+                gain = np.minimum(sub, self._best[changed]) - np.minimum(sub, best[changed])
+                self._totals = self._totals - gain @ demand[changed]
+            self._best = best
+        return self.chosen[:k]
+
+    def _full_totals(self, best: np.ndarray) -> np.ndarray:
+        if np.isinf(best).all():  # min(cost, inf) is cost
+            return self.cost @ self.demand
+        return np.minimum(self.cost, best[None, :]) @ self.demand
+
+    def set_demand(self, demand: np.ndarray, max_changed: int = 64) -> bool:
+        """Take a new ``demand`` that differs from the current one on at most ``max_changed``
+        sites, keeping the additions that stay the greedy's choice under it: every stored
+        total is corrected by the change (exactly, as above), and the run is cut at the first
+        addition whose argmin moved. Returns False (nothing changed) when more sites differ."""
+        demand = np.asarray(demand, dtype=np.float64)
+        sites = np.flatnonzero(demand != self.demand)
+        if sites.size == 0:
+            return True
+        if sites.size > max_changed:
+            return False
+        delta = demand[sites] - self.demand[sites]
+        self.demand = np.array(demand, dtype=np.float64)
+        cols = self.cost[:, sites]  # float64[n_points, changed]
+        # bests[t]: best[sites] before addition t (t = 0 .. len(chosen)).
+        rows = np.vstack([self._best0[sites][None, :], self.cost[self.chosen][:, sites]])
+        bests = np.minimum.accumulate(rows, axis=0)
+        history = [
+            totals + np.minimum(cols, bests[t][None, :]) @ delta
+            for t, totals in enumerate(self._history)
+        ]
+        following = None
+        if self._totals is not None:
+            following = self._totals + np.minimum(cols, bests[-1][None, :]) @ delta
+        taken = np.zeros(self.cost.shape[0], dtype=bool)
+        taken[list(self.fixed)] = True
+        for t, j in enumerate(self.chosen):
+            masked = np.where(taken, np.inf, history[t])
+            if int(np.argmin(masked)) != j:  # a finite minimum: j itself was finite
+                self._history = history
+                self._reset(t, history[t])
+                return True
+            taken[j] = True
+        self._history = history
+        self._totals = following
+        self._exhausted = False
+        return True
+
+
 @dataclass
 class DwellPolicy:
     """Dwell points for the idle robots of one warehouse, and the reserve for urgent work.
@@ -136,15 +245,23 @@ class DwellPolicy:
         self.cells = parking_cells(layout)
         self.shelves = list(layout.shelves)
         self._shelf_index = {s: i for i, s in enumerate(self.shelves)}
-        cost = np.empty((len(self.cells), len(self.shelves)), dtype=np.float64)
+        # Column-major: the greedy reads the columns (sites) an addition changes, contiguous.
+        cost = np.empty((len(self.cells), len(self.shelves)), dtype=np.float64, order="F")
+        rows = np.array([r for r, _ in self.cells], dtype=np.intp)
+        cols = np.array([c for _, c in self.cells], dtype=np.intp)
         for i, shelf in enumerate(self.shelves):
-            d = layout.distance_from(layout.access[shelf])
-            cost[:, i] = [d[cell] if d[cell] >= 0 else UNREACHABLE_DISTANCE for cell in self.cells]
+            d = layout.distance_from(layout.access[shelf])[rows, cols]
+            cost[:, i] = np.where(d >= 0, d, UNREACHABLE_DISTANCE)
         self.cost = cost  # float64[n_cells, n_shelves]: steps from a parking cell to a pick cell
         self.demand = np.full(len(self.shelves), PRIOR_PER_SHELF)  # all orders, weighted
         self.urgent_demand = np.full(len(self.shelves), PRIOR_PER_SHELF)
         self._seen: set[str] = set()
         self.reserve_robot: str | None = None
+        # Caches: the same demand gives the same points (the greedy's additions, the reserve's
+        # point), so they are recomputed only when an order changes the demand.
+        self._medians: GreedyMedians | None = None
+        self._reserve_cache: tuple[bytes, int] | None = None
+        self._matching: tuple[tuple, list[int], list[int]] | None = None  # key, rows, columns
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
@@ -164,7 +281,31 @@ class DwellPolicy:
 
     def reserve_point(self) -> int:
         """Row of :attr:`cells` that minimises the expected travel to the next urgent order."""
-        return int(np.argmin(self.cost @ self.urgent_demand))
+        key = self.urgent_demand.tobytes()
+        if self._reserve_cache is None or self._reserve_cache[0] != key:
+            self._reserve_cache = (key, int(np.argmin(self.cost @ self.urgent_demand)))
+        return self._reserve_cache[1]
+
+    def _points(self, k: int, fixed: Sequence[int]) -> list[int]:
+        """``k_median(self.cost, self.demand, k, fixed)``, from the cached greedy run while the
+        demand and ``fixed`` stay the same."""
+        m = self._medians
+        if m is None or tuple(fixed) != m.fixed or not m.set_demand(self.demand):
+            m = self._medians = GreedyMedians(self.cost, self.demand, fixed)
+        return m.first(k)
+
+    def choose_reserve(self, idle: Mapping[str, Cell]) -> int:
+        """Update :attr:`reserve_robot` as :meth:`targets` does (the idle robot nearest to the
+        reserve's point, kept while idle; None when ``idle`` is empty or no cell exists) without
+        placing the others; returns the point's row of :attr:`cells` (-1 when none)."""
+        if not idle or not self.cells:
+            self.reserve_robot = None
+            return -1
+        point = self.reserve_point()
+        if self.reserve_robot not in idle:  # the robot nearest to the point; kept while idle
+            d = self.layout.distance_from(self.cells[point])
+            self.reserve_robot = min(idle, key=lambda r: _steps(d, idle[r]))
+        return point
 
     def targets(self, idle: Mapping[str, Cell]) -> dict[str, Cell]:
         """A dwell cell for each idle robot.
@@ -184,26 +325,28 @@ class DwellPolicy:
         fixed: list[int] = []
         out: dict[str, Cell] = {}
         if self.reserve:
-            point = self.reserve_point()
-            if self.reserve_robot not in idle:  # the robot nearest to the point; kept while idle
-                d = self.layout.distance_from(self.cells[point])
-                self.reserve_robot = min(robots, key=lambda r: _steps(d, idle[r]))
+            point = self.choose_reserve(idle)
             out[self.reserve_robot] = self.cells[point]
             fixed.append(point)
             robots.remove(self.reserve_robot)
         else:
             self.reserve_robot = None
-        points = k_median(self.cost, self.demand, len(robots), fixed)
+        points = self._points(len(robots), fixed)
         if robots and points:
-            dist = np.array(
-                [
-                    [_steps(self.layout.distance_from(self.cells[p]), idle[r]) for p in points]
-                    for r in robots
-                ],
-                dtype=np.float64,
-            )
-            rows, cols = linear_sum_assignment(dist)
-            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+            rows = np.array([int(idle[r][0]) for r in robots], dtype=np.intp)
+            cols = np.array([int(idle[r][1]) for r in robots], dtype=np.intp)
+            # dist[i, j]: steps from robot i to point j (_steps, for all of them at once).
+            # The same robots on the same cells for the same points: the same matching (robots
+            # parked at their dwell points, step after step), so it is not solved again.
+            key = (tuple(robots), rows.tobytes(), cols.tobytes(), tuple(points))
+            if self._matching is None or self._matching[0] != key:
+                dist = np.empty((len(robots), len(points)), dtype=np.float64)
+                for j, p in enumerate(points):
+                    dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
+                dist[dist < 0] = UNREACHABLE_DISTANCE
+                matched = linear_sum_assignment(dist)
+                self._matching = (key, matched[0].tolist(), matched[1].tolist())
+            for i, j in zip(self._matching[1], self._matching[2], strict=True):
                 out[robots[i]] = self.cells[points[j]]
         return out
 
@@ -266,6 +409,28 @@ def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.nd
     return downhill_scores(closer, blocked, np.ones(1, dtype=bool))[0]
 
 
+def dwell_scores_many(layout: Layout, positions: np.ndarray, targets: Sequence[Cell]) -> np.ndarray:
+    """:func:`dwell_scores` of many robots at once: ``float64[n, 5]``, row ``i`` for the robot
+    at ``positions[i]`` (``int[n, 2]``) driving to ``targets[i]``; the same values, read with
+    one gather per robot instead of a loop over its moves."""
+    n = len(targets)
+    free = np.asarray(layout.free, dtype=bool)
+    h, w = free.shape
+    pos = np.asarray(positions, dtype=np.int64).reshape(n, 2)
+    nb = pos[:, None, :] + MOVES[None, 1:, :]  # int64[n, 4, 2]: the cell each move leads to
+    inside = (nb[..., 0] >= 0) & (nb[..., 0] < h) & (nb[..., 1] >= 0) & (nb[..., 1] < w)
+    rr, cc = np.clip(nb[..., 0], 0, h - 1), np.clip(nb[..., 1], 0, w - 1)
+    blocked = ~inside | ~free[rr, cc]
+    here = np.empty(n, dtype=np.int64)
+    there = np.empty((n, len(MOVES) - 1), dtype=np.int64)
+    for i, target in enumerate(targets):
+        dist = layout.distance_from(target)
+        here[i] = dist[pos[i, 0], pos[i, 1]]
+        there[i] = dist[rr[i], cc[i]]
+    closer = ~blocked & (there >= 0) & (there < here[:, None])
+    return downhill_scores(closer, blocked, np.ones(n, dtype=bool))
+
+
 class DwellExecutor:
     """An executor whose idle robots drive to their dwell cells; robots with a task are scored
     by ``inner`` as before.
@@ -284,9 +449,12 @@ class DwellExecutor:
     def scores(self, view: Any, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[len(view.agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
         out = np.array(self.inner.scores(view, rng, explore), dtype=np.float64)
-        for k, a in enumerate(view.agents):
-            if a in view.idle_goals:
-                out[k] = dwell_scores(self.layout, view.positions[k], view.idle_goals[a])
+        goals = view.idle_goals
+        rows = [k for k, a in enumerate(view.agents) if a in goals]
+        if rows:
+            targets = [goals[view.agents[k]] for k in rows]
+            positions = np.asarray(view.positions)[rows]
+            out[rows] = dwell_scores_many(self.layout, positions, targets)
         return out
 
     def warm_up(self) -> None:
@@ -299,7 +467,9 @@ __all__ = [
     "PRIOR_PER_SHELF",
     "DwellExecutor",
     "DwellPolicy",
+    "GreedyMedians",
     "dwell_scores",
+    "dwell_scores_many",
     "k_median",
     "parking_cells",
 ]

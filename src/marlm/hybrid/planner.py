@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from marlm.envs.warehouse.layout import Layout
@@ -135,11 +136,16 @@ def order_distances(
         reached. This is :attr:`Snapshot.distance`.
     """
     distance: dict[tuple[str, str], int] = {}
+    robots = list(cells)
+    if not robots:
+        return distance
+    rows = np.array([int(cells[r][0]) for r in robots], dtype=np.intp)
+    cols = np.array([int(cells[r][1]) for r in robots], dtype=np.intp)
     for order in orders:
-        dmap = layout.distance_from(layout.access[order.shelf])
-        for robot, (r, c) in cells.items():
-            d = int(dmap[r, c])
-            distance[(robot, order.id)] = d if d >= 0 else UNREACHABLE_DISTANCE
+        d = layout.distance_from(layout.access[order.shelf])[rows, cols].astype(np.int64)
+        d[d < 0] = UNREACHABLE_DISTANCE
+        oid = order.id
+        distance.update(zip([(r, oid) for r in robots], d.tolist(), strict=True))
     return distance
 
 
@@ -385,10 +391,13 @@ def rule_assign(
             break
         robot = prefer.get(order.id) if prefer else None
         if robot not in free:
-            robot = min(
-                free, key=lambda r: (snapshot.distance.get((r, order.id), 10**9), free.index(r))
-            )
-        free.remove(robot)
+            # The nearest; ties to the first in ``free`` (its position, not ``free.index``,
+            # which made each choice quadratic in the idle robots).
+            oid, dist = order.id, snapshot.distance
+            k = min(range(len(free)), key=lambda k: (dist.get((free[k], oid), 10**9), k))
+            robot = free.pop(k)
+        else:
+            free.remove(robot)
         out.append((robot, order.id))
     return out
 

@@ -386,8 +386,8 @@ class PlanScheduler:
         snap = snapshot_of(self.env, self._precedence)
         if self.dwell is not None:  # the demand so far, and the reserve robot among the idle
             self.dwell.observe(snap.pending)
-            if self.dwell.reserve:
-                self.dwell.targets(idle_cells(self.env))
+            if self.dwell.reserve:  # only the reserve robot matters here, not the others' points
+                self.dwell.choose_reserve(idle_cells(self.env))
         if self.ahead:
             self._triage_ahead(snap)
             self._plan_now(snap)

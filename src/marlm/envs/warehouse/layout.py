@@ -48,10 +48,13 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
 
 from marlm.errors import InputError, check_path_text
 
@@ -239,6 +242,41 @@ class Layout(_FreeGrid):
 
 
 def _bfs(free: np.ndarray, sources: list[tuple[int, int]]) -> np.ndarray:
+    """``int32[H, W]`` steps from the nearest of ``sources`` over 4-neighbour moves between free
+    cells; :data:`UNREACHABLE` where no path exists or the cell is blocked (a source off the
+    map or blocked is ignored). Breadth-first search, in compiled code (SciPy's unweighted
+    shortest paths over the grid graph); :func:`_bfs_reference` is the plain queue version."""
+    free = np.asarray(free, dtype=bool)
+    height, width = free.shape
+    dist = np.full((height, width), UNREACHABLE, dtype=np.int32)
+    starts = sorted(
+        {r * width + c for r, c in sources if 0 <= r < height and 0 <= c < width and free[r, c]}
+    )
+    if not starts:
+        return dist
+    graph = _grid_graph(height, width, free.tobytes())
+    steps = dijkstra(graph, directed=False, indices=starts, unweighted=True, min_only=True)
+    reached = np.isfinite(steps)
+    dist.reshape(-1)[reached] = steps[reached].astype(np.int32)
+    return dist
+
+
+@lru_cache(maxsize=8)
+def _grid_graph(height: int, width: int, free_bytes: bytes) -> csr_matrix:
+    """The 4-neighbour grid graph of the free cells: ``csr_matrix[H*W, H*W]``, an edge (weight
+    1) between each pair of free cells side by side; node ``r * W + c``."""
+    free = np.frombuffer(free_bytes, dtype=bool).reshape(height, width)
+    index = np.arange(height * width).reshape(height, width)
+    right = free[:, :-1] & free[:, 1:]
+    down = free[:-1, :] & free[1:, :]
+    src = np.concatenate([index[:, :-1][right], index[:-1, :][down]])
+    dst = np.concatenate([index[:, 1:][right], index[1:, :][down]])
+    n = height * width
+    return csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+
+
+def _bfs_reference(free: np.ndarray, sources: list[tuple[int, int]]) -> np.ndarray:
+    """:func:`_bfs` as a plain queue (the reference it is tested against)."""
     height, width = free.shape
     dist = np.full((height, width), UNREACHABLE, dtype=np.int32)
     queue: deque[tuple[int, int]] = deque()
