@@ -174,11 +174,11 @@ class AsyncPlanner:
         return ended
 
 
-def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
-    """``planner.plan(snapshot)``; if our planner code raises, the rule's plan with outcome
+def _rule_on_error(ask: Callable[[Snapshot], Plan], snapshot: Snapshot) -> Plan:
+    """``ask(snapshot)``; if our planner code raises, the rule's plan with outcome
     ``planner_error`` (a bug of ours must not stop the robots, nor be blamed on the model)."""
     try:
-        return planner.plan(snapshot)
+        return ask(snapshot)
     except Exception as e:
         return Plan(
             rule_assign(snapshot),
@@ -189,24 +189,17 @@ def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
             outcome=PlanOutcome.PLANNER_ERROR,
             exception=e,
         )
+
+
+def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
+    """``planner.plan(snapshot)``, or the rule's plan if our planner code raises."""
+    return _rule_on_error(planner.plan, snapshot)
 
 
 def decide_or_fallback(planner: Any, snapshot: Snapshot) -> Plan:
     """``planner.decide(snapshot)`` (a triaging planner's plan over the classes decided so far,
-    no model call); if our planner code raises, the rule's plan with outcome
-    ``planner_error``."""
-    try:
-        return planner.decide(snapshot)
-    except Exception as e:
-        return Plan(
-            rule_assign(snapshot),
-            PlanSource.FALLBACK,
-            snapshot,
-            [],
-            f"planner error: {type(e).__name__}: {e}",
-            outcome=PlanOutcome.PLANNER_ERROR,
-            exception=e,
-        )
+    no model call), or the rule's plan if our planner code raises."""
+    return _rule_on_error(planner.decide, snapshot)
 
 
 @dataclass
