@@ -24,11 +24,11 @@ from marlm.envs.warehouse import WarehouseEnv
 from marlm.envs.warehouse.layout import load_layout
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid import controller as controller_module
+from marlm.hybrid.acting.executor import GreedyExecutor
 from marlm.hybrid.build import build_planner
 from marlm.hybrid.controller import Controller
-from marlm.hybrid.dwell import DwellPolicy
-from marlm.hybrid.executor import GreedyExecutor
-from marlm.hybrid.shield import make_shield, warm_up
+from marlm.hybrid.planning.dwell import DwellPolicy
+from marlm.hybrid.rules.shield import make_shield, warm_up
 
 
 def write_map(path: Path, size: int = 100) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 from marlm.envs.warehouse import sample_orders_path
 from marlm.hybrid.build import cache_dir, cached_policy
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.planner import RulePlanner
+from marlm.hybrid.planning.planner import RulePlanner
 
 DWELLS = ("none", "points", "reserve")
 
@@ -60,7 +60,7 @@ def main() -> None:
                 if planner_name == "rule":
                     planner = RulePlanner()
                 else:
-                    from marlm.hybrid.triage_planner import TriagePlanner
+                    from marlm.hybrid.planning.triage import TriagePlanner
 
                     planner = TriagePlanner(triage)
                 config = run_config(

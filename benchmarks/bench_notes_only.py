@@ -2,7 +2,7 @@
 
 Every order is listed ``normal``; urgency lives only in its note
 (:mod:`marlm.experiments.notes_only`). One embedded model is loaded once; each seed runs the rule
-planner and each variant of :class:`marlm.hybrid.triage_planner.TriagePlanner` (probe mode, the
+planner and each variant of :class:`marlm.hybrid.planning.triage.TriagePlanner` (probe mode, the
 scenario's notes left out of its pool) on the same stream. Deterministic. Prints one line per
 seed and variant, then per variant: mean truly-urgent gain over the rule (points), seeds with a
 gain of at least +15, mean all-orders on-time, mean delivered.
@@ -19,8 +19,8 @@ import warnings
 
 from marlm.experiments.notes_only import run_notes_only
 from marlm.hybrid.build import cache_dir
-from marlm.hybrid.planner import RulePlanner
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.planner import RulePlanner
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.backends import EmbeddedModel
 from marlm.llm.triage import Triage
 

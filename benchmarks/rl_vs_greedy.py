@@ -16,10 +16,10 @@ import argparse
 import numpy as np
 
 from marlm.envs.warehouse import WarehouseEnv
+from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, discretise
+from marlm.hybrid.acting.preferences import step_view
 from marlm.hybrid.build import cached_policy
-from marlm.hybrid.executor import GreedyExecutor, QExecutor, discretise
-from marlm.hybrid.preferences import step_view
-from marlm.hybrid.shield import make_shield, shielded_step
+from marlm.hybrid.rules.shield import make_shield, shielded_step
 
 
 class QOnly:

@@ -16,8 +16,8 @@ import tempfile
 import warnings
 
 from marlm.experiments.notes_only import run_notes_only
-from marlm.hybrid.planner import RulePlanner
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.planner import RulePlanner
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.backends import EmbeddedModel
 from marlm.llm.triage import Triage
 

@@ -113,7 +113,7 @@ def test_documented_fields_are_the_record_fields_and_bold_ones_are_required(even
 
 def test_run_start_names_the_seed_keys_and_the_planner_names_the_code_writes():
     from marlm.hybrid.controller import RunConfig, _run_start, make_env
-    from marlm.hybrid.planner import PlannerName, RulePlanner
+    from marlm.hybrid.planning.planner import PlannerName, RulePlanner
 
     seeds_cell = field_row("run_start", "seeds")[2]
     documented = set(re.findall(r'"(\w+)":', seeds_cell))

@@ -6,8 +6,8 @@ one is reached), 256 steps, ``collision_system="soft"``, observation ``POMAPF``.
 num_agents, seed) it prints one JSON line:
 
 - ``algorithm``: ``marlm_hand`` (PIBT rule layer over the hand guidance of
-  ``marlm.hybrid.guidance``), ``marlm_learned`` (PIBT over the learned guidance of
-  ``marlm.hybrid.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
+  ``marlm.hybrid.acting.guidance``), ``marlm_learned`` (PIBT over the learned guidance of
+  ``marlm.hybrid.acting.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
   learned guidance from 1 robot per 16 free cells up, the hand one below), ``pogema_a_star``
   (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run) or ``free_flow`` (the
   bound: each agent alone on shortest paths through its own targets; no policy runs);
@@ -93,7 +93,7 @@ def pogema_instance(num_agents: int, seed: int):
     """``(LifelongInstance, target_cells)`` of POGEMA's episode: starts and every agent's target
     sequence from POGEMA's own generator, enough for 256 steps (each agent's sequence runs until
     its Manhattan length reaches the episode length, which no agent can outrun)."""
-    from marlm.hybrid.learned_guidance import LifelongInstance
+    from marlm.hybrid.acting.learned_guidance import LifelongInstance
 
     gc = grid_config(num_agents, seed)
     env = pogema_v0(grid_config=gc)
@@ -117,7 +117,7 @@ def run_one(
     """One episode of ``algorithm``; ``params``: the learned guidance's (``marlm_learned``)."""
     if algorithm == "free_flow":
         load_pibt()
-        from marlm.hybrid.learned_guidance import free_flow_bound
+        from marlm.hybrid.acting.learned_guidance import free_flow_bound
 
         bound = free_flow_bound(pogema_instance(num_agents, seed)[0])
         return {"algorithm": algorithm, "num_agents": num_agents, "seed": seed,
@@ -129,7 +129,7 @@ def run_one(
     marlm = algorithm.startswith("marlm")
     if marlm:
         load_pibt()
-        from marlm.hybrid.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
+        from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
 
         scheme = VARIANTS[algorithm]
         target_cells = np.zeros_like(free)

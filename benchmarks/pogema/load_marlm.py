@@ -1,8 +1,8 @@
 """Import marlm's movement layer by file path, inside POGEMA's own virtual environment.
 
 POGEMA 1.4.0 pins numpy <= 1.26.4, pydantic < 2 and gymnasium 0.28.1, so the marlm package (and
-its PettingZoo env) cannot be imported there. ``hybrid/pibt.py`` needs only numpy (numba if
-present), its map tables ``hybrid/graph.py`` and the action constants of
+its PettingZoo env) cannot be imported there. ``hybrid/rules/pibt.py`` needs only numpy (numba if
+present), its map tables ``hybrid/rules/graph.py`` and the action constants of
 ``envs/warehouse/dynamics.py``; this loads those files under their package names, with empty
 parent packages, so nothing else of marlm is imported.
 """
@@ -26,19 +26,21 @@ def _load(name: str, path: Path) -> types.ModuleType:
 
 
 def load_pibt(src: Path = SRC) -> types.ModuleType:
-    """``marlm.hybrid.pibt`` (with ``guidance`` and ``learned_guidance``) loaded from ``src``."""
-    if "marlm.hybrid.learned_guidance" in sys.modules:  # once per process: keep compiled kernels
-        return sys.modules["marlm.hybrid.pibt"]
+    """``marlm.hybrid.rules.pibt`` (with ``guidance`` and ``learned_guidance``) loaded from ``src``."""
+    if (
+        "marlm.hybrid.acting.learned_guidance" in sys.modules
+    ):  # once per process: keep compiled kernels
+        return sys.modules["marlm.hybrid.rules.pibt"]
     for pkg in ("marlm", "marlm.envs", "marlm.envs.warehouse", "marlm.hybrid", "marlm.experiments"):
         if pkg not in sys.modules:
             module = types.ModuleType(pkg)
             module.__path__ = []  # a package with no files of its own
             sys.modules[pkg] = module
     _load("marlm.envs.warehouse.dynamics", src / "marlm/envs/warehouse/dynamics.py")
-    _load("marlm.hybrid.graph", src / "marlm/hybrid/graph.py")
-    pibt = _load("marlm.hybrid.pibt", src / "marlm/hybrid/pibt.py")
-    _load("marlm.hybrid.guidance", src / "marlm/hybrid/guidance.py")
-    _load("marlm.hybrid.learned_guidance", src / "marlm/hybrid/learned_guidance.py")
+    _load("marlm.hybrid.rules.graph", src / "marlm/hybrid/rules/graph.py")
+    pibt = _load("marlm.hybrid.rules.pibt", src / "marlm/hybrid/rules/pibt.py")
+    _load("marlm.hybrid.acting.guidance", src / "marlm/hybrid/acting/guidance.py")
+    _load("marlm.hybrid.acting.learned_guidance", src / "marlm/hybrid/acting/learned_guidance.py")
     return pibt
 
 

@@ -2,7 +2,7 @@
 
 Training episodes are POGEMA's own lifelong instances (starts and target sequences from its
 generator) for seeds 128 and above only: the published results use seeds 0-127, which stay
-held out for reporting. Episodes are simulated in-process (``marlm.hybrid.learned_guidance
+held out for reporting. Episodes are simulated in-process (``marlm.hybrid.acting.learned_guidance
 .simulate``, the same moves and throughput as the harness, about 10x cheaper than stepping
 POGEMA). The run folder is ``<cache>/guidance/<map>-<key>/`` (``<cache>`` = ``$MARLM_CACHE``, else
 ``$XDG_CACHE_HOME/marlm``, else ``~/.cache/marlm``; ``key`` hashes the settings and instances):

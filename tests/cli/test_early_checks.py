@@ -16,7 +16,9 @@ def test_an_unwritable_cache_is_reported_before_the_executor_is_trained(
     (tmp_path / "file").write_text("x")
     monkeypatch.setenv("MARLM_CACHE", str(tmp_path / "file" / "cache"))
     trained = []
-    monkeypatch.setattr("marlm.hybrid.executor.train_executor", lambda **k: trained.append(k))
+    monkeypatch.setattr(
+        "marlm.hybrid.acting.executor.train_executor", lambda **k: trained.append(k)
+    )
     for argv in (
         ["demo", "--planner", "rule", "--steps", "5", "--out", tmp_path / "run"],
         ["compare", "--schemes", "rules,rl_shield", "--steps", "5", "--out", tmp_path / "run"],

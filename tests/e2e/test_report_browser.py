@@ -66,7 +66,7 @@ def console_lines(stderr: str) -> list[str]:
 def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run folder written by `marlm`'s controller (rule planner: no model needed)."""
     from marlm.hybrid.controller import run, run_config
-    from marlm.hybrid.planner import RulePlanner
+    from marlm.hybrid.planning.planner import RulePlanner
 
     out = tmp_path_factory.mktemp("run")
     config = run_config(layout="small", steps=150, seed=3, planner="rule", executor="greedy")

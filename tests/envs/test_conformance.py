@@ -27,7 +27,7 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 from marlm.envs.grid import GridRace, GridWorld
 from marlm.envs.warehouse import WarehouseEnv, list_layouts
-from marlm.hybrid.wrappers import ShieldWrapper
+from marlm.hybrid.rules.wrappers import ShieldWrapper
 
 pytestmark = pytest.mark.filterwarnings("error")
 

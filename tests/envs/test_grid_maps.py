@@ -5,13 +5,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from marlm.envs.warehouse.layout import (
-    list_grid_maps,
-    load_grid_map,
-    load_layout,
-    parse_grid_map,
-    parse_layout,
-)
+from marlm.envs.warehouse.grid_maps import list_grid_maps, load_grid_map, parse_grid_map
+from marlm.envs.warehouse.layout import load_layout, parse_layout
 from marlm.errors import InputError
 
 MOVINGAI = """type octile

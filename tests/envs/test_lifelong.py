@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from marlm.envs.warehouse import LEFT, RIGHT
-from marlm.envs.warehouse.layout import parse_grid_map
+from marlm.envs.warehouse.grid_maps import parse_grid_map
 from marlm.envs.warehouse.lifelong import LifelongScenario
 from marlm.errors import InputError
 

@@ -222,7 +222,7 @@ def test_reward_curves_and_deliveries_over_time(tmp_path: Path) -> None:
 def test_online_signals_agree_with_the_offline_summary_on_a_real_run(tmp_path: Path) -> None:
     from marlm.eval.metrics import OnlineSignals
     from marlm.hybrid.controller import run, run_config
-    from marlm.hybrid.planner import RulePlanner
+    from marlm.hybrid.planning.planner import RulePlanner
 
     run(
         run_config(steps=200, seed=4, planner="rule", executor="greedy", gif=False),

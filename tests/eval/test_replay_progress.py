@@ -7,7 +7,7 @@ import sys
 from marlm.cli import main
 from marlm.experiments.replay import replay_trace
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.planner import RulePlanner
+from marlm.hybrid.planning.planner import RulePlanner
 
 
 def test_replay_reports_progress_over_every_decision(tmp_path, monkeypatch, capsys):

@@ -11,7 +11,7 @@ import pytest
 
 from marlm.errors import InputError
 from marlm.experiments.compare import compare_schemes, format_table, plot_comparison
-from marlm.hybrid.llm_executor import LLMMoveExecutor
+from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
 from marlm.llm.backends import BackendError, ChatResult
 
 

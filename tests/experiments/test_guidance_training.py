@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("cmaes")
 
 from marlm.experiments.guidance_training import TrainConfig, throughputs, train  # noqa: E402
-from marlm.hybrid.learned_guidance import random_instance  # noqa: E402
+from marlm.hybrid.acting.learned_guidance import random_instance  # noqa: E402
 
 SMALL = """
 !!!!!!!!!!!!!!!!!!

@@ -13,8 +13,8 @@ from marlm.experiments.notes_only import (
     notes_only_orders,
     run_notes_only,
 )
-from marlm.hybrid.planner import RulePlanner
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.planner import RulePlanner
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.triage import load_labelled_notes
 
 

@@ -13,7 +13,7 @@ import pytest
 from marlm.eval.trace import read_trace
 from marlm.experiments.replay import replay_trace
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.planner import LLMPlanner, RulePlanner
+from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
 
 MARLM = str(Path(sys.executable).parent / "marlm")
 

@@ -1,7 +1,7 @@
 """PIBT as one recursive function, the shape of lacam3's ``funcPIBT`` (``Kei18/lacam3``,
 ``src/pibt.cpp``; Okumura et al., AIJ 2022, Algorithm 1, with LaCAM3's swap).
 
-The reference the compiled layer is tested against: :class:`marlm.hybrid.pibt.Pibt` runs the same
+The reference the compiled layer is tested against: :class:`marlm.hybrid.rules.pibt.Pibt` runs the same
 algorithm on an explicit stack (``_pibt_all``), because numba cannot cache recursion on disk.
 Both take the step's inputs from :meth:`Pibt.prepare` (priorities, each robot's ranked cells) and
 ask ``_frame_order`` for a robot's candidate order and swap agent on each visit; what is checked
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marlm.hybrid.pibt import Pibt, StepInputs, _frame_order
+from marlm.hybrid.rules.pibt import Pibt, StepInputs, _frame_order
 
 
 def reference_step(layer: Pibt, positions, scores, goals=None, bias=None) -> np.ndarray:

@@ -6,7 +6,7 @@ import pytest
 
 from marlm.eval.trace import read_trace
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.planner import LLMPlanner
+from marlm.hybrid.planning.planner import LLMPlanner
 from marlm.llm.backends import OpenAICompatible
 
 
@@ -181,7 +181,7 @@ class CountingExecutor:
 
 
 def test_the_executor_is_asked_once_per_step_and_never_outside_the_loop(tmp_path):
-    from marlm.hybrid.planner import RulePlanner
+    from marlm.hybrid.planning.planner import RulePlanner
 
     executor = CountingExecutor()
     config = run_config(steps=25, planner="rule", executor="greedy", gif=False)

@@ -13,7 +13,7 @@ from marlm.envs.warehouse.layout import list_layouts, load_layout
 from marlm.eval.trace import read_trace
 from marlm.hybrid.build import build_planner
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.dwell import (
+from marlm.hybrid.planning.dwell import (
     DEMAND_WEIGHT,
     PRIOR_PER_SHELF,
     DwellPolicy,
@@ -23,8 +23,8 @@ from marlm.hybrid.dwell import (
     k_median,
     parking_cells,
 )
-from marlm.hybrid.planner import Plan, RulePlanner, Snapshot
-from marlm.hybrid.scheduler import PlanScheduler, idle_cells
+from marlm.hybrid.planning.planner import Plan, RulePlanner, Snapshot
+from marlm.hybrid.planning.scheduler import PlanScheduler, idle_cells
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.hybrid.executor import (
+from marlm.hybrid.acting.executor import (
     N_STATES,
     GreedyExecutor,
     QExecutor,

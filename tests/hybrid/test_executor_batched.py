@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.hybrid.executor import RandomExecutor, evaluate_executor
-from marlm.hybrid.executor_batched import train_executor_batched
+from marlm.hybrid.acting.executor import RandomExecutor, evaluate_executor
+from marlm.hybrid.acting.executor_batched import train_executor_batched
 
 
 def test_counts_every_episode_and_update_and_is_deterministic():

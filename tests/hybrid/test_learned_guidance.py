@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from marlm.envs.warehouse.dynamics import MOVES, RIGHT, UP
-from marlm.hybrid.guidance import guided_distance, traffic_costs
-from marlm.hybrid.learned_guidance import (
+from marlm.hybrid.acting.guidance import guided_distance, traffic_costs
+from marlm.hybrid.acting.learned_guidance import (
     MOVE_FEATURES,
     N_PARAMS,
     RESOLUTION,
@@ -26,8 +26,8 @@ from marlm.hybrid.learned_guidance import (
     random_instance,
     simulate,
 )
-from marlm.hybrid.pibt import neighbour_table
-from marlm.hybrid.shield import is_safe
+from marlm.hybrid.rules.pibt import neighbour_table
+from marlm.hybrid.rules.shield import is_safe
 
 WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from marlm.envs.warehouse import WarehouseEnv
+from marlm.hybrid.acting.executor import GreedyExecutor
+from marlm.hybrid.acting.preferences import step_view
 from marlm.hybrid.build import cached_policy
-from marlm.hybrid.executor import GreedyExecutor
-from marlm.hybrid.preferences import step_view
-from marlm.hybrid.shield import PibtShield, is_safe, shielded_step
+from marlm.hybrid.rules.shield import PibtShield, is_safe, shielded_step
 
 LANE = "############\n#PR.R.....S#\n#######.#S##\n############\n"
 ALCOVE = "#########\n##P######\n#......S#\n#RR....S#\n#########\n"

@@ -10,9 +10,9 @@ import pytest
 
 from marlm.eval.trace import read_trace
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.planner import LLMPlanner, RulePlanner
-from marlm.hybrid.team_planner import TeamPlanner
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
+from marlm.hybrid.planning.team import TeamPlanner
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.errors import BackendClosed, BackendError
 from marlm.llm.triage import Triage
 

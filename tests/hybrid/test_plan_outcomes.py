@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from marlm.envs.warehouse import WarehouseEnv
-from marlm.hybrid.planner import Plan, RulePlanner, Snapshot, rule_assign
-from marlm.hybrid.scheduler import PlanScheduler
+from marlm.hybrid.planning.planner import Plan, RulePlanner, Snapshot, rule_assign
+from marlm.hybrid.planning.scheduler import PlanScheduler
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "trace-schema.md"
 
@@ -104,8 +104,8 @@ def test_plan_events_carry_exactly_the_documented_fields():
 
 
 def test_outcome_and_failure_kind_come_from_the_error_type_not_its_text():
-    from marlm.hybrid.planner import outcome_of
-    from marlm.hybrid.scheduler import failure_kind
+    from marlm.hybrid.planning.planner import outcome_of
+    from marlm.hybrid.planning.scheduler import failure_kind
     from marlm.llm.errors import BackendError, BackendTimeout, CircuitOpen, InvalidAnswer
 
     snap = Snapshot(0, (), (), {})
@@ -153,14 +153,14 @@ class _DownModel:
 
 
 def test_the_trace_says_once_per_opening_that_the_circuit_breaker_opened():
-    from marlm.hybrid.planner import LLMPlanner
+    from marlm.hybrid.planning.planner import LLMPlanner
 
     model = _DownModel()
     planner = LLMPlanner(model)
     env, sched, events = _scheduler(planner, n_robots=2)
     while not env.pending_orders():
         env.step({})
-    from marlm.hybrid.scheduler import snapshot_of
+    from marlm.hybrid.planning.scheduler import snapshot_of
 
     snap = snapshot_of(env)
     for _ in range(3):
@@ -196,7 +196,7 @@ def test_the_trace_says_once_per_opening_that_the_circuit_breaker_opened():
 
 def test_the_triage_planner_types_its_outcome_by_failure_kind_not_by_reason_text():
     from marlm.envs.warehouse.orders import Order
-    from marlm.hybrid.triage_planner import TriagePlanner
+    from marlm.hybrid.planning.triage import TriagePlanner
     from marlm.llm.triage import TriageDecision
 
     class Misleading:

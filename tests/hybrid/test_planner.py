@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from marlm.hybrid.planner import (
+from marlm.hybrid.planning.planner import (
     LLMPlanner,
     RulePlanner,
     Snapshot,
     rule_assign,
     validate_answer,
 )
-from marlm.hybrid.scheduler import AsyncPlanner
+from marlm.hybrid.planning.scheduler import AsyncPlanner
 from marlm.llm.backends import BackendError, ChatResult
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from marlm.hybrid.planner import LLMPlanner, Snapshot
-from marlm.hybrid.scheduler import AsyncPlanner
+from marlm.hybrid.planning.planner import LLMPlanner, Snapshot
+from marlm.hybrid.planning.scheduler import AsyncPlanner
 from marlm.llm.backends import OpenAICompatible
 
 

@@ -8,9 +8,9 @@ import math
 from fixed_triage import FixedTriage
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.envs.warehouse.orders import _SLACK, Order
-from marlm.hybrid.planner import BusyRobot, Snapshot, plan_preemptions
-from marlm.hybrid.scheduler import snapshot_of
-from marlm.hybrid.triage_planner import (
+from marlm.hybrid.planning.planner import BusyRobot, Snapshot, plan_preemptions
+from marlm.hybrid.planning.scheduler import snapshot_of
+from marlm.hybrid.planning.triage import (
     CLASS_SLACK,
     TriagePlanner,
     class_probabilities,

@@ -10,9 +10,8 @@ import pytest
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, STAY
-from marlm.hybrid.executor import GreedyExecutor, QExecutor, RandomExecutor
-from marlm.hybrid.pibt import neighbour_table
-from marlm.hybrid.preferences import (
+from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
+from marlm.hybrid.acting.preferences import (
     StepView,
     distance_scores,
     downhill_scores,
@@ -21,14 +20,16 @@ from marlm.hybrid.preferences import (
     robot_priority,
     step_view,
 )
-from marlm.hybrid.shield import make_shield, shielded_step
+from marlm.hybrid.rules.pibt import neighbour_table
+from marlm.hybrid.rules.shield import make_shield, shielded_step
 
 HYBRID = Path(__file__).resolve().parents[2] / "src" / "marlm" / "hybrid"
 
 
 def module_imports(name: str) -> set[str]:
-    """marlm.hybrid modules that ``hybrid/<name>.py`` imports anywhere (lazy imports included)."""
-    tree = ast.parse((HYBRID / f"{name}.py").read_text())
+    """marlm.hybrid modules that ``hybrid/<name>.py`` imports anywhere (lazy imports included),
+    as ``layer.module`` (``rules.shield``); ``name`` is such a path too."""
+    tree = ast.parse((HYBRID / f"{name.replace('.', '/')}.py").read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -40,16 +41,18 @@ def module_imports(name: str) -> set[str]:
 def test_scores_in_choice_out_has_no_import_circle():
     """preferences (the view, the executor protocol) imports no other hybrid module; the rule
     layer imports preferences but no executor; executors import both."""
-    assert not {"executor", "shield", "pibt", "dwell"} & module_imports("preferences")
-    assert "executor" not in module_imports("shield")
-    assert {"preferences", "shield"} <= module_imports("executor")
+    preferences = module_imports("acting.preferences")
+    assert not {"acting.executor", "rules.shield", "rules.pibt", "planning.dwell"} & preferences
+    assert not {m for m in preferences if m.startswith(("rules.", "planning."))}
+    assert "acting.executor" not in module_imports("rules.shield")
+    assert {"acting.preferences", "rules.shield"} <= module_imports("acting.executor")
 
 
 def test_no_isinstance_on_executor_or_rule_layer_types_in_hybrid():
     names = ("Executor", "Shield", "PibtShield", "Unshielded", "DwellExecutor", "RandomExecutor")
     found = [
         f"{path.name}: {ast.unparse(node)}"
-        for path in HYBRID.glob("*.py")
+        for path in HYBRID.rglob("*.py")
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Call)
         and getattr(node.func, "id", "") == "isinstance"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 from marlm.envs.warehouse import Order, WarehouseEnv
-from marlm.hybrid.planner import Plan, RulePlanner, Snapshot
-from marlm.hybrid.scheduler import PlanScheduler
+from marlm.hybrid.planning.planner import Plan, RulePlanner, Snapshot
+from marlm.hybrid.planning.scheduler import PlanScheduler
 
 
 class FakeClock:

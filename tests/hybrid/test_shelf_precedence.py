@@ -11,8 +11,8 @@ import math
 import pytest
 
 from marlm.envs.warehouse import Order, WarehouseEnv
-from marlm.hybrid.scheduler import PlanScheduler, snapshot_of
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.scheduler import PlanScheduler, snapshot_of
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.triage import TriageDecision
 
 

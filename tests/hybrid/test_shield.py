@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from marlm.hybrid.shield import DOWN, LEFT, MOVES, RIGHT, STAY, UP, Shield, is_safe
+from marlm.hybrid.rules.shield import DOWN, LEFT, MOVES, RIGHT, STAY, UP, Shield, is_safe
 
 
 def open_grid(h: int, w: int) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The compiled shield returns exactly what the dict-based reference returns, step after step.
 
-The reference is the lead's first version (:mod:`marlm.scale.reference_shield`). Both get the
+The reference is the first, dict-based version (``reference_shield.py`` beside this test). Both get the
 same seed, positions, proposals and priorities for several steps in a row, so the deadlock memory
 and the random yield choices must agree too. Speed is measured in ``benchmarks/bench_shield.py``.
 """
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_shield import ReferenceShield
 
-from marlm.hybrid.shield import MOVES, RIGHT, Shield, is_safe
-from marlm.scale.reference_shield import ReferenceShield
+from marlm.hybrid.rules.shield import MOVES, RIGHT, Shield, is_safe
 
 
 @st.composite

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from marlm.hybrid.planner import Snapshot, rule_assign, validate_answer
-from marlm.hybrid.team_planner import TeamPlanner, merge
+from marlm.hybrid.planning.planner import Snapshot, rule_assign, validate_answer
+from marlm.hybrid.planning.team import TeamPlanner, merge
 from marlm.llm.backends import ChatResult
 
 

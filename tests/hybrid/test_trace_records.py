@@ -8,10 +8,10 @@ import json
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.envs.warehouse.orders import Order
 from marlm.eval.records import TriageCallRecord, backend_and_model
-from marlm.hybrid.planner import Snapshot
-from marlm.hybrid.scheduler import PlanScheduler
-from marlm.hybrid.team_planner import TeamPlanner
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.planner import Snapshot
+from marlm.hybrid.planning.scheduler import PlanScheduler
+from marlm.hybrid.planning.team import TeamPlanner
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.backends import BackendTimeout, ChatResult
 from marlm.llm.triage import Triage
 
@@ -111,7 +111,7 @@ def test_backend_and_model_are_read_from_the_backends_name():
 def test_run_start_names_the_backend_and_the_model_that_decided():
     from marlm.eval.records import RunStartRecord
     from marlm.hybrid.controller import RunConfig, _run_start, make_env
-    from marlm.hybrid.planner import LLMPlanner, RulePlanner
+    from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
 
     config = RunConfig(gif=False, planner="llm")
     fields = _run_start(config, make_env(config), LLMPlanner(SlowTimeout(FakeClock(), 1.0)))

@@ -10,9 +10,9 @@ import threading
 import time
 
 from marlm.envs.warehouse import Order, WarehouseEnv
-from marlm.hybrid.planner import Snapshot
-from marlm.hybrid.scheduler import PlanScheduler
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.planner import Snapshot
+from marlm.hybrid.planning.scheduler import PlanScheduler
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.triage import TriageDecision
 
 

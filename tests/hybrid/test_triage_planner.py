@@ -7,7 +7,7 @@ import pytest
 
 from fixed_triage import FixedTriage
 from marlm.envs.warehouse.orders import Order
-from marlm.hybrid.planner import (
+from marlm.hybrid.planning.planner import (
     BusyRobot,
     RulePlanner,
     Snapshot,
@@ -15,7 +15,7 @@ from marlm.hybrid.planner import (
     effective_class,
     plan_preemptions,
 )
-from marlm.hybrid.triage_planner import TriagePlanner, queue_order, solve_assignment
+from marlm.hybrid.planning.triage import TriagePlanner, queue_order, solve_assignment
 from marlm.llm.backends import BackendError
 from marlm.llm.triage import Triage
 

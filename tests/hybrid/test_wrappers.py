@@ -8,7 +8,7 @@ import pytest
 from pettingzoo.test import parallel_api_test
 
 from marlm.envs.warehouse import WarehouseEnv, list_layouts
-from marlm.hybrid.wrappers import ShieldWrapper
+from marlm.hybrid.rules.wrappers import ShieldWrapper
 
 
 @pytest.mark.parametrize("rule", ["pibt", "local"])

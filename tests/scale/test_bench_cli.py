@@ -30,7 +30,7 @@ def test_a_figure_prints_value_baseline_ratio_and_target():
 
 
 def test_scripted_model_answers_the_planner_schema():
-    from marlm.hybrid.planner import answer_schema
+    from marlm.hybrid.planning.planner import answer_schema
 
     model = ScriptedModel(0.0)
     schema = answer_schema(["robot_1", "robot_2"], ["o1"], 1)

@@ -99,7 +99,7 @@ def test_train_warehouse_command_runs_seeds_on_ray_and_saves_one_policy_each(loc
     from typer.testing import CliRunner
 
     from marlm.cli import app
-    from marlm.hybrid.executor import QExecutor
+    from marlm.hybrid.acting.executor import QExecutor
 
     out = tmp_path / "exec.npz"
     args = ["train", "warehouse", "--seeds", "2", "--seed", "5", "--workers", "2"]

@@ -278,9 +278,9 @@ def demo(
     """
     from rich.console import Console
 
+    from marlm.hybrid.acting.executor import QExecutor
     from marlm.hybrid.build import build_planner, cached_policy, check_policy_cache, default_orders
     from marlm.hybrid.controller import make_env, run, run_config
-    from marlm.hybrid.executor import QExecutor
 
     console = _console()
     if executor == "llm":
@@ -406,7 +406,7 @@ def _counterfactual(config, q, true_class: dict | None, progress=None) -> dict:
 
     from marlm.experiments.congested import latency_by_true_class
     from marlm.hybrid.controller import run
-    from marlm.hybrid.planner import RulePlanner
+    from marlm.hybrid.planning.planner import RulePlanner
 
     rule_config = config.model_copy(
         update={"planner": "rule", "sync_planner": True, "tick_ms": 0.0, "gif": False}
@@ -474,7 +474,7 @@ def train_warehouse(
     from rich.console import Console
     from rich.table import Table
 
-    from marlm.hybrid.executor import (
+    from marlm.hybrid.acting.executor import (
         GreedyExecutor,
         QExecutor,
         RandomExecutor,

@@ -282,7 +282,7 @@ def train_gridworld_cmd(
 ) -> None:
     """Tabular Q-learning on the 4x4 GridWorld."""
     _import_numpy_without_blas_threads()
-    from marlm.eval.runs import run_gridworld
+    from marlm.experiments.training import run_gridworld
     from marlm.rl.train import GridWorldConfig
 
     if reward not in ("env", "llm"):
@@ -373,7 +373,7 @@ def train_race_cmd(
         on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)),
         PlotProcess() if plot else nullcontext() as plotter,
     ):
-        from marlm.eval.runs import run_race
+        from marlm.experiments.training import run_race
         from marlm.rl.train import RaceConfig
 
         config = RaceConfig(

@@ -553,7 +553,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 #: Why a robot without a task was idle while an order had arrived and was unassigned, as the
-#: plan scheduler (:mod:`marlm.hybrid.scheduler`) writes them in ``idle`` trace events.
+#: plan scheduler (:mod:`marlm.hybrid.planning.scheduler`) writes them in ``idle`` trace events.
 IDLE_CAUSES: tuple[str, ...] = tuple(IdleCause)
 
 

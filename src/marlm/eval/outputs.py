@@ -467,7 +467,7 @@ OUTPUT_KINDS = {
 #: The title line every report page carries (:func:`marlm.eval.report._page_head`).
 _REPORT_TITLE = b"<title>marlm report: "
 #: The format string a Q-table of ``marlm train warehouse`` carries
-#: (:data:`marlm.hybrid.executor.POLICY_FORMAT`, its version left out).
+#: (:data:`marlm.hybrid.acting.executor.POLICY_FORMAT`, its version left out).
 _POLICY_FORMAT = "marlm-warehouse-executor-"
 #: The keys of marlm's JSON outputs, by kind.
 _OUTPUT_KEYS = {

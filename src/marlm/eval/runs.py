@@ -6,45 +6,34 @@ controller streams ``trace.jsonl`` (and the frames of ``episode.gif``, :class:`G
 :func:`finish_hybrid_run` writes ``metrics.json`` when the episode has ended (so a folder without
 it is a run that did not finish), then ``reward_curves.png`` and the finished ``episode.gif``.
 
-``marlm train gridworld|race``: one run writes one folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode
-logs), ``metrics.json`` (fixed names, see :func:`marlm.rl.train.gridworld_metrics` and
-:func:`marlm.rl.train.race_metrics`), ``curves.png`` (per-agent returns and the team curve,
-labelled sum; not with ``plot=False``, which keeps matplotlib out of the process), ``findings.json`` (:mod:`marlm.eval.diagnose`), and for GridRace with diagnostics
-``fixed_partner.npz`` (each agent's returns learning alone against its frozen partner).
+``marlm train gridworld|race`` (trained by :mod:`marlm.experiments.training`): one run writes one
+folder: ``tables.npz`` (the learned tables), ``episodes.npz`` (per-episode logs), ``metrics.json``
+(fixed names, see :func:`marlm.rl.train.gridworld_metrics` and :func:`marlm.rl.train.race_metrics`),
+``curves.png`` (per-agent returns and the team curve, labelled sum; not with ``plot=False``, which
+keeps matplotlib out of the process), ``findings.json`` (:mod:`marlm.eval.diagnose`), and for
+GridRace with diagnostics ``fixed_partner.npz`` (each agent's returns learning alone against its
+frozen partner).
 
-This lives in ``eval``, not in :mod:`marlm.rl.train`: it composes the learners' results with the
-plots and detectors of ``eval``, and ``rl`` imports nothing from ``eval`` (``eval`` may read ``rl``
-results, as :mod:`marlm.eval.replay` does). JSON files are written atomically (temp, then rename).
+Nothing here trains. JSON files are written atomically (temp, then rename).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from marlm.eval.diagnose import (
-    detect_goal_not_reached,
-    detect_lazy_agent,
-    detect_non_stationarity,
-)
 from marlm.eval.outputs import atomic_path
 from marlm.eval.plots import GifStream, PlotProcess, plot_reward_curves, save_episode_gif
 from marlm.rl.train import (
-    GridWorldConfig,
     GridWorldResult,
-    RaceConfig,
     RaceResult,
     curve_window,
-    fixed_partner_run,
     gridworld_metrics,
     race_metrics,
-    train_gridworld,
-    train_race,
 )
 
 
@@ -161,12 +150,12 @@ def save_race_run(
     np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
     _write_json(out / "metrics.json", race_metrics(res))
     if plot:
-        _plot_race_curves(res, out, PlotProcess(fork=False))
+        plot_race_curves(res, out, PlotProcess(fork=False))
     _write_json(out / "findings.json", findings or [])
     return out
 
 
-def _plot_race_curves(res: RaceResult, out: Path, plotter: PlotProcess) -> None:
+def plot_race_curves(res: RaceResult, out: Path, plotter: PlotProcess) -> None:
     """Submit ``curves.png`` of a GridRace run to ``plotter`` (see :func:`save_race_run`)."""
     own = res.log.own_return[: res.episode]
     plotter.submit(
@@ -175,68 +164,3 @@ def _plot_race_curves(res: RaceResult, out: Path, plotter: PlotProcess) -> None:
         xlabel="episode", tight=False,
         title=f"GridRace {res.config.learner}, reward {res.config.reward}: own return per agent",
     )  # fmt: skip
-
-
-def run_gridworld(
-    config: GridWorldConfig, out: str | Path, *, plot: bool = True, **kwargs: Any
-) -> tuple[GridWorldResult, dict[str, Any]]:
-    """Train on GridWorld and write the run folder; returns the result and its metrics.
-
-    ``plot``: write ``curves.png`` (matplotlib is imported only then). ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
-    """
-    res = train_gridworld(config, **kwargs)
-    source = "llm" if kwargs.get("reward_fn") is not None else "env"
-    findings = detect_goal_not_reached(
-        res.greedy_path_length, config.max_steps, reward_source=source
-    )
-    save_gridworld_run(res, out, [f.to_dict() for f in findings], plot=plot)
-    metrics = gridworld_metrics(res)
-    metrics["findings"] = [str(f) for f in findings]
-    return res, metrics
-
-
-def run_race(
-    config: RaceConfig,
-    out: str | Path,
-    *,
-    diagnose: bool = True,
-    plot: bool | PlotProcess = True,
-    **kwargs: Any,
-) -> tuple[RaceResult, dict[str, Any], list[Any]]:
-    """Train on GridRace, run the diagnostics, and write the run folder.
-
-    ``plot``: write ``curves.png``, drawn by a :class:`marlm.eval.plots.PlotProcess` (``True``:
-    one forked here, before training; or the caller's, started earlier and not yet given a
-    call), so that matplotlib's import and the drawing run beside the training, the diagnostics
-    and the other files (matplotlib is never imported in this process).
-    With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
-    joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
-    detector can compare. Returns ``(result, metrics, findings)``.
-    """
-    out = Path(out)
-    own_plotter = PlotProcess() if plot is True else nullcontext(plot or None)
-    with own_plotter as plotter:
-        res = train_race(config, **kwargs)
-        if plotter is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            _plot_race_curves(res, out, plotter)
-        findings: list[Any] = []
-        if diagnose:
-            n = res.episode
-            log = res.log
-            findings += detect_lazy_agent(
-                log.team_return[:n], log.own_return[:n], res.agents,
-                reached=log.reached[:n], action_counts=log.action_counts[:n],
-                action_sequences=log.actions[:n],
-            )  # fmt: skip
-            if n == config.episodes:
-                alone = {
-                    a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
-                }
-                out.mkdir(parents=True, exist_ok=True)
-                np.savez(out / "fixed_partner.npz", **alone)
-                findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
-        save_race_run(res, out, [f.to_dict() for f in findings], plot=False)
-        if plotter is not None:
-            plotter.result()
-    return res, race_metrics(res), findings

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any, get_args
 
 from marlm.errors import InputError
+from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
 from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, cached_policy, make_model
 from marlm.hybrid.controller import RunConfig, run, run_config
-from marlm.hybrid.llm_executor import LLMMoveExecutor
-from marlm.hybrid.planner import LLMPlanner, RulePlanner
-from marlm.hybrid.team_planner import TeamPlanner
+from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
+from marlm.hybrid.planning.team import TeamPlanner
 
 #: Scheme name -> RunConfig settings. ``team`` is used only when the controller knows it.
 SCHEMES: dict[str, dict[str, Any]] = {

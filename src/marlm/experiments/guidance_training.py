@@ -2,7 +2,7 @@
 
 Method: the guidance-graph optimisation of Zhang, Chen, Li, Koenig et al., "Guidance Graph
 Optimization for Lifelong Multi-Agent Path Finding" (IJCAI 2024): the parameters of the guidance
-(here the weights of :mod:`marlm.hybrid.learned_guidance`, a linear model of move features plus the
+(here the weights of :mod:`marlm.hybrid.acting.learned_guidance`, a linear model of move features plus the
 gain of its online update) are searched with CMA-ES (Hansen and Ostermeier, "Completely
 Derandomized Self-Adaptation in Evolution Strategies", Evolutionary Computation 9(2), 2001; the
 ``cmaes`` package) to maximise the throughput of PIBT under that guidance on simulated episodes.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.hybrid.learned_guidance import (
+from marlm.hybrid.acting.learned_guidance import (
     MOVE_FEATURES,
     N_PARAMS,
     ONLINE_PARAMS,
@@ -45,7 +45,7 @@ from marlm.hybrid.learned_guidance import (
 LOWER = -2.0
 UPPER = 8.0
 """Search box of every parameter (steps of extra cost per unit feature; the online gain is
-clipped at 0 inside :class:`marlm.hybrid.learned_guidance.Guidance`)."""
+clipped at 0 inside :class:`marlm.hybrid.acting.learned_guidance.Guidance`)."""
 
 
 @dataclass(frozen=True)

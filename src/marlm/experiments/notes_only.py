@@ -3,7 +3,7 @@
 Every order of the stream (:func:`notes_only_orders`) is listed ``normal`` with the same slack;
 whether it is truly urgent is said only in its free-text note (drawn from marlm's labelled notes),
 and a truly urgent order has a tighter true deadline. The rule planner cannot see that urgency; a
-planner that reads the notes (:class:`marlm.hybrid.triage_planner.TriagePlanner`) can. The
+planner that reads the notes (:class:`marlm.hybrid.planning.triage.TriagePlanner`) can. The
 measure (:func:`notes_only_metrics`) is the on-time rate against the true deadlines.
 :func:`compare_notes_only` runs the rule and the triage planner in each mode on one stream
 (``marlm compare --scenario notes-only``).
@@ -29,7 +29,7 @@ from marlm.eval.metrics import order_table
 from marlm.eval.trace import read_trace
 from marlm.hybrid.build import build_planner, cache_dir, make_model
 from marlm.hybrid.controller import run, run_config
-from marlm.hybrid.triage_planner import TriagePlanner
+from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.triage import LabelledNote, Triage, dev_notes_path, load_labelled_notes
 
 #: Slack of the listed deadline (every order, as a normal one) and of the true deadline of a

@@ -19,13 +19,13 @@ from marlm.envs.warehouse.orders import Order
 from marlm.errors import InputError
 from marlm.eval.replay import Decider, Decision, DecisionPoint, replay_llm, replay_rl
 from marlm.eval.trace import read_trace
-from marlm.hybrid.planner import Snapshot, order_distances
+from marlm.hybrid.planning.planner import Snapshot, order_distances
 
 
 def planner_decider(planner: Any, events: Sequence[dict[str, Any]]) -> Decider:
     """A :data:`marlm.eval.replay.Decider` that asks ``planner`` about each recorded situation.
 
-    The :class:`~marlm.hybrid.planner.Snapshot` is rebuilt from the trace: pending orders from
+    The :class:`~marlm.hybrid.planning.planner.Snapshot` is rebuilt from the trace: pending orders from
     ``run_start.orders`` (full order records, notes included), idle robots from the ``plan`` event,
     and distances on the recorded layout from each idle robot's cell just before the decision
     (``step.positions`` of the previous step; ``run_start.positions`` or a reset of the recorded

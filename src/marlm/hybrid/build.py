@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
 from marlm.errors import InputError
+from marlm.hybrid.defaults import DEFAULT_TRAINING
+from marlm.hybrid.planning.planner import LLMPlanner, Planner, PlannerName, RulePlanner
 from marlm.llm.backends import ChatModel, make_backend
 
-from .defaults import DEFAULT_TRAINING
-from .planner import LLMPlanner, Planner, PlannerName, RulePlanner
-
 if TYPE_CHECKING:
-    from .executor import QExecutor
+    from marlm.hybrid.acting.executor import QExecutor
 
 
 def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
@@ -43,7 +42,7 @@ def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) 
 
 
 #: Planner names ``--planner`` accepts. ``triage`` is ``triage-probe``, the best mode measured
-#: (docs/triage.md). The values of :data:`marlm.hybrid.planner.PlannerName`, the type the run
+#: (docs/triage.md). The values of :data:`marlm.hybrid.planning.planner.PlannerName`, the type the run
 #: config validates, so the two lists cannot drift.
 PLANNERS: tuple[str, ...] = get_args(PlannerName)
 
@@ -72,13 +71,12 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
     if name == "llm":
         return LLMPlanner(make_model(llm, **model_kwargs))
     if name == "team":
-        from .team_planner import TeamPlanner
+        from marlm.hybrid.planning.team import TeamPlanner
 
         return TeamPlanner(make_model(llm, **model_kwargs))
     if name in PLANNERS and name.startswith("triage"):
+        from marlm.hybrid.planning.triage import TriagePlanner
         from marlm.llm.triage import Triage
-
-        from .triage_planner import TriagePlanner
 
         mode = name.partition("-")[2] or "probe"
         return TriagePlanner(
@@ -120,7 +118,7 @@ def check_policy_cache(settings: dict | None = None) -> None:
     Raises:
         InputError: naming ``$MARLM_CACHE``, the folder and the system's reason.
     """
-    from .executor import QExecutor
+    from marlm.hybrid.acting.executor import QExecutor
 
     _, path = _policy_path(settings)
     if path.is_file():
@@ -153,7 +151,7 @@ def cached_policy(
     Raises:
         InputError: the trained table cannot be written to the cache (``$MARLM_CACHE``).
     """
-    from .executor import QExecutor, train_executor
+    from marlm.hybrid.acting.executor import QExecutor, train_executor
 
     settings, path = _policy_path(settings)
     if path.is_file():

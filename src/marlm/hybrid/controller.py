@@ -2,13 +2,13 @@
 
 One control step (:meth:`Controller.step`):
 
-1. The plan scheduler (:class:`marlm.hybrid.scheduler.PlanScheduler`) applies what the model
+1. The plan scheduler (:class:`marlm.hybrid.planning.scheduler.PlanScheduler`) applies what the model
    finished (classes, or assignments still valid) and, when the pending orders or the idle
    robots changed, assigns the idle robots at once with the best information at hand; the model
    is asked off the control thread unless ``sync_planner``.
 2. The executor scores every robot's five actions from the step's view
-   (:func:`marlm.hybrid.preferences.step_view`); the rule layer chooses the joint move
-   (:func:`marlm.hybrid.shield.shielded_step`); the environment steps. The wall time of the
+   (:func:`marlm.hybrid.acting.preferences.step_view`); the rule layer chooses the joint move
+   (:func:`marlm.hybrid.rules.shield.shielded_step`); the environment steps. The wall time of the
    planning done on the control thread (step 1: the rule planner, a synchronous planner, the
    never-idle assignment; a model answered off the thread is not in it), the executor and the
    rule layer is the control-step latency; the planning part is also recorded apart
@@ -20,7 +20,7 @@ classes the model decided so far), and the model's answers change which order a 
 when they arrive. A slow or failing model therefore costs neither idle time, nor safety, nor a
 stalled loop; the scheduler counts idle robot-steps by cause to show it.
 
-With a dwell policy (``RunConfig.dwell``, :mod:`marlm.hybrid.dwell`) an idle robot does not
+With a dwell policy (``RunConfig.dwell``, :mod:`marlm.hybrid.planning.dwell`) an idle robot does not
 hold still: it drives to a dwell point chosen from the demand seen so far, one robot waiting
 for urgent work; the rule layer filters those moves like every other.
 """
@@ -49,13 +49,13 @@ from marlm.eval.records import (
 )
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
-from marlm.hybrid.dwell import DwellExecutor, DwellPolicy
-from marlm.hybrid.executor import GreedyExecutor, QExecutor, RandomExecutor
-from marlm.hybrid.planner import Planner, PlannerName
-from marlm.hybrid.preferences import Executor, step_view
+from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
+from marlm.hybrid.acting.preferences import Executor, step_view
+from marlm.hybrid.planning.dwell import DwellExecutor, DwellPolicy
+from marlm.hybrid.planning.planner import Planner, PlannerName
+from marlm.hybrid.planning.scheduler import Clock, PlanScheduler, idle_cells, planner_model
 from marlm.hybrid.render import frame as render_frame
-from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells, planner_model
-from marlm.hybrid.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
+from marlm.hybrid.rules.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
 from marlm.outcomes import FailureKind, RunEndReason
 
 ExecutorName = Literal["rl", "greedy", "random", "llm"]
@@ -90,7 +90,7 @@ class RunConfig(BaseModel):
         plan_deadline_s: with an asynchronous assigning planner (``llm``, ``team``), the oldest
             model answer still applied, in seconds from its request (0: any age; finite). No
             robot waits for the model: the rule assigns at once.
-        dwell: where idle robots wait (:mod:`marlm.hybrid.dwell`): ``"reserve"`` (dwell points
+        dwell: where idle robots wait (:mod:`marlm.hybrid.planning.dwell`): ``"reserve"`` (dwell points
             learned from the orders so far, one idle robot kept for urgent work), ``"points"``
             (dwell points only) or ``"none"`` (an idle robot stays where it finished).
         gif: record frames and write ``episode.gif``.
@@ -182,19 +182,19 @@ class Controller:
 
     Args:
         env: the environment, built with ``auto_assign=False``.
-        planner: any :class:`marlm.hybrid.planner.Planner`.
-        executor: any :class:`marlm.hybrid.preferences.Executor`.
-        shield: a :class:`marlm.hybrid.shield.RuleLayer` (:func:`marlm.hybrid.shield.make_shield`;
+        planner: any :class:`marlm.hybrid.planning.planner.Planner`.
+        executor: any :class:`marlm.hybrid.acting.preferences.Executor`.
+        shield: a :class:`marlm.hybrid.rules.shield.RuleLayer` (:func:`marlm.hybrid.rules.shield.make_shield`;
             ``"none"`` sends the executor's best-scored actions unfiltered).
         trace: where events go.
         sync_planner: call the planner inside the step instead of on its own thread.
         plan_deadline_s: the oldest answer of an asynchronous assigning model still applied,
             in seconds from its request (0: any age); see
-            :class:`marlm.hybrid.scheduler.PlanScheduler`.
+            :class:`marlm.hybrid.planning.scheduler.PlanScheduler`.
         seed: seeds the executor's generator.
         clock: seconds, monotonic (default :func:`time.perf_counter`): the control-step latency
             and the age of a model answer are measured with it.
-        dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`), or None: they
+        dwell: where idle robots wait (:class:`marlm.hybrid.planning.dwell.DwellPolicy`), or None: they
             stay where they finished.
     """
 
@@ -302,7 +302,7 @@ class Controller:
         return f"t={env.step_count}  {done}  {self.scheduler.status()}"
 
     def close(self, wait: bool = True) -> None:
-        """End planning (see :meth:`marlm.hybrid.scheduler.PlanScheduler.close`)."""
+        """End planning (see :meth:`marlm.hybrid.planning.scheduler.PlanScheduler.close`)."""
         self.scheduler.close(wait)
 
 
@@ -363,7 +363,7 @@ def run(
         planner: the planner to use (build it with :func:`marlm.hybrid.build.build_planner`).
         policy: the trained Q-table, for ``executor="rl"``.
         executor: an executor object that replaces the one ``config.executor`` names (needed
-            for ``"llm"``), any :class:`marlm.hybrid.executor.Executor`.
+            for ``"llm"``), any :class:`marlm.hybrid.acting.executor.Executor`.
         progress: called as ``progress(step, config.steps)`` after every step.
         clock: seconds, monotonic: latencies, the age of model answers and the control period.
         facts: ``facts(events)`` gives more figures for ``metrics.json`` from the run's trace

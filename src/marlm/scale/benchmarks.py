@@ -198,14 +198,14 @@ def large_layout(rows: int = 64, cols: int = 64) -> Layout:
     return parse_layout("\n".join("".join(row) for row in grid), name=f"large-{rows}x{cols}")
 
 
-def _view(positions: np.ndarray, goals: np.ndarray, priority: np.ndarray):
-    """The :class:`marlm.hybrid.preferences.StepView` of robots at ``positions`` (no env)."""
-    from marlm.hybrid.preferences import StepView
+def step_view_of(positions: np.ndarray, goals: np.ndarray, priority: np.ndarray):
+    """The :class:`marlm.hybrid.acting.preferences.StepView` of robots at ``positions`` (no env)."""
+    from marlm.hybrid.acting.preferences import StepView
 
     return StepView([f"robot_{i}" for i in range(len(positions))], positions, goals, priority)
 
 
-def _shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tuple[float, float]:
+def shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tuple[float, float]:
     """(median, 99th percentile) ms per ``filter`` call while robots crowd towards the stations.
 
     Robot ``i`` heads for station ``i mod n_stations`` along the shortest path (one random move
@@ -213,8 +213,8 @@ def _shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tup
     shield's hard case (long chains, swaps, deadlock yields).
     """
     from marlm.envs.warehouse.dynamics import MOVES
-    from marlm.hybrid.preferences import one_hot
-    from marlm.hybrid.shield import shielded_step
+    from marlm.hybrid.acting.preferences import one_hot
+    from marlm.hybrid.rules.shield import shielded_step
 
     rng = np.random.default_rng(seed)
     cells = np.argwhere(layout.free)
@@ -241,54 +241,20 @@ def _shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tup
         explore = rng.random(n) < 0.2
         proposed = np.where(explore, rng.integers(0, 5, size=n), proposed)
         t0 = time.perf_counter()
-        res = shielded_step(shield, _view(positions, goals, priority), one_hot(proposed))
+        res = shielded_step(shield, step_view_of(positions, goals, priority), one_hot(proposed))
         if t:  # the first call is a warm-up (kernels loaded)
             times.append(time.perf_counter() - t0)
         positions = positions + MOVES[res.actions]
     return float(np.median(times) * 1e3), float(np.percentile(times, 99) * 1e3)
 
 
-def bench_shield(quick: bool = False, seed: int = 0) -> Figure:
-    """Median ms per :meth:`Shield.filter` step at 10..200 robots on a 64 x 64 map."""
-    from marlm.hybrid.shield import Shield
-    from marlm.scale.reference_shield import ReferenceShield
-
-    layout = large_layout()
-    counts = (10, 25, 50, 100, 200)
-    steps = 100 if quick else 400
-    fast_all = {n: _shield_ms(Shield, layout, n, steps, seed) for n in counts}
-    ref_all = {n: _shield_ms(ReferenceShield, layout, n, max(20, steps // 4), seed) for n in counts}
-    fast = {n: v[0] for n, v in fast_all.items()}
-    ref = {n: v[0] for n, v in ref_all.items()}
-    growth = fast[200] / fast[10]
-    return Figure(
-        name=f"shield at 200 robots ({layout.height}x{layout.width} map, crowding to stations)",
-        value=fast[200],
-        baseline=ref[200],
-        unit="ms/step",
-        ratio=fast[200],
-        ratio_text="ms per step (median)",
-        target="<= 1 ms, about linear growth",
-        met=fast[200] <= 1.0,
-        details={
-            "ms/step by robots (compiled)": ", ".join(f"{n}: {fast[n]:.3f}" for n in counts),
-            "ms/step by robots (reference)": ", ".join(f"{n}: {ref[n]:.2f}" for n in counts),
-            "p99 ms/step at 200 (compiled / reference)": f"{fast_all[200][1]:.3f} / "
-            f"{ref_all[200][1]:.2f}",
-            "growth 10 -> 200 robots": f"{growth:.1f}x time for 20x robots "
-            f"(reference {ref[200] / ref[10]:.1f}x)",
-            "speed-up vs reference at 200": f"{ref[200] / fast[200]:.0f}x",
-        },
-    )
-
-
 def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, float]:
-    """As :func:`_shield_ms` for :class:`marlm.hybrid.shield.PibtShield`, fed what it is built
+    """As :func:`shield_ms` for :class:`marlm.hybrid.rules.shield.PibtShield`, fed what it is built
     for: every robot's scores (minus the distance to its station after each action) and target.
     """
     from marlm.envs.warehouse.dynamics import MOVES
-    from marlm.hybrid.preferences import distance_scores
-    from marlm.hybrid.shield import PibtShield, shielded_step
+    from marlm.hybrid.acting.preferences import distance_scores
+    from marlm.hybrid.rules.shield import PibtShield, shielded_step
 
     rng = np.random.default_rng(seed)
     cells = np.argwhere(layout.free)
@@ -305,7 +271,7 @@ def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, floa
     for t in range(steps + 1):
         t0 = time.perf_counter()
         scores = distance_scores(positions, tables, nbr, w, table_of=goal)
-        res = shielded_step(shield, _view(positions, goals, priority), scores)
+        res = shielded_step(shield, step_view_of(positions, goals, priority), scores)
         if t:  # the first call is a warm-up (kernels compiled, distance tables built)
             times.append(time.perf_counter() - t0)
         positions = positions + MOVES[res.actions]
@@ -315,13 +281,13 @@ def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, floa
 def bench_pibt(quick: bool = False, seed: int = 0) -> Figure:
     """Median ms per step of the PIBT rule layer (scores included) at 10..200 robots on the
     64 x 64 map, against the local shield in the same run; and 1000 robots on 100 x 100."""
-    from marlm.hybrid.shield import Shield
+    from marlm.hybrid.rules.shield import Shield
 
     layout = large_layout()
     counts = (10, 25, 50, 100, 200)
     steps = 100 if quick else 400
     pibt = {n: _pibt_ms(layout, n, steps, seed) for n in counts}
-    local = {n: _shield_ms(Shield, layout, n, steps, seed) for n in counts}
+    local = {n: shield_ms(Shield, layout, n, steps, seed) for n in counts}
     big = large_layout(100, 100)
     big_ms = _pibt_ms(big, 1000, max(20, steps // 4), seed)
     return Figure(
@@ -349,7 +315,7 @@ class ScriptedModel:
     """A chat model for benchmarks: waits ``delay_s``, then assigns the first ids it may.
 
     It answers with the first ``n`` robots and orders of the JSON schema's enums, a valid answer
-    for :class:`marlm.hybrid.planner.LLMPlanner`. Not a test double for correctness: it only
+    for :class:`marlm.hybrid.planning.planner.LLMPlanner`. Not a test double for correctness: it only
     stands in for a slow backend's timing.
     """
 
@@ -374,7 +340,7 @@ class ScriptedModel:
 def _control_run(delay_s: float, steps: int, tick_ms: float, seed: int) -> dict[str, Any]:
     from marlm.eval.trace import read_trace
     from marlm.hybrid.controller import run, run_config
-    from marlm.hybrid.planner import LLMPlanner
+    from marlm.hybrid.planning.planner import LLMPlanner
 
     model = ScriptedModel(delay_s)
     config = run_config(
@@ -459,8 +425,8 @@ def bench_train(quick: bool = False, seed: int = 0, n_envs: int = 16) -> Figure:
     The batched run trains the default 60 episodes; the single-env loop trains 6 (``quick``, speed
     only) or the same 60 (then both policies' delivery rates are comparable).
     """
-    from marlm.hybrid.executor import evaluate_executor, train_executor
-    from marlm.hybrid.executor_batched import train_executor_batched
+    from marlm.hybrid.acting.executor import evaluate_executor, train_executor
+    from marlm.hybrid.acting.executor_batched import train_executor_batched
 
     episodes = 60
     single_episodes = 6 if quick else episodes
@@ -492,7 +458,6 @@ def bench_train(quick: bool = False, seed: int = 0, n_envs: int = 16) -> Figure:
 
 BENCHMARKS: dict[str, Callable[..., Figure]] = {
     "env": bench_env,
-    "shield": bench_shield,
     "pibt": bench_pibt,
     "planner": bench_planner,
     "train": bench_train,
@@ -507,7 +472,6 @@ __all__ = [
     "bench_env",
     "bench_pibt",
     "bench_planner",
-    "bench_shield",
     "bench_train",
     "large_layout",
 ]

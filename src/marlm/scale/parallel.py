@@ -213,7 +213,7 @@ def train_seed(
     Returns:
         ``{"seed", "q" (float64[512, 5]), "episode_returns", "deliveries", "updates"}``.
     """
-    from marlm.hybrid.executor import train_executor
+    from marlm.hybrid.acting.executor import train_executor
 
     policy, stats = train_executor(
         layout=layout, episodes=episodes, max_steps=max_steps, seed=seed, **kwargs
@@ -272,7 +272,7 @@ def train_warehouse_seeds(
         Per seed, in seed order: ``{"seed", "path", "delivered_last" (orders delivered in the last
         episode), "updates"}``.
     """
-    from marlm.hybrid.executor import QExecutor
+    from marlm.hybrid.acting.executor import QExecutor
 
     seeds = list(seeds)
     if not seeds:

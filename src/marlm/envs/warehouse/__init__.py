@@ -15,18 +15,16 @@ from marlm.envs.warehouse.dynamics import (
     resolve_moves,
 )
 from marlm.envs.warehouse.env import OBS_SIZE, REWARD_PARTS, RewardWeights, WarehouseEnv
+from marlm.envs.warehouse.grid_maps import GridMap, load_grid_map, parse_grid_map
 from marlm.envs.warehouse.layout import (
     FLOOR,
     SHELF,
     STATION,
     UNREACHABLE,
     WALL,
-    GridMap,
     Layout,
     list_layouts,
-    load_grid_map,
     load_layout,
-    parse_grid_map,
     parse_layout,
 )
 from marlm.envs.warehouse.lifelong import LifelongScenario, LifelongStep

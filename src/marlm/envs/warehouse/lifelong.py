@@ -4,7 +4,7 @@ The scenario of POGEMA's lifelong benchmark (Skrynnik et al., "POGEMA: A Benchma
 Cooperative Multi-Agent Pathfinding", ICLR 2025, ``GridConfig(on_target="restart")``) and of
 lifelong MAPF in general (Li et al., "Lifelong Multi-Agent Path Finding in Large-Scale
 Warehouses", AAAI 2021): ``n_agents`` agents start on distinct start cells of a
-:class:`~marlm.envs.warehouse.layout.GridMap`; each has one target cell; an agent standing on its
+:class:`~marlm.envs.warehouse.grid_maps.GridMap`; each has one target cell; an agent standing on its
 target after a step has reached it and at once gets a new one. Throughput is targets reached per
 step.
 
@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES, STAY, count_conflicts, resolve_moves
-from marlm.envs.warehouse.layout import GridMap, Layout, load_grid_map
+from marlm.envs.warehouse.grid_maps import GridMap, load_grid_map
+from marlm.envs.warehouse.layout import Layout
 from marlm.errors import InputError
 
 

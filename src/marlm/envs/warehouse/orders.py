@@ -40,7 +40,7 @@ def dispatch_key(order: Order) -> tuple[int, int, int, str]:
     """The dispatch rule's queue order: priority (urgent first), then deadline, arrival and id.
 
     The environment's auto-assignment, the batched environment and the rule planner
-    (:func:`marlm.hybrid.planner.rule_order`) all sort by this key.
+    (:func:`marlm.hybrid.planning.planner.rule_order`) all sort by this key.
     """
     return (PRIORITY_RANK[order.priority], order.deadline, order.arrival, order.id)
 

@@ -21,9 +21,9 @@ local shield checks the random actions like any other. The PIBT rule layer (the 
 no noise: it ranks every robot's action scores and breaks those standoffs itself (40 of 40
 without noise on the same seeds).
 
-Scores (:class:`marlm.hybrid.preferences.Executor`), for the rule layer: the Q-table's values
+Scores (:class:`marlm.hybrid.acting.preferences.Executor`), for the rule layer: the Q-table's values
 ``q[state]``, scaled per robot to [0, 1) and added to the distance-to-go scores
-(:func:`marlm.hybrid.preferences.greedy_scores`), a learned preference on top of the distance
+(:func:`marlm.hybrid.acting.preferences.greedy_scores`), a learned preference on top of the distance
 heuristic, as Veerapaneni et al., "Improving Learnt Local MAPF Policies with Heuristic Search"
 (ICAPS 2024), combine a learnt policy with PIBT. Q-values alone, from a table trained without
 the rule layer, rank waiting above pushing: behind a robot in a lane they keep every robot still
@@ -51,8 +51,8 @@ import numpy as np
 from marlm.envs.warehouse import MOVES, WarehouseEnv
 from marlm.envs.warehouse.env import OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR, OBS_SIZE
 from marlm.errors import InputError
-from marlm.hybrid.preferences import Executor, StepView, greedy_scores, one_hot, step_view
-from marlm.hybrid.shield import make_shield, shielded_step
+from marlm.hybrid.acting.preferences import Executor, StepView, greedy_scores, one_hot, step_view
+from marlm.hybrid.rules.shield import make_shield, shielded_step
 from marlm.rl.qlearning import EpsilonSchedule, epsilon_greedy, td_update_batch
 
 N_ACTIONS = len(MOVES)
@@ -307,9 +307,9 @@ def evaluate_executor(
 
     The seeds differ from the training seeds (0, 1, ...), so nothing is scored on an episode the
     policy was trained on. With ``shield=True`` the joint action goes through a fresh rule layer
-    (:func:`marlm.hybrid.shield.make_shield`: ``shield_rule`` ``"pibt"``, the demo's default,
+    (:func:`marlm.hybrid.rules.shield.make_shield`: ``shield_rule`` ``"pibt"``, the demo's default,
     ranks the executor's action scores with no random actions; ``"local"`` filters its ``act``)
-    by :func:`marlm.hybrid.shield.shielded_step`, exactly as in the hybrid controller; without
+    by :func:`marlm.hybrid.rules.shield.shielded_step`, exactly as in the hybrid controller; without
     it the executor's actions go to the environment, whose own collision rules refuse
     conflicting moves, which the ``collisions`` figure counts.
 

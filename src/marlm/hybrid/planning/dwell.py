@@ -33,7 +33,7 @@ the travel to the next pick, and the planner may assign it at any time on the wa
 Parking cells (:func:`parking_cells`) are floor cells that are not a station, not a shelf's pick
 cell and not inside a one-wide passage, so a waiting robot blocks neither a drop, a pick nor an
 aisle. Idle robots have the lowest priority in the rule layer, which still filters every move
-and pushes them aside (:class:`marlm.hybrid.shield.PibtShield`).
+and pushes them aside (:class:`marlm.hybrid.rules.shield.PibtShield`).
 """
 
 from __future__ import annotations
@@ -48,15 +48,14 @@ from scipy.optimize import linear_sum_assignment
 
 from marlm.envs.warehouse.dynamics import MOVES
 from marlm.envs.warehouse.layout import Layout
-
-from .planner import UNREACHABLE_DISTANCE, OrderView, Plan, effective_class
-from .preferences import downhill_scores
+from marlm.hybrid.acting.preferences import downhill_scores
+from marlm.hybrid.planning.planner import UNREACHABLE_DISTANCE, OrderView, Plan, effective_class
 
 Cell = tuple[int, int]
 
 #: Weight of one arrived order in the demand the dwell points serve, by priority: an urgent
 #: order's travel counts twice a normal one's, a low one's half (the triage planner's distance
-#: weights, :data:`marlm.hybrid.triage_planner.DISTANCE_WEIGHT`).
+#: weights, :data:`marlm.hybrid.planning.triage.DISTANCE_WEIGHT`).
 DEMAND_WEIGHT = {"urgent": 2.0, "normal": 1.0, "low": 0.5}
 
 #: Pseudo-orders per shelf before any order arrives (Laplace's add-one prior).
@@ -392,7 +391,7 @@ def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.nd
     """``float64[5]`` preference of each action (stay, up, down, left, right) for a robot at
     ``position`` driving to ``target``: +1 for a move that shortens its shortest path, 0 for
     staying, -1 for a move that lengthens it, ``-inf`` into a wall, shelf or off the map (the
-    distance-to-go score, :func:`marlm.hybrid.preferences.downhill_scores`)."""
+    distance-to-go score, :func:`marlm.hybrid.acting.preferences.downhill_scores`)."""
     dist = layout.distance_from(target)
     free = layout.free
     h, w = free.shape

@@ -21,12 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
-from marlm.llm.errors import InvalidAnswer
-from marlm.llm.team import Role, Team, TeamMessage
-from marlm.outcomes import CallStatus, PlanSource
-
-from .planner import (
+from marlm.hybrid.planning.planner import (
     CANCEL_WAIT_S,
     LLMCall,
     Plan,
@@ -37,6 +32,10 @@ from .planner import (
     rule_assign,
     rule_order,
 )
+from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
+from marlm.llm.errors import InvalidAnswer
+from marlm.llm.team import Role, Team, TeamMessage
+from marlm.outcomes import CallStatus, PlanSource
 
 PROMPT_VERSION = "team-v1"
 
@@ -89,7 +88,7 @@ def merge(ranking: list[str], proposal: list[dict], snapshot: Snapshot) -> list[
 
 
 class TeamPlanner:
-    """The two-role team as a :class:`marlm.hybrid.planner.Planner`.
+    """The two-role team as a :class:`marlm.hybrid.planning.planner.Planner`.
 
     Args:
         model: the shared chat backend.
@@ -119,7 +118,7 @@ class TeamPlanner:
         self.prompt_version = PROMPT_VERSION
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
-        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
+        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planning.planner.cancel_calls`)."""
         return cancel_calls(self.model, thread, timeout_s)
 
     def plan(self, snapshot: Snapshot) -> Plan:

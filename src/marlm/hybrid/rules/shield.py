@@ -1,6 +1,6 @@
 """Choice out: the rule layers that choose every robot's move from the executor's scores.
 
-A rule layer (:class:`RuleLayer`) takes the per-step view (:class:`marlm.hybrid.preferences.StepView`)
+A rule layer (:class:`RuleLayer`) takes the per-step view (:class:`marlm.hybrid.acting.preferences.StepView`)
 and every robot's action scores (``float64[n_robots, 5]``) and chooses a joint action that the
 warehouse dynamics execute exactly as given: no robot moves into a wall, a shelf or off the map,
 no two robots end in one cell, and no two robots swap cells through each other. That holds
@@ -8,7 +8,7 @@ whatever the scores say, because the layer checks the joint action, not the poli
 :func:`shielded_step` is the one way any caller (the controller, the PettingZoo wrapper, the
 executor evaluation, the benchmarks, the tests) applies a layer.
 
-- :class:`PibtShield` (the default): PIBT over the whole ranking (:mod:`marlm.hybrid.pibt`).
+- :class:`PibtShield` (the default): PIBT over the whole ranking (:mod:`marlm.hybrid.rules.pibt`).
 - :class:`Shield` (``local``): each robot's best-scored action, with conflicting moves held and
   deadlocks (robots held ``deadlock_steps`` in a row) broken by a *yield move* of the held robot
   with the lowest priority into a free neighbouring cell. Shielding in the sense of Alshiekh et
@@ -18,7 +18,7 @@ executor evaluation, the benchmarks, the tests) applies a layer.
 Speed of the local shield: compiled kernels (numba) over occupancy grids allocated once per
 shield, so a step costs O(robots), independent of the map size (about 0.05 ms at 200 robots on a
 64x64 map, ``benchmarks/bench_shield.py``), with the results of the dict-based reference
-(:mod:`marlm.scale.reference_shield`; ``tests/hybrid/test_shield_speed_equivalence.py``).
+(``tests/hybrid/reference_shield.py``; ``tests/hybrid/test_shield_speed_equivalence.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP  # the env's actions
-from marlm.hybrid.preferences import N_ACTIONS, StepView
+from marlm.hybrid.acting.preferences import N_ACTIONS, StepView
 
 #: Reasons recorded for an override.
 REASON_STATIC = "static"  # wall, shelf or map edge
@@ -200,7 +200,7 @@ class Shield:
 
 @dataclass
 class PibtShield:
-    """The rule layer as PIBT over the executor's action scores (:mod:`marlm.hybrid.pibt`).
+    """The rule layer as PIBT over the executor's action scores (:mod:`marlm.hybrid.rules.pibt`).
 
     Same contract as :class:`Shield` (``filter`` returns a joint action the dynamics execute
     exactly as given), but instead of holding robots whose moves conflict and breaking deadlocks
@@ -229,7 +229,9 @@ class PibtShield:
     explores = False
 
     def __post_init__(self) -> None:
-        from marlm.hybrid.pibt import Pibt  # the compiled kernels load with the first PIBT shield
+        from marlm.hybrid.rules.pibt import (
+            Pibt,  # the compiled kernels load with the first PIBT shield
+        )
 
         self.free = np.array(self.free, dtype=bool, order="C")
         if self.free.ndim != 2:
@@ -501,7 +503,7 @@ def _resolve_kernel(positions, actions, order, codes, cell_of, claim):  # pragma
     ``cell_of`` and ``claim`` are ``int64[H, W]`` scratch grids holding -1 everywhere; they are
     filled for the robots' cells only and restored to -1 before returning, so the cost does not
     depend on the map size. Same visiting order and the same per-round snapshot of targets as
-    the dict-based reference (:mod:`marlm.scale.reference_shield`), hence the same result.
+    the dict-based reference (``tests/hybrid/reference_shield.py``), hence the same result.
     """
     n = actions.shape[0]
     targets = np.empty((n, 2), dtype=np.int64)
@@ -627,16 +629,16 @@ class Unshielded:
 def shielded_step(rule: RuleLayer, view: StepView, scores: np.ndarray) -> ShieldResult:
     """The shielded step: ``rule`` chooses the joint move for ``view`` from ``scores``.
 
-    The one place a rule layer is applied (the controller, :class:`marlm.hybrid.wrappers.ShieldWrapper`,
-    :func:`marlm.hybrid.executor.evaluate_executor`, :mod:`marlm.scale.benchmarks`), so all of
+    The one place a rule layer is applied (the controller, :class:`marlm.hybrid.rules.wrappers.ShieldWrapper`,
+    :func:`marlm.hybrid.acting.executor.evaluate_executor`, :mod:`marlm.scale.benchmarks`), so all of
     them apply the same rules with the same priorities and goals.
 
     Args:
         rule: a :class:`RuleLayer` built for the map and robot count (:func:`make_shield`).
-        view: the step's :class:`marlm.hybrid.preferences.StepView`.
+        view: the step's :class:`marlm.hybrid.acting.preferences.StepView`.
         scores: ``float[n_robots, 5]`` action scores in ``view.agents`` order
             (``Executor.scores(view, rng, explore=rule.explores)``, or
-            :func:`marlm.hybrid.preferences.one_hot` of given actions).
+            :func:`marlm.hybrid.acting.preferences.one_hot` of given actions).
 
     Returns:
         :class:`ShieldResult` with ``proposed`` (the argmax of ``scores``) and ``actions``, both

@@ -19,7 +19,7 @@ Additions, each for a case plain PIBT livelocks on (``docs/movement.md`` has the
   target, which that robot has not reached, decides after every other robot (deeper first).
 
 Cost: O(n_robots) per step when robots are spread out, compiled (numba); the map enters only
-through tables built once (:mod:`marlm.hybrid.graph`) and one BFS table per new target (cached).
+through tables built once (:mod:`marlm.hybrid.rules.graph`) and one BFS table per new target (cached).
 ``tests/hybrid/pibt_reference.py`` is the same algorithm as a short recursive function.
 """
 
@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from marlm.hybrid.graph import (  # noqa: F401 - UNREACHABLE: part of this module's interface
+from marlm.hybrid.rules.graph import (  # noqa: F401 - UNREACHABLE: part of this module's interface
     N_ACTIONS,
     UNREACHABLE,
     bfs_distance,

@@ -54,11 +54,8 @@ from typing import TYPE_CHECKING, Any
 
 from marlm.eval.metrics import IDLE_CAUSES
 from marlm.eval.records import CircuitOpenRecord, FailureRecord, IdleRecord, PlanRecord
-from marlm.llm.errors import BackendTimeout
-from marlm.outcomes import CallStatus, FailureKind, PlanOutcome, PlanSource
-
-from .dwell import DwellPolicy
-from .planner import (
+from marlm.hybrid.planning.dwell import DwellPolicy
+from marlm.hybrid.planning.planner import (
     CANCEL_WAIT_S,
     LLMCall,
     ModelCall,
@@ -71,6 +68,8 @@ from .planner import (
     plan_record,
     rule_assign,
 )
+from marlm.llm.errors import BackendTimeout
+from marlm.outcomes import CallStatus, FailureKind, PlanOutcome, PlanSource
 
 if TYPE_CHECKING:
     from marlm.envs.warehouse import WarehouseEnv
@@ -94,7 +93,7 @@ class AsyncPlanner:
     of a finished run still runs when the next run starts or the process exits.
 
     Args:
-        planner: any :class:`marlm.hybrid.planner.Planner`.
+        planner: any :class:`marlm.hybrid.planning.planner.Planner`.
         clock: seconds, monotonic; stamps :attr:`started_at`.
     """
 
@@ -308,7 +307,7 @@ class PlanScheduler:
 
     Args:
         env: the environment, built with ``auto_assign=False`` (the scheduler assigns).
-        planner: any :class:`marlm.hybrid.planner.Planner`.
+        planner: any :class:`marlm.hybrid.planning.planner.Planner`.
         emit: ``emit(type, **fields)`` writes one trace event (``plan``, ``llm_call``,
             ``failure``).
         sync: call the planner inside :meth:`update` instead of on its own thread (a ``rule``
@@ -317,9 +316,9 @@ class PlanScheduler:
             model answer still applied, in seconds from its request (0: any age). Robots never
             wait for the model: the rule assigns them at once.
         clock: seconds, monotonic (default :func:`time.perf_counter`).
-        dwell: where idle robots wait (:class:`marlm.hybrid.dwell.DwellPolicy`): it learns the
+        dwell: where idle robots wait (:class:`marlm.hybrid.planning.dwell.DwellPolicy`): it learns the
             demand from the orders pending, and every plan keeps its reserve robot for urgent
-            work (:meth:`~marlm.hybrid.dwell.DwellPolicy.keep_reserve`); None: neither.
+            work (:meth:`~marlm.hybrid.planning.dwell.DwellPolicy.keep_reserve`); None: neither.
     """
 
     def __init__(

@@ -3,7 +3,7 @@
 Division of the decision:
 
 - The LLM (:class:`marlm.llm.triage.Triage`) reads each pending order's note and gives its
-  urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planner.effective_class`):
+  urgency class. The listed priority is a floor (:func:`~marlm.hybrid.planning.planner.effective_class`):
   the note may raise an order's urgency, never lower it. The queue is ordered by that class,
   then the listed priority, the expected deadline (:func:`expected_deadline`: the listed one
   brought forward by the probability that the note is more urgent), arrival and id
@@ -12,14 +12,14 @@ Division of the decision:
   a routine order for its shelf (the notes of orders waiting for their shelf are read too). It
   never emits coordinates, robot ids or moves.
 - The rule matches idle robots to the queue: each order in turn takes the nearest idle robot
-  left (:func:`~marlm.hybrid.planner.rule_assign` over the queue). An order whose note is not
+  left (:func:`~marlm.hybrid.planning.planner.rule_assign` over the queue). An order whose note is not
   read yet keeps its listed priority, the rule's view, so a robot is never held for the model:
   the model changes *which* order a robot serves, never *whether* it moves, and a model that
   never answers leaves the plan the rule planner's.
 - Urgent work first: when an order the model read as urgent (listed less urgent) would
   otherwise wait for a robot to finish its task, a robot on its way to pick up a normal or low
   order is reassigned to it if that is sooner
-  (:func:`~marlm.hybrid.planner.plan_preemptions`, before pick-up only); the preempted order
+  (:func:`~marlm.hybrid.planning.planner.plan_preemptions`, before pick-up only); the preempted order
   goes back to the queue. Bounded by hysteresis (default): an order is sent back at most once
   (no order starves behind repeated preemptions) and a robot within :data:`PICK_HOLD` steps of
   its pick cell keeps its order (no robot thrashes); an urgent order is never preempted.
@@ -45,10 +45,7 @@ from scipy.optimize import linear_sum_assignment
 
 from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.eval.records import TriageCallRecord
-from marlm.llm.triage import Triage
-from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
-
-from .planner import (
+from marlm.hybrid.planning.planner import (
     CANCEL_WAIT_S,
     UNREACHABLE_DISTANCE,
     Plan,
@@ -58,6 +55,8 @@ from .planner import (
     plan_preemptions,
     rule_assign,
 )
+from marlm.llm.triage import Triage
+from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
 #: Cost added per urgency rank (urgent 0, normal 1, low 2); larger than any distance term.
 RANK_COST = 1e6
@@ -239,7 +238,7 @@ class TriagePlanner:
         return out
 
     def cancel(self, thread: threading.Thread, timeout_s: float = CANCEL_WAIT_S) -> bool:
-        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planner.cancel_calls`)."""
+        """Cancel ``thread``'s model calls (:func:`marlm.hybrid.planning.planner.cancel_calls`)."""
         return cancel_calls(self.triage.model, thread, timeout_s)
 
     def shelf_precedence(self, order: Any) -> tuple:

@@ -1,6 +1,6 @@
 """The shield as the lead first wrote it (dict-based Python loops), kept as the reference.
 
-It is the oracle and the baseline of the fast shield: ``tests/hybrid/test_shield_speed_equivalence.py`` checks that :class:`marlm.hybrid.shield.Shield`
+It is the oracle and the baseline of the fast shield: ``tests/hybrid/test_shield_speed_equivalence.py`` checks that :class:`marlm.hybrid.rules.shield.Shield`
 (compiled kernels over an occupancy grid) returns exactly what this version returns, step after
 step, including the random yield moves; ``benchmarks/bench_shield.py`` times both.
 Do not optimise this file: it is the baseline.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from marlm.hybrid.shield import (
+from marlm.hybrid.rules.shield import (
     MOVES,
     REASON_ROBOT,
     REASON_STATIC,
@@ -72,7 +72,7 @@ class ReferenceShield:
 
     def choose(self, view, scores: np.ndarray) -> ShieldResult:
         """:meth:`filter` each robot's best-scored action (the rule-layer protocol of
-        :class:`marlm.hybrid.shield.Shield`)."""
+        :class:`marlm.hybrid.rules.shield.Shield`)."""
         proposed = scores.argmax(axis=1)
         result = self.filter(view.positions, proposed, view.priority)
         result.proposed = proposed

@@ -1,6 +1,6 @@
 """Training the warehouse executor on many warehouses at once (:class:`BatchedWarehouseEnv`).
 
-Same learner as :func:`marlm.hybrid.executor.train_executor`: one Q-table shared by all robots
+Same learner as :func:`marlm.hybrid.acting.executor.train_executor`: one Q-table shared by all robots
 (parameter sharing), each robot updated from its own reward with the sequential Q-learning update
 (:func:`marlm.rl.qlearning.td_update_batch`; Watkins & Dayan 1992). What changes is where the
 transitions come from: ``n_envs`` warehouses advance together, and every step feeds
@@ -24,7 +24,7 @@ import numpy as np
 
 from marlm.envs.warehouse.batched import BatchedWarehouseEnv
 from marlm.errors import InputError
-from marlm.hybrid.executor import QExecutor, TrainStats, discretise
+from marlm.hybrid.acting.executor import QExecutor, TrainStats, discretise
 from marlm.rl.qlearning import EpsilonSchedule, epsilon_greedy, td_update_batch
 
 
@@ -45,7 +45,7 @@ def train_executor_batched(
 
     Args:
         layout, episodes, max_steps, seed, alpha, gamma, epsilon, n_orders, progress: as in
-            :func:`marlm.hybrid.executor.train_executor`.
+            :func:`marlm.hybrid.acting.executor.train_executor`.
         n_envs: warehouses stepped together (capped at ``episodes``).
 
     Returns:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, UP
-from marlm.hybrid.pibt import UNREACHABLE, neighbour_table
+from marlm.hybrid.rules.pibt import UNREACHABLE, neighbour_table
 
 try:
     from numba import njit
@@ -106,8 +106,8 @@ def traffic_costs(
 def guided_distance(nbr, cost, target):  # pragma: no cover - compiled
     """``int32[V]``: cheapest cost from every cell to ``target`` under ``cost`` (Dial's algorithm).
 
-    ``nbr``: :func:`marlm.hybrid.pibt.neighbour_table`; ``cost``: :func:`aisle_costs`
-    (positive integers). Unreachable cells get :data:`marlm.hybrid.pibt.UNREACHABLE`.
+    ``nbr``: :func:`marlm.hybrid.rules.pibt.neighbour_table`; ``cost``: :func:`aisle_costs`
+    (positive integers). Unreachable cells get :data:`marlm.hybrid.rules.pibt.UNREACHABLE`.
     """
     v = nbr.shape[0]
     # reverse adjacency: u -> c with cost[u, a] means c's label relaxes u

@@ -2,7 +2,7 @@
 
 Each control step the controller builds one :class:`StepView` of the warehouse; every executor
 turns it into ``float64[n_robots, 5]`` action scores (higher first, argmax = the executor's own
-choice), and the rule layer (:mod:`marlm.hybrid.shield`) chooses the joint move from them. This
+choice), and the rule layer (:mod:`marlm.hybrid.rules.shield`) chooses the joint move from them. This
 module is the low end of that seam: it imports only the environment, so executors, rule layers
 and the controller all import it, and it imports none of them.
 
@@ -70,7 +70,7 @@ class StepView:
 def robot_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:
     """``float64[len(agents)]`` class of each robot for contested cells: 2 carrying an order
     (it holds a shelf), 1 with a task, 0 idle. The local shield lets the higher class move first;
-    PIBT uses it to order robots that waited equally long (:class:`marlm.hybrid.shield.PibtShield`).
+    PIBT uses it to order robots that waited equally long (:class:`marlm.hybrid.rules.shield.PibtShield`).
     """
     return np.array(
         [2.0 * env.carrying(a) + (env.task_of(a) is not None) for a in agents], dtype=float
@@ -169,9 +169,9 @@ def distance_scores(
 
     Args:
         positions: ``int[n, 2]``; goal_dist: ``int[k, V]`` distances to each goal (BFS,
-            :func:`marlm.hybrid.pibt.bfs_distance`; cell id ``row * width + col``; negative or
-            :data:`marlm.hybrid.pibt.UNREACHABLE` where the goal cannot be reached);
-            nbr: :func:`marlm.hybrid.pibt.neighbour_table`; width: map columns.
+            :func:`marlm.hybrid.rules.pibt.bfs_distance`; cell id ``row * width + col``; negative or
+            :data:`marlm.hybrid.rules.pibt.UNREACHABLE` where the goal cannot be reached);
+            nbr: :func:`marlm.hybrid.rules.pibt.neighbour_table`; width: map columns.
         table_of: ``int[n]`` row of ``goal_dist`` for each robot (default: row ``i`` for robot
             ``i``); robots sharing a goal share a row.
     """

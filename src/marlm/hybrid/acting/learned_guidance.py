@@ -1,6 +1,6 @@
 """Learned guidance: guidance costs from a linear model of move features, adapted online.
 
-The hand guidance (:mod:`marlm.hybrid.guidance`) fixes one rule for every map: aisles are soft
+The hand guidance (:mod:`marlm.hybrid.acting.guidance`) fixes one rule for every map: aisles are soft
 one-way streets, a move against an aisle costs ``1 + penalty``. Here the guidance graph is
 parametric (Zhang, Chen, Li, Koenig et al., "Guidance Graph Optimization for Lifelong Multi-Agent
 Path Finding", IJCAI 2024: edge weights of the guidance graph optimised for simulated throughput
@@ -19,7 +19,7 @@ the joint move, so its guarantees (no vertex or swap conflict, no move into a wa
 the costs, and since every cost stays positive and finite every target stays reachable.
 
 Costs are integers in units of ``1 / RESOLUTION`` step, so Dial's algorithm
-(:func:`marlm.hybrid.guidance.guided_distance`) stays exact; with zero weights they are
+(:func:`marlm.hybrid.acting.guidance.guided_distance`) stays exact; with zero weights they are
 ``RESOLUTION`` times the hand costs, whose rankings (hence PIBT's choices) are the hand
 guidance's exactly.
 
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
-from marlm.hybrid.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
-from marlm.hybrid.pibt import Pibt, neighbour_table
+from marlm.hybrid.acting.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
+from marlm.hybrid.rules.pibt import Pibt, neighbour_table
 
 RESOLUTION = 4
 """Cost units per step: a learned cost of 0.25 step is representable, costs stay integers."""
@@ -81,7 +81,7 @@ def move_features(
         free: ``bool[H, W]`` cells a robot may stand on.
         n_robots: robots on the floor (sets the density ``rho``).
         target_cells: ``bool[H, W]`` cells where targets are drawn (default: every free cell).
-        min_free: as in :func:`marlm.hybrid.guidance.aisle_costs` (which rows/columns are aisles).
+        min_free: as in :func:`marlm.hybrid.acting.guidance.aisle_costs` (which rows/columns are aisles).
 
     Returns:
         features; STAY and blocked moves have all features 0.
@@ -133,7 +133,7 @@ def learned_costs(
 
     Args:
         features: ``float64[V, 5, F]`` (:func:`move_features`); hand: ``int32[V, 5]`` the hand
-            costs (:func:`marlm.hybrid.guidance.traffic_costs`); weights: ``float[F]`` or the full
+            costs (:func:`marlm.hybrid.acting.guidance.traffic_costs`); weights: ``float[F]`` or the full
             ``float[N_PARAMS]`` parameter vector (extra entries ignored); None = zeros.
 
     Returns:
@@ -232,8 +232,8 @@ class GuidedMover:
     """PIBT over guided distance-to-go preferences: the hand guidance or a learned one.
 
     Each robot ranks its moves by ``cost[cell, a] + guided_distance(next cell, target)``
-    (:func:`marlm.hybrid.guidance.guided_scores`), one distance table per target cell, cached
-    until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.pibt.Pibt`).
+    (:func:`marlm.hybrid.acting.guidance.guided_scores`), one distance table per target cell, cached
+    until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
 
     Args:
         free: ``bool[H, W]``; n_robots; seed: PIBT's tie-breaks; swap: LaCAM3's swap.
@@ -441,7 +441,7 @@ def free_flow_bound(instance: LifelongInstance) -> float:
     An upper bound on any collision-free policy's throughput on ``instance`` (other robots can
     only delay a robot). Raises ValueError if a target is unreachable from the one before.
     """
-    from marlm.hybrid.pibt import UNREACHABLE, bfs_distance
+    from marlm.hybrid.rules.pibt import UNREACHABLE, bfs_distance
 
     nbr = neighbour_table(instance.free)
     w = instance.free.shape[1]

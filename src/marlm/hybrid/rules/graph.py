@@ -1,8 +1,8 @@
 """The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances.
 
 Cell id = ``row * W + col``; action order as :data:`marlm.envs.warehouse.dynamics.MOVES` (stay,
-up, down, left, right). Built once per map by :class:`marlm.hybrid.pibt.Pibt` and by the aisle
-guidance (:mod:`marlm.hybrid.guidance`). Needs only numpy (numba if present), so the POGEMA
+up, down, left, right). Built once per map by :class:`marlm.hybrid.rules.pibt.Pibt` and by the aisle
+guidance (:mod:`marlm.hybrid.acting.guidance`). Needs only numpy (numba if present), so the POGEMA
 harness can load it by path (``benchmarks/pogema/load_marlm.py``).
 """
 
