@@ -35,7 +35,7 @@ def _no_space(path: str) -> OSError:
 
 def test_a_full_disk_while_the_gif_is_written_keeps_the_metrics(tmp_path, monkeypatch, capsys):
     # Two chained tracebacks (exit 1), episode.gif.tmp left, no metrics.json, no table.
-    import marlm.eval.plots as plots
+    import marlm.eval.gif as plots
 
     real, frames = plots._gif_frame, []
 

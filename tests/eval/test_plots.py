@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from marlm.envs.palette import agent_colour
+from marlm.eval.gif import save_episode_gif
 from marlm.eval.plots import (
     FORK_AVAILABLE,
     TEAM_COLOUR,
@@ -23,7 +24,6 @@ from marlm.eval.plots import (
     plot_llm_timeline,
     plot_reward_curves,
     plot_throughput,
-    save_episode_gif,
     team_curve,
 )
 
@@ -326,7 +326,7 @@ def test_a_matplotlib_that_needs_the_3d_toolkit_is_imported_whole() -> None:
 
 def test_a_gif_stream_writes_each_frame_as_it_comes(tmp_path: Path) -> None:
     # The demo kept every frame in memory (200 steps on a 64x64 map: 4.2 GB); a stream holds one.
-    from marlm.eval.plots import GifStream
+    from marlm.eval.gif import GifStream
 
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 256, (7, 11, 3), dtype=np.uint8) for _ in range(9)]
@@ -351,10 +351,10 @@ def test_a_gif_stream_writes_each_frame_as_it_comes(tmp_path: Path) -> None:
 def test_a_gif_stream_that_fails_leaves_no_file(tmp_path: Path) -> None:
     import errno
 
-    from marlm.eval import plots
+    from marlm.eval.gif import GifStream
 
     path = tmp_path / "episode.gif"
-    gif = plots.GifStream(path)
+    gif = GifStream(path)
     gif.append(np.zeros((4, 4, 3), np.uint8))
 
     class Full:

@@ -14,7 +14,7 @@ import pytest
 
 from cli_run import run_main
 from marlm.errors import InputError
-from marlm.eval.plots import save_episode_gif
+from marlm.eval.gif import save_episode_gif
 from marlm.eval.report import write_report
 from marlm.eval.trace import TraceWriter
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from marlm.eval.gif import GifStream, save_episode_gif
 from marlm.eval.outputs import atomic_path
-from marlm.eval.plots import GifStream, PlotProcess, plot_reward_curves, save_episode_gif
+from marlm.eval.plots import PlotProcess, plot_reward_curves
 from marlm.rl.train import (
     GridWorldResult,
     RaceResult,
@@ -64,7 +65,7 @@ def finish_hybrid_run(
         facts: figures the trace does not hold (``scheme``, ``deadlock_breaks``,
             ``orders_total``), added to the metrics after :func:`marlm.eval.metrics.summarise`.
         frames: ``uint8[H, W, 3]`` episode frames (an ``episode.gif`` at ``fps`` when any), or
-            the :class:`marlm.eval.plots.GifStream` they were streamed to during the run (its
+            the :class:`marlm.eval.gif.GifStream` they were streamed to during the run (its
             ``finish`` is called here, after the metrics).
 
     Returns:

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.errors import InputError
-from marlm.eval.plots import GifStream
+from marlm.eval.gif import GifStream
 from marlm.eval.records import (
     FailureRecord,
     OrderRecord,
