@@ -23,8 +23,6 @@ The folder's kind (:func:`report_kind`) decides what the page shows:
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import os
 import tempfile
@@ -33,34 +31,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from marlm.errors import InputError
 from marlm.eval import plots
 from marlm.eval.metrics import deliveries_over_time, reward_curves, summarise
 from marlm.eval.outputs import is_run_marker
+from marlm.eval.page import esc, fmt, img, load_json, page_head, table
+from marlm.eval.run_reports import (
+    COMPARE_FILES,
+    TRAIN_FILES,
+    render_compare_report,
+    render_training_report,
+)
 from marlm.eval.trace import TRACE_FILE, TraceRead, read_trace
-from marlm.rl.checkpoint import FORMAT as CHECKPOINT_FORMAT
-from marlm.rl.train import curve_window
 
 REPORT_FILE = "report.html"
-
-#: Files that mark a training run folder (``marlm train gridworld|race``, :mod:`marlm.eval.runs`).
-TRAIN_FILES = ("metrics.json", "episodes.npz", "tables.npz", "curves.png", "findings.json")
-
-#: Files that mark a ``marlm compare`` folder (standard and notes-only scenario).
-COMPARE_FILES = ("compare.json", "compare_notes_only.json")
-
-#: What each file of a training run folder holds, for the page's file list.
-TRAIN_FILE_ROLES = {
-    "metrics.json": "settings and final figures",
-    "episodes.npz": "per-episode logs (returns, lengths, actions)",
-    "tables.npz": "the learned Q-tables",
-    "curves.png": "per-agent reward curves",
-    "findings.json": "the diagnostics' findings",
-    "fixed_partner.npz": "each agent's returns learning alone against its frozen partner",
-    "report.html": "this report (an earlier one)",
-}
 
 #: Metrics shown in the table, in order, with their labels and units.
 TABLE_ROWS: tuple[tuple[str, str], ...] = (
@@ -87,110 +71,6 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("recovery_tokens_total", "recovery tokens, total"),
     ("unrecovered", "unrecovered failures"),
 )
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
-color:#222;padding:0 1em}
-h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
-th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-img{max-width:100%;border:1px solid #eee}
-.warn{background:#fff4e5;border-left:4px solid #f0a030;padding:.4em .8em;margin:.3em 0}
-.muted{color:#777}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:.85em}
-details{margin:.3em 0}
-"""
-
-# Checks that every embedded image decoded; reports failures as console errors (which the
-# browser test watches) and records the count on <body data-images-ok="k/n">.
-_SCRIPT = """
-window.addEventListener('load', function () {
-  var imgs = Array.prototype.slice.call(document.images);
-  var ok = imgs.filter(function (im) { return im.complete && im.naturalWidth > 0; });
-  imgs.forEach(function (im) {
-    if (!(im.complete && im.naturalWidth > 0)) { console.error('image failed: ' + im.alt); }
-  });
-  document.body.setAttribute('data-images-ok', ok.length + '/' + imgs.length);
-});
-"""
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if abs(value) >= 100 or value == int(value):
-            return f"{value:,.1f}" if abs(value) < 1e6 else f"{value:.3g}"
-        return f"{value:.3g}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items())
-    return str(value)
-
-
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _img(data: bytes, mime: str, alt: str) -> str:
-    b64 = base64.b64encode(data).decode("ascii")
-    return f'<img alt="{_e(alt)}" src="data:{mime};base64,{b64}">'
-
-
-def _table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = []
-    for row in rows:
-        cells = []
-        for v in row:
-            cls = ' class="num"' if isinstance(v, int | float) and not isinstance(v, bool) else ""
-            cells.append(f"<td{cls}>{_e(_fmt(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
-
-
-def _load_json(path: Path, warnings: list[str]) -> Any:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        warnings.append(f"{path}: not readable JSON ({e}); left out")
-        return None
-
-
-def _findings_html(findings: Any) -> str:
-    """The diagnostics' findings as a list: ``findings.json`` holds one
-    :meth:`marlm.eval.diagnose.Finding.to_dict` per finding (kind, agent, message, suggestion,
-    evidence); any other entry is shown as it is."""
-    if findings is None:
-        return '<p class="muted">No diagnostics available for this run.</p>'
-    if not isinstance(findings, list):
-        findings = [findings]
-    if not findings:
-        return "<p>No known failure mode detected.</p>"
-    items = []
-    for f in findings:
-        if not isinstance(f, dict):
-            items.append(
-                f"<li><pre>{_e(json.dumps(f, ensure_ascii=False, default=str))}</pre></li>"
-            )
-            continue
-        known = ("kind", "agent", "message", "suggestion", "evidence")
-        who = f" [{f['agent']}]" if f.get("agent") else ""
-        text = f"<b>{_e(f.get('kind') or 'finding')}</b>{_e(who)}: {_e(f.get('message', ''))}"
-        if f.get("suggestion"):
-            text += f"<br>Suggestion: {_e(f['suggestion'])}"
-        evidence = f.get("evidence")
-        if isinstance(evidence, dict) and evidence:
-            text += _table(list(evidence.items()), ["evidence", "value"])
-        rest = {k: v for k, v in f.items() if k not in known}
-        if rest or (evidence is not None and not isinstance(evidence, dict)):
-            rest = rest if isinstance(evidence, dict) else {**rest, "evidence": evidence}
-            text += f"<pre>{_e(json.dumps(rest, ensure_ascii=False, default=str, indent=1))}</pre>"
-        items.append(f"<li>{text}</li>")
-    return "<ul>" + "".join(items) + "</ul>"
 
 
 def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tuple[str, bytes]]:
@@ -251,11 +131,11 @@ def _llm_calls_html(events: list[dict[str, Any]], limit: int = 50) -> str:
         )
         parts.append(
             "<details><summary>"
-            f"call {_e(c.get('call_id'))}, step {_e(c.get('step_requested'))} → "
-            f"{_e(c.get('step_applied'))}, {_e(_fmt(c.get('latency_ms')))} ms, "
-            f"{_e(c.get('prompt_tokens'))}+{_e(c.get('completion_tokens'))} tokens, {_e(status)}"
-            f"</summary><p><b>Prompt</b></p><pre>{_e(prompt)}</pre>"
-            f"<p><b>Raw answer</b></p><pre>{_e(c.get('raw', ''))}</pre></details>"
+            f"call {esc(c.get('call_id'))}, step {esc(c.get('step_requested'))} → "
+            f"{esc(c.get('step_applied'))}, {esc(fmt(c.get('latency_ms')))} ms, "
+            f"{esc(c.get('prompt_tokens'))}+{esc(c.get('completion_tokens'))} tokens, {esc(status)}"
+            f"</summary><p><b>Prompt</b></p><pre>{esc(prompt)}</pre>"
+            f"<p><b>Raw answer</b></p><pre>{esc(c.get('raw', ''))}</pre></details>"
         )
     more = (
         f'<p class="muted">{len(calls) - limit} more calls not shown.</p>'
@@ -269,7 +149,7 @@ def _replay_html(replay: dict[str, Any]) -> str:
     """The replay's headline figures as a table (LLM/rule replay), or its per-agent rows (RL)."""
     if replay.get("agents"):
         cols = ["agent", "transitions", "return", "reward_var", "v_start", "greedy_agreement"]
-        body = _table([[a.get(c) for c in cols] for a in replay["agents"]], cols)
+        body = table([[a.get(c) for c in cols] for a in replay["agents"]], cols)
     else:
         rec = replay.get("recorded") or {}
         rows = [
@@ -289,25 +169,13 @@ def _replay_html(replay: dict[str, Any]) -> str:
                 (rec.get("tokens") or {}).get("mean"),
             ),
         ]
-        body = _table(rows, ["figure", "replayed", "recorded"])
+        body = table(rows, ["figure", "replayed", "recorded"])
     notes = "".join(
-        f'<p class="muted">{_e(k)}: {_e(replay[k])}</p>'
+        f'<p class="muted">{esc(k)}: {esc(replay[k])}</p>'
         for k in ("measured", "estimated")
         if k in replay
     )
     return body + notes
-
-
-def _page_head(title: str, folder: Path) -> list[str]:
-    """The page's head and title line (the same for every kind of run folder)."""
-    return [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>marlm report: {_e(folder.name)}</title>",
-        f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body>",
-        f"<h1>{_e(title)}</h1>",
-    ]
 
 
 def render_report(
@@ -321,7 +189,7 @@ def render_report(
     warnings = list(trace.warnings) + list(extra_warnings)
     metrics = summarise(events)
     start = trace.run_start or {}
-    replay = _load_json(run_dir / "replay.json", warnings)
+    replay = load_json(run_dir / "replay.json", warnings)
     if not any(e.get("type") == "run_end" for e in events):
         warnings.append(
             "the trace has no run_end event: the run crashed or was stopped; "
@@ -329,27 +197,27 @@ def render_report(
         )
 
     parts = [
-        *_page_head(f"marlm run report: {run_dir.name}", run_dir),
-        f"<p>Scheme <b>{_e(start.get('scheme', '?'))}</b>, layout <b>{_e(start.get('layout', '?'))}</b>, "
-        f"{len(start.get('agents') or [])} agents. {_e(trace.summary_line())}. "
+        *page_head(f"marlm run report: {run_dir.name}", run_dir),
+        f"<p>Scheme <b>{esc(start.get('scheme', '?'))}</b>, layout <b>{esc(start.get('layout', '?'))}</b>, "
+        f"{len(start.get('agents') or [])} agents. {esc(trace.summary_line())}. "
         f"Trace schema version {trace.version}.</p>",
     ]
     for w in warnings:
-        parts.append(f'<div class="warn">{_e(w)}</div>')
+        parts.append(f'<div class="warn">{esc(w)}</div>')
 
     parts.append("<h2>Metrics</h2>")
     rows = [(label, metrics.get(key)) for key, label in TABLE_ROWS]
-    parts.append(_table(rows, ["metric", "value"]))
+    parts.append(table(rows, ["metric", "value"]))
     lat = metrics["order_latency_mean_steps"]
     parts.append(
-        _table(
+        table(
             [(p, lat[p]) for p in lat],
             ["priority", "mean order latency (steps, arrival → delivery)"],
         )
     )
     if metrics["recoveries"]:
         parts.append(
-            _table(
+            table(
                 [
                     (
                         k,
@@ -375,14 +243,14 @@ def render_report(
 
     parts.append("<h2>Plots</h2>")
     for title, png in _plot_pngs(events, metrics):
-        parts.append(f"<h3>{_e(title)}</h3>{_img(png, 'image/png', title)}")
+        parts.append(f"<h3>{esc(title)}</h3>{img(png, 'image/png', title)}")
     if not any(e.get("type") == "llm_call" for e in events):
         parts.append('<p class="muted">No LLM calls in this run: no LLM-call chart.</p>')
 
     parts.append("<h2>Episode animation</h2>")
     gif = run_dir / "episode.gif"
     if gif.is_file():
-        parts.append(_img(gif.read_bytes(), "image/gif", "episode animation"))
+        parts.append(img(gif.read_bytes(), "image/gif", "episode animation"))
     else:
         parts.append('<p class="muted">No episode.gif in the run folder.</p>')
 
@@ -401,213 +269,9 @@ def render_report(
     parts.append(_llm_calls_html(events))
     parts.append("<h2>Run configuration</h2>")
     config = {k: start.get(k) for k in ("config", "seeds", "scheme", "agents", "prompt_version")}
-    parts.append(f"<pre>{_e(json.dumps(config, indent=1, ensure_ascii=False, default=str))}</pre>")
+    parts.append(f"<pre>{esc(json.dumps(config, indent=1, ensure_ascii=False, default=str))}</pre>")
     parts.append("</body></html>")
     return "\n".join(parts)
-
-
-def _checkpoint_meta(path: Path) -> dict[str, Any] | None:
-    """The ``meta`` entry of a marlm checkpoint (:mod:`marlm.rl.checkpoint`), or ``None`` when
-    ``path`` is not one (whatever its name)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if "__meta__" not in data.files:
-                return None
-            meta = json.loads(str(data["__meta__"]))
-    except (OSError, ValueError, KeyError, EOFError):
-        return None
-    return meta if isinstance(meta, dict) and meta.get("format") == CHECKPOINT_FORMAT else None
-
-
-def _files_html(folder: Path) -> str:
-    """The folder's files with their size and role; marlm checkpoints named as such."""
-    rows = []
-    for f in sorted(folder.iterdir()):
-        if not f.is_file():
-            continue
-        role = TRAIN_FILE_ROLES.get(f.name, "")
-        if f.suffix == ".npz" and f.name not in TRAIN_FILE_ROLES:
-            meta = _checkpoint_meta(f)
-            if meta is not None:
-                total = (meta.get("config") or {}).get("episodes", "?")
-                role = f"checkpoint ({meta.get('kind')}, {meta.get('episode')} of {total} episodes)"
-        rows.append((f.name, f"{f.stat().st_size / 1024:,.1f} KiB", role))
-    note = (
-        '<p class="muted">A checkpoint written outside the run folder (<code>--checkpoint</code>) '
-        "is not listed.</p>"
-    )
-    return _table(rows, ["file", "size", "holds"]) + note
-
-
-def _training_curves(folder: Path, warnings: list[str]) -> bytes | None:
-    """``curves.png`` of the run, or the same plot drawn from ``episodes.npz`` (a ``--no-plot``
-    run); ``None`` when neither is readable."""
-    png = folder / "curves.png"
-    if png.is_file():
-        return png.read_bytes()
-    logs_path = folder / "episodes.npz"
-    if not logs_path.is_file():
-        return None
-    try:
-        if not zipfile.is_zipfile(logs_path):
-            raise ValueError("not a NumPy .npz archive")
-        with np.load(logs_path, allow_pickle=False) as data:
-            logs = {k: data[k] for k in data.files}
-    except (OSError, ValueError) as e:
-        warnings.append(f"{logs_path}: not readable ({e}); no reward curves")
-        return None
-    if "own_return" in logs:  # GridRace: each agent's own (individual) return
-        own = np.asarray(logs["own_return"], dtype=np.float64)
-        curves = {f"agent_{i}": own[:, i] for i in range(own.shape[1])}
-        title = "GridRace: own return per agent (drawn from episodes.npz)"
-    elif "returns" in logs:
-        curves = {"agent": np.asarray(logs["returns"], dtype=np.float64)}
-        title = "GridWorld return per episode (drawn from episodes.npz)"
-    else:
-        warnings.append(f"{folder / 'episodes.npz'}: no returns in it; no reward curves")
-        return None
-    n = len(next(iter(curves.values())))
-    if n == 0:
-        return None
-    with tempfile.TemporaryDirectory(prefix="marlm-report-") as tmp:
-        path = Path(tmp) / "curves.png"
-        plots.plot_reward_curves(
-            curves, path, team="sum", smooth=max(1, curve_window(n) // 5), xlabel="episode",
-            title=title,
-        )  # fmt: skip
-        return path.read_bytes()
-
-
-def _final_figures_html(metrics: dict[str, Any]) -> str:
-    """``metrics.json``'s figures: one row per agent for ``charts/<agent>/<name>``, then the rest."""
-    per_agent: dict[str, dict[str, Any]] = {}
-    rest = []
-    for key, value in metrics.items():
-        if key in ("config", "env") or isinstance(value, dict | list):
-            continue
-        parts = key.split("/")
-        if len(parts) == 3 and parts[0] == "charts":
-            per_agent.setdefault(parts[1], {})[parts[2]] = value
-        else:
-            rest.append((key, value))
-    html_parts = []
-    if per_agent:
-        names = list(dict.fromkeys(n for row in per_agent.values() for n in row))
-        rows = [[agent, *(row.get(n) for n in names)] for agent, row in per_agent.items()]
-        html_parts.append(_table(rows, ["agent", *names]))
-    html_parts.append(_table(rest, ["figure", "value"]))
-    window = metrics.get("window")
-    html_parts.append(
-        '<p class="muted">charts/* are means over the last '
-        f"{_e(window) if window else 'tenth of the'} episodes (marlm.rl.train).</p>"
-    )
-    return "".join(html_parts)
-
-
-def render_training_report(folder: Path) -> tuple[str, list[str]]:
-    """The report page of a training run folder (``marlm train gridworld|race``).
-
-    Returns:
-        ``(page, warnings)``: the HTML and what could not be read (also shown on the page).
-    """
-    warnings: list[str] = []
-    metrics = _load_json(folder / "metrics.json", warnings)
-    if not isinstance(metrics, dict):
-        if metrics is None and not (folder / "metrics.json").exists():
-            warnings.append(
-                "no metrics.json: the training did not finish (it is written with the tables and "
-                "logs at the end); the settings and final figures are unknown"
-            )
-        metrics = {}
-    config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
-    findings = _load_json(folder / "findings.json", warnings)
-    if findings is None and not (folder / "findings.json").exists():
-        warnings.append("no findings.json: the run wrote no diagnostics")
-    curves = _training_curves(folder, warnings)
-
-    env = metrics.get("env", "?")
-    what = ", ".join(f"{k} <b>{_e(config[k])}</b>" for k in ("learner", "reward") if k in config)
-    parts = [
-        *_page_head(f"marlm training report: {folder.name}", folder),
-        f"<p>Environment <b>{_e(env)}</b>{', ' + what if what else ''}, "
-        f"{_e(metrics.get('episodes', '?'))} episodes, seed {_e(config.get('seed', '?'))}.</p>",
-    ]
-    parts += [f'<div class="warn">{_e(w)}</div>' for w in warnings]
-    parts.append("<h2>Reward curves</h2>")
-    if curves is not None:
-        parts.append(_img(curves, "image/png", "per-agent reward curves"))
-    else:
-        parts.append('<p class="muted">No curves.png and no episodes.npz to draw them from.</p>')
-    parts.append("<h2>Diagnostics</h2>")
-    if (folder / "findings.json").exists():
-        parts.append(_findings_html(findings))
-        if env == "gridrace_v0" and not (folder / "fixed_partner.npz").is_file():
-            parts.append(
-                '<p class="muted">No fixed_partner.npz: the non-stationarity detector did not run '
-                "(trained with --no-diagnose, or stopped before the last episode).</p>"
-            )
-    else:
-        parts.append('<p class="muted">No diagnostics available for this run.</p>')
-    parts.append("<h2>Final figures</h2>")
-    parts.append(_final_figures_html(metrics))
-    parts.append("<h2>Settings</h2>")
-    parts.append(_table(sorted(config.items()), ["setting", "value"]))
-    parts.append("<h2>Files</h2>")
-    parts.append(_files_html(folder))
-    parts.append("</body></html>")
-    return "\n".join(parts), warnings
-
-
-def render_compare_report(folder: Path) -> tuple[str, list[str]]:
-    """The report page of a ``marlm compare`` folder (standard or notes-only scenario).
-
-    Returns:
-        ``(page, warnings)``: the HTML and what could not be read (also shown on the page).
-    """
-    warnings: list[str] = []
-    name = next(n for n in COMPARE_FILES if is_run_marker(folder / n))
-    result = _load_json(folder / name, warnings)
-    result = result if isinstance(result, dict) else {}
-    rows = [r for r in result.get("rows") or [] if isinstance(r, dict)]
-    parts = [*_page_head(f"marlm comparison report: {folder.name}", folder)]
-    parts += [f'<div class="warn">{_e(w)}</div>' for w in warnings]
-    parts.append("<h2>Comparison</h2>")
-    if rows:
-        cols = list(result.get("columns") or rows[0].keys())
-        headers = result.get("headers") or {}
-        parts.append(
-            _table(
-                [[r.get(c) for c in cols] for r in rows],
-                [headers.get(c, c.replace("_", " ")) for c in cols],
-            )
-        )
-    else:
-        parts.append(f'<p class="muted">{_e(name)} holds no rows.</p>')
-    for note in result.get("notes") or []:
-        parts.append(f'<p class="muted">{_e(note)}</p>')
-    plot = folder / "compare.png"
-    if plot.is_file():
-        parts.append(_img(plot.read_bytes(), "image/png", "comparison plot"))
-    parts.append("<h2>Per-scheme reward curves</h2>")
-    runs = {d.name: d for d in folder.iterdir() if d.is_dir() and (d / TRACE_FILE).is_file()}
-    in_table = [str(r.get("scheme", r.get("planner"))) for r in rows]
-    schemes = [runs.pop(n) for n in in_table if n in runs] + sorted(runs.values())
-    for d in schemes:
-        parts.append(f"<h3>{_e(d.name)}</h3>")
-        curves = d / "reward_curves.png"
-        if curves.is_file():
-            parts.append(_img(curves.read_bytes(), "image/png", f"{d.name} reward curves"))
-        parts.append(
-            f'<p class="muted">Full report: <code>marlm report {_e(folder.name)}/{_e(d.name)}'
-            "</code></p>"
-        )
-    if not schemes:
-        parts.append('<p class="muted">No scheme run folder (with trace.jsonl) in it.</p>')
-    parts.append("<h2>Setting</h2>")
-    setting = result.get("setting") if isinstance(result.get("setting"), dict) else {}
-    parts.append(_table(list(setting.items()), ["setting", "value"]))
-    parts.append("</body></html>")
-    return "\n".join(parts), warnings
 
 
 _TAKES = (
