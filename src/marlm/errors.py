@@ -28,6 +28,12 @@ CACHE_READ_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class RunError(RuntimeError):
+    """A run that could not finish for a reason outside the user's input (a worker process that
+    died on every attempt). The message says what finished and was kept. The CLI prints it on one
+    line, ``marlm: error: <message>``, and exits with code 1."""
+
+
 class InputError(ValueError):
     """Bad user input: names the source (file and line, or option), the field, and the fix.
 

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from marlm.errors import InputError
+from marlm.errors import InputError, RunError
 from marlm.scale.parallel import (
     check_layout_fits,
     layout_memory_bytes,
@@ -64,6 +64,43 @@ def test_a_failing_task_raises_its_own_error(local_ray):
     assert map_seeds(_fails_on_three, [1, 2], workers=2) == [10, 20]
     with pytest.raises(ValueError, match="seed 3 is bad"):
         map_seeds(_fails_on_three, [1, 3, 2], workers=2)
+
+
+def _dies_once(marker_dir: str, seed: int) -> int:
+    """Kill this worker process the first time seed 2 runs (a marker file remembers it)."""
+    import os
+    from pathlib import Path
+
+    marker = Path(marker_dir) / f"died-{seed}"
+    if seed == 2 and not marker.exists():
+        marker.touch()
+        os._exit(1)
+    return seed * 10
+
+
+def _always_dies_on_two(seed: int) -> int:
+    import os
+
+    if seed == 2:
+        os._exit(1)
+    return seed * 10
+
+
+def test_a_task_whose_worker_died_runs_again(local_ray, tmp_path):
+    # ray #397: a worker killed mid-task ended the whole command with WorkerCrashedError.
+    finished = []
+    fn = functools.partial(_dies_once, str(tmp_path))
+    got = map_seeds(fn, [1, 2, 3], workers=2, on_result=lambda s, r: finished.append(s))
+    assert got == [10, 20, 30]
+    assert (tmp_path / "died-2").exists() and sorted(finished) == [1, 2, 3]
+
+
+def test_a_worker_that_dies_every_time_ends_in_one_line_and_keeps_the_finished_seeds(local_ray):
+    kept = {}
+    with pytest.raises(RunError) as e:
+        map_seeds(_always_dies_on_two, [1, 2], workers=1 + 1, on_result=kept.__setitem__)
+    assert kept == {1: 10}
+    assert str(e.value).endswith("seeds finished and kept: 1") and "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize("workers", [0, -2])

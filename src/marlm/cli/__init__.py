@@ -4,6 +4,8 @@ The CLI is a package rather than one ``cli.py`` (as DESIGN.md drew it) so that e
 (hybrid demo, RL training, LLM, evaluation, benchmarks) keeps its commands in its own file.
 
 User-input errors (:class:`marlm.errors.InputError`) end with one line on stderr and exit code 2;
+a run that could not finish for another reason (:class:`marlm.errors.RunError`) with one line and
+exit code 1; SIGTERM with ``marlm: terminated`` and 143; a closed output pipe with 141;
 marlm's own warnings (a backend that did not answer its first check, a triage mode that stands in
 for another) are one ``marlm: warning:`` line each, without Python's file and source line.
 """
@@ -16,10 +18,10 @@ import sys
 import warnings
 from pathlib import Path
 
-from marlm.errors import InputError
+from marlm.errors import InputError, RunError
 
 from . import bench, demo, eval_cmd, evaluation, llm_cmd, train  # noqa: F401  (register commands)
-from .app import app
+from .app import app, catch_termination
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 
@@ -84,11 +86,15 @@ def main() -> None:
     # its files, leaves those objects out of it (what gc.freeze is documented for: objects that
     # live until the end).
     atexit.register(gc.freeze)
+    catch_termination()
     try:
         app(prog_name="marlm")
     except InputError as e:
         print(f"marlm: error: {as_option_error(e)}", file=sys.stderr)
         sys.exit(2)
+    except RunError as e:
+        print(f"marlm: error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 __all__ = ["app", "main"]

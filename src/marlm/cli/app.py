@@ -10,7 +10,10 @@ Option values are converted without pydantic where typer's conversion does not n
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +34,23 @@ from marlm.errors import InputError
 from . import plain_values
 
 plain_values.install()
+
+
+class Terminated(KeyboardInterrupt):
+    """A termination signal (SIGTERM: ``kill``, a job scheduler, a container stopping), raised
+    where the command is, so that it ends through the same path as Ctrl-C: what finished is
+    kept, the run folder is released, and one line says so (exit code 143, 128 + SIGTERM)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def catch_termination() -> None:
+    """Turn SIGTERM into :class:`Terminated` in this process (the ``marlm`` command's, main thread
+    only), unless someone else installed a handler first."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -79,6 +99,9 @@ class MarlmGroup(TyperGroup):
             if type(e).__name__ == "NoArgsIsHelpError":  # shows the help, as asked
                 raise
             raise _as_input_error(e) from None
+        except BrokenPipeError:  # `marlm ... | head`: the reader left; stop as SIGPIPE would
+            _stop_writing_to_the_closed_pipe()
+            raise SystemExit(141) from None
         except OSError as e:  # a full disk, a read-only folder: one line, exit code 2
             from marlm.eval.outputs import disk_error
 
@@ -88,12 +111,40 @@ class MarlmGroup(TyperGroup):
             raise error from None
         except KeyboardInterrupt as e:
             hint = f"; {e.hint}" if isinstance(e, Interrupted) else ""
+            if isinstance(e, Terminated) or isinstance(e.__cause__, Terminated):
+                print(f"marlm: terminated{hint}", file=sys.stderr)
+                raise SystemExit(143) from None
             print(f"marlm: interrupted{hint}", file=sys.stderr)
             raise SystemExit(130) from None
         finally:
             from marlm.eval.outputs import release_claims
 
             release_claims()  # however the command ended
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich console for a command's output (``stderr``: for progress bars). A closed pipe is
+    raised as ``BrokenPipeError`` (rich itself exits silently with code 1), so that every command
+    stops on it the same way (:class:`MarlmGroup`: one line, exit code 141)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(32, "Broken pipe")
+
+    return _Console(stderr=stderr)
+
+
+def _stop_writing_to_the_closed_pipe() -> None:
+    """After the reader of stdout left: point stdout at the null device (so the interpreter's
+    last flush cannot fail again) and say on stderr, if it is still open, that output stopped."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    with contextlib.suppress(OSError, ValueError):
+        print("marlm: stopped: the output pipe was closed; files already written are kept",
+              file=sys.stderr)  # fmt: skip
 
 
 def _as_input_error(error: UsageError) -> InputError:

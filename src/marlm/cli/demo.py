@@ -34,6 +34,7 @@ from .app import (
     train_app,
     warn_if_robots_drawn,
 )
+from .app import console as rich_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,9 +44,7 @@ if TYPE_CHECKING:
 
 def _console() -> Console:
     """The status console (stderr); rich, like the hybrid layers, is imported when a command runs."""
-    from rich.console import Console
-
-    return Console(stderr=True)
+    return rich_console(stderr=True)
 
 
 def _progress(console: Console) -> Progress:
@@ -276,7 +275,6 @@ def demo(
 
     Writes one run folder.
     """
-    from rich.console import Console
 
     from marlm.hybrid.acting.executor import QExecutor
     from marlm.hybrid.build import build_planner, cached_policy, check_policy_cache, default_orders
@@ -377,7 +375,7 @@ def demo(
                 tmp.write_text(
                     json.dumps(result.metrics, indent=2, ensure_ascii=False), encoding="utf-8"
                 )
-    Console().print(
+    rich_console().print(
         metrics_table(result.metrics, f"marlm demo: {result.metrics['scheme']} on {layout}")
     )
     console.print(f"run folder: {result.out_dir}")
@@ -471,7 +469,6 @@ def train_warehouse(
 
     Shared tabular Q-learning, compared with random and greedy moves on held-out seeds.
     """
-    from rich.console import Console
     from rich.table import Table
 
     from marlm.hybrid.acting.executor import (
@@ -535,5 +532,5 @@ def train_warehouse(
             f"{raw['collisions']:.0f}",
             safe_cell,
         )
-    Console().print(t)
+    rich_console().print(t)
     console.print(f"saved: {path}")

@@ -30,6 +30,7 @@ from .app import (
     rule_layer,
     warn_if_robots_drawn,
 )
+from .app import console as rich_console
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
 
@@ -40,9 +41,7 @@ if TYPE_CHECKING:
 @functools.cache
 def _err() -> Console:
     """The one stderr console of a command (rich is imported when a command runs)."""
-    from rich.console import Console
-
-    return Console(stderr=True)
+    return rich_console(stderr=True)
 
 
 def _fmt(value: object) -> str:
@@ -119,7 +118,6 @@ def replay(
     if out is not None:
         check_output_file(out, kind="replay", overwrite=overwrite)
 
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
@@ -137,7 +135,7 @@ def replay(
         )  # fmt: skip
     for w in warnings:
         _err().print(f"warning: {w}", markup=False, highlight=False)
-    console = Console()
+    console = rich_console()
     if scheme == "rl":
         table = Table(title=f"RL replay: batch Q-learning over {trace} ({result['state_source']})")
         cols = {

@@ -33,6 +33,7 @@ from .app import (
     on_interrupt,
     train_app,
 )
+from .app import console as rich_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -132,9 +133,7 @@ def _import_numpy_without_blas_threads() -> None:
 
 def _console() -> Console:
     """The output console; rich is imported by the commands that print, not at start-up."""
-    from rich.console import Console
-
-    return Console()
+    return rich_console()
 
 
 def _progress(console: Console) -> tuple[Progress, callable]:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from marlm.envs.warehouse.batched import default_memory_limit_bytes
 from marlm.envs.warehouse.layout import Layout, load_layout
-from marlm.errors import InputError
+from marlm.errors import InputError, RunError
 
 T = TypeVar("T")
 
@@ -145,6 +145,10 @@ def _ensure_ray(workers: int, address: str | None):
     return ray
 
 
+#: How many times a task runs again after its worker process died (Ray's ``max_retries``).
+TASK_RETRIES = 2
+
+
 def _call(fn: Callable[[int], T], seed: int) -> T:
     """The Ray task body: ``fn(seed)`` (``ray.remote`` takes plain functions only)."""
     return fn(seed)
@@ -157,8 +161,13 @@ def map_seeds(
     workers: int | None = 1,
     address: str | None = None,
     num_cpus_per_task: float = 1.0,
+    on_result: Callable[[int, T], None] | None = None,
 ) -> list[T]:
     """``[fn(seed) for seed in seeds]``, as Ray tasks when ``workers > 1`` or ``address`` is set.
+
+    A task whose worker process dies (killed, out of memory) runs again, up to
+    :data:`TASK_RETRIES` times (Ray's ``max_retries``; an exception raised by ``fn`` itself is
+    never retried: it would fail again).
 
     Args:
         fn: a picklable function of one seed (module-level functions and ``functools.partial``
@@ -169,12 +178,15 @@ def map_seeds(
         address: a Ray head ``host:port`` / ``ray://host:port`` / ``"auto"``; None starts a
             local Ray (or reuses one already initialised in this process).
         num_cpus_per_task: CPUs Ray reserves per task.
+        on_result: called with ``(seed, result)`` as each seed finishes (in finishing order), so
+            a caller can keep what finished if a later seed fails.
 
     Returns:
         The results in seed order.
 
     Raises:
         InputError: ``workers`` < 1 or an unreachable ``address``, before any task runs.
+        RunError: a seed's worker died on every attempt; names the seeds that finished.
         Exception: whatever ``fn`` raised for the first failing seed (Ray's wrapper removed).
     """
     workers = check_workers(workers)
@@ -182,11 +194,17 @@ def map_seeds(
     if address is not None:
         check_address(address)
     if workers == 1 and address is None:
-        return [fn(s) for s in seeds]
+        results = []
+        for s in seeds:
+            results.append(fn(s))
+            if on_result is not None:
+                on_result(s, results[-1])
+        return results
     ray = _ensure_ray(workers, address)
-    task = ray.remote(num_cpus=num_cpus_per_task, max_retries=0)(_call)
+    task = ray.remote(num_cpus=num_cpus_per_task, max_retries=TASK_RETRIES)(_call)
     fn_ref = ray.put(fn)  # shipped once, not once per seed
     results: list[Any] = [None] * len(seeds)
+    finished: list[int] = []
     pending: dict[Any, int] = {}
     queue = list(enumerate(seeds))
     try:
@@ -196,13 +214,28 @@ def map_seeds(
                 pending[task.remote(fn_ref, s)] = i
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                results[pending.pop(ref)] = ray.get(ref)
+                i = pending.pop(ref)
+                results[i] = ray.get(ref)
+                finished.append(seeds[i])
+                if on_result is not None:
+                    on_result(seeds[i], results[i])
     except ray.exceptions.RayTaskError as e:
-        for ref in pending:
-            ray.cancel(ref)
+        _cancel(ray, pending)
         cause = e.as_instanceof_cause()
         raise (cause.cause if getattr(cause, "cause", None) is not None else cause) from None
+    except ray.exceptions.RayError as e:  # the worker died on every attempt (WorkerCrashedError)
+        _cancel(ray, pending)
+        kept = ", ".join(map(str, sorted(finished))) or "none"
+        raise RunError(
+            f"a Ray worker died {TASK_RETRIES + 1} times running one seed "
+            f"({type(e).__name__}); seeds finished and kept: {kept}"
+        ) from None
     return results
+
+
+def _cancel(ray: Any, pending: dict[Any, int]) -> None:
+    for ref in pending:
+        ray.cancel(ref)
 
 
 def train_seed(
@@ -233,18 +266,20 @@ def train_seeds(
     workers: int | None = 1,
     address: str | None = None,
     layout: str = "small",
+    on_result: Callable[[int, dict[str, Any]], None] | None = None,
     **train_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Train one executor per seed (:func:`train_seed`), spread over Ray when asked.
 
     Checks ``workers``, ``address`` and that the layout fits in memory before any training.
+    ``on_result(seed, summary)`` is called as each seed finishes (see :func:`map_seeds`).
     """
     import functools
 
     workers = check_workers(workers)
     check_layout_fits(layout, workers)
     fn = functools.partial(train_seed, layout=layout, **train_kwargs)
-    return map_seeds(fn, seeds, workers=workers, address=address)
+    return map_seeds(fn, seeds, workers=workers, address=address, on_result=on_result)
 
 
 def seed_table_path(out: str | Path, seed: int) -> Path:
@@ -278,24 +313,30 @@ def train_warehouse_seeds(
     if not seeds:
         raise InputError("give at least one seed", field="--seeds")
     out = Path(out)
-    rows = []
-    for r in train_seeds(seeds, workers=workers, address=address, layout=layout, **train_kwargs):
-        info = {"layout": str(layout), "seed": r["seed"], "updates": r["updates"], **train_kwargs}
-        path = QExecutor(q=r["q"], info=info).save(seed_table_path(out, r["seed"]))
-        rows.append(
-            {
-                "seed": r["seed"],
-                "path": path,
-                "delivered_last": int(r["deliveries"][-1]),
-                "updates": r["updates"],
-            }
-        )
-    return rows
+    rows: dict[int, dict[str, Any]] = {}
+
+    def save(
+        seed: int, r: dict[str, Any]
+    ) -> None:  # as each seed finishes: kept if a later one fails
+        info = {"layout": str(layout), "seed": seed, "updates": r["updates"], **train_kwargs}
+        path = QExecutor(q=r["q"], info=info).save(seed_table_path(out, seed))
+        rows[seed] = {
+            "seed": seed,
+            "path": path,
+            "delivered_last": int(r["deliveries"][-1]),
+            "updates": r["updates"],
+        }
+
+    train_seeds(
+        seeds, workers=workers, address=address, layout=layout, on_result=save, **train_kwargs
+    )
+    return [rows[s] for s in seeds]
 
 
 __all__ = [
     "check_address",
     "check_layout_fits",
+    "TASK_RETRIES",
     "check_workers",
     "layout_memory_bytes",
     "map_seeds",
