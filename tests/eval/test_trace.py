@@ -237,3 +237,16 @@ def test_lists_of_plain_values_and_mixed_lists_convert_alike():
     assert to_jsonable([1.0, float("nan"), float("inf")]) == [1.0, None, None]
     converted = to_jsonable([np.int64(3), 2, np.float32(0.5)])
     assert converted == [3, 2, 0.5] and [type(v) for v in converted] == [int, int, float]
+
+
+def test_half_a_surrogate_pair_from_outside_is_written_and_read_back(tmp_path: Path) -> None:
+    # A server's reply holding "\ud83d" (valid JSON) crashed the run at its trace line with
+    # UnicodeEncodeError, leaving a cut trace.
+    path = tmp_path / "trace.jsonl"
+    with TraceWriter(path) as trace:
+        trace.write("note_read", text="ok \ud83d end", note="café")
+        trace.write("note_read", text="second")
+    raw = path.read_bytes()
+    assert b'"ok \\ud83d end"' in raw and "café".encode() in raw
+    events = read_trace(path).events
+    assert [e["text"] for e in events] == ["ok \ud83d end", "second"]

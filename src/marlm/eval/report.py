@@ -373,7 +373,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> tuple[Pa
         page, warnings = render_compare_report(folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
+    tmp.write_text(page, encoding="utf-8", errors="backslashreplace")  # half a surrogate pair
     os.replace(tmp, target)
     return target, warnings
 

@@ -120,7 +120,13 @@ class TraceWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
         self._lock = threading.Lock()
-        self._file = open(self.path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        # A text from outside (a model's reply, a server's error body) may hold half a surrogate
+        # pair, which UTF-8 cannot encode. Such a character can only sit inside a JSON string
+        # (outside strings json.dumps writes only ASCII), where backslashreplace writes it as the
+        # JSON escape ``\\ud83d``: the line stays valid JSON and reads back as the same string.
+        self._file = open(  # noqa: SIM115
+            self.path, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
+        )
         self.n_events = 0
 
     def write(self, type: str, **fields: Any) -> None:  # noqa: A002  (the schema's field name)
