@@ -149,7 +149,6 @@ class Guarded(Protocol):
     """A backend whose calls go through a circuit breaker (:class:`~marlm.llm.breaker.
     CircuitBreaker`), which a run watches to record when it opens."""
 
-    name: str
     breaker: CircuitBreaker
 
 
@@ -158,7 +157,6 @@ class FileBacked(Protocol):
     """A backend that runs a model file in process (``model_path``: the GGUF file), so what is
     cached from it can be keyed by that file."""
 
-    name: str
     model_path: Path
 
 
