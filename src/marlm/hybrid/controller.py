@@ -49,12 +49,13 @@ from marlm.eval.records import (
 )
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
+from marlm.hybrid.capabilities import planner_model, prompt_version
 from marlm.hybrid.dwell import DwellExecutor, DwellPolicy
 from marlm.hybrid.executor import GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.planner import Planner, PlannerName
 from marlm.hybrid.preferences import Executor, step_view
 from marlm.hybrid.render import frame as render_frame
-from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells, planner_model
+from marlm.hybrid.scheduler import Clock, PlanScheduler, idle_cells
 from marlm.hybrid.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
 from marlm.outcomes import FailureKind, RunEndReason
 
@@ -430,8 +431,8 @@ def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[s
         "layout": env.layout.name,
         "scheme": config.scheme,
         "agents": list(env.possible_agents),
-        "planner": getattr(planner, "name", "?"),
-        "prompt_version": getattr(planner, "prompt_version", None),
+        "planner": planner.name,
+        "prompt_version": prompt_version(planner),
         "orders": [o.model_dump() for o in env.orders.values()],
         "positions": env.robot_positions.tolist(),
         "backend": backend,

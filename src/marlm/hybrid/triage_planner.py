@@ -48,6 +48,7 @@ from marlm.eval.records import TriageCallRecord
 from marlm.llm.triage import Triage
 from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
+from .capabilities import WarmsUp
 from .planner import (
     CANCEL_WAIT_S,
     UNREACHABLE_DISTANCE,
@@ -190,6 +191,7 @@ class TriagePlanner:
         expected_deadlines: bool = True,
     ) -> None:
         self.triage = triage
+        self._warms_up = isinstance(triage, WarmsUp)  # a stand-in classifier may not
         self.max_orders = max_orders
         self.hysteresis = hysteresis
         self.deadline_aware = deadline_aware
@@ -465,9 +467,8 @@ class TriagePlanner:
         """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the probe
         (pool hidden states, or their disk cache) or the batch prior, and one model pass;
         ``progress(done, total)`` as it goes."""
-        warm = getattr(self.triage, "warm_up", None)
-        if warm is not None:
-            warm(progress=progress)
+        if self._warms_up:
+            self.triage.warm_up(progress=progress)
 
     @staticmethod
     def _call(order: Any, d: Any) -> TriageCallRecord:

@@ -201,10 +201,12 @@ class EmbeddedModel:
                     n_completion += 1
                 finish = choice.get("finish_reason") or finish
         finally:
+            # llama-cpp-python's stream is a generator today; an iterator without close()
+            # (another version) has nothing to release.
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-        n_prompt = max(int(getattr(self._llm, "n_tokens", 0)) - n_completion, 0)
+        n_prompt = max(int(self._llm.n_tokens) - n_completion, 0)
         return {
             "choices": [{"message": {"content": "".join(parts)}, "finish_reason": finish}],
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_completion},
