@@ -225,16 +225,13 @@ def llm_option(help: str = LLM_HELP) -> Any:
 def llm_value(ctx: Any, param: Any, value: Any) -> Any:
     """A typer callback of ``--llm``: a value the factory would refuse without loading anything
     (an unknown form, a ``.gguf`` file that is not there) is refused while the command line is
-    parsed, with the factory's own message, before a command creates its run folder (``marlm
+    parsed, with the factory's own message (:meth:`marlm.llm.backends.BackendSpec.parse`, the
+    one place ``--llm`` is read), before a command creates its run folder (``marlm
     compare --llm foo`` left an empty one). Loading a model, or asking a server, stays with the
     command."""
-    spec = str(value).strip()
-    loadable = spec == "embedded" or spec.startswith(("http://", "https://"))
-    loadable = loadable or (spec.lower().endswith(".gguf") and Path(spec).is_file())
-    if not loadable:
-        from marlm.llm.backends import make_backend
+    from marlm.llm.backends import BackendSpec
 
-        make_backend(spec, check=False, option=max(param.opts, key=len))  # raises, loads nothing
+    BackendSpec.parse(value, option=max(param.opts, key=len))  # raises, loads nothing
     return value
 
 
@@ -261,9 +258,10 @@ def check_server(llm: str, model_name: str, timeout_s: float) -> None:
     Raises:
         InputError: naming ``--llm`` (see :func:`marlm.llm.backends.make_backend`).
     """
-    if not llm.strip().startswith(("http://", "https://")):
+    from marlm.llm.backends import BackendSpec, make_backend
+
+    if BackendSpec.parse(llm, model=model_name, timeout_s=timeout_s).kind != "http":
         return
-    from marlm.llm.backends import make_backend
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the command's own check warns

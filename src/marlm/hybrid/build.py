@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, get_args
 from marlm.errors import InputError
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 from marlm.hybrid.planning.planner import LLMPlanner, Planner, PlannerName, RulePlanner
-from marlm.llm.backends import ChatModel, make_backend
+from marlm.llm.backends import ChatModel, check_timeout_option, make_backend
 
 if TYPE_CHECKING:
     from marlm.hybrid.acting.executor import QExecutor
@@ -61,11 +60,8 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
             (``--llm-timeout``), checked for every planner so a bad value never passes unseen.
     """
     timeout = model_kwargs.get("timeout_s")
-    if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout < math.inf):
-        raise InputError(
-            f"must be a finite number of seconds > 0, got {timeout!r}; pass e.g. --llm-timeout 10",
-            field="--llm-timeout",
-        )
+    if timeout is not None:
+        check_timeout_option(timeout)  # for every planner, the rule's too
     if name == "rule":
         return RulePlanner()
     if name == "llm":

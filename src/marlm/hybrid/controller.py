@@ -51,9 +51,10 @@ from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.acting.preferences import Executor, step_view
+from marlm.hybrid.planning.capabilities import planner_model, prompt_version
 from marlm.hybrid.planning.dwell import DwellExecutor, DwellPolicy
 from marlm.hybrid.planning.planner import Planner, PlannerName
-from marlm.hybrid.planning.scheduler import Clock, PlanScheduler, idle_cells, planner_model
+from marlm.hybrid.planning.scheduler import Clock, PlanScheduler, idle_cells
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.rules.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
 from marlm.outcomes import FailureKind, RunEndReason
@@ -430,8 +431,8 @@ def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[s
         "layout": env.layout.name,
         "scheme": config.scheme,
         "agents": list(env.possible_agents),
-        "planner": getattr(planner, "name", "?"),
-        "prompt_version": getattr(planner, "prompt_version", None),
+        "planner": planner.name,
+        "prompt_version": prompt_version(planner),
         "orders": [o.model_dump() for o in env.orders.values()],
         "positions": env.robot_positions.tolist(),
         "backend": backend,

@@ -339,7 +339,9 @@ def _backend_for_url(url: str, timeout_s: float) -> Any:
 
 def supports_scoring(model: Any) -> bool:
     """Whether ``model`` offers :meth:`score` (a backend of this package, or a server URL)."""
-    return isinstance(model, str) or callable(getattr(model, "score", None))
+    from .backends.protocols import Scorer  # here: the backends import this module
+
+    return isinstance(model, str | Scorer)
 
 
 def score(
@@ -378,12 +380,11 @@ def score(
     opts = check_options(options)
     if isinstance(model, str):
         model = _backend_for_url(model, timeout_s)
-    method = getattr(model, "score", None)
-    if not callable(method):
-        raise ScoringUnsupported(
-            f"{getattr(model, 'name', type(model).__name__)} offers no log-probabilities"
-        )
-    return method(prompt, opts, cache_prefix=cache_prefix)
+    from .backends.protocols import Scorer, backend_name  # here: the backends import this module
+
+    if not isinstance(model, Scorer):
+        raise ScoringUnsupported(f"{backend_name(model)} offers no log-probabilities")
+    return model.score(prompt, opts, cache_prefix=cache_prefix)
 
 
 def content_free_logprobs(

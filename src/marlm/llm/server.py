@@ -240,7 +240,7 @@ def check_server_extra() -> None:
         try:
             importlib.import_module(module)
         except ImportError as e:
-            missing = getattr(e, "name", None) or module
+            missing = e.name or module
             raise InputError(
                 f"marlm llm serve needs the [server] extra ({missing} is not installed): "
                 f"{SERVER_EXTRA_HINT}"

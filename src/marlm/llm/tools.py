@@ -95,6 +95,8 @@ class Tool:
         params = []
         for p in inspect.signature(self.fn).parameters.values():
             ann = p.annotation
+            # An annotation is a class (``int``) or a typing object (``list[int]``, a string
+            # under postponed evaluation), which has no ``__name__``: read it where there is one.
             tname = getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
             params.append(
                 f"{p.name}: {tname}"
@@ -211,7 +213,8 @@ class ToolRegistry:
     def call(self, name: str, validated: pydantic.BaseModel) -> Any:
         """Run the tool with validated arguments; the tool's own exceptions propagate."""
         tool = self.get(name)
-        kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
+        fields = type(validated).model_fields
+        kwargs = {k: v for k, v in validated if k in fields}  # field order, values as validated
         return tool.fn(**kwargs)
 
 

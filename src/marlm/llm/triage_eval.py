@@ -40,6 +40,14 @@ from .triage import (
 PROTOCOLS: tuple[str, ...] = ("held-out", "cross-validation")
 
 
+def _load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, ``None`` where the platform has none (Windows)."""
+    try:
+        return list(os.getloadavg())
+    except (AttributeError, OSError):
+        return None
+
+
 def stratified_folds(notes: Sequence[LabelledNote], k: int, seed: int) -> list[list[int]]:
     """Indices of ``notes`` split into ``k`` folds with the labels spread evenly.
 
@@ -195,7 +203,7 @@ def evaluate_triage(
             "p50": float(np.percentile(cpu, 50)) if cpu.size else None,
             "p95": float(np.percentile(cpu, 95)) if cpu.size else None,
         },
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "load_average": _load_average(),
         "calls": {
             "model": sum(t.stats.model_calls for t, _ in runs),
             "content_free": sum(t.stats.content_free_calls for t, _ in runs),

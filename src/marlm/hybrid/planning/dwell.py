@@ -139,13 +139,15 @@ class GreedyMedians:
         for j in self.fixed:
             best = np.minimum(best, cost[j])
         self._best0 = best  # before any addition
+        self.chosen: list[int] = []
+        # _history[t]: the totals before addition t (over all rows, taken ones included).
+        self._history: list[np.ndarray] = []
         self._reset(0)
 
     def _reset(self, i: int, totals: np.ndarray | None = None) -> None:
         """Keep the first ``i`` additions (and their totals), forget the rest."""
-        self.chosen: list[int] = getattr(self, "chosen", [])[:i]
-        # _history[t]: the totals before addition t (over all rows, taken ones included).
-        self._history: list[np.ndarray] = getattr(self, "_history", [])[:i]
+        self.chosen = self.chosen[:i]
+        self._history = self._history[:i]
         best = self._best0
         for j in self.chosen:
             best = np.minimum(best, self.cost[j])

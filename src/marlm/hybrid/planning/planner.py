@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from marlm.envs.warehouse.layout import Layout
 from marlm.envs.warehouse.orders import PRIORITY_RANK, dispatch_key
 from marlm.eval.records import ChatCallRecord, TriageCallRecord
-from marlm.llm.backends import BackendError, BackendTimeout, ChatModel
+from marlm.llm.backends import BackendError, BackendTimeout, Cancellable, ChatModel
 from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
 PROMPT_VERSION = "assign-v1"
@@ -526,8 +526,7 @@ def cancel_calls(model: Any, thread: threading.Thread, timeout_s: float = CANCEL
     Returns:
         ``True`` when ``thread`` holds the model no more.
     """
-    cancel = getattr(model, "cancel", None)
-    return bool(cancel(timeout_s, thread)) if callable(cancel) else True
+    return bool(model.cancel(timeout_s, thread)) if isinstance(model, Cancellable) else True
 
 
 class LLMPlanner:

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from marlm.eval.metrics import IDLE_CAUSES
 from marlm.eval.records import CircuitOpenRecord, FailureRecord, IdleRecord, PlanRecord
+from marlm.hybrid.planning.capabilities import PlannerAbilities, planner_model
 from marlm.hybrid.planning.dwell import DwellPolicy
 from marlm.hybrid.planning.planner import (
     CANCEL_WAIT_S,
@@ -101,6 +102,7 @@ class AsyncPlanner:
         self.planner = planner
         self.name = planner.name
         self.clock = clock
+        self._cancel = PlannerAbilities.of(planner).cancel
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._result: Any = None
@@ -163,8 +165,8 @@ class AsyncPlanner:
         """
         thread = self._thread
         ended = thread is None or not thread.is_alive()
-        cancel = getattr(self.planner, "cancel", None)
-        if not ended and callable(cancel):
+        cancel = self._cancel
+        if not ended and cancel is not None:
             if cancel(thread, timeout_s):  # its model call ended: the rest is quick
                 thread.join(timeout_s)
             ended = not thread.is_alive()
@@ -237,25 +239,6 @@ def failure_kind(plan: Plan) -> FailureKind:
     if outcome == PlanOutcome.BACKEND_ERROR:
         return FailureKind.BACKEND_ERROR
     return FailureKind.INVALID_LLM_ANSWER
-
-
-def planner_model(planner: Any) -> Any:
-    """The planner's model backend (``planner.model``, or the triage planner's
-    ``planner.triage.model``); ``None`` for a planner without one (the rule)."""
-    model = getattr(planner, "model", None)
-    if model is None:
-        model = getattr(getattr(planner, "triage", None), "model", None)
-    return model
-
-
-def _breaker_of(planner: Any) -> tuple[Any, str]:
-    """The circuit breaker of the planner's model backend (:func:`planner_model`) and the
-    backend's name; ``(None, "")`` for a planner without one (the rule)."""
-    model = planner_model(planner)
-    breaker = getattr(model, "breaker", None)
-    if breaker is None or not callable(getattr(breaker, "state", None)):
-        return None, ""
-    return breaker, str(getattr(model, "name", type(model).__name__))
 
 
 def snapshot_of(env: WarehouseEnv, precedence: Callable[[Any], Any] | None = None) -> Snapshot:
@@ -344,14 +327,14 @@ class PlanScheduler:
         self._call_id = 0
         self._t0 = clock()  # wall times in the trace (t_s, t_requested_s) count from here
         self._requested: dict[int, float] = {}  # id(snapshot) -> clock() when it was asked
+        # What the planner offers besides plan(), checked once (marlm.hybrid.planning.capabilities).
+        self.abilities = able = PlannerAbilities.of(planner)
         # A triaging planner, asynchronous: classes are decided ahead, plans made at once.
-        self.ahead = self.async_planner is not None and all(
-            callable(getattr(planner, m, None)) for m in ("classify", "decide", "raised")
-        )
+        self.ahead = self.async_planner is not None and able.triaging
         self._triage_failed: set[str] = set()  # orders whose classify raised: the rule's
-        self._breaker, self._backend_name = _breaker_of(planner)
+        self._breaker, self._backend_name = able.breaker, able.backend
         # Which order of a shelf is offered first: the planner's ranking where it has one.
-        self._precedence = getattr(planner, "shelf_precedence", None)
+        self._precedence = able.precedence
         self._opened_seen = 0 if self._breaker is None else self._breaker.state().opened
         self._queued: Snapshot | None = None  # a situation to send the model when it is free
         self._rule_tasks: dict[str, str] = {}  # robot -> the order the rule gave it
@@ -645,7 +628,8 @@ class PlanScheduler:
         with a dwell policy); record the calls, the plan (with the ``released`` robots the
         caller took off their orders among its ``preempted``), a failure."""
         if self.dwell is not None:
-            plan = self.dwell.keep_reserve(plan, getattr(self.planner, "classes", {}))
+            classes = self.planner.classes if self.abilities.classifies else {}
+            plan = self.dwell.keep_reserve(plan, classes)
         env = self.env
         step = env.step_count
         for call in plan.calls:
@@ -683,9 +667,7 @@ class PlanScheduler:
     def _may_preempt(self, snap: Snapshot) -> bool:
         """Whether a planner that reassigns robots before pick-up (``preempts = True``, e.g.
         the triage planner) should be asked although no robot is idle."""
-        return bool(getattr(self.planner, "preempts", False)) and any(
-            not b.carrying for b in snap.busy
-        )
+        return self.abilities.preempts and any(not b.carrying for b in snap.busy)
 
 
 __all__ = [

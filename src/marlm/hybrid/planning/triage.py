@@ -45,6 +45,7 @@ from scipy.optimize import linear_sum_assignment
 
 from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.eval.records import TriageCallRecord
+from marlm.hybrid.planning.capabilities import WarmsUp
 from marlm.hybrid.planning.planner import (
     CANCEL_WAIT_S,
     UNREACHABLE_DISTANCE,
@@ -189,6 +190,7 @@ class TriagePlanner:
         expected_deadlines: bool = True,
     ) -> None:
         self.triage = triage
+        self._warms_up = isinstance(triage, WarmsUp)  # a stand-in classifier may not
         self.max_orders = max_orders
         self.hysteresis = hysteresis
         self.deadline_aware = deadline_aware
@@ -464,9 +466,8 @@ class TriagePlanner:
         """Load-time work before the control clock starts (:meth:`Triage.warm_up`): the probe
         (pool hidden states, or their disk cache) or the batch prior, and one model pass;
         ``progress(done, total)`` as it goes."""
-        warm = getattr(self.triage, "warm_up", None)
-        if warm is not None:
-            warm(progress=progress)
+        if self._warms_up:
+            self.triage.warm_up(progress=progress)
 
     @staticmethod
     def _call(order: Any, d: Any) -> TriageCallRecord:
