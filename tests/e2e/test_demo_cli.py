@@ -15,6 +15,11 @@ from marlm.eval.trace import read_trace
 
 MARLM = [sys.executable, "-m", "marlm.cli"]
 
+#: The first test here starts the session's cold demo (tests/conftest.py: it trains the
+#: executor and embeds the triage pool); on 2 cores shared with other work that took longer than
+#: the suite's 600 s hang guard. The subprocess keeps its own 900 s guard.
+pytestmark = pytest.mark.timeout(1200)
+
 
 def marlm(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -84,15 +89,43 @@ def test_demo_writes_a_complete_run_folder(demo_run):
     assert "orders delivered" in proc.stdout and "control step p99" in proc.stdout
 
 
-def test_demo_delivers_without_collisions_and_calls_the_llm_rarely(demo_run):
+#: Measured on each demo run. With ``--sync`` a run is deterministic: the planner's answers come
+#: from the embedded model (greedy decoding) on the same notes, and are applied in the step that
+#: asked for them. (The model's float output could differ on another CPU or llama.cpp build;
+#: that would change these figures, and the test says so.)
+DEMO_FIGURES = {
+    "default": {
+        "delivered": 18, "steps": 300, "collisions": 0, "llm_calls": 13, "llm_invalid": 0,
+        "llm_fallbacks": 0, "llm_unanswered": 0, "shield_overrides": 76,
+        "still_with_task_max_steps": 1, "plans_effective": 16,
+    },
+    "llm": {
+        "delivered": 7, "steps": 120, "collisions": 0, "llm_calls": 8, "llm_invalid": 2,
+        "llm_fallbacks": 1, "llm_unanswered": 0, "shield_overrides": 17,
+        "still_with_task_max_steps": 0, "plans_effective": 7,
+    },
+}  # fmt: skip
+
+
+def test_demo_delivers_without_collisions_and_calls_the_llm_rarely(demo_run, request):
     _, out, steps = demo_run
     m = json.loads((out / "metrics.json").read_text())
-    assert m["steps"] == steps or m["delivered"] == m["orders_total"]
-    assert m["delivered"] > 0
-    assert m["collisions"] == 0
-    assert 0 < m["llm_calls"] < m["steps"] / 5  # called on change, never every step
-    # The PIBT layer pushes whoever is in the way: no robot with a task waits long (0 measured).
-    assert m["still_with_task_max_steps"] <= 30
+    figures = DEMO_FIGURES[request.node.callspec.params["demo_run"]]
+    assert {k: m[k] for k in figures} == figures
+    # The time limit ended both runs; the model is called on change, never every step; the PIBT
+    # layer pushes whoever is in the way, so no robot with a task stands still more than a step.
+    assert figures["steps"] == steps and m["orders_total"] == 26
+
+
+def test_the_default_demo_equals_the_rule_planner_on_the_shipped_sample(cold_demo):
+    # README: on the shipped sample the notes agree with the listed priorities, so reading them
+    # cannot pay: the hybrid equals the rule planner run beside it (the counterfactual).
+    _, out, _ = cold_demo
+    m = json.loads((out / "metrics.json").read_text())
+    rule = m["counterfactual_rule"]
+    assert rule["scheme"] == "rule+rl+shield"
+    assert m["by_true_class"] == {k: rule[k] for k in m["by_true_class"]}
+    assert m["by_true_class"]["delivered"] == 18
 
 
 def test_demo_trace_matches_its_metrics(demo_run):
@@ -232,16 +265,22 @@ def test_a_server_that_never_answers_is_recorded_and_does_not_hold_the_process(
     # bounds a stuck process, not the speed of a run).
     proc = subprocess.run(
         [*MARLM, "demo", "--planner", "llm", "--llm", fault_server.base("hang~demo"),
-         "--llm-timeout", "900", "--steps", "80", "--tick-ms", "5", "--plan-deadline", "0.1",
-         "--executor", "greedy", "--no-gif", "--out", str(out)],
+         "--llm-timeout", "900", "--steps", "80", "--tick-ms", "0", "--plan-deadline", "0.1",
+         "--executor", "greedy", "--no-gif", "--no-counterfactual", "--out", str(out)],
         capture_output=True, text=True, timeout=400, cwd=tmp_path,
         env={**os.environ, "MARLM_CACHE": str(tmp_path / "cache")},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     m = json.loads((out / "metrics.json").read_text())
-    assert m["llm_calls"] == 1 and m["collisions"] == 0
-    # No robot waited for the silent model: the rule assigned at once, every time.
-    assert m["plans_by_outcome"]["rule"] >= 1 and m["delivered"] > 0
+    # The model never answers, so the outcome does not depend on timing: the run is the rule
+    # planner's, step for step. No robot waited for the silent model: the rule assigned at once,
+    # both times the situation changed; the second request waited behind the first, unsent.
+    assert (m["steps"], m["delivered"], m["collisions"], m["shield_overrides"]) == (80, 3, 0, 6)
+    assert m["llm_calls"] == 1 and m["plans_effective"] == 2
+    assert m["plans_by_outcome"] == {
+        "answered": 0, "rule": 2, "deadline": 0, "backend_error": 0, "invalid_answer": 0,
+        "planner_error": 0,
+    }  # fmt: skip
     assert m["idle_robot_steps"]["waiting_for_model"] == 0
     (call,) = read_trace(out / "trace.jsonl").of_type("llm_call")
     assert call["status"] == "unanswered" and not call["valid"]

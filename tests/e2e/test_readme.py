@@ -125,3 +125,69 @@ def test_readme_case1_step_count_is_what_its_command_gives(
     got = (metrics["delivered"], metrics["orders_total"], metrics["steps"])
     assert got == (delivered, total, steps)
     assert metrics["collisions"] == 0
+
+
+def _readme_demo_table() -> dict[str, tuple[str, str]]:
+    """README's "What you should see" table: ``{metric: (value, rule column)}``, a label that
+    wraps onto the next line joined back into one."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("### What you should see")[1].split("```")[1]
+    rows: dict[str, tuple[str, str]] = {}
+    last = None
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) != 3:
+            continue
+        label, value, rule = cells
+        if last is not None and not value and not rule:  # the label's second line
+            rows[f"{last} {label}"] = rows.pop(last)
+            last = f"{last} {label}"
+        else:
+            rows[label], last = (value, rule), label
+    return rows
+
+
+def test_readme_demo_table_states_what_the_rule_planner_gives(tmp_path, monkeypatch, warm_cache):
+    # README's table is `marlm demo` (seed 0, the defaults), with the rule planner's figures on
+    # the same orders beside it, and says that on the shipped sample the hybrid equals the rule.
+    # The rule planner's run is deterministic (no model): every figure of the table that does
+    # not depend on a model or on timing must be what it gives, in both columns.
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["demo", "--planner", "rule", "--seed", "0", "--sync", "--tick-ms", "0", "--no-gif"]
+    result = CliRunner().invoke(app, [*argv, "--no-counterfactual", "--out", "run"])
+    assert result.exit_code == 0, result.output
+    m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert (m["delivered"], m["orders_total"], m["steps"]) == (26, 26, 397)  # all, then it ends
+
+    def fmt(v) -> str:  # as the demo's table prints a figure
+        return f"{v:.3g}" if isinstance(v, float) and abs(v) < 100 else str(v)
+
+    latency = m["order_latency_mean_steps"]
+    both = {
+        "orders delivered": f"{m['delivered']} / {m['orders_total']}",
+        "throughput per 1000 steps": fmt(m["throughput_per_1000_steps"]),
+        **{
+            f"mean order latency, {c} by listed priority (steps)": fmt(latency[c])
+            for c in ("urgent", "normal", "low")
+        },
+        **{
+            f"idle robot-steps with an order waiting: {cause.replace('_', ' ')}": fmt(n)
+            for cause, n in m["idle_robot_steps"].items()
+        },
+    }
+    own = {
+        "on-time rate": fmt(m["on_time_rate"]),
+        "deadline misses": fmt(m["deadline_misses"]),
+        "collisions": fmt(m["collisions"]),
+        "shield overrides": fmt(m["shield_overrides"]),
+        "deadlock breaks": fmt(m["deadlock_breaks"]),
+        "longest still with a task (steps)": fmt(m["still_with_task_max_steps"]),
+        "steps": fmt(m["steps"]),
+    }
+    table = _readme_demo_table()
+    assert {k: table[k] for k in both} == {k: (v, v) for k, v in both.items()}
+    assert {k: table[k][0] for k in own} == own
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"(step {m['steps']}; the time limit is 600)" in readme

@@ -15,7 +15,7 @@ from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
 from marlm.llm.backends import BackendError, ChatResult
 
 
-def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
+def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path, warm_cache) -> None:
     lines: list[str] = []
     result = compare_schemes(
         steps=150,
@@ -26,15 +26,19 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path) -> None:
     )
     rows = {r["scheme"]: r for r in result["rows"]}
     assert list(rows) == ["rules", "rl_no_shield", "rl_shield"]
-    assert rows["rules"]["collisions"] == 0 and rows["rl_shield"]["collisions"] == 0
-    assert rows["rl_no_shield"]["collisions"] > 0  # what the policy alone would do
-    assert rows["rl_no_shield"]["shield_overrides"] == 0
-    assert all(r["llm_calls"] == 0 for r in rows.values())
     # Under the PIBT rule layer both shielded schemes deliver all 24 orders of the stream before
-    # the 150-step limit (the run then ends); the unshielded policy gets there only by colliding.
-    assert all(
-        rows[s]["delivered"] == 24 and rows[s]["steps"] < 150 for s in ("rules", "rl_shield")
-    )
+    # the 150-step limit (the run then ends); the unshielded policy gets there only by colliding
+    # (7 conflicts the environment refused). Measured: (delivered, steps, collisions, overrides).
+    figures = {
+        s: (r["delivered"], r["steps"], r["collisions"], r["shield_overrides"])
+        for s, r in rows.items()
+    }
+    assert figures == {
+        "rules": (24, 128, 0, 42),
+        "rl_no_shield": (24, 133, 7, 0),
+        "rl_shield": (24, 128, 0, 18),
+    }
+    assert all(r["llm_calls"] == 0 for r in rows.values())
     assert any("trained on seed 0; table seed 1" in n for n in result["notes"])
     saved = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))
     assert [r["scheme"] for r in saved["rows"]] == list(rows)

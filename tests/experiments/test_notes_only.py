@@ -65,8 +65,12 @@ def test_oracle_triage_beats_the_rule_on_urgent_orders(tmp_path):
         {"rule": RulePlanner(), "oracle": TriagePlanner(FixedTriage(labels))}, tmp_path, seed=1
     )
     rule, oracle = rows
-    assert oracle["urgent_on_time_rate"] >= rule["urgent_on_time_rate"] + 0.15
-    assert oracle["delivered"] >= 0.95 * rule["delivered"]
+    # Measured (seeded, sync): every order delivered either way; reading the notes perfectly
+    # gets all 12 urgent orders on time against the rule's 4, and 36 of 40 against 32.
+    figures = ("delivered", "n_arrived", "n_urgent", "on_time_rate", "urgent_on_time_rate")
+    assert [rule[k] for k in figures] == [40, 40, 12, 32 / 40, pytest.approx(4 / 12)]
+    assert [oracle[k] for k in figures] == [40, 40, 12, 36 / 40, 12 / 12]
+    assert (rule["llm_calls"], oracle["llm_calls"]) == (0, 40)  # one triage call per note
 
 
 def test_notes_only_runs_on_the_chosen_rule_layer(tmp_path):

@@ -25,7 +25,9 @@ def test_learns_to_deliver_better_than_random():
     q, _ = train_executor_batched(episodes=60, n_envs=8, seed=0)
     trained = evaluate_executor(q, seeds=(1000,))
     random = evaluate_executor(RandomExecutor(), seeds=(1000,))
-    assert trained["delivered"] > 2 * random["delivered"] + 5
+    # Seeded, measured on held-out seed 1000 (40 orders, no shield):
+    assert trained == {"delivered": 24.0, "delivery_rate": 0.6, "collisions": 31.0}
+    assert random == {"delivered": 7.0, "delivery_rate": 0.175, "collisions": 26.0}
 
 
 def test_bad_settings_name_the_field():

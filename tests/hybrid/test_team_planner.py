@@ -105,6 +105,8 @@ def test_dispatcher_done_and_stop_words_do_not_end_the_team():
 
 def test_real_model_team_always_yields_a_valid_plan(embedded_model):
     plan = TeamPlanner(embedded_model, max_rounds=1, max_tokens=48).plan(SNAP)
+    # Either source: the plan is valid whatever the embedded model answers (its text may
+    # differ on another CPU or llama.cpp build), which is what this tests.
     assert plan.source in ("llm", "fallback")
     assert plan.calls and all(c.prompt_tokens > 0 for c in plan.calls)
     validate_answer(

@@ -211,6 +211,8 @@ def test_usage_is_recorded_per_call(scripted, warehouse):
 def test_real_model_run_ends_in_a_reason_with_valid_actions(embedded_model, warehouse):
     agent = ToolAgent(embedded_model, warehouse.registry, max_iter=3, max_retry=2, max_tokens=64)
     r = agent.run("Find out the status of robot 1, then finish with a short answer.")
+    # Any of the loop's own endings: the reply text is the embedded model's, which may differ
+    # on another CPU or llama.cpp build; what is tested is that every ending is a valid one.
     assert r.reason in {"answer", "max_iter", "repeated_call"}
     # the grammar makes every reply one valid action: nothing was fed back as unparseable
     assert not any(isinstance(s, RetryStep) and s.error_kind != "invalid_args" for s in r.steps)

@@ -210,6 +210,7 @@ def test_tool_agent_over_http(llama_server, warehouse):
     r = ToolAgent(model, warehouse.registry, max_iter=1, max_retry=0, max_tokens=40).run(
         "What is the status of robot 1?"
     )
+    # Any valid ending: the reply text is the model's (see test_agent's real-model test).
     assert r.reason in {"answer", "max_iter", "repeated_call", "max_retry"}
     # the server's grammar keeps replies to valid actions; only a cut-off or bad args may retry
     assert all(s.error_kind in ("truncated", "invalid_args") for s in r.steps if s.kind == "retry")

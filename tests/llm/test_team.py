@@ -173,6 +173,7 @@ def test_real_model_team_follows_the_protocol(embedded_model):
         embedded_model, roles, coordinator="coordinator", max_rounds=1, max_retry=0, max_tokens=48
     )
     r = team.run("Orders O1 (urgent) and O2. Robots 1 and 2. " + "Reply DONE when finished.")
+    # Either ending of the protocol: whether the 135M coordinator sends `done` is its text.
     assert r.reason in {"done", "max_rounds"}
     for m in r.messages:
         assert m.sender in ("coordinator", "dispatcher")
