@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from marlm.envs.warehouse import WarehouseEnv
-from marlm.envs.warehouse.env import OBS_CLOSER, REWARD_PARTS, _numpy_sum
+from marlm.envs.warehouse.dynamics import numpy_sum
+from marlm.envs.warehouse.env import OBS_CLOSER, REWARD_PARTS
 
 STEPS = 200
 COUNTED = ("resets", "terminated", "released", "picked", "delivered", "collided", "blocked")
@@ -133,6 +134,6 @@ def test_reward_sums_equal_numpys_bit_for_bit(n_robots):
         parts += rng.standard_normal(parts.shape) * (rng.random(parts.shape) < 0.3)
         rows = parts.tolist()
         assert [0.0 + p[0] + p[1] + p[2] + p[3] + p[4] for p in rows] == parts.sum(axis=1).tolist()
-        team = _numpy_sum([x for row in rows for x in row])
+        team = numpy_sum([x for row in rows for x in row])
         assert repr(team) == repr(float(parts.sum()))
-    assert repr(_numpy_sum([-0.0] * 5 * n_robots)) == repr(float(np.full(5 * n_robots, -0.0).sum()))
+    assert repr(numpy_sum([-0.0] * 5 * n_robots)) == repr(float(np.full(5 * n_robots, -0.0).sum()))

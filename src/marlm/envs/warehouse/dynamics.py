@@ -226,3 +226,31 @@ def count_conflicts(
         if j is not None and j > i and (end[j] == positions[i]).all():
             swap += 1
     return vertex, swap
+
+
+def numpy_sum(values: list[float]) -> float:
+    """``float(np.sum(np.array(values)))`` bit for bit, without numpy: its pairwise summation
+    (numpy ``loops_utils.h``: under 8 values a plain loop; up to 128, eight interleaved partial
+    sums; above, split in halves at a multiple of 8), added to 0.0 as numpy's reduction does."""
+    return 0.0 + _pairwise(values, 0, len(values))
+
+
+def _pairwise(a: list[float], lo: int, n: int) -> float:
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r = a[lo : lo + 8]
+        whole = n - n % 8
+        for i in range(lo + 8, lo + whole, 8):
+            for j in range(8):
+                r[j] += a[i + j]
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(lo + whole, lo + n):
+            res += a[i]
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
