@@ -30,7 +30,8 @@ def backlog(trace: Path) -> dict:
     """Unread notes over time: at each step, the orders that have arrived and whose note's
     classification has not been applied yet (from ``order`` arrivals and the ``llm_call``
     records, whose ``raw`` names the order). ``max``, ``mean`` and ``last`` over the steps up to
-    the last arrival, and ``waited_steps_mean``: arrival to class, averaged over the orders."""
+    the last arrival, ``every_50_steps`` (the count at steps 0, 50, 100, ...), and
+    ``waited_steps_mean``: arrival to class, averaged over the orders."""
     arrived, read, last_step = {}, {}, 0
     for line in trace.read_text(encoding="utf-8").splitlines():
         ev = json.loads(line)
@@ -49,6 +50,7 @@ def backlog(trace: Path) -> dict:
     ]
     waits = [read[o] - a for o, a in arrived.items() if o in read]
     return {
+        "every_50_steps": series[::50],
         "max": max(series, default=0),
         "mean": sum(series) / len(series) if series else 0.0,
         "last": series[-1] if series else 0,
