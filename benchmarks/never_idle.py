@@ -29,7 +29,7 @@ def ratio(a, b):
 def backlog(trace: Path) -> dict:
     """Unread notes over time: at each step, the orders that have arrived and whose note's
     classification has not been applied yet (from ``order`` arrivals and the ``llm_call``
-    records, whose ``raw`` names the order). ``max``, ``mean`` and ``last`` over the steps up to
+    records, whose ``order`` (or, in older traces, ``raw``) names the order). ``max``, ``mean`` and ``last`` over the steps up to
     the last arrival, ``every_50_steps`` (the count at steps 0, 50, 100, ...), and
     ``waited_steps_mean``: arrival to class, averaged over the orders."""
     arrived, read, last_step = {}, {}, 0
@@ -37,8 +37,8 @@ def backlog(trace: Path) -> dict:
         ev = json.loads(line)
         if ev["type"] == "order" and ev["event"] == "arrived":
             arrived[ev["order"]] = ev["step"]
-        elif ev["type"] == "llm_call" and ev.get("step_applied") is not None and ev.get("raw"):
-            oid = json.loads(ev["raw"]).get("order")
+        elif ev["type"] == "llm_call" and ev.get("step_applied") is not None:
+            oid = ev.get("order") or (json.loads(ev["raw"]).get("order") if ev.get("raw") else None)
             if oid is not None:
                 read.setdefault(oid, ev["step_applied"])
         elif ev["type"] == "step":
