@@ -529,7 +529,9 @@ class Triage:
             regression, ``C`` = :data:`marlm.llm.probe.DEFAULT_C`) on the mean of the model's
             final hidden states over :func:`probe_input`'s tokens, trained on the whole pool at first
             use (the pool's hidden states kept on disk under ``cache_dir``). Needs a backend with
-            ``embed`` (the embedded model); others use ``batch`` instead, with one warning.
+            ``embed`` (the embedded model, or a server's ``/v1/embeddings``); others use
+            ``batch`` instead, with one warning, as does a server whose ``/v1/embeddings``
+            answers that it serves none (said at :meth:`warm_up`, with the server's answer).
         examples: the labelled pool, or a path to a JSONL file of it; ``None`` takes
             :func:`default_pool_path`. Labels outside ``classes`` count as the nearest class in
             urgency order (``low`` as ``normal`` when ``low`` is not a class).
@@ -885,12 +887,19 @@ class Triage:
         Raises nothing: a backend failure here is left for the first real note to meet.
         """
         if self.mode == "probe":
+            from .server_embed import EmbeddingsUnavailable
+
             try:
                 self.probe(progress=progress)
                 self.model.embed([probe_input(clean_note("warm-up", self.max_note_chars))])
+            except EmbeddingsUnavailable as e:  # the server's answer, said once: mode 'batch'
+                _warn_once(f"probe:{self.model_name}", f"triage mode 'probe' uses 'batch' "
+                           f"instead: {e}")  # fmt: skip
+                self.mode, self.prompt_version = "batch", PROMPT_VERSION
             except (BackendError, ValueError):
                 pass
-            return
+            if self.mode == "probe":
+                return
         if self.mode == "generate" or not self._scoring_ok:
             return
         try:
