@@ -1311,8 +1311,9 @@ class OpenAICompatible:
         )
 
     def embed(self, texts: Sequence[str]) -> Any:
-        """The server's embedding of each text (``POST {base_url}/embeddings``), in one request:
-        ``float32[len(texts), d]``; see :func:`marlm.llm.server_embed.request_embeddings`.
+        """The server's embedding of each text (``POST {base_url}/embeddings``), in one request
+        of at most ``timeout_s`` per text: ``float32[len(texts), d]``; see
+        :func:`marlm.llm.server_embed.request_embeddings`.
 
         Raises:
             EmbeddingsUnavailable: the server serves no embeddings (a 404, 405, 501, or an error

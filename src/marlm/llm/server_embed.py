@@ -75,9 +75,11 @@ def parse_embeddings(data: Any, n: int, who: str) -> np.ndarray:
 def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
     """``float32[len(texts), d]``: the server's embedding of each text, in one request.
 
-    ``backend`` is a :class:`marlm.llm.backends.OpenAICompatible`; its guard (lock, timeout
-    over all attempts, breaker, close) and retry policy apply (connection errors, 429 and 5xx
-    are retried up to ``max_retries`` times with its backoff).
+    ``backend`` is a :class:`marlm.llm.backends.OpenAICompatible`; its guard (lock, breaker,
+    close) and retry policy apply (connection errors, 429 and 5xx are retried up to
+    ``max_retries`` times with its backoff). The request, all attempts and waits included, may
+    take ``timeout_s`` per text, as the embedded model's ``embed`` allows each text: the pool
+    is embedded at warm-up in requests of 16 notes.
 
     Raises:
         EmbeddingsUnavailable: the server serves no embeddings (not retried).
@@ -90,15 +92,14 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
         return np.zeros((0, 0), dtype=np.float32)
     openai = backend._openai
     url = f"{backend.base_url}/embeddings"
-    deadline = backend.clock.now() + backend.timeout_s
-    with backend._guard.call(backend.name, deadline, backend.timeout_s):
+    limit = backend.timeout_s * len(texts)
+    deadline = backend.clock.now() + limit
+    with backend._guard.call(backend.name, deadline, limit):
         attempt = 0
         while True:
             left = deadline - backend.clock.now()
             if left <= 0:
-                raise BackendTimeout(
-                    f"{backend.name} did not answer within {backend.timeout_s} s", url=url
-                )
+                raise BackendTimeout(f"{backend.name} did not answer within {limit} s", url=url)
             retry_after = None
             try:
                 raw = backend._client.embeddings.with_raw_response.create(
@@ -107,7 +108,7 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
                 return parse_embeddings(json.loads(raw.text), len(texts), backend.name)
             except openai.APITimeoutError as e:
                 raise BackendTimeout(
-                    f"{backend.name} did not answer within {backend.timeout_s} s", url=url
+                    f"{backend.name} did not answer within {limit} s", url=url
                 ) from e
             except openai.APIConnectionError as e:
                 error: BackendError = BackendError(
