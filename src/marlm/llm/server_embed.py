@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -200,14 +201,19 @@ class EmbeddingsEndpoint:
         self.model_alias = model_alias
         self.n_threads = n_threads
         self._model: Any = None
+        self._making = threading.Lock()
 
     def model(self) -> Any:
-        """The :class:`~marlm.llm.backends.EmbeddedModel` that embeds (made on first use)."""
-        if self._model is None:
-            from .backends import EmbeddedModel
+        """The :class:`~marlm.llm.backends.EmbeddedModel` that embeds (made on first use, once,
+        whatever the number of requests that ask at the same time)."""
+        with self._making:
+            if self._model is None:
+                from .backends import EmbeddedModel
 
-            self._model = EmbeddedModel(self.model_path, n_threads=self.n_threads, timeout_s=600)
-        return self._model
+                self._model = EmbeddedModel(
+                    self.model_path, n_threads=self.n_threads, timeout_s=600
+                )
+            return self._model
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
