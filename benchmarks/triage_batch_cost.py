@@ -1,11 +1,17 @@
-"""Cost per note of the triage probe when pending notes are classified together in one batch.
+"""Cost per note of the triage probe's hidden states, one note at a time against one batched pass.
 
-Loads the embedded model (``--llm embedded``) and the demo's triage (probe mode, pool cached
-under ``$MARLM_CACHE``), warms it, then classifies fresh development notes (never cached) in
-batches of 1, 2, 4, 8 and 12 through ``Triage.classify_many`` (one ``embed`` call per batch), a
-few rounds each, and prints the wall time per note and per batch. At the default 40 ms tick, a
-stream of one order every 3 steps brings a note every 120 ms: the classifier keeps up when the
-cost per note in a batch stays below that.
+Loads the embedded model, then embeds fresh development notes (the probe's input text, the KV
+cache holding another note, so only the template's opening is shared) in requests of 1, 4 and
+16 notes, two ways in the same run, interleaved round by round:
+
+- ``sequential``: ``EmbeddedModel.embed`` (one decode per note, the default);
+- ``batched``: ``EmbeddedModel.embed_batched`` (every note of the request in one
+  multi-sequence decode, the shared opening decoded once).
+
+Prints the median over the rounds of the calling thread's CPU time and the wall time per note,
+and the batched path's ratio to the sequential one. At the default 40 ms tick a stream of one
+order every 3 steps brings a note every 120 ms: the classifier keeps up when the wall time per
+note stays below that. ``--load`` starts a CPU-bound process beside it.
 
     nice -n 10 python benchmarks/triage_batch_cost.py [--rounds 3] [--load]
 """
@@ -13,14 +19,21 @@ cost per note in a batch stays below that.
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
 
-from marlm.hybrid.build import build_planner
-from marlm.llm.triage import dev_notes_path, load_labelled_notes
+from marlm.llm.backends import EmbeddedModel
+from marlm.llm.triage import (
+    MAX_NOTE_CHARS,
+    clean_note,
+    dev_notes_path,
+    load_labelled_notes,
+    probe_input,
+)
 
-SIZES = (1, 2, 4, 8, 12)
+SIZES = (1, 4, 16)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,33 +41,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--load", action="store_true", help="A CPU-bound process beside it.")
     args = ap.parse_args(argv)
-    planner = build_planner("triage")
-    planner.warm_up()
-    notes = [x.note for x in load_labelled_notes(dev_notes_path())]
+    model = EmbeddedModel(timeout_s=600)
+    notes = [
+        probe_input(clean_note(x.note, MAX_NOTE_CHARS))
+        for x in load_labelled_notes(dev_notes_path())
+    ]
+    model.embed(["warm-up"])
+    model.embed_batched(["warm-up", "warm-up again"])
+    paths = {"sequential": model.embed, "batched": model.embed_batched}
     load = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.load else None
+    cost: dict[tuple[int, str], list[tuple[float, float]]] = {}
     try:
-        print("| notes in the batch | ms per batch (median) | ms per note (median) |")
-        print("| --- | --- | --- |")
-        for size in SIZES:
-            per_batch = []
-            for r in range(args.rounds):
-                # A fresh classifier each round (same model, probe and embeddings of the pool;
-                # the batch's notes are held out, so none is cached or in the training set).
-                batch = [notes[(r * size + k) % len(notes)] for k in range(size)]
-                triage = planner.triage.without(batch)
-                triage.probe()
-                t0 = time.perf_counter()
-                decisions = triage.classify_many(batch)
-                per_batch.append(time.perf_counter() - t0)
-                if any(d.source != "model" for d in decisions):
-                    raise SystemExit(f"the model did not decide: {decisions[0].reason}")
-            per_batch.sort()
-            med = per_batch[len(per_batch) // 2]
-            print(f"| {size} | {1e3 * med:.0f} | {1e3 * med / size:.0f} |", flush=True)
+        for r in range(args.rounds):
+            for size in SIZES:
+                batch = [notes[(r * 13 + size + k) % len(notes)] for k in range(size)]
+                for name, embed in paths.items():
+                    model.embed(["Something else entirely."])  # the cache holds another text
+                    c0, t0 = time.thread_time(), time.perf_counter()
+                    embed(batch)
+                    cpu, wall = time.thread_time() - c0, time.perf_counter() - t0
+                    cost.setdefault((size, name), []).append((cpu / size, wall / size))
     finally:
         if load is not None:
             load.kill()
             load.wait()
+        model.close()
+    print("| notes in the request | path | CPU ms per note | wall ms per note | CPU ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    for size in SIZES:
+        base = statistics.median(c for c, _ in cost[(size, "sequential")])
+        for name in paths:
+            cpu = statistics.median(c for c, _ in cost[(size, name)])
+            wall = statistics.median(w for _, w in cost[(size, name)])
+            print(f"| {size} | {name} | {1e3 * cpu:.0f} | {1e3 * wall:.0f} | {cpu / base:.2f} |")
     return 0
 
 

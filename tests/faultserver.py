@@ -4,7 +4,8 @@ Modes by the first path segment of the base URL: hang (accepts, never answers), 
 (streams spaces forever), truncated_body, truncated_content, flaky (500 once, then an answer),
 picky (rejects both structured-output shapes), deep (answers 3000 nested arrays), ctxlen (400 "maximum context length exceeded" once,
 then an answer), ratelimit (429 with ``Retry-After: 1`` once, then an answer), ratelimit_long (429
-with ``Retry-After: 120`` always). A segment ``mode~tag`` behaves as ``mode`` with its own request
+with ``Retry-After: 120`` always), noembed (``/embeddings`` answered 501 as llama.cpp's
+server without ``--embeddings`` does). A segment ``mode~tag`` behaves as ``mode`` with its own request
 count, so a test gets a fresh sequence. A path without ``/v1/`` is answered 404 (a base URL without
 ``/v1``); ``GET .../v1/models`` lists one model. The fixtures that start it are in conftest.py.
 """
@@ -107,6 +108,12 @@ class FaultHandler(BaseHTTPRequestHandler):
             return
         if mode == "hang":
             self.server.stop.wait(600)
+            return
+        if mode == "noembed" and self.path.endswith("/embeddings"):  # llama.cpp's own answer
+            message = "This server does not support embeddings. Start it with `--embeddings`"
+            self._json(
+                501, {"error": {"code": 501, "message": message, "type": "not_supported_error"}}
+            )
             return
         if mode == "ctxlen" and n % 2 == 1:
             message = (

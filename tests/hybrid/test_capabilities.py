@@ -53,11 +53,23 @@ def test_an_llm_planner_on_a_server_exposes_its_model_and_breaker_without_a_call
     assert able.model is model and able.breaker is breaker
     assert able.backend == "openai:m@http://127.0.0.1:9/v1"
     assert all(isinstance(model, p) for p in (ChatModel, Scorer, Cancellable, Guarded))
-    assert not isinstance(model, Embedder)  # so the probe falls back to the batch mode
+    # /v1/embeddings: a server that serves none is found at warm-up (the probe then uses batch)
+    assert isinstance(model, Embedder)
 
 
-def test_a_server_without_hidden_states_gets_the_batch_mode_class():
-    model = OpenAICompatible("http://127.0.0.1:9/v1", "m")
+class _ChatOnly:
+    """A backend that can only chat (no hidden states, no scores): what the probe cannot use."""
+
+    name = "chat-only"
+
+    def chat(self, messages, **kwargs):
+        raise NotImplementedError
+
+
+def test_a_backend_without_hidden_states_gets_the_batch_mode_class():
+    # A server is an Embedder (/v1/embeddings); one that serves none is found at warm-up
+    # (tests/llm/test_server_embed.py). A backend that cannot embed at all is known at once.
+    model = _ChatOnly()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # said once per model, maybe before
         tri = Triage(model, mode="probe", examples=SRC / "data/triage/examples.jsonl")

@@ -359,3 +359,38 @@ def test_the_command_shows_marlm_warnings_as_one_line_and_others_as_python_does(
     show_warning(RuntimeWarning("elsewhere"), RuntimeWarning, warnings.__file__, 7)
     err = capsys.readouterr().err
     assert "RuntimeWarning: elsewhere" in err and "marlm: warning" not in err
+
+
+def test_embed_batched_decodes_a_request_at_once_with_embeds_values(embedded_model):
+    """Four texts, one multi-sequence decode; their means are embed()'s (float32 attention over
+    a longer cache moves them by well under 1%) and the shared opening is decoded once."""
+    import llama_cpp
+    import numpy as np
+
+    texts = [
+        'Warehouse order note: "Line 3 is down."\nIs this order urgent? Answer:',
+        'Warehouse order note: "No hurry."\nIs this order urgent? Answer:',
+        'Warehouse order note: "客户在柜台等着，请加急。"\nIs this order urgent? Answer:',
+        'Warehouse order note: "Restock, next week is fine."\nIs this order urgent? Answer:',
+    ]
+    one_by_one = np.vstack([embedded_model.embed([t]) for t in texts])
+    embedded_model.embed(["Something else entirely."])  # nothing shared in the cache
+    decode = llama_cpp.llama_decode
+    sizes: list[int] = []
+    llama_cpp.llama_decode = lambda ctx, batch: sizes.append(batch.n_tokens) or decode(ctx, batch)
+    try:
+        got = embedded_model.embed_batched(texts)
+    finally:
+        llama_cpp.llama_decode = decode
+    llama = embedded_model._embedder
+    n_tokens = [len(llama.tokenize(t.encode())) for t in texts]
+    opening = len(llama.tokenize(b'Warehouse order note: "'))
+    assert got.shape == (4, llama.n_embd()) and got.dtype == np.float32
+    assert sizes == [sum(n_tokens) - 3 * opening]  # one decode, the opening once
+    rel = np.abs(got - one_by_one).max(axis=1) / np.abs(one_by_one).max(axis=1)
+    assert rel[0] < 1e-5 and rel.max() < 0.01
+    # the next request reuses the opening held in sequence 0
+    again = embedded_model.embed_batched(texts[1:3])
+    rel = np.abs(again - one_by_one[1:3]).max(axis=1) / np.abs(one_by_one[1:3]).max(axis=1)
+    assert rel[0] < 1e-5 and rel.max() < 0.01
+    assert embedded_model.embed_batched([]).shape == (0, llama.n_embd())

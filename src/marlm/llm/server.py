@@ -220,6 +220,11 @@ def build_app(
         model_settings=[ModelSettings(**model_kwargs)],
     )
     app.add_middleware(RequestShapes)
+    from .server_embed import EmbeddingsEndpoint
+
+    app.add_middleware(
+        EmbeddingsEndpoint, model_path=path, model_alias=model_alias, n_threads=n_threads
+    )
     return app
 
 

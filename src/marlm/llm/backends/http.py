@@ -292,6 +292,21 @@ class OpenAICompatible:
             calls=len(opts),
         )
 
+    def embed(self, texts: Sequence[str]) -> Any:
+        """The server's embedding of each text (``POST {base_url}/embeddings``), in one request
+        of at most ``timeout_s`` per text: ``float32[len(texts), d]``; see
+        :func:`marlm.llm.server_embed.request_embeddings`.
+
+        Raises:
+            EmbeddingsUnavailable: the server serves no embeddings (a 404, 405, 501, or an error
+                saying so; not retried).
+            BackendTimeout, BackendHTTPError, CircuitOpen, BackendClosed, BackendError: as for
+                :meth:`chat`.
+        """
+        from ..server_embed import request_embeddings
+
+        return request_embeddings(self, texts)
+
     def score_batch(
         self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None
     ) -> list[OptionScores]:

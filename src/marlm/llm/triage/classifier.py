@@ -285,9 +285,19 @@ class Triage:
         Args:
             progress: called as ``progress(done, total)`` while the pool is read.
 
-        Raises nothing: a backend failure here is left for the first real note to meet.
+        Raises nothing: a backend failure here is left for the first real note to meet. A server
+        whose ``/v1/embeddings`` answers that it serves none is said in one warning, with the
+        server's answer, and the classifier uses ``batch`` instead of ``probe`` from then on.
         """
-        self._mode.warm_up(progress)
+        from ..server_embed import EmbeddingsUnavailable
+
+        try:
+            self._mode.warm_up(progress)
+        except EmbeddingsUnavailable as e:
+            warn_once(f"probe:{self.model_name}", f"triage mode 'probe' uses 'batch' instead: {e}")
+            self.mode, self.prompt_version = "batch", PROMPT_VERSION
+            self._mode = self._as(MODE_CLASSES["batch"])
+            self._mode.warm_up(progress)
 
     # -- what one mode computes once, on any classifier ---------------------------------------
 

@@ -60,10 +60,18 @@ class ProbeMode(Mode):
 
     def warm_up(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Train the probe (the pool's hidden states, or their disk cache), then embed one text
-        so that llama.cpp's first-call allocations are paid here. Raises nothing."""
+        so that llama.cpp's first-call allocations are paid here.
+
+        Raises:
+            EmbeddingsUnavailable: the server serves no embeddings; any other failure is left
+                for the first real note to meet."""
+        from ..server_embed import EmbeddingsUnavailable
+
         try:
             self.probe(progress=progress)
             self.model.embed([probe_input(clean_note("warm-up", self.pool.max_note_chars))])
+        except EmbeddingsUnavailable:  # the classifier says so and changes mode
+            raise
         except (BackendError, ValueError):
             pass
 
