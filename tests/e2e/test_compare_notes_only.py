@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def test_notes_only_table_compares_the_rule_and_the_triage_planner(tmp_path):
     out = tmp_path / "cmp"
@@ -20,9 +22,14 @@ def test_notes_only_table_compares_the_rule_and_the_triage_planner(tmp_path):
         r["planner"]: r for r in json.loads((out / "compare_notes_only.json").read_text())["rows"]
     }
     rule, triage = rows["rule"], rows["triage-batch"]
+    # The rule planner reads no note: its row is deterministic (as in tests/experiments/
+    # test_notes_only.py): 40 of 40 delivered, 4 of the 12 truly urgent orders on time.
+    figures = ("delivered", "n_arrived", "n_urgent", "on_time_rate", "urgent_on_time_rate")
+    assert [rule[k] for k in figures] == [40, 40, 12, 32 / 40, pytest.approx(4 / 12)]
     assert rule["llm_calls"] == 0 and triage["llm_calls"] > 0
-    assert rule["n_urgent"] == triage["n_urgent"] > 0  # the same order stream
-    # Seeded learn-to-threshold check (issue 6's target): +15 points on truly urgent orders,
+    assert rule["n_urgent"] == triage["n_urgent"]  # the same order stream
+    # Seeded learn-to-threshold check (issue 6's target) on the embedded model's classes, whose
+    # scores may differ on another CPU or llama.cpp build: +15 points on truly urgent orders,
     # total deliveries no more than 5% below the rule.
     assert triage["urgent_on_time_rate"] >= rule["urgent_on_time_rate"] + 0.15
     assert triage["delivered"] >= 0.95 * rule["delivered"]
