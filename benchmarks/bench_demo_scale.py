@@ -1,6 +1,7 @@
 """`marlm demo`'s control step at 50..1,000 robots on a 100x100 map, planning counted.
 
-Run: `python benchmarks/bench_demo_scale.py [--robots 50,200,400,1000] [--steps 20] [--map FILE]`.
+Run: `python benchmarks/bench_demo_scale.py [--robots 50,200,400,1000] [--steps 20] [--map FILE]
+[--throughput 0,1,2 --orders 1200 --steps 150]`.
 Without `--map` it writes a 100x100 warehouse (shelf blocks of 2x3, stations on the top and bottom
 rows) to a temporary folder. Each robot count runs the demo's loop (`marlm demo --planner rule
 --executor greedy --sync --tick-ms 0`, dwell points, 24 generated orders, seed 0) through
@@ -50,10 +51,13 @@ def write_map(path: Path, size: int = 100) -> Path:
     return path
 
 
-def run_one(layout, n_robots: int, steps: int, out: Path) -> dict[str, float]:
-    """Median ms per control step, planning and rule layer over ``steps`` steps."""
+def run_one(
+    layout, n_robots: int, steps: int, out: Path, n_orders: int = 24, seed: int = 0
+) -> dict[str, float]:
+    """Median ms per control step, planning and rule layer over ``steps`` steps, and the
+    orders delivered in them."""
     env = WarehouseEnv(
-        layout=layout, n_orders=24, n_robots=n_robots, max_steps=steps, auto_assign=False
+        layout=layout, n_orders=n_orders, n_robots=n_robots, max_steps=steps, auto_assign=False
     )
     rule_ms: list[float] = []
     inner = controller_module.shielded_step
@@ -70,9 +74,9 @@ def run_one(layout, n_robots: int, steps: int, out: Path) -> dict[str, float]:
         with TraceWriter(out / f"trace-{n_robots}.jsonl") as trace:
             ctl = Controller(
                 env, build_planner("rule"), GreedyExecutor(), shield, trace, sync_planner=True,
-                seed=0, dwell=DwellPolicy(env.layout, reserve=False),
+                seed=seed, dwell=DwellPolicy(env.layout, reserve=False),
             )  # fmt: skip
-            obs, _ = env.reset(seed=0)
+            obs, _ = env.reset(seed=seed)
             warm_up()
             wall_ms: list[float] = []
             while env.agents:
@@ -92,6 +96,7 @@ def run_one(layout, n_robots: int, steps: int, out: Path) -> dict[str, float]:
         "step_ms": step_ms,
         "planning_ms": plan_ms,
         "pibt_ms": pibt_ms,
+        "delivered": len(env.delivered),
     }
 
 
@@ -100,6 +105,13 @@ def main() -> None:
     parser.add_argument("--robots", default="50,200,400,1000")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--map", type=Path, default=None)
+    parser.add_argument(
+        "--throughput",
+        default="",
+        help="seeds (e.g. 0,1,2): instead of timing, print the orders delivered at each robot "
+        "count over --steps steps with --orders generated orders (arrivals over 80%% of them)",
+    )
+    parser.add_argument("--orders", type=int, default=24)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -108,6 +120,14 @@ def main() -> None:
         layout = load_layout(path)
         print(f"map {path.name}: {layout.height}x{layout.width}, parsed in "
               f"{time.perf_counter() - t0:.1f} s (start-up, not counted)")  # fmt: skip
+        if args.throughput:
+            print("robots  seed  orders  steps  delivered")
+            for n in (int(x) for x in args.robots.split(",")):
+                for seed in (int(x) for x in args.throughput.split(",")):
+                    r = run_one(layout, n, args.steps, out, args.orders, seed)
+                    print(f"{n:6d}  {seed:4d}  {args.orders:6d}  {args.steps:5d}  "
+                          f"{r['delivered']:9d}", flush=True)  # fmt: skip
+            return
         print("robots  wall p50 ms  step p50 ms  planning p50 ms  PIBT p50 ms  step / PIBT")
         for n in (int(x) for x in args.robots.split(",")):
             r = run_one(layout, n, args.steps, out)

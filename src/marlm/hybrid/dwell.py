@@ -181,6 +181,11 @@ class GreedyMedians:
             self._best = best
         return self.chosen[:k]
 
+    @property
+    def exhausted(self) -> bool:
+        """True once :meth:`first` found no point left to add."""
+        return self._exhausted
+
     def _full_totals(self, best: np.ndarray) -> np.ndarray:
         if np.isinf(best).all():  # min(cost, inf) is cost
             return self.cost @ self.demand
@@ -232,6 +237,14 @@ class DwellPolicy:
     Args:
         layout: the warehouse layout.
         reserve: keep one idle robot for urgent orders (see the module docstring).
+        exact_limit: with at most this many idle robots (besides the reserve) every call places
+            them exactly: the greedy k-median of the demand seen so far, matched by least total
+            distance from where the robots stand now. With more, the fleet-scale path
+            (:meth:`targets`) keeps the work per step small.
+        refresh_drift: fleet-scale path: the dwell points are recomputed once the demand has
+            moved by this share of its total (L1) since they were computed.
+        refresh_budget: fleet-scale path: greedy additions per call spent on that recomputation
+            (the old points stay in use until the new ones are complete).
 
     Call :meth:`observe` with the orders that have arrived, then :meth:`targets` for the idle
     robots' cells; :meth:`keep_reserve` adjusts a plan before it is applied.
@@ -239,6 +252,9 @@ class DwellPolicy:
 
     layout: Layout
     reserve: bool = True
+    exact_limit: int = 64
+    refresh_drift: float = 0.05
+    refresh_budget: int = 32
 
     def __post_init__(self) -> None:
         layout = self.layout
@@ -262,6 +278,10 @@ class DwellPolicy:
         self._medians: GreedyMedians | None = None
         self._reserve_cache: tuple[bytes, int] | None = None
         self._matching: tuple[tuple, list[int], list[int]] | None = None  # key, rows, columns
+        # Fleet-scale path: the greedy run in use, the one being computed, and who goes where.
+        self._run: GreedyMedians | None = None
+        self._next: GreedyMedians | None = None
+        self.assigned: dict[str, int] = {}  # robot -> row of cells (not the reserve robot)
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
@@ -331,24 +351,92 @@ class DwellPolicy:
             robots.remove(self.reserve_robot)
         else:
             self.reserve_robot = None
+        if len(robots) > self.exact_limit:
+            for robot, j in self._rematch(idle, robots, self._fleet_points(len(robots), fixed)):
+                out[robot] = self.cells[j]
+            return out
         points = self._points(len(robots), fixed)
+        self.assigned = {}
         if robots and points:
             rows = np.array([int(idle[r][0]) for r in robots], dtype=np.intp)
             cols = np.array([int(idle[r][1]) for r in robots], dtype=np.intp)
-            # dist[i, j]: steps from robot i to point j (_steps, for all of them at once).
             # The same robots on the same cells for the same points: the same matching (robots
             # parked at their dwell points, step after step), so it is not solved again.
             key = (tuple(robots), rows.tobytes(), cols.tobytes(), tuple(points))
             if self._matching is None or self._matching[0] != key:
-                dist = np.empty((len(robots), len(points)), dtype=np.float64)
-                for j, p in enumerate(points):
-                    dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
-                dist[dist < 0] = UNREACHABLE_DISTANCE
-                matched = linear_sum_assignment(dist)
+                matched = linear_sum_assignment(self._distances(rows, cols, points))
                 self._matching = (key, matched[0].tolist(), matched[1].tolist())
             for i, j in zip(self._matching[1], self._matching[2], strict=True):
                 out[robots[i]] = self.cells[points[j]]
+                self.assigned[robots[i]] = points[j]
         return out
+
+    def _distances(self, rows: np.ndarray, cols: np.ndarray, points: Sequence[int]) -> np.ndarray:
+        """``float64[len(rows), len(points)]``: steps from the cell ``(rows[i], cols[i])`` to
+        the parking cell ``points[j]`` (:func:`_steps`, for all of them at once)."""
+        dist = np.empty((len(rows), len(points)), dtype=np.float64)
+        for j, p in enumerate(points):
+            dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
+        dist[dist < 0] = UNREACHABLE_DISTANCE
+        return dist
+
+    def _fleet_points(self, k: int, fixed: Sequence[int]) -> list[int]:
+        """The fleet-scale path's ``k`` dwell points: the first ``k`` (not in ``fixed``) of a
+        greedy run (:class:`GreedyMedians`) computed for the demand and fixed rows of some
+        earlier call.
+
+        The run in use is replaced once the demand has drifted from its own by more than
+        :attr:`refresh_drift` (L1 over its total) or ``fixed`` changed: a run for the demand of
+        that call is extended by :attr:`refresh_budget` additions per call and takes over when
+        it has ``k`` points (or no more). A larger ``k`` extends the run in use at once (greedy
+        addition does not depend on ``k``, so the points of fewer robots stay)."""
+        fixed = tuple(int(j) for j in fixed)
+        run = self._run
+        if run is None:
+            run = self._run = GreedyMedians(self.cost, self.demand, fixed)
+        elif self._next is None:
+            drift = float(np.abs(self.demand - run.demand).sum()) / float(run.demand.sum())
+            if drift > self.refresh_drift or run.fixed != fixed:
+                self._next = GreedyMedians(self.cost, self.demand, fixed)
+        if self._next is not None:
+            nxt = self._next
+            nxt.first(min(k, len(nxt.chosen) + max(1, self.refresh_budget)))
+            if len(nxt.chosen) >= k or nxt.exhausted:
+                run, self._run, self._next = nxt, nxt, None
+        # A run made for other fixed rows may hold today's among its points.
+        return [j for j in run.first(k + len(fixed)) if j not in fixed][:k]
+
+    def _rematch(
+        self, idle: Mapping[str, Cell], robots: list[str], points: list[int]
+    ) -> list[tuple[str, int]]:
+        """Fleet-scale matching of ``robots`` to ``points`` (rows of :attr:`cells`), changed
+        only where needed.
+
+        A robot keeps the point it had from the previous call while it stays idle (and is not
+        the reserve) and the point stays among ``points``. The others are matched to the
+        points left by least total distance from where they stand now
+        (``linear_sum_assignment`` over those rows and columns only), so a call costs
+        ``O(len(robots))`` plus the matching of the robots that changed.
+
+        Returns:
+            ``[(robot, row of cells)]``: kept pairs first (in ``robots`` order), then the new
+            ones; robots left over when the points run out get none. :attr:`assigned` is set to
+            the same pairs.
+        """
+        wanted = set(points)
+        before = self.assigned
+        kept = [(r, before[r]) for r in robots if before.get(r, -1) in wanted]
+        used = {j for _, j in kept}
+        loose = [r for r in robots if before.get(r, -1) not in wanted]
+        free = [j for j in points if j not in used]
+        pairs = list(kept)
+        if loose and free:
+            rows = np.array([int(idle[r][0]) for r in loose], dtype=np.intp)
+            cols = np.array([int(idle[r][1]) for r in loose], dtype=np.intp)
+            matched = linear_sum_assignment(self._distances(rows, cols, free))
+            pairs += [(loose[i], free[j]) for i, j in zip(*matched, strict=True)]
+        self.assigned = dict(pairs)
+        return pairs
 
     def keep_reserve(self, plan: Plan, classes: Mapping[str, str]) -> Plan:
         """``plan`` with the reserve robot kept for urgent work.
