@@ -226,6 +226,11 @@ def test_dwell_scores_of_many_robots_are_each_robots_dwell_scores():
     many = dwell_scores_many(layout, positions, targets)
     one = [dwell_scores(layout, p, t) for p, t in zip(positions, targets, strict=True)]
     assert np.array_equal(many, np.array(one))
+    # With the executor's cache of each target's closer-move bits, filled, then read again.
+    cache: dict = {}
+    for _ in range(2):
+        assert np.array_equal(dwell_scores_many(layout, positions, targets, cache), many)
+    assert len(cache) == len(set(targets))
 
 
 def test_the_extended_greedy_run_gives_k_medians_points_for_every_k():

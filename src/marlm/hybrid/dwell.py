@@ -497,10 +497,30 @@ def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.nd
     return downhill_scores(closer, blocked, np.ones(1, dtype=bool))[0]
 
 
-def dwell_scores_many(layout: Layout, positions: np.ndarray, targets: Sequence[Cell]) -> np.ndarray:
+def closer_bits(layout: Layout, target: Cell) -> np.ndarray:
+    """``uint8[H * W]`` by flat cell ``row * W + col``: bit ``k`` set when move ``k + 1`` (up,
+    down, left, right) from that cell leads to a free cell nearer to ``target`` by shortest
+    path (never from or into a cell with no path to it, nor off the map)."""
+    dist = layout.distance_from(target).astype(np.int64)
+    padded = np.pad(dist, 1, constant_values=-1)
+    h, w = dist.shape
+    bits = np.zeros((h, w), dtype=np.uint8)
+    for k in range(len(MOVES) - 1):
+        dr, dc = int(MOVES[k + 1, 0]), int(MOVES[k + 1, 1])
+        nb = padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
+        bits |= (((nb >= 0) & (dist >= 0) & (nb < dist)) << k).astype(np.uint8)
+    return bits.reshape(-1)
+
+
+def dwell_scores_many(
+    layout: Layout,
+    positions: np.ndarray,
+    targets: Sequence[Cell],
+    cache: dict[Cell, np.ndarray] | None = None,
+) -> np.ndarray:
     """:func:`dwell_scores` of many robots at once: ``float64[n, 5]``, row ``i`` for the robot
-    at ``positions[i]`` (``int[n, 2]``) driving to ``targets[i]``; the same values, read with
-    one gather per robot instead of a loop over its moves."""
+    at ``positions[i]`` (``int[n, 2]``) driving to ``targets[i]``; the same values, read from
+    each target's :func:`closer_bits` (kept in ``cache`` when given: one lookup per robot)."""
     n = len(targets)
     free = np.asarray(layout.free, dtype=bool)
     h, w = free.shape
@@ -509,13 +529,15 @@ def dwell_scores_many(layout: Layout, positions: np.ndarray, targets: Sequence[C
     inside = (nb[..., 0] >= 0) & (nb[..., 0] < h) & (nb[..., 1] >= 0) & (nb[..., 1] < w)
     rr, cc = np.clip(nb[..., 0], 0, h - 1), np.clip(nb[..., 1], 0, w - 1)
     blocked = ~inside | ~free[rr, cc]
-    here = np.empty(n, dtype=np.int64)
-    there = np.empty((n, len(MOVES) - 1), dtype=np.int64)
+    cache = {} if cache is None else cache
+    flat = (pos[:, 0] * w + pos[:, 1]).tolist()
+    bits = np.empty(n, dtype=np.uint8)
     for i, target in enumerate(targets):
-        dist = layout.distance_from(target)
-        here[i] = dist[pos[i, 0], pos[i, 1]]
-        there[i] = dist[rr[i], cc[i]]
-    closer = ~blocked & (there >= 0) & (there < here[:, None])
+        table = cache.get(target)
+        if table is None:
+            table = cache[target] = closer_bits(layout, target)
+        bits[i] = table[flat[i]]
+    closer = (bits[:, None] >> np.arange(len(MOVES) - 1, dtype=np.uint8)[None, :]) & 1 > 0
     return downhill_scores(closer, blocked, np.ones(n, dtype=bool))
 
 
@@ -533,6 +555,7 @@ class DwellExecutor:
         self.inner = inner
         self.layout = layout
         self.name = inner.name
+        self._closer: dict[Cell, np.ndarray] = {}  # target -> closer_bits(layout, target)
 
     def scores(self, view: Any, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[len(view.agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
@@ -542,7 +565,7 @@ class DwellExecutor:
         if rows:
             targets = [goals[view.agents[k]] for k in rows]
             positions = np.asarray(view.positions)[rows]
-            out[rows] = dwell_scores_many(self.layout, positions, targets)
+            out[rows] = dwell_scores_many(self.layout, positions, targets, self._closer)
         return out
 
     def warm_up(self) -> None:
@@ -556,6 +579,7 @@ __all__ = [
     "DwellExecutor",
     "DwellPolicy",
     "GreedyMedians",
+    "closer_bits",
     "dwell_scores",
     "dwell_scores_many",
     "k_median",
