@@ -245,6 +245,11 @@ class DwellPolicy:
             moved by this share of its total (L1) since they were computed.
         refresh_budget: fleet-scale path: greedy additions per call spent on that recomputation
             (the old points stay in use until the new ones are complete).
+        rematch_budget: fleet-scale path: robots still driving to their point that are matched
+            again at each call, with the robots that need a point (in turns, so that every
+            driving robot comes round).
+        full_every: fleet-scale path: every ``full_every``-th call matches all the idle robots
+            again, as the exact path does at every call (0: never).
 
     Call :meth:`observe` with the orders that have arrived, then :meth:`targets` for the idle
     robots' cells; :meth:`keep_reserve` adjusts a plan before it is applied.
@@ -255,6 +260,8 @@ class DwellPolicy:
     exact_limit: int = 64
     refresh_drift: float = 0.05
     refresh_budget: int = 32
+    rematch_budget: int = 128
+    full_every: int = 8
 
     def __post_init__(self) -> None:
         layout = self.layout
@@ -282,6 +289,8 @@ class DwellPolicy:
         self._run: GreedyMedians | None = None
         self._next: GreedyMedians | None = None
         self.assigned: dict[str, int] = {}  # robot -> row of cells (not the reserve robot)
+        self._turn = 0  # where the next call starts among the driving robots
+        self._calls = 0  # fleet-scale matchings so far
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
@@ -413,10 +422,12 @@ class DwellPolicy:
         only where needed.
 
         A robot keeps the point it had from the previous call while it stays idle (and is not
-        the reserve) and the point stays among ``points``. The others are matched to the
-        points left by least total distance from where they stand now
-        (``linear_sum_assignment`` over those rows and columns only), so a call costs
-        ``O(len(robots))`` plus the matching of the robots that changed.
+        the reserve) and the point stays among ``points``. The others, and up to
+        :attr:`rematch_budget` robots still driving to their kept point (taken in turns), are
+        matched to the points left by least total distance from where they stand now
+        (``linear_sum_assignment`` over those rows and columns only: never worse for them than
+        keeping their points), so a call costs ``O(len(robots))`` plus a matching of at most
+        the robots that changed and the budget.
 
         Returns:
             ``[(robot, row of cells)]``: kept pairs first (in ``robots`` order), then the new
@@ -426,8 +437,18 @@ class DwellPolicy:
         wanted = set(points)
         before = self.assigned
         kept = [(r, before[r]) for r in robots if before.get(r, -1) in wanted]
+        driving = [k for k, (r, j) in enumerate(kept) if idle[r] != self.cells[j]]
+        if driving and self.rematch_budget > 0:
+            start = self._turn % len(driving)
+            again = set((driving[start:] + driving[:start])[: self.rematch_budget])
+            self._turn = start + len(again)
+            kept = [pair for k, pair in enumerate(kept) if k not in again]
+        self._calls += 1
+        if self.full_every > 0 and self._calls % self.full_every == 0:
+            kept = []  # every full_every-th call: all of them, as the exact path does
         used = {j for _, j in kept}
-        loose = [r for r in robots if before.get(r, -1) not in wanted]
+        held = {r for r, _ in kept}
+        loose = [r for r in robots if r not in held]
         free = [j for j in points if j not in used]
         pairs = list(kept)
         if loose and free:
