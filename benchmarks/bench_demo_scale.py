@@ -1,6 +1,7 @@
 """`marlm demo`'s control step at 50..1,000 robots on a 100x100 map, planning counted.
 
-Run: `python benchmarks/bench_demo_scale.py [--robots 50,200,400,1000] [--steps 20] [--map FILE]`.
+Run: `python benchmarks/bench_demo_scale.py [--robots 50,200,400,1000] [--steps 20] [--map FILE]
+[--throughput 0,1,2 --orders 1200 --steps 150]`.
 Without `--map` it writes a 100x100 warehouse (shelf blocks of 2x3, stations on the top and bottom
 rows) to a temporary folder. Each robot count runs the demo's loop (`marlm demo --planner rule
 --executor greedy --sync --tick-ms 0`, dwell points, 24 generated orders, seed 0) through
@@ -50,18 +51,27 @@ def write_map(path: Path, size: int = 100) -> Path:
     return path
 
 
-def run_one(layout, n_robots: int, steps: int, out: Path) -> dict[str, float]:
-    """Median ms per control step, planning and rule layer over ``steps`` steps."""
+def run_one(
+    layout,
+    n_robots: int,
+    steps: int,
+    out: Path,
+    n_orders: int = 24,
+    seed: int = 0,
+    clock=time.perf_counter,
+) -> dict[str, float]:
+    """Median ms per control step, planning and rule layer over ``steps`` steps, and the
+    orders delivered in them."""
     env = WarehouseEnv(
-        layout=layout, n_orders=24, n_robots=n_robots, max_steps=steps, auto_assign=False
+        layout=layout, n_orders=n_orders, n_robots=n_robots, max_steps=steps, auto_assign=False
     )
     rule_ms: list[float] = []
     inner = controller_module.shielded_step
 
     def timed(shield, view, scores):  # the rule layer alone, inside the same steps
-        t0 = time.perf_counter()
+        t0 = clock()
         move = inner(shield, view, scores)
-        rule_ms.append((time.perf_counter() - t0) * 1e3)
+        rule_ms.append((clock() - t0) * 1e3)
         return move
 
     controller_module.shielded_step = timed
@@ -70,15 +80,15 @@ def run_one(layout, n_robots: int, steps: int, out: Path) -> dict[str, float]:
         with TraceWriter(out / f"trace-{n_robots}.jsonl") as trace:
             ctl = Controller(
                 env, build_planner("rule"), GreedyExecutor(), shield, trace, sync_planner=True,
-                seed=0, dwell=DwellPolicy(env.layout, reserve=False),
+                seed=seed, dwell=DwellPolicy(env.layout, reserve=False), clock=clock,
             )  # fmt: skip
-            obs, _ = env.reset(seed=0)
+            obs, _ = env.reset(seed=seed)
             warm_up()
             wall_ms: list[float] = []
             while env.agents:
-                t0 = time.perf_counter()
+                t0 = clock()
                 obs, *_ = ctl.step(obs)
-                wall_ms.append((time.perf_counter() - t0) * 1e3)
+                wall_ms.append((clock() - t0) * 1e3)
             ctl.close()
     finally:
         controller_module.shielded_step = inner
@@ -92,6 +102,49 @@ def run_one(layout, n_robots: int, steps: int, out: Path) -> dict[str, float]:
         "step_ms": step_ms,
         "planning_ms": plan_ms,
         "pibt_ms": pibt_ms,
+        "delivered": len(env.delivered),
+    }
+
+
+def open_orders(layout, n: int, horizon: int = 10**6) -> list:
+    """``n`` orders that have all arrived at step 0 (the generator's shelves and priorities,
+    seed 0), with deadlines beyond the run: the book stays open."""
+    from marlm.envs.warehouse.orders import generate_orders
+
+    return [
+        o.model_copy(update={"arrival": 0, "deadline": horizon})
+        for o in generate_orders(layout, n, seed=0, horizon=1)
+    ]
+
+
+def run_open(layout, n_robots: int, n_open: int, steps: int, out: Path, clock) -> dict:
+    """Median ms per control step (planning counted) with ``n_open`` orders open."""
+    env = WarehouseEnv(
+        layout=layout,
+        orders=open_orders(layout, n_open),
+        n_robots=n_robots,
+        max_steps=steps,
+        auto_assign=False,
+    )
+    shield = make_shield("pibt", env.layout.free, n_robots, 0)
+    with TraceWriter(out / f"trace-open-{n_open}.jsonl") as trace:
+        ctl = Controller(
+            env, build_planner("rule"), GreedyExecutor(), shield, trace, sync_planner=True,
+            seed=0, dwell=DwellPolicy(env.layout, reserve=False), clock=clock,
+        )  # fmt: skip
+        obs, _ = env.reset(seed=0)
+        warm_up()
+        wall_ms: list[float] = []
+        while env.agents:
+            t0 = clock()
+            obs, *_ = ctl.step(obs)
+            wall_ms.append((clock() - t0) * 1e3)
+        ctl.close()
+    steps_ev = [e for e in ctl.events if e["type"] == "step"]
+    return {
+        "wall_ms": statistics.median(wall_ms),
+        "step_ms": statistics.median(e["latency_ms"] for e in steps_ev),
+        "planning_ms": statistics.median(e.get("planning_ms", float("nan")) for e in steps_ev),
     }
 
 
@@ -100,6 +153,25 @@ def main() -> None:
     parser.add_argument("--robots", default="50,200,400,1000")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--map", type=Path, default=None)
+    parser.add_argument(
+        "--throughput",
+        default="",
+        help="seeds (e.g. 0,1,2): instead of timing, print the orders delivered at each robot "
+        "count over --steps steps with --orders generated orders (arrivals over 80%% of them)",
+    )
+    parser.add_argument("--orders", type=int, default=24)
+    parser.add_argument(
+        "--open-orders",
+        default="",
+        help="order counts (e.g. 1000,10000,100000): instead, time the control step with that "
+        "many orders open from step 0, at the first --robots count",
+    )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time in CPU seconds of the control thread (time.thread_time) instead of wall "
+        "seconds: the figure a busy shared machine disturbs least",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -108,9 +180,28 @@ def main() -> None:
         layout = load_layout(path)
         print(f"map {path.name}: {layout.height}x{layout.width}, parsed in "
               f"{time.perf_counter() - t0:.1f} s (start-up, not counted)")  # fmt: skip
+        clock = time.thread_time if args.cpu else time.perf_counter
+        if args.cpu:
+            print("(CPU ms of the control thread, not wall ms)")
+        if args.open_orders:
+            n = int(args.robots.split(",")[0])
+            print(f"robots {n}; open orders  wall p50 ms  step p50 ms  planning p50 ms")
+            for k in (int(x) for x in args.open_orders.split(",")):
+                r = run_open(layout, n, k, args.steps, out, clock)
+                print(f"{k:18d}  {r['wall_ms']:11.2f}  {r['step_ms']:11.2f}  "
+                      f"{r['planning_ms']:15.2f}", flush=True)  # fmt: skip
+            return
+        if args.throughput:
+            print("robots  seed  orders  steps  delivered")
+            for n in (int(x) for x in args.robots.split(",")):
+                for seed in (int(x) for x in args.throughput.split(",")):
+                    r = run_one(layout, n, args.steps, out, args.orders, seed)
+                    print(f"{n:6d}  {seed:4d}  {args.orders:6d}  {args.steps:5d}  "
+                          f"{r['delivered']:9d}", flush=True)  # fmt: skip
+            return
         print("robots  wall p50 ms  step p50 ms  planning p50 ms  PIBT p50 ms  step / PIBT")
         for n in (int(x) for x in args.robots.split(",")):
-            r = run_one(layout, n, args.steps, out)
+            r = run_one(layout, n, args.steps, out, clock=clock)
             ratio = r["step_ms"] / r["pibt_ms"] if r["pibt_ms"] > 0 else float("nan")
             print(
                 f"{n:6d}  {r['wall_ms']:11.2f}  {r['step_ms']:11.2f}  {r['planning_ms']:15.2f}  {r['pibt_ms']:11.2f}"

@@ -234,6 +234,11 @@ def test_dwell_scores_of_many_robots_are_each_robots_dwell_scores():
     many = dwell_scores_many(layout, positions, targets)
     one = [dwell_scores(layout, p, t) for p, t in zip(positions, targets, strict=True)]
     assert np.array_equal(many, np.array(one))
+    # With the executor's cache of each target's closer-move bits, filled, then read again.
+    cache: dict = {}
+    for _ in range(2):
+        assert np.array_equal(dwell_scores_many(layout, positions, targets, cache), many)
+    assert len(cache) == len(set(targets))
 
 
 def test_the_extended_greedy_run_gives_k_medians_points_for_every_k():
@@ -255,3 +260,88 @@ def test_the_extended_greedy_run_gives_k_medians_points_for_every_k():
             demand = demand.copy()
             demand[int(rng.integers(0, m))] += float(rng.integers(1, 5)) / 2
             assert greedy.set_demand(demand)
+
+
+def test_the_fleet_scale_path_keeps_the_robots_that_stay_and_matches_the_rest_optimally(small):
+    # Above exact_limit idle robots (a 1,000-robot fleet solved a 1,000 x 1,000 matching and
+    # re-ran the greedy after every move and order: ~110 ms a step) a robot parked on its point
+    # keeps it while it stays idle and the point stays; the others (new, or still driving: a
+    # budget of them per call) are matched, optimally among themselves. The points are the
+    # greedy k-median of the demand the run was made for.
+    from scipy.optimize import linear_sum_assignment
+
+    rng = np.random.default_rng(7)
+    policy = DwellPolicy(
+        small, reserve=False, exact_limit=2, refresh_budget=3, rematch_budget=2, full_every=0
+    )
+    free = np.argwhere(small.free)
+    robots = [f"robot_{i}" for i in range(12)]
+    before: dict[str, tuple[int, int]] = {}
+    checked = 0
+    for _ in range(80):
+        chosen = [r for r in robots if rng.random() < 0.7]
+        idle = {r: tuple(int(x) for x in free[rng.integers(0, len(free))]) for r in chosen}
+        for r in chosen:  # half of them stand on the point they were given
+            if r in before and rng.random() < 0.5:
+                idle[r] = before[r]
+        if rng.random() < 0.3:
+            shelf = policy.shelves[int(rng.integers(0, len(policy.shelves)))]
+            policy.demand[policy.shelves.index(shelf)] += 1.0
+        out = policy.targets(idle)
+        if len(idle) <= 2:
+            before = {}
+            continue
+        run = policy._run
+        want = k_median(policy.cost, run.demand, len(idle), run.fixed)
+        assert sorted(out.values()) == sorted(policy.cells[j] for j in want)
+        assert set(out) == set(idle)
+        stayed = {r for r in idle if r in before and out[r] == before[r]}
+        parked = {r for r in idle if r in before and idle[r] == before[r]}
+        assert {r for r in parked if policy.cells.index(before[r]) in want} <= stayed
+        checked += len(parked)
+        loose = [r for r in idle if r not in stayed]
+        if loose:
+            pts = [policy.cells.index(out[r]) for r in loose]
+            dist = np.array([[policy.layout.distance_from(policy.cells[p])[idle[r]] for p in pts]
+                             for r in loose], dtype=float)  # fmt: skip
+            got = sum(dist[i, i] for i in range(len(loose)))
+            rows, cols = linear_sum_assignment(dist)
+            assert got == dist[rows, cols].sum()
+        before = dict(out)
+    assert checked > 50
+
+
+def test_the_fleet_scale_points_follow_a_drifting_demand_within_budgeted_calls(small):
+    policy = DwellPolicy(small, reserve=False, exact_limit=1, refresh_drift=0.05,
+                         refresh_budget=2)  # fmt: skip
+    free = [tuple(int(x) for x in c) for c in np.argwhere(small.free)]
+    idle = {f"robot_{i}": free[i] for i in range(6)}
+    first = policy.targets(idle)
+    assert sorted(first.values()) == sorted(
+        policy.cells[j] for j in k_median(policy.cost, policy.demand, 6)
+    )
+    policy.demand[0] += 0.04 * policy.demand.sum()  # below the drift: the points stay
+    assert policy.targets(idle) == first
+    policy.demand[-1] += 0.1 * policy.demand.sum()
+    want = sorted(policy.cells[j] for j in k_median(policy.cost, policy.demand, 6))
+    calls = [sorted(policy.targets(idle).values()) for _ in range(3)]  # 2 additions a call
+    assert calls[0] == calls[1] == sorted(first.values())
+    assert calls[2] == want
+
+
+def test_every_full_every_th_fleet_matching_is_the_exact_paths_matching(small):
+    # The kept points drift from the least total distance as robots come and go; every
+    # full_every-th call matches all idle robots again, from where they stand.
+    free = [tuple(int(x) for x in c) for c in np.argwhere(small.free)]
+    rng = np.random.default_rng(3)
+    fleet = DwellPolicy(small, reserve=False, exact_limit=1, full_every=3)
+    exact = DwellPolicy(small, reserve=False)
+    for call in range(1, 10):
+        idle = {f"robot_{i}": free[int(rng.integers(0, len(free)))] for i in range(8)}
+        out = fleet.targets(idle)
+        if call % 3 == 0:
+            want = exact.targets(idle)
+            assert sorted(out.values()) == sorted(want.values())
+            d = {r: int(small.distance_from(out[r])[idle[r]]) for r in idle}
+            w = {r: int(small.distance_from(want[r])[idle[r]]) for r in idle}
+            assert sum(d.values()) == sum(w.values())

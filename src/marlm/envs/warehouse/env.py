@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -357,9 +359,11 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         return self._pos.copy()
 
     @property
-    def orders(self) -> dict[str, Order]:
-        """All orders of the episode by id (including future ones)."""
-        return dict(self._orders)
+    def orders(self) -> Mapping[str, Order]:
+        """All orders of the episode by id (including future ones): a read-only view, not a
+        copy (a step reads it once per order event; copying 100,000 orders each time was
+        most of a step)."""
+        return MappingProxyType(self._orders)
 
     @property
     def last_events(self) -> list[dict]:
@@ -396,18 +400,35 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         deadline, arrival, id). A planner that reads urgency from the notes passes its own key,
         so that an order it finds urgent is not offered behind a routine order for the same
         shelf. The other arrived, unassigned orders wait (:meth:`waiting_orders`)."""
-        first: dict[str, str] = {}
-        for order in sorted(self._unassigned(), key=precedence or dispatch_key):
-            if order.shelf not in self._shelf_holder:
-                first.setdefault(order.shelf, order.id)
-        return [o for o in self._orders.values() if first.get(o.shelf) == o.id]
+        orders, holder = self._orders, self._shelf_holder
+        if precedence is None or precedence is dispatch_key:
+            # Each shelf's queue is kept sorted by dispatch_key: its head is the first.
+            book = self._book
+            if self._offered[0] == book:
+                return list(self._offered[1])
+            first = [q[0][1] for shelf, q in self._open.items() if shelf not in holder]
+        else:  # a planner's key may change between calls: the least of each free shelf's queue
+            place = self._place
+            first = [
+                min((e[1] for e in q), key=lambda o: (precedence(orders[o]), place[o]))
+                for shelf, q in self._open.items()
+                if shelf not in holder
+            ]
+        first.sort(key=self._place.__getitem__)
+        offered = [orders[o] for o in first]
+        if precedence is None or precedence is dispatch_key:
+            self._offered = (self._book, offered)
+            return list(offered)
+        return offered
 
     def waiting_orders(self, precedence: Callable[[Order], Any] | None = None) -> list[Order]:
         """Arrived, unassigned orders not offered now (:meth:`pending_orders` with the same
         ``precedence``): their shelf is held by another order, or another order for it comes
         first; in order-list order."""
         ready = {o.id for o in self.pending_orders(precedence)}
-        return [o for o in self._unassigned() if o.id not in ready]
+        waiting = [e[1] for q in self._open.values() for e in q if e[1] not in ready]
+        waiting.sort(key=self._place.__getitem__)
+        return [self._orders[o] for o in waiting]
 
     def shelf_holder(self, shelf: str) -> str | None:
         """Id of the order that holds ``shelf`` (assigned or picked, not yet delivered), or None
@@ -477,6 +498,7 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         self._task[i] = self._target[i] = None
         self._status[order_id] = "pending"
         self._n_pending += 1
+        self._open_add(self._orders[order_id])
         self._shelf_holder.pop(self._orders[order_id].shelf, None)  # the shelf is unclaimed again
         self._pending_events.append(self._event("released", order_id, i))
         return order_id
@@ -493,6 +515,13 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         self._missed: list[str] = []
         self._step_count = 0
         self._n_pending = 0  # orders with status "pending"
+        # The open book: shelf -> [(dispatch_key, id)] of its pending orders, sorted, and each
+        # order's place in the order list; _book counts changes of status or shelf holder, and
+        # _offered keeps pending_orders() of the default key for the current _book.
+        self._open: dict[str, list[tuple[tuple, str]]] = {}
+        self._place = {o: k for k, o in enumerate(self._orders)}
+        self._book = 0
+        self._offered: tuple[int, list[Order]] = (-1, [])
         self._cells = [0] * self.n_robots  # flat cell index row * width + col of each robot
         self._carrying = [False] * self.n_robots
         self._task: list[str | None] = [None] * self.n_robots
@@ -542,10 +571,21 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         access = self.layout.access[self._orders[order_id].shelf]
         return self._distances(access)[self._cells[i]]
 
-    def _unassigned(self) -> list[Order]:
-        return [self._orders[o] for o in self._orders if self._status[o] == "pending"]
+    def _open_add(self, order: Order) -> None:
+        """Put a pending order in its shelf's queue (``O(log q + q)`` for ``q`` on that shelf)."""
+        bisect.insort(self._open.setdefault(order.shelf, []), (dispatch_key(order), order.id))
+        self._book += 1
+
+    def _open_remove(self, order: Order) -> None:
+        """Take an order that stops being pending out of its shelf's queue."""
+        queue = self._open[order.shelf]
+        del queue[bisect.bisect_left(queue, (dispatch_key(order), order.id))]
+        if not queue:
+            del self._open[order.shelf]
+        self._book += 1
 
     def _assign(self, i: int, order_id: str, events: list[dict]) -> None:
+        self._open_remove(self._orders[order_id])
         self._shelf_holder[self._orders[order_id].shelf] = order_id
         self._task[i] = order_id
         self._target[i] = self.layout.access[self._orders[order_id].shelf]
@@ -592,6 +632,7 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
                 self._task[i] = self._target[i] = None
                 self._status[order_id] = "delivered"
                 del self._shelf_holder[self._orders[order_id].shelf]
+                self._book += 1  # the shelf is free: its first order is offered
                 self._delivered[order_id] = self._step_count
                 parts[i][PART_DELIVERY] = float(self.reward_weights.delivery)
                 events.append(self._event("delivered", order_id, i))
@@ -606,6 +647,7 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
             order = self._by_arrival[self._next_arrival]
             self._status[order.id] = "pending"
             self._n_pending += 1
+            self._open_add(order)
             events.append(self._event("order_arrived", order.id, None))
             self._next_arrival += 1
         while (

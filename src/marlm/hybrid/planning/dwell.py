@@ -182,6 +182,11 @@ class GreedyMedians:
             self._best = best
         return self.chosen[:k]
 
+    @property
+    def exhausted(self) -> bool:
+        """True once :meth:`first` found no point left to add."""
+        return self._exhausted
+
     def _full_totals(self, best: np.ndarray) -> np.ndarray:
         if np.isinf(best).all():  # min(cost, inf) is cost
             return self.cost @ self.demand
@@ -233,6 +238,19 @@ class DwellPolicy:
     Args:
         layout: the warehouse layout.
         reserve: keep one idle robot for urgent orders (see the module docstring).
+        exact_limit: with at most this many idle robots (besides the reserve) every call places
+            them exactly: the greedy k-median of the demand seen so far, matched by least total
+            distance from where the robots stand now. With more, the fleet-scale path
+            (:meth:`targets`) keeps the work per step small.
+        refresh_drift: fleet-scale path: the dwell points are recomputed once the demand has
+            moved by this share of its total (L1) since they were computed.
+        refresh_budget: fleet-scale path: greedy additions per call spent on that recomputation
+            (the old points stay in use until the new ones are complete).
+        rematch_budget: fleet-scale path: robots still driving to their point that are matched
+            again at each call, with the robots that need a point (in turns, so that every
+            driving robot comes round).
+        full_every: fleet-scale path: every ``full_every``-th call matches all the idle robots
+            again, as the exact path does at every call (0: never).
 
     Call :meth:`observe` with the orders that have arrived, then :meth:`targets` for the idle
     robots' cells; :meth:`keep_reserve` adjusts a plan before it is applied.
@@ -240,6 +258,11 @@ class DwellPolicy:
 
     layout: Layout
     reserve: bool = True
+    exact_limit: int = 64
+    refresh_drift: float = 0.05
+    refresh_budget: int = 32
+    rematch_budget: int = 128
+    full_every: int = 8
 
     def __post_init__(self) -> None:
         layout = self.layout
@@ -263,6 +286,12 @@ class DwellPolicy:
         self._medians: GreedyMedians | None = None
         self._reserve_cache: tuple[bytes, int] | None = None
         self._matching: tuple[tuple, list[int], list[int]] | None = None  # key, rows, columns
+        # Fleet-scale path: the greedy run in use, the one being computed, and who goes where.
+        self._run: GreedyMedians | None = None
+        self._next: GreedyMedians | None = None
+        self.assigned: dict[str, int] = {}  # robot -> row of cells (not the reserve robot)
+        self._turn = 0  # where the next call starts among the driving robots
+        self._calls = 0  # fleet-scale matchings so far
 
     def observe(self, orders: Iterable[OrderView]) -> None:
         """Count the arrived ``orders`` not counted yet: ``DEMAND_WEIGHT[priority]`` on the
@@ -332,24 +361,104 @@ class DwellPolicy:
             robots.remove(self.reserve_robot)
         else:
             self.reserve_robot = None
+        if len(robots) > self.exact_limit:
+            for robot, j in self._rematch(idle, robots, self._fleet_points(len(robots), fixed)):
+                out[robot] = self.cells[j]
+            return out
         points = self._points(len(robots), fixed)
+        self.assigned = {}
         if robots and points:
             rows = np.array([int(idle[r][0]) for r in robots], dtype=np.intp)
             cols = np.array([int(idle[r][1]) for r in robots], dtype=np.intp)
-            # dist[i, j]: steps from robot i to point j (_steps, for all of them at once).
             # The same robots on the same cells for the same points: the same matching (robots
             # parked at their dwell points, step after step), so it is not solved again.
             key = (tuple(robots), rows.tobytes(), cols.tobytes(), tuple(points))
             if self._matching is None or self._matching[0] != key:
-                dist = np.empty((len(robots), len(points)), dtype=np.float64)
-                for j, p in enumerate(points):
-                    dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
-                dist[dist < 0] = UNREACHABLE_DISTANCE
-                matched = linear_sum_assignment(dist)
+                matched = linear_sum_assignment(self._distances(rows, cols, points))
                 self._matching = (key, matched[0].tolist(), matched[1].tolist())
             for i, j in zip(self._matching[1], self._matching[2], strict=True):
                 out[robots[i]] = self.cells[points[j]]
+                self.assigned[robots[i]] = points[j]
         return out
+
+    def _distances(self, rows: np.ndarray, cols: np.ndarray, points: Sequence[int]) -> np.ndarray:
+        """``float64[len(rows), len(points)]``: steps from the cell ``(rows[i], cols[i])`` to
+        the parking cell ``points[j]`` (:func:`_steps`, for all of them at once)."""
+        dist = np.empty((len(rows), len(points)), dtype=np.float64)
+        for j, p in enumerate(points):
+            dist[:, j] = self.layout.distance_from(self.cells[p])[rows, cols]
+        dist[dist < 0] = UNREACHABLE_DISTANCE
+        return dist
+
+    def _fleet_points(self, k: int, fixed: Sequence[int]) -> list[int]:
+        """The fleet-scale path's ``k`` dwell points: the first ``k`` (not in ``fixed``) of a
+        greedy run (:class:`GreedyMedians`) computed for the demand and fixed rows of some
+        earlier call.
+
+        The run in use is replaced once the demand has drifted from its own by more than
+        :attr:`refresh_drift` (L1 over its total) or ``fixed`` changed: a run for the demand of
+        that call is extended by :attr:`refresh_budget` additions per call and takes over when
+        it has ``k`` points (or no more). A larger ``k`` extends the run in use at once (greedy
+        addition does not depend on ``k``, so the points of fewer robots stay)."""
+        fixed = tuple(int(j) for j in fixed)
+        run = self._run
+        if run is None:
+            run = self._run = GreedyMedians(self.cost, self.demand, fixed)
+        elif self._next is None:
+            drift = float(np.abs(self.demand - run.demand).sum()) / float(run.demand.sum())
+            if drift > self.refresh_drift or run.fixed != fixed:
+                self._next = GreedyMedians(self.cost, self.demand, fixed)
+        if self._next is not None:
+            nxt = self._next
+            nxt.first(min(k, len(nxt.chosen) + max(1, self.refresh_budget)))
+            if len(nxt.chosen) >= k or nxt.exhausted:
+                run, self._run, self._next = nxt, nxt, None
+        # A run made for other fixed rows may hold today's among its points.
+        return [j for j in run.first(k + len(fixed)) if j not in fixed][:k]
+
+    def _rematch(
+        self, idle: Mapping[str, Cell], robots: list[str], points: list[int]
+    ) -> list[tuple[str, int]]:
+        """Fleet-scale matching of ``robots`` to ``points`` (rows of :attr:`cells`), changed
+        only where needed.
+
+        A robot keeps the point it had from the previous call while it stays idle (and is not
+        the reserve) and the point stays among ``points``. The others, and up to
+        :attr:`rematch_budget` robots still driving to their kept point (taken in turns), are
+        matched to the points left by least total distance from where they stand now
+        (``linear_sum_assignment`` over those rows and columns only: never worse for them than
+        keeping their points), so a call costs ``O(len(robots))`` plus a matching of at most
+        the robots that changed and the budget.
+
+        Returns:
+            ``[(robot, row of cells)]``: kept pairs first (in ``robots`` order), then the new
+            ones; robots left over when the points run out get none. :attr:`assigned` is set to
+            the same pairs.
+        """
+        wanted = set(points)
+        before = self.assigned
+        kept = [(r, before[r]) for r in robots if before.get(r, -1) in wanted]
+        driving = [k for k, (r, j) in enumerate(kept) if idle[r] != self.cells[j]]
+        if driving and self.rematch_budget > 0:
+            start = self._turn % len(driving)
+            again = set((driving[start:] + driving[:start])[: self.rematch_budget])
+            self._turn = start + len(again)
+            kept = [pair for k, pair in enumerate(kept) if k not in again]
+        self._calls += 1
+        if self.full_every > 0 and self._calls % self.full_every == 0:
+            kept = []  # every full_every-th call: all of them, as the exact path does
+        used = {j for _, j in kept}
+        held = {r for r, _ in kept}
+        loose = [r for r in robots if r not in held]
+        free = [j for j in points if j not in used]
+        pairs = list(kept)
+        if loose and free:
+            rows = np.array([int(idle[r][0]) for r in loose], dtype=np.intp)
+            cols = np.array([int(idle[r][1]) for r in loose], dtype=np.intp)
+            matched = linear_sum_assignment(self._distances(rows, cols, free))
+            pairs += [(loose[i], free[j]) for i, j in zip(*matched, strict=True)]
+        self.assigned = dict(pairs)
+        return pairs
 
     def keep_reserve(self, plan: Plan, classes: Mapping[str, str]) -> Plan:
         """``plan`` with the reserve robot kept for urgent work.
@@ -410,10 +519,30 @@ def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.nd
     return downhill_scores(closer, blocked, np.ones(1, dtype=bool))[0]
 
 
-def dwell_scores_many(layout: Layout, positions: np.ndarray, targets: Sequence[Cell]) -> np.ndarray:
+def closer_bits(layout: Layout, target: Cell) -> np.ndarray:
+    """``uint8[H * W]`` by flat cell ``row * W + col``: bit ``k`` set when move ``k + 1`` (up,
+    down, left, right) from that cell leads to a free cell nearer to ``target`` by shortest
+    path (never from or into a cell with no path to it, nor off the map)."""
+    dist = layout.distance_from(target).astype(np.int64)
+    padded = np.pad(dist, 1, constant_values=-1)
+    h, w = dist.shape
+    bits = np.zeros((h, w), dtype=np.uint8)
+    for k in range(len(MOVES) - 1):
+        dr, dc = int(MOVES[k + 1, 0]), int(MOVES[k + 1, 1])
+        nb = padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
+        bits |= (((nb >= 0) & (dist >= 0) & (nb < dist)) << k).astype(np.uint8)
+    return bits.reshape(-1)
+
+
+def dwell_scores_many(
+    layout: Layout,
+    positions: np.ndarray,
+    targets: Sequence[Cell],
+    cache: dict[Cell, np.ndarray] | None = None,
+) -> np.ndarray:
     """:func:`dwell_scores` of many robots at once: ``float64[n, 5]``, row ``i`` for the robot
-    at ``positions[i]`` (``int[n, 2]``) driving to ``targets[i]``; the same values, read with
-    one gather per robot instead of a loop over its moves."""
+    at ``positions[i]`` (``int[n, 2]``) driving to ``targets[i]``; the same values, read from
+    each target's :func:`closer_bits` (kept in ``cache`` when given: one lookup per robot)."""
     n = len(targets)
     free = np.asarray(layout.free, dtype=bool)
     h, w = free.shape
@@ -422,13 +551,15 @@ def dwell_scores_many(layout: Layout, positions: np.ndarray, targets: Sequence[C
     inside = (nb[..., 0] >= 0) & (nb[..., 0] < h) & (nb[..., 1] >= 0) & (nb[..., 1] < w)
     rr, cc = np.clip(nb[..., 0], 0, h - 1), np.clip(nb[..., 1], 0, w - 1)
     blocked = ~inside | ~free[rr, cc]
-    here = np.empty(n, dtype=np.int64)
-    there = np.empty((n, len(MOVES) - 1), dtype=np.int64)
+    cache = {} if cache is None else cache
+    flat = (pos[:, 0] * w + pos[:, 1]).tolist()
+    bits = np.empty(n, dtype=np.uint8)
     for i, target in enumerate(targets):
-        dist = layout.distance_from(target)
-        here[i] = dist[pos[i, 0], pos[i, 1]]
-        there[i] = dist[rr[i], cc[i]]
-    closer = ~blocked & (there >= 0) & (there < here[:, None])
+        table = cache.get(target)
+        if table is None:
+            table = cache[target] = closer_bits(layout, target)
+        bits[i] = table[flat[i]]
+    closer = (bits[:, None] >> np.arange(len(MOVES) - 1, dtype=np.uint8)[None, :]) & 1 > 0
     return downhill_scores(closer, blocked, np.ones(n, dtype=bool))
 
 
@@ -446,6 +577,7 @@ class DwellExecutor:
         self.inner = inner
         self.layout = layout
         self.name = inner.name
+        self._closer: dict[Cell, np.ndarray] = {}  # target -> closer_bits(layout, target)
 
     def scores(self, view: Any, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[len(view.agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
@@ -455,7 +587,7 @@ class DwellExecutor:
         if rows:
             targets = [goals[view.agents[k]] for k in rows]
             positions = np.asarray(view.positions)[rows]
-            out[rows] = dwell_scores_many(self.layout, positions, targets)
+            out[rows] = dwell_scores_many(self.layout, positions, targets, self._closer)
         return out
 
     def warm_up(self) -> None:
@@ -469,6 +601,7 @@ __all__ = [
     "DwellExecutor",
     "DwellPolicy",
     "GreedyMedians",
+    "closer_bits",
     "dwell_scores",
     "dwell_scores_many",
     "k_median",

@@ -77,6 +77,8 @@ class BusyRobot:
         steps_to_free: shortest-path steps until it delivers and is free (``int``).
         free_distance: ``{order_id: steps}`` from its delivery cell to each pending order's pick
             cell (``int``), i.e. the travel of that order if this robot takes it once free.
+            Read-only: one dict is shared by the robots of a snapshot with the same delivery
+            cell (built once per station, not once per robot).
     """
 
     robot: str
@@ -352,6 +354,7 @@ def busy_robots(env: Any, pending: Sequence[OrderView]) -> tuple[BusyRobot, ...]
         if order_id is not None:
             tasks.append((i, robot, env.orders[order_id], bool(env.carrying(robot))))
     targets = [*pending, *(order for _, _, order, carrying in tasks if not carrying)]
+    by_drop: dict[tuple[int, int], dict[str, int]] = {}  # one table per station, not per robot
     out = []
     for i, robot, order, carrying in tasks:
         pos = (int(positions[i][0]), int(positions[i][1]))
@@ -361,8 +364,10 @@ def busy_robots(env: Any, pending: Sequence[OrderView]) -> tuple[BusyRobot, ...]
             steps = int(to_drop[pos])
         else:
             steps = int(layout.distance_from(access)[pos]) + int(to_drop[access])
-        free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in targets}
-        free = {k: (v if v >= 0 else 10**6) for k, v in free.items()}
+        free = by_drop.get(drop)
+        if free is None:
+            free = {o.id: int(layout.distance_from(layout.access[o.shelf])[drop]) for o in targets}
+            free = by_drop[drop] = {k: (v if v >= 0 else 10**6) for k, v in free.items()}
         out.append(BusyRobot(robot, order, carrying, steps if steps >= 0 else 10**6, free))
     return tuple(out)
 

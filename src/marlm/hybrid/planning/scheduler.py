@@ -358,17 +358,23 @@ class PlanScheduler:
             elif done is not None:
                 self._apply_answer(done)
         self._watch_breaker()
-        snap = snapshot_of(self.env, self._precedence)
+        env = self.env
+        # The snapshot (distances from every movable robot to every offered order) is built
+        # only when a plan is made: at fleet scale it is most of a step's planning.
+        pending = tuple(env.pending_orders(self._precedence))
+        idle = tuple(env.idle_robots())
         if self.dwell is not None:  # the demand so far, and the reserve robot among the idle
-            self.dwell.observe(snap.pending)
+            self.dwell.observe(pending)
             if self.dwell.reserve:  # only the reserve robot matters here, not the others' points
-                self.dwell.choose_reserve(idle_cells(self.env))
+                self.dwell.choose_reserve(idle_cells(env))
         if self.ahead:
+            snap = snapshot_of(env, self._precedence)
             self._triage_ahead(snap)
             self._plan_now(snap)
-        elif snap.pending and (snap.idle or self._may_preempt(snap)):
-            key = snap.key()
+        elif pending and (idle or self._may_preempt_now()):
+            key = (frozenset(o.id for o in pending), frozenset(idle))  # Snapshot.key()
             if key != self._last_key:
+                snap = snapshot_of(env, self._precedence)
                 self._last_key = key
                 if self.async_planner is None:
                     self._requested[id(snap)] = self.clock()
@@ -663,6 +669,13 @@ class PlanScheduler:
         if plan.source == PlanSource.FALLBACK:
             kind = failure_kind(plan)
             FailureRecord(kind=kind, step=step, detail=plan.error).emit_to(self.emit)
+
+    def _may_preempt_now(self) -> bool:
+        """:meth:`_may_preempt` of the snapshot of now, read from the env without building it."""
+        env = self.env
+        return bool(getattr(self.planner, "preempts", False)) and any(
+            env.task_of(a) is not None and not env.carrying(a) for a in env.possible_agents
+        )
 
     def _may_preempt(self, snap: Snapshot) -> bool:
         """Whether a planner that reassigns robots before pick-up (``preempts = True``, e.g.
