@@ -82,6 +82,7 @@ def time_episode(
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--big-steps", type=int, default=32)
+    ap.add_argument("--big-robots", type=int, default=10_000, help="robots on the 500 x 140 map")
     ap.add_argument("--only", choices=("wfi", "big"), default=None)
     args = ap.parse_args(argv)
     params = np.array(json.loads(LEARNED.read_text())["params"], dtype=float)
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "wfi"):
         settings.append(("wfi 192 robots", wfi_map(), 192, 256, 2.0))
     if args.only in (None, "big"):
-        settings.append(("500x140 10,000 robots", big_map(), 10_000, args.big_steps + 1, 50.0))
+        name = f"500x140 {args.big_robots:,} robots"
+        settings.append((name, big_map(), args.big_robots, args.big_steps + 1, 50.0))
     # warm the compiled kernels outside the timed runs
     free, starts, targets = wfi_map()
     warm = random_instance(free, 8, 8, 0, starts, targets)
