@@ -11,7 +11,7 @@ episode (``random_instance``: each robot gets its next target as soon as it reac
   apart (it builds a table for every target in use).
 
 The hand guidance runs in the same process as the baseline, and the script prints the ratio.
-Targets (issue list of the project): at most 2 ms at 192 robots, at most 50 ms at 10,000.
+Targets: at most 2 ms at 192 robots, at most 50 ms at 10,000.
 
 Usage: ``python benchmarks/bench_guidance_decision.py [--big-steps 32] [--only wfi|big]``.
 """
