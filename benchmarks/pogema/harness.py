@@ -207,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.startswith("marlm"):
             run_one(a, 8, 0, args.penalty, swap, params)
     with out.open("w") as fh:
-        for n in parse_ints(args.agents):
-            for seed in parse_ints(args.seeds):
+        # seeds outermost: a run stopped early still covers every robot count on its seeds
+        for seed in parse_ints(args.seeds):
+            for n in parse_ints(args.agents):
                 for algorithm in algorithms:
                     row = run_one(algorithm, n, seed, args.penalty, swap, params)
                     line = json.dumps(row)

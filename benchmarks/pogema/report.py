@@ -57,15 +57,23 @@ def main(argv: list[str]) -> int:
         series[BOUND] = vals
         lines.append("| free-flow bound (each agent alone) | "
                      + " | ".join(f"{v:.2f}" for v in vals) + " |")  # fmt: skip
-    if "marlm_hand" in rows and "marlm_learned" in rows:
+    for alg in ("marlm", "marlm_learned"):
+        if "marlm_hand" not in rows or alg not in rows:
+            continue
         cells = []
         for n in agents:
-            common = sorted(set(rows["marlm_hand"][n]) & set(rows["marlm_learned"][n]))
-            r = np.array([rows["marlm_learned"][n][s]["avg_throughput"]
+            common = sorted(set(rows["marlm_hand"][n]) & set(rows[alg][n]))
+            r = np.array([rows[alg][n][s]["avg_throughput"]
                           / rows["marlm_hand"][n][s]["avg_throughput"] for s in common])  # fmt: skip
-            wins = int((r > 1).sum())
-            cells.append(f"{r.mean():.3f} ± {r.std():.3f} ({wins}/{len(r)} seeds)")
-        lines.append("| marlm_learned / marlm_hand (per seed) | " + " | ".join(cells) + " |")
+            wins, ties = int((r > 1).sum()), int((r == 1).sum())
+            cells.append(
+                f"{r.mean():.3f} ± {r.std():.3f}, min {r.min():.3f} "
+                f"({wins} won, {ties} tied of {len(r)} seeds)"
+            )
+        lines.append(f"| {alg} / marlm_hand (per seed, mean ± sd) | " + " | ".join(cells) + " |")
+    counts = [len(rows[alg][n]) for n in agents for alg in (OURS[0],) if alg in rows]
+    if counts:
+        lines.append("| seeds (marlm) | " + " | ".join(map(str, counts)) + " |")
     best = np.zeros(len(agents))
     for alg, per_n in published.items():
         same, every = [], []

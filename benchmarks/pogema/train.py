@@ -57,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sigma0", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0, help="seed of the CMA-ES search")
     ap.add_argument("--penalty", type=int, default=2, help="the hand rule's penalty")
+    ap.add_argument(
+        "--init",
+        default=None,
+        help="start the search at the params of this result.json (refine a run)",
+    )
     ap.add_argument("--copy-to", default=None, help="also write result.json here (a new file)")
     args = ap.parse_args(argv)
     if args.map != "wfi_warehouse":
@@ -73,13 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     gt = load_module(
         "marlm.experiments.guidance_training", "marlm/experiments/guidance_training.py"
     )
+    mean0 = None
+    if args.init:
+        try:
+            mean0 = tuple(float(v) for v in json.loads(Path(args.init).read_text())["params"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            return fail("--init", f"cannot read params from {args.init} ({e}); give a "
+                        "result.json written by this command")  # fmt: skip
     try:
         config = gt.TrainConfig(
             generations=args.generations, population=args.population, sigma0=args.sigma0,
-            seed=args.seed, penalty=args.penalty,
+            seed=args.seed, penalty=args.penalty, mean0=mean0,
         )  # fmt: skip
     except ValueError as e:
-        return fail("--generations/--population/--sigma0", str(e))
+        return fail("--generations/--population/--sigma0/--init", str(e))
     pairs = [pogema_instance(n, s) for n in agents for s in seeds]
     instances = [p[0] for p in pairs]
     target_cells = pairs[0][1]

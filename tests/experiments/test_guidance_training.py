@@ -74,3 +74,20 @@ def test_learned_guidance_beats_the_hand_guidance_on_held_out_seeds(tmp_path):
     assert (hand * 96).tolist() == [312, 297, 307]  # targets reached per seed
     assert (learned * 96).tolist() == [351, 352, 346]
     assert learned.mean() >= 1.10 * hand.mean()
+
+
+def test_a_search_started_at_a_previous_result_never_ends_below_it(tmp_path):
+    """``mean0`` (``train.sh --init``) starts CMA-ES at given params: the result is at least as
+    good on the training seeds as those params, and a wrong length names the field."""
+    free, targets = small_map()
+    train_set = instances(40, 96, (1,))
+    start = (0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    cfg = TrainConfig(generations=1, population=4, seed=3, sigma0=0.1, mean0=start)
+    result = train(train_set, tmp_path, cfg, targets)
+    hand = throughputs(None, train_set, targets, cfg)
+    at_start = throughputs(np.array(start), train_set, targets, cfg)
+    assert at_start.tolist() != hand.tolist()  # the start is not the hand guidance
+    assert result["score"] >= float(np.mean(at_start / hand))
+    assert max(abs(p - s) for p, s in zip(result["params"], start, strict=True)) < 1.0
+    with pytest.raises(ValueError, match="mean0 must have 11 entries"):
+        TrainConfig(mean0=(1.0, 2.0))

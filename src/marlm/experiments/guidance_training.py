@@ -55,7 +55,10 @@ class TrainConfig:
     Args:
         generations: CMA-ES generations; population: candidates per generation;
         sigma0: initial step size; seed: of the search; penalty: the hand rule's penalty;
-        period, bound: of the online update (steps between updates, largest extra cost).
+        period, bound: of the online update (steps between updates, largest extra cost);
+        mean0: the search's initial mean (``N_PARAMS`` floats, e.g. a previous run's
+        ``params`` to refine it; the result is never worse than it on the training instances);
+        None = zeros, the hand guidance.
     """
 
     generations: int = 20
@@ -65,8 +68,11 @@ class TrainConfig:
     penalty: int = 2
     period: int = 16
     bound: float = 2.0
+    mean0: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.mean0 is not None and len(self.mean0) != N_PARAMS:
+            raise ValueError(f"mean0 must have {N_PARAMS} entries, got {len(self.mean0)}")
         for name in ("generations", "population"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -142,10 +148,11 @@ def train(
             raise ValueError(f"{ckpt} is from another config or instance set; use a new run_dir")
     else:
         bounds = np.tile([LOWER, UPPER], (N_PARAMS, 1))
+        mean0 = np.zeros(N_PARAMS) if config.mean0 is None else np.array(config.mean0)
         state = {
             "key": key,
             "optimizer": CMA(
-                mean=np.zeros(N_PARAMS),
+                mean=np.clip(mean0, LOWER, UPPER),
                 sigma=config.sigma0,
                 bounds=bounds,
                 seed=config.seed,
@@ -162,6 +169,10 @@ def train(
 
     def score(x: np.ndarray) -> float:
         return float(np.mean(throughputs(x, instances, target_cells, config) / hand))
+
+    if state["generation"] == 0 and config.mean0 is not None and not state["history"]:
+        start = np.clip(np.array(config.mean0), LOWER, UPPER)
+        state["best"] = max(state["best"], (score(start), start), key=lambda b: b[0])
 
     done_now = 0
     while state["generation"] < config.generations:

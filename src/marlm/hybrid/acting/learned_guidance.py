@@ -256,12 +256,19 @@ class GuidedMover:
         self.cost = np.asarray(online.costs() if online else costs, dtype=np.int32)
         v = self.layer.nbr.shape[0]
         self.slot_of = np.full(v, -1, dtype=np.int64)
-        self.pool = np.zeros((int(np.asarray(free).sum()) + 1, v), dtype=np.int32)
+        # grown on demand: a table per target cell in use (a dense [free cells, V] pool would
+        # reserve 15 GB on a 500 x 140 map)
+        self.pool = np.zeros((min(64, v), v), dtype=np.int32)
         self.n_tables = 0
         self.table_builds = 0
 
     def _tables(self, goal_cells: np.ndarray) -> np.ndarray:
         missing = np.unique(goal_cells[self.slot_of[goal_cells] < 0])
+        need = self.n_tables + len(missing)
+        if need > len(self.pool):
+            grown = np.zeros((max(need, 2 * len(self.pool)), self.pool.shape[1]), dtype=np.int32)
+            grown[: self.n_tables] = self.pool[: self.n_tables]
+            self.pool = grown
         for c in missing.tolist():
             self.pool[self.n_tables] = guided_distance(self.layer.nbr, self.cost, c)
             self.slot_of[c] = self.n_tables

@@ -1,0 +1,118 @@
+"""Decision time of PIBT under the learned guidance: CPU ms per step at 192 and 10,000 robots.
+
+Two settings, each timed with ``time.process_time`` around ``GuidedMover.act`` only (the whole
+decision: distance tables of the targets in use, scores, PIBT, the online update), on a lifelong
+episode (``random_instance``: each robot gets its next target as soon as it reaches one):
+
+- ``wfi``: POGEMA's ``wfi_warehouse`` (33 x 46, ``benchmarks/pogema/data``), 192 robots, 256
+  steps (a whole episode of the benchmark, so the table builds are amortised as there);
+- ``big``: a 500 x 140 warehouse in the same pattern (1 x 10 shelves between target rows, aisles
+  every 4 rows and 11 columns), 10,000 robots, ``--big-steps`` steps after a first step timed
+  apart (it builds a table for every target in use).
+
+The hand guidance runs in the same process as the baseline, and the script prints the ratio.
+Targets: at most 2 ms at 192 robots, at most 50 ms at 10,000.
+
+Usage: ``python benchmarks/bench_guidance_decision.py [--big-steps 32] [--only wfi|big]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from marlm.envs.warehouse.dynamics import MOVES
+from marlm.hybrid.learned_guidance import Guidance, LifelongInstance, random_instance
+
+HERE = Path(__file__).resolve().parent
+WFI = HERE / "pogema" / "data" / "wfi_warehouse.txt"
+LEARNED = HERE / "pogema" / "data" / "guidance-wfi_warehouse.json"
+
+
+def wfi_map() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(free, start_cells, target_cells)``, ``bool[33, 46]`` each, of POGEMA's warehouse."""
+    rows = [list(r) for r in WFI.read_text().split()]
+    grid = np.array(rows)
+    return grid != "#", grid == "@", grid == "$"
+
+
+def big_map(height: int = 140, width: int = 500) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(free, start_cells, target_cells)`` of a ``height x width`` warehouse like ``wfi``:
+    aisle rows every 4 rows, shelf rows (1 x 10) between two target rows, an aisle column every
+    11 columns; every free cell may be a start."""
+    free = np.ones((height, width), dtype=bool)
+    target = np.zeros_like(free)
+    for r in range(height):
+        if r % 4 == 0 or r == height - 1:
+            continue
+        for c in range(1, width - 1):
+            if c % 11 == 0:
+                continue
+            if r % 4 == 2:
+                free[r, c] = False
+            else:
+                target[r, c] = True
+    return free, free.copy(), target & free
+
+
+def time_episode(
+    instance: LifelongInstance, guidance: Guidance, target_cells: np.ndarray, steps: int
+) -> tuple[float, list[float]]:
+    """``(first step CPU ms, CPU ms of each later step)`` of ``guidance`` on ``instance``."""
+    n = len(instance.starts)
+    mover = guidance.mover(instance.free, n, instance.seed, target_cells)
+    pos = instance.starts.copy()
+    idx = np.zeros(n, dtype=np.int64)
+    rows = np.arange(n)
+    times = []
+    for _ in range(steps):
+        goals = instance.targets[rows, idx]
+        c0 = time.process_time()
+        actions = mover.act(pos, goals)
+        times.append(1000.0 * (time.process_time() - c0))
+        pos = pos + MOVES[actions]
+        idx += (pos == goals).all(axis=1)
+    return times[0], times[1:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--big-steps", type=int, default=32)
+    ap.add_argument("--big-robots", type=int, default=10_000, help="robots on the 500 x 140 map")
+    ap.add_argument("--only", choices=("wfi", "big"), default=None)
+    args = ap.parse_args(argv)
+    params = np.array(json.loads(LEARNED.read_text())["params"], dtype=float)
+    settings = []
+    if args.only in (None, "wfi"):
+        settings.append(("wfi 192 robots", wfi_map(), 192, 256, 2.0))
+    if args.only in (None, "big"):
+        name = f"500x140 {args.big_robots:,} robots"
+        settings.append((name, big_map(), args.big_robots, args.big_steps + 1, 50.0))
+    # warm the compiled kernels outside the timed runs
+    free, starts, targets = wfi_map()
+    warm = random_instance(free, 8, 8, 0, starts, targets)
+    for g in (Guidance(None), Guidance(params)):
+        time_episode(warm, g, targets, 8)
+    for name, (free, starts, targets), n, steps, limit in settings:
+        instance = random_instance(free, n, steps, seed=1, start_cells=starts, target_cells=targets)
+        out = {}
+        for label, g in (("hand", Guidance(None)), ("learned", Guidance(params))):
+            first, rest = time_episode(instance, g, targets, steps)
+            out[label] = (first, float(np.mean(rest)), float(np.percentile(rest, 99)))
+        h, lrn = out["hand"], out["learned"]
+        print(
+            f"{name}: learned {lrn[1]:.2f} ms CPU/step (p99 {lrn[2]:.2f}, first step "
+            f"{lrn[0]:.1f}), hand {h[1]:.2f} (p99 {h[2]:.2f}, first {h[0]:.1f}); "
+            f"learned/hand {lrn[1] / h[1]:.2f}x; target <= {limit:g} ms: "
+            f"{'holds' if lrn[1] <= limit else 'MISSED'}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
