@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES
-from marlm.hybrid.learned_guidance import Guidance, LifelongInstance, random_instance
+from marlm.hybrid.acting.learned_guidance import Guidance, LifelongInstance, random_instance
 
 HERE = Path(__file__).resolve().parent
 WFI = HERE / "pogema" / "data" / "wfi_warehouse.txt"

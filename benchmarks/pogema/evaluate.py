@@ -2,7 +2,7 @@
 
 The same episodes as ``harness.py`` (POGEMA 1.4.0's own starts and target sequences for map
 ``wfi_warehouse``, ``on_target="restart"``, 256 steps), stepped by
-``marlm.hybrid.learned_guidance.simulate`` instead of POGEMA: a collision-free policy moves
+``marlm.hybrid.acting.learned_guidance.simulate`` instead of POGEMA: a collision-free policy moves
 exactly as chosen, so the moves and the throughput are POGEMA's (checked: ``--check-harness K``
 also runs the first K seeds of every robot count through the harness and fails, exit 1, on any
 difference), at about a tenth of the CPU. That is what makes all 128 published seeds affordable
@@ -35,7 +35,7 @@ SCHEMES = ("marlm", "marlm_hand", "marlm_learned", "free_flow")
 
 def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -> dict:
     """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode)."""
-    from marlm.hybrid.learned_guidance import (
+    from marlm.hybrid.acting.learned_guidance import (
         SHIPPED_MIN_DENSITY,
         Guidance,
         free_flow_bound,
