@@ -1,7 +1,8 @@
 """`marlm demo`'s control step at 50..1,000 robots on a 100x100 map, planning counted.
 
 Run: `python benchmarks/bench_demo_scale.py [--robots 50,200,400,1000] [--steps 20] [--map FILE]
-[--throughput 0,1,2 --orders 1200 --steps 150]`.
+[--cpu]`; `--throughput 0,1,2 --orders 1200 --steps 150` counts the orders delivered instead, and
+`--open-orders 1000,10000,100000` times the step with that many orders open from step 0.
 Without `--map` it writes a 100x100 warehouse (shelf blocks of 2x3, stations on the top and bottom
 rows) to a temporary folder. Each robot count runs the demo's loop (`marlm demo --planner rule
 --executor greedy --sync --tick-ms 0`, dwell points, 24 generated orders, seed 0) through
