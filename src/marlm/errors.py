@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from numbers import Integral
 from pathlib import Path
+from typing import Any
 
 #: What reading a damaged cache file can raise (a file cut short by a full disk or a killed
 #: process, an empty one, one of another version): ``OSError``, ``ValueError`` (bad JSON, bad
@@ -101,6 +103,18 @@ def unencodable_text(value: object, field: str = "") -> tuple[str, str] | None:
             if found:
                 return found
     return None
+
+
+def check_count(value: Any, name: str, allow_zero: bool = False) -> int:
+    """``value`` as an ``int`` when it is a whole number >= 1 (>= 0 with ``allow_zero``).
+
+    Raises:
+        InputError: anything else (a bool, a float, a negative number), naming ``name``.
+    """
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+        raise InputError(f"must be an integer >= {low}, got {value!r}", source=name, field=name)
+    return int(value)
 
 
 def check_text(value: object, *, source: str | Path, line: int | None = None) -> None:

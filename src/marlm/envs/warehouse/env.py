@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -33,42 +32,20 @@ from marlm.envs.warehouse.orders import (
     load_orders,
 )
 from marlm.envs.warehouse.render import render_ansi, render_rgb
-from marlm.errors import InputError
+from marlm.envs.warehouse.rewards import (
+    PART_BLOCKED_MOVE,
+    PART_DELIVERY,
+    PART_PICK,
+    PART_PROGRESS,
+    PART_STEP_COST,
+    REWARD_PARTS,
+    RewardWeights,
+)
+from marlm.errors import InputError, check_count
 
 ROBOT_STATE_SIZE = 6
 N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
-
-
-@dataclass(frozen=True)
-class RewardWeights:
-    """Weights of the named reward parts (all non-negative; the sign is fixed by the part).
-
-    Attributes:
-        step_cost: subtracted each step from a robot that has a task.
-        progress: per cell of shortest-path distance gained towards the robot's target
-            (negative when it moves away).
-        pick: added when the robot picks its order's shelf.
-        delivery: added when the robot drops the order at a station.
-        blocked_move: subtracted when the robot's move was refused (wall, shelf, edge or robot).
-    """
-
-    step_cost: float = 0.01
-    progress: float = 0.1
-    pick: float = 0.5
-    delivery: float = 1.0
-    blocked_move: float = 0.05
-
-
-REWARD_PARTS = tuple(RewardWeights.__dataclass_fields__)
-"""Names of the reward parts, in the column order of every reward-part array."""
-
-#: Column of each part in ``float[..., len(REWARD_PARTS)]`` reward-part arrays.
-PART_STEP_COST = REWARD_PARTS.index("step_cost")
-PART_PROGRESS = REWARD_PARTS.index("progress")
-PART_PICK = REWARD_PARTS.index("pick")
-PART_DELIVERY = REWARD_PARTS.index("delivery")
-PART_BLOCKED_MOVE = REWARD_PARTS.index("blocked_move")
 
 
 class WarehouseEnv(ObservationTables, ParallelEnv):
@@ -189,18 +166,18 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
     ) -> None:
         self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
         self._fixed_orders = self._load_order_argument(orders)
-        self.n_orders = _positive_int(n_orders, "n_orders", allow_zero=True)
+        self.n_orders = check_count(n_orders, "n_orders", allow_zero=True)
         if orders is None and self.n_orders and not self.layout.shelves:
             raise InputError(
                 "the map has no shelf to generate orders for; add an 'S' cell or pass orders=[]",
                 source=self.layout.source,
                 field="map",
             )
-        self.n_robots = _positive_int(
+        self.n_robots = check_count(
             self.layout.default_robots if n_robots is None else n_robots, "n_robots"
         )
         self.layout.place_robots(self.n_robots, np.random.default_rng(0))  # checks the count
-        self.max_steps = _positive_int(max_steps, "max_steps")
+        self.max_steps = check_count(max_steps, "max_steps")
         self.auto_assign = bool(auto_assign)
         if isinstance(reward_weights, dict):
             try:
@@ -696,13 +673,6 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
             }
             for i, a in enumerate(self.possible_agents)
         }
-
-
-def _positive_int(value: Any, name: str, allow_zero: bool = False) -> int:
-    low = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise InputError(f"must be an integer >= {low}, got {value!r}", source=name, field=name)
-    return int(value)
 
 
 __all__ = [
