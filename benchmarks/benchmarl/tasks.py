@@ -41,13 +41,13 @@ COMMON = {
 TASKS = {
     "simple_spread": {
         **COMMON,
-        "steps": 20_000,
+        "steps": 12_000,
         "rollout": 100,  # 8 copies x 100 steps = 800 joint steps (32 episodes) per update
         "max_cycles": 25,
     },
     "rware_tiny_2ag": {
         **COMMON,
-        "steps": 10_000,
+        "steps": 5_000,
         "rollout": 125,  # 8 copies x 125 steps = 1,000 joint steps per update
         "max_cycles": 500,
         "rware_id": "rware-tiny-2ag-v2",
