@@ -489,7 +489,7 @@ def _deep_config(learner: str, steps: int, lr: float | None, **kwargs):
 
 def _run_deep_command(
     env_fn, config, out: Path, *, title: str, reached_fn=None, overwrite: bool,
-    checkpoint: Path | None, resume: Path | None, diagnose: bool, plot: bool,
+    checkpoint: Path | None, resume: Path | None, diagnose: bool, plot: bool, workers: int = 1,
 ) -> None:  # fmt: skip
     """Check the outputs, train with a progress bar, write the run folder, print the table."""
     _check_outputs(out, checkpoint, resume, overwrite, chunk=config.chunk, kind="deep")
@@ -503,7 +503,7 @@ def _run_deep_command(
     with on_interrupt(lambda: _resume_hint(checkpoint, resume, out, started)), bar:
         _, metrics, findings = run_deep(
             env_fn, config, out, reached_fn=reached_fn, diagnose=diagnose, plot=plot,
-            title=title, progress=update, checkpoint=checkpoint, resume=resume,
+            title=title, progress=update, checkpoint=checkpoint, resume=resume, workers=workers,
         )  # fmt: skip
     _table(console, title, {k: v for k, v in metrics.items() if k not in ("config", "agents")})
     for finding in findings:
@@ -652,6 +652,13 @@ def train_env_cmd(
         callback=at_least(1),
     ),
     plot: bool = PLOT,
+    workers: int = typer.Option(
+        1,
+        "--workers",
+        help="Ray actors holding the environment's copies (1: this process). Same result for "
+        "any number; pays when one step of the environment is slow.",
+        callback=at_least(1),
+    ),
 ) -> None:
     """MAPPO, IPPO, QMIX, VDN or DQN on any PettingZoo ParallelEnv.
 
@@ -671,5 +678,5 @@ def train_env_cmd(
     env_fn = _env_factory(env, env_kwargs)
     _run_deep_command(
         env_fn, config, out, title=f"{env} {learner}", overwrite=overwrite,
-        checkpoint=checkpoint, resume=resume, diagnose=diagnose, plot=plot,
+        checkpoint=checkpoint, resume=resume, diagnose=diagnose, plot=plot, workers=workers,
     )  # fmt: skip

@@ -69,6 +69,7 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
      (["train", "env", "marlm.envs.grid:GridWorld"], "not a PettingZoo ParallelEnv"),
      (["train", "env", "marlm.envs.grid:GridRace", "--env-kwargs", "{size"], "--env-kwargs"),
      (["train", "env", "marlm.envs.grid:GridRace", "--learner", "sac"], "allowed: mappo"),
+     (["train", "env", "marlm.envs.grid:GridRace", "--workers", "0"], "'--workers'"),
      (["train", "race", "--learner", "mappo", "--reward", "difference"], "shared or individual"),
      (["train", "race", "--learner", "qmix", "--episodes", "10"], "--steps"),
      (["train", "race", "--learner", "mappo", "--gamma", "1.5"], "gamma")],

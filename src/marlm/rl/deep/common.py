@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from marlm.errors import InputError
+from marlm.rl.deep.copies import LocalCopies, RayCopies, check_workers
 
 PPO_LEARNERS = ("mappo", "ippo")
 DQN_LEARNERS = ("qmix", "dqn-vdn", "dqn")
@@ -263,9 +264,13 @@ class VecParallelEnv:
         num_envs: int,
         rng: np.random.Generator,
         reached_fn: ReachedFn | None = None,
+        workers: int = 1,
     ) -> None:
-        self.envs = [env_fn() for _ in range(num_envs)]
-        env = self.envs[0]
+        # One copy here reads the spaces; with workers, the copies that step live in Ray actors.
+        env = env_fn()
+        local = (
+            [env, *(env_fn() for _ in range(num_envs - 1))] if check_workers(workers) == 1 else None
+        )
         self.agents = list(env.possible_agents)
         if not self.agents:
             raise InputError("the environment has no possible_agents", field="possible_agents")
@@ -297,7 +302,13 @@ class VecParallelEnv:
             high=None if self.discrete else np.asarray(act.high, dtype=np.float32),
             state_dim=state_dim, name=str(getattr(env, "metadata", {}).get("name", type(env).__name__)),
         )  # fmt: skip
+        with_state = state_dim is not None
+        self.copies = (
+            LocalCopies(local, with_state) if local is not None
+            else RayCopies(env_fn, num_envs, workers, with_state)
+        )  # fmt: skip
         k, n = num_envs, len(self.agents)
+        self.live: list[list[str]] = [[] for _ in range(k)]  # each copy's env.agents
         self.obs = np.zeros((k, n, self.shape.obs_dim), dtype=np.float32)
         self.alive = np.zeros((k, n), dtype=bool)
         self.state = np.zeros((k, state_dim or 0), dtype=np.float32)
@@ -307,7 +318,11 @@ class VecParallelEnv:
 
     @property
     def num_envs(self) -> int:
-        return len(self.envs)
+        return len(self.copies)
+
+    def close(self) -> None:
+        """Stop the copies' Ray actors, if any (local copies need nothing)."""
+        self.copies.close()
 
     def _encode(self, obs: dict[str, Any], out: np.ndarray, alive: np.ndarray) -> None:
         out[:] = 0.0
@@ -318,26 +333,27 @@ class VecParallelEnv:
                 x = self.flat[a](obs[a])
                 out[i, : x.shape[0]] = x
 
-    def _state(self, env: Any) -> np.ndarray:
+    def _state(self, s: Any) -> np.ndarray:
+        """A copy's raw ``state()`` (None without one) -> ``float32[state_dim]``."""
         if self.shape.state_dim is None:
             return np.zeros(0, dtype=np.float32)
-        s = env.state()
         if self._state_flat is not None:
             return self._state_flat(s)
         return np.asarray(s, dtype=np.float32).ravel()
 
-    def _reset_one(self, k: int) -> None:
-        env = self.envs[k]
-        obs, _ = env.reset(seed=int(self.rng.integers(2**31 - 1)))
-        self._encode(obs, self.obs[k], self.alive[k])
-        self.alive[k] &= np.array([a in env.agents for a in self.agents])
-        self.state[k] = self._state(env)
-        self._ep.clear(k)
+    def _reset_copies(self, ks: list[int]) -> None:
+        """Reset copies ``ks``, drawing their seeds from the run's generator in that order."""
+        seeds = {k: int(self.rng.integers(2**31 - 1)) for k in ks}
+        for k, (obs, agents, state) in sorted(self.copies.reset(seeds).items()):
+            self._encode(obs, self.obs[k], self.alive[k])
+            self.live[k] = agents
+            self.alive[k] &= np.array([a in agents for a in self.agents])
+            self.state[k] = self._state(state)
+            self._ep.clear(k)
 
     def reset(self) -> None:
         """Restart every copy (partial episodes are dropped from the logs)."""
-        for k in range(self.num_envs):
-            self._reset_one(k)
+        self._reset_copies(list(range(self.num_envs)))
 
     def to_env_action(self, a: np.ndarray) -> Any:
         """One agent's network action -> the environment's (``int``, or a clipped Box array)."""
@@ -364,14 +380,21 @@ class VecParallelEnv:
             "next_obs": np.zeros_like(self.obs), "next_state": np.zeros_like(self.state),
             "next_alive": np.zeros((k, n), dtype=bool),
         }  # fmt: skip
-        for c, env in enumerate(self.envs):
-            acting = [a for a in self.agents if a in env.agents]
+        joints, acting_idx = [], []
+        for c in range(k):
+            acting = [a for a in self.agents if a in self.live[c]]
             idx = [self.agents.index(a) for a in acting]
-            joint = {a: self.to_env_action(actions[c, i]) for a, i in zip(acting, idx, strict=True)}
-            obs, rewards, terms, truncs, infos = env.step(joint)
+            joints.append(
+                {a: self.to_env_action(actions[c, i]) for a, i in zip(acting, idx, strict=True)}
+            )
+            acting_idx.append((acting, idx))
+        finished = []
+        for c, answer in enumerate(self.copies.step(joints)):
+            obs, rewards, terms, truncs, infos, agents_after, state_after = answer
+            acting, idx = acting_idx[c]
             got = np.zeros(n, dtype=bool)
             self._encode(obs, out["next_obs"][c], got)
-            out["next_state"][c] = self._state(env)
+            out["next_state"][c] = self._state(state_after)
             for a, i in zip(acting, idx, strict=True):
                 r = float(rewards.get(a, 0.0))
                 term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
@@ -384,17 +407,21 @@ class VecParallelEnv:
                 self._ep.add(c, i, r, own, actions[c, i] if self.discrete else None, reached)
             self._ep.length[c] += 1
             self.t += 1
-            live = np.array([a in env.agents for a in self.agents])
+            live = np.array([a in agents_after for a in self.agents])
+            self.live[c] = agents_after
             out["next_alive"][c] = live & ~out["terminated"][c]
             # An agent truncated by a time limit would act again: it is bootstrapped.
             out["next_alive"][c] |= out["truncated"][c]
-            if not env.agents:
+            if not agents_after:
                 self.episodes.append({**self._ep.finish(c), "step": self.t})
-                self._reset_one(c)
+                finished.append(c)
             else:
                 self.obs[c] = out["next_obs"][c]
                 self.alive[c] = live
                 self.state[c] = out["next_state"][c]
+        # Finished copies restart in copy order, their seeds drawn in that order: the copies
+        # never draw from the generator, so this is the draw order of stepping them one by one.
+        self._reset_copies(finished)
         return out
 
     def take_episodes(self) -> list[dict[str, Any]]:

@@ -96,6 +96,7 @@ def train_deep(
     checkpoint: str | Path | None = None,
     resume: str | Path | None = None,
     stop_after: int | None = None,
+    workers: int = 1,
 ) -> DeepResult:
     """Train ``config.learner`` on ``config.num_envs`` copies of ``env_fn()``.
 
@@ -107,14 +108,33 @@ def train_deep(
         checkpoint: a ``.npz`` path rewritten atomically after each chunk.
         resume: a checkpoint of this kind to continue from (same settings and environment).
         stop_after: stop once this many joint steps are done (to simulate an interruption).
+        workers: Ray actors that hold and step the copies (:mod:`marlm.rl.deep.copies`); 1
+            steps them in this process. The result is the same for any number (the generator,
+            the actions and the updates stay in this process); ``env_fn`` must then be
+            picklable by reference (a module-level factory or a ``functools.partial`` of one).
 
     Raises:
         InputError: an environment the learners cannot take (see :class:`VecParallelEnv`), a
             value-based learner on Box actions, a resume checkpoint of another kind, setting,
-            environment or agent set.
+            environment or agent set; ``workers`` below 1.
     """
     rng = np.random.default_rng(config.seed)
-    vec = VecParallelEnv(env_fn, config.num_envs, rng, reached_fn)
+    vec = VecParallelEnv(env_fn, config.num_envs, rng, reached_fn, workers=workers)
+    try:
+        return _train(vec, config, rng, progress, checkpoint, resume, stop_after)
+    finally:
+        vec.close()
+
+
+def _train(
+    vec: VecParallelEnv,
+    config: DeepConfig,
+    rng: np.random.Generator,
+    progress: ProgressFn | None,
+    checkpoint: str | Path | None,
+    resume: str | Path | None,
+    stop_after: int | None,
+) -> DeepResult:
     shape = vec.shape
     learner = make_learner(shape, config)
     step, episodes, history = 0, [], []

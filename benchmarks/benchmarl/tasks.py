@@ -1,0 +1,62 @@
+"""The tasks and the budget both sides of the BenchMARL comparison run, defined once.
+
+Both sides import this file (marlm's venv and BenchMARL's own), so it needs only the standard
+library. A task names the environment as both sides build it, the joint-step budget, the
+hyperparameters the two MAPPO implementations share, and the seeds.
+
+- ``simple_spread``: PettingZoo MPE ``simple_spread_v3`` (package ``mpe2``; 3 agents, 3
+  landmarks, ``local_ratio`` 0.5, 25 steps an episode, discrete actions): the MAPPO paper's
+  "Spread" (Yu et al. 2022, MPE, 3 agents).
+- ``rware_tiny_2ag``: ``rware-tiny-2ag-v2`` (``rware`` 2.0.0, 500 steps an episode), through
+  :class:`marlm.rl.deep.adapters.TupleParallelEnv` on both sides (BenchMARL has no RWARE task
+  of its own; it reads the same ParallelEnv through TorchRL's ``PettingZooWrapper``).
+
+Shared MAPPO settings (each side's own names in its script): one actor and one critic shared by
+the agents, two hidden layers of ``hidden`` tanh units, Adam with ``lr``, ``gamma``, GAE
+``lambda``, clip ``clip``, ``epochs`` passes over each rollout of ``rollout`` steps times
+``envs`` copies in ``minibatches`` minibatches, entropy coefficient ``ent_coef``, gradient-norm
+clip ``max_grad_norm``; the final return is the mean over agents of each agent's episode return
+(sum of its rewards over the episode), averaged over ``eval_episodes`` episodes of the
+deterministic policy (argmax) after training.
+"""
+
+from __future__ import annotations
+
+SEEDS = (0, 1, 2)
+
+COMMON = {
+    "hidden": 64,
+    "lr": 1e-3,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip": 0.2,
+    "epochs": 4,
+    "minibatches": 4,
+    "ent_coef": 0.01,
+    "max_grad_norm": 0.5,
+    "envs": 8,
+    "eval_episodes": 20,
+}
+
+TASKS = {
+    "simple_spread": {
+        **COMMON,
+        "steps": 12_000,
+        "rollout": 100,  # 8 copies x 100 steps = 800 joint steps (32 episodes) per update
+        "max_cycles": 25,
+    },
+    "rware_tiny_2ag": {
+        **COMMON,
+        "steps": 5_000,
+        "rollout": 125,  # 8 copies x 125 steps = 1,000 joint steps per update
+        "max_cycles": 500,
+        "rware_id": "rware-tiny-2ag-v2",
+    },
+}
+
+#: Published MAPPO figures where the task matches, with their source. None: no published figure
+#: for this exact task definition was found (see the report's note).
+PUBLISHED = {
+    "simple_spread": None,
+    "rware_tiny_2ag": None,
+}

@@ -1,0 +1,157 @@
+"""Where the copies of the environment live: in this process, or in Ray actors (``--workers N``).
+
+:class:`marlm.rl.deep.common.VecParallelEnv` keeps everything random and everything learned in
+the driver: it draws every action and every reset seed from the run's generator, and asks the
+copies only to ``reset(copy, seed)`` and to ``step`` with the joint actions it chose. The
+copies' answers are plain data (the raw observation dicts, rewards, flags, infos, the agents
+still in the episode, the ``state()``), so a copy answers the same whether it lives here or in
+another process, and a run with ``workers`` actors gives the serial run's result for the same
+seed, number for number (tested). Each step is one round trip to every actor, all actors
+stepping their copies at once; it pays when an environment's step costs more than the round
+trip (a fraction of a millisecond on one machine).
+
+Ray: Moritz et al. 2018, "Ray: A Distributed Framework for Emerging AI Applications", OSDI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from marlm.errors import InputError
+
+#: ``(obs, rewards, terminations, truncations, infos, agents after the step, state() or None)``
+StepAnswer = tuple[dict, dict, dict, dict, dict, list, Any]
+
+#: Object store of a local Ray started here (bytes): the answers are small.
+LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
+
+
+def _state_of(env: Any, with_state: bool) -> Any:
+    return env.state() if with_state else None
+
+
+class LocalCopies:
+    """The copies as a list of environments in this process.
+
+    Args:
+        envs: the environments (copy ``k`` is ``envs[k]``).
+        with_state: whether to read ``env.state()`` after every reset and step.
+    """
+
+    def __init__(self, envs: Sequence[Any], with_state: bool) -> None:
+        self.envs = list(envs)
+        self.with_state = with_state
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
+        """Reset copy ``k`` with ``seeds[k]``; returns ``{k: (obs, agents, state)}``."""
+        out = {}
+        for k, seed in seeds.items():
+            env = self.envs[k]
+            obs, _ = env.reset(seed=seed)
+            out[k] = (obs, list(env.agents), _state_of(env, self.with_state))
+        return out
+
+    def step(self, joints: Sequence[dict]) -> list[StepAnswer]:
+        """Step copy ``k`` with ``joints[k]`` (``{agent: action}``), every copy once."""
+        return [
+            _step(env, joint, self.with_state) for env, joint in zip(self.envs, joints, strict=True)
+        ]
+
+    def close(self) -> None:
+        pass
+
+
+def _step(env: Any, joint: dict, with_state: bool) -> StepAnswer:
+    obs, rewards, terms, truncs, infos = env.step(joint)
+    return obs, rewards, terms, truncs, infos, list(env.agents), _state_of(env, with_state)
+
+
+class _CopiesActor:
+    """The body of one Ray actor: the copies ``ks`` of the environment, made by ``env_fn``."""
+
+    def __init__(self, env_fn: Callable[[], Any], ks: list[int], with_state: bool) -> None:
+        self.local = LocalCopies([env_fn() for _ in ks], with_state)
+        self.index = {k: i for i, k in enumerate(ks)}
+
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
+        got = self.local.reset({self.index[k]: s for k, s in seeds.items()})
+        back = {i: k for k, i in self.index.items()}
+        return {back[i]: v for i, v in got.items()}
+
+    def step(self, joints: list[dict]) -> list[StepAnswer]:
+        return self.local.step(joints)
+
+
+def check_workers(workers: Any) -> int:
+    """``workers`` as a whole number >= 1, or an :class:`InputError` naming ``--workers``."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(
+            f"must be a whole number >= 1 (1 steps the copies in this process, without Ray), "
+            f"got {workers!r}",
+            source="--workers",
+            field="workers",
+        )
+    return workers
+
+
+class RayCopies:
+    """The copies spread over ``workers`` Ray actors (copy ``k`` on actor ``k % workers``).
+
+    Starts a local Ray with ``workers`` CPUs unless this process already joined one. ``env_fn``
+    is shipped to the actors with cloudpickle, so it must be importable there (a module-level
+    factory, a class, a ``functools.partial`` of one).
+
+    Raises:
+        InputError: ``workers`` below 1 (field ``workers``).
+    """
+
+    def __init__(
+        self, env_fn: Callable[[], Any], num_envs: int, workers: int, with_state: bool
+    ) -> None:
+        import ray
+
+        workers = min(check_workers(workers), num_envs)
+        if not ray.is_initialized():
+            ray.init(
+                num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                object_store_memory=LOCAL_OBJECT_STORE_BYTES, configure_logging=False,
+            )  # fmt: skip
+        self._ray = ray
+        self.num_envs = num_envs
+        self.groups = [list(range(w, num_envs, workers)) for w in range(workers)]
+        actor = ray.remote(num_cpus=1)(_CopiesActor)
+        self.actors = [actor.remote(env_fn, ks, with_state) for ks in self.groups]
+
+    def __len__(self) -> int:
+        return self.num_envs
+
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
+        refs = []
+        for actor, ks in zip(self.actors, self.groups, strict=True):
+            mine = {k: seeds[k] for k in ks if k in seeds}
+            if mine:
+                refs.append(actor.reset.remote(mine))
+        out: dict[int, tuple[dict, list, Any]] = {}
+        for got in self._ray.get(refs):
+            out.update(got)
+        return out
+
+    def step(self, joints: Sequence[dict]) -> list[StepAnswer]:
+        refs = [
+            actor.step.remote([joints[k] for k in ks])
+            for actor, ks in zip(self.actors, self.groups, strict=True)
+        ]
+        out: list[Any] = [None] * self.num_envs
+        for ks, answers in zip(self.groups, self._ray.get(refs), strict=True):
+            for k, answer in zip(ks, answers, strict=True):
+                out[k] = answer
+        return out
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self._ray.kill(actor)
+        self.actors = []
