@@ -673,7 +673,7 @@ class PlanScheduler:
     def _may_preempt_now(self) -> bool:
         """:meth:`_may_preempt` of the snapshot of now, read from the env without building it."""
         env = self.env
-        return bool(getattr(self.planner, "preempts", False)) and any(
+        return self.abilities.preempts and any(
             env.task_of(a) is not None and not env.carrying(a) for a in env.possible_agents
         )
 
