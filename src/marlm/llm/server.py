@@ -165,20 +165,10 @@ def _replay(messages: list[MutableMapping[str, Any]], receive: Receive) -> Recei
 
 
 async def _json_error(send: Send, status: int, message: str, param: str) -> None:
-    data = json.dumps(
-        {"error": {"message": message, "type": "invalid_request_error", "param": param}}
-    ).encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(data)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+    from .server_embed import send_json
+
+    error = {"message": message, "type": "invalid_request_error", "param": param}
+    await send_json(send, status, {"error": error})
 
 
 def build_app(

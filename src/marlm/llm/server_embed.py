@@ -237,14 +237,14 @@ class EmbeddingsEndpoint:
             body = None
         texts = read_inputs(body)
         if isinstance(texts, str):
-            await _answer(send, 400, _error(texts, "input", "invalid_request_error"))
+            await send_json(send, 400, _error(texts, "input", "invalid_request_error"))
             return
         try:
             model = await to_thread.run_sync(self.model)
             vectors = await to_thread.run_sync(model.embed, texts)
             n_tokens = sum(model.count_tokens(texts))
         except BackendError as e:
-            await _answer(send, 500, _error(str(e), "input", "server_error"))
+            await send_json(send, 500, _error(str(e), "input", "server_error"))
             return
         data = {
             "object": "list",
@@ -255,14 +255,15 @@ class EmbeddingsEndpoint:
             "model": body.get("model") or self.model_alias,
             "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
         }
-        await _answer(send, 200, data)
+        await send_json(send, 200, data)
 
 
 def _error(message: str, param: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": None}}
 
 
-async def _answer(send: Send, status: int, payload: dict[str, Any]) -> None:
+async def send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    """Answer an ASGI request with ``payload`` as JSON and HTTP ``status``."""
     data = json.dumps(payload).encode("utf-8")
     await send(
         {
