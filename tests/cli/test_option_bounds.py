@@ -55,6 +55,7 @@ CASES = [
     (["train", "env", "marlm.envs.grid:GridRace"], "--seed", "-1"),
     (["train", "env", "marlm.envs.grid:GridRace"], "--envs", "0"),
     (["train", "env", "marlm.envs.grid:GridRace"], "--checkpoint-every", "0"),
+    (["train", "env", "marlm.envs.grid:GridRace"], "--workers", "0"),
     (["demo"], "--order-every", "0"),
     (["eval", "triage", "--notes", "NOTES"], "--folds", "1"),
     (["eval", "triage", "--notes", "NOTES"], "--shots", "0"),
