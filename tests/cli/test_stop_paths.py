@@ -51,3 +51,34 @@ def test_a_closed_output_pipe_ends_with_one_line_and_exit_141(tmp_path):
     assert lines == ["marlm: stopped: the output pipe was closed; files already written are kept"]
     assert "Traceback" not in err
     assert (out / "metrics.json").is_file()  # written before the table is printed
+
+
+def test_a_stop_signal_inside_a_callback_from_c_is_raised_again_in_python():
+    # Ctrl-C or SIGTERM while llama.cpp loaded the model (its log callback, called from C) was
+    # dropped by ctypes ("Exception ignored"): the demo ran on to its end and exited 0.
+    import importlib
+    import signal
+    import types
+
+    import pytest
+
+    app = importlib.import_module("marlm.cli.app")  # the module; marlm.cli.app is the Typer app
+
+    callback = types.SimpleNamespace(f_globals={"__name__": "llama_cpp._logger"})
+    plain = types.SimpleNamespace(f_globals={"__name__": "marlm.hybrid.controller"})
+    previous = signal.getsignal(signal.SIGALRM)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the armed timer must not fire in the test
+    try:
+        app._on_stop_signal(signal.SIGTERM, callback)  # deferred: no raise inside the callback
+        assert app._DEFERRED == [signal.SIGTERM]
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0
+        with pytest.raises(app.Terminated):
+            app._on_timer(signal.SIGALRM, plain)
+        assert app._DEFERRED == []
+        app._on_timer(signal.SIGALRM, plain)  # nothing pending: nothing raised
+        with pytest.raises(KeyboardInterrupt):
+            app._on_stop_signal(signal.SIGINT, plain)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        app._DEFERRED.clear()

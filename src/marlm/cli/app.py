@@ -42,15 +42,39 @@ class Terminated(KeyboardInterrupt):
     kept, the run folder is released, and one line says so (exit code 143, 128 + SIGTERM)."""
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
+#: Stop signals that arrived while the main thread ran a function C code had called back (the
+#: llama.cpp log callback, called many times while a model loads): ctypes prints and drops an
+#: exception raised there, so the run went on. Such a signal is raised again 50 ms later.
+_DEFERRED: list[int] = []
+_CALLED_FROM_C = ("llama_cpp._logger",)
+
+
+def _on_stop_signal(signum: int, frame: Any) -> None:
+    """SIGINT raises ``KeyboardInterrupt`` and SIGTERM :class:`Terminated`, where the main
+    thread is; inside a callback from C the raise waits for plain Python (a 50 ms timer)."""
+    if frame is not None and frame.f_globals.get("__name__") in _CALLED_FROM_C:
+        _DEFERRED.append(signum)
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        return
+    _DEFERRED.clear()
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _on_timer(signum: int, frame: Any) -> None:
+    if _DEFERRED:
+        _on_stop_signal(_DEFERRED[-1], frame)
 
 
 def catch_termination() -> None:
-    """Turn SIGTERM into :class:`Terminated` in this process (the ``marlm`` command's, main thread
-    only), unless someone else installed a handler first."""
+    """In the ``marlm`` command's process (main thread only): SIGTERM ends a command as Ctrl-C
+    does (:class:`Terminated`), and neither signal is lost in a callback from C
+    (:func:`_on_stop_signal`). A handler someone else installed first is left alone."""
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        signal.signal(signal.SIGTERM, _on_stop_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_stop_signal)
+    if signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGALRM, _on_timer)
 
 
 class Interrupted(KeyboardInterrupt):
