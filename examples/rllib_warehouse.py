@@ -14,7 +14,7 @@ Run (a few minutes on 2 cores):
 
     python examples/rllib_warehouse.py --iterations 3
 
-``tests/examples/test_rllib_example.py`` runs it with one iteration when ``MARLM_SLOW=1``.
+``tests/scale/test_rllib_example.py`` runs it with one iteration when ``MARLM_SLOW=1``.
 """
 
 from __future__ import annotations

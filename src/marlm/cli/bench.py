@@ -16,9 +16,7 @@ def bench(
     ] = False,
     only: Annotated[
         str | None,
-        typer.Option(
-            "--only", help="Comma-separated subset of: env, shield, pibt, planner, train."
-        ),
+        typer.Option("--only", help="Comma-separated subset of: env, pibt, planner, train."),
     ] = None,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of every benchmark.", callback=SEED_BOUND)

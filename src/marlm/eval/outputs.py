@@ -464,7 +464,7 @@ OUTPUT_KINDS = {
     "replay": "a replay report of marlm replay --out",
     "triage-eval": "a result of marlm eval triage --out",
 }
-#: The title line every report page carries (:func:`marlm.eval.report._page_head`).
+#: The title line every report page carries (:func:`marlm.eval.page.page_head`).
 _REPORT_TITLE = b"<title>marlm report: "
 #: The format string a Q-table of ``marlm train warehouse`` carries
 #: (:data:`marlm.hybrid.acting.executor.POLICY_FORMAT`, its version left out).
