@@ -25,6 +25,14 @@ def test_missing_model_file_is_input_error(tmp_path):
         build_app(tmp_path / "missing.gguf")
 
 
+def test_a_file_that_is_not_gguf_is_one_input_error(tmp_path):
+    # Before: llama.cpp's "Failed to load model from file" traceback, exit 1.
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("not a model")
+    with pytest.raises(InputError, match="field '--model': .*is not a GGUF model file"):
+        build_app(fake)
+
+
 def test_cli_refuses_non_loopback_with_exit_code_2():
     from typer.testing import CliRunner
 

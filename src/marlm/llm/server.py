@@ -184,8 +184,8 @@ def build_app(
     :class:`RequestShapes` in front of it.
 
     Raises:
-        InputError: non-loopback host, bad port, missing model file, or the ``[server]`` extra
-            not installed (one line with the install command).
+        InputError: non-loopback host, bad port, missing model file or one that is not GGUF,
+            or the ``[server]`` extra not installed (one line with the install command).
     """
     check_loopback(host)
     if not 0 < port < 65536:
@@ -205,6 +205,13 @@ def build_app(
     }
     if n_threads is not None:
         model_kwargs["n_threads"] = n_threads
+    with path.open("rb") as f:
+        magic = f.read(4)
+    if magic != b"GGUF":  # llama.cpp's own refusal is a ValueError traceback
+        raise InputError(
+            f"{path} is not a GGUF model file (it does not start with 'GGUF'); pass a .gguf file",
+            field="--model",
+        )
     app = create_app(
         server_settings=ServerSettings(host=host, port=port, interrupt_requests=False),
         model_settings=[ModelSettings(**model_kwargs)],
