@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,13 +44,16 @@ class Interrupted(KeyboardInterrupt):
 def on_interrupt(hint: Callable[[], str]) -> Iterator[None]:
     """Within the block, Ctrl-C (``KeyboardInterrupt``) ends the command with ``hint()`` (how to
     go on, e.g. resume from the last checkpoint) on the ``marlm: interrupted`` line
-    (:class:`MarlmGroup`)."""
+    (:class:`MarlmGroup`); a ``hint()`` of ``""`` leaves the line without one."""
     try:
         yield
     except Interrupted:
         raise
     except KeyboardInterrupt as e:
-        raise Interrupted(hint()) from e
+        text = hint()
+        if not text:  # nothing to say yet (e.g. before the run folder is claimed)
+            raise
+        raise Interrupted(text) from e
 
 
 class MarlmGroup(TyperGroup):
@@ -201,39 +203,6 @@ def llm_timeout_option() -> Any:
     )
 
 
-def check_server(llm: str, model_name: str, timeout_s: float) -> None:
-    """Ask a ``--llm`` server once, before a command that builds its backend late creates its
-    run folder: a URL that answers 404 (a base URL without ``/v1``) is refused with the
-    factory's own error. A server that cannot be reached is left to the command, which says so
-    once. Other ``--llm`` forms are checked by :func:`llm_value`.
-
-    Raises:
-        InputError: naming ``--llm`` (see :func:`marlm.llm.backends.make_backend`).
-    """
-    if not llm.strip().startswith(("http://", "https://")):
-        return
-    from marlm.llm.backends import make_backend
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the command's own check warns
-        make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
-
-
-def rule_layer(value: str, *, allow_none: bool = False) -> str:
-    """The ``--shield`` value checked: ``pibt`` or ``local`` (see
-    :data:`marlm.hybrid.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.
-
-    Raises:
-        InputError: another value, naming ``--shield`` and the allowed values.
-    """
-    from marlm.hybrid.shield import SHIELD_RULES
-
-    allowed = (*SHIELD_RULES, "none") if allow_none else SHIELD_RULES
-    if value not in allowed:
-        raise InputError(f"got {value!r}; allowed: {', '.join(allowed)}", field="--shield")
-    return value
-
-
 def at_least(
     minimum: int, *, why: str = "", example: int | None = None
 ) -> Callable[[Any, Any, Any], Any]:
@@ -304,58 +273,6 @@ def _out_of_bounds(
 
 def _show(number: float) -> str:
     return f"{number:g}" if isinstance(number, float) else str(number)
-
-
-def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
-    """One ``marlm: warning:`` line when the robot count comes from nowhere the user wrote: no
-    ``--robots``, and a map without ``R`` cells or a ``robots:`` line (RWARE's maps), so RWARE's
-    default of 2 robots start on free cells drawn from the seed. Call after the map is checked.
-    """
-    if robots is not None:
-        return
-    from marlm.envs.warehouse.layout import load_layout
-
-    lay = load_layout(layout)
-    if lay.starts or lay.robots_line is not None:
-        return
-    warnings.warn(
-        f"--layout {layout}: the map has no 'R' cells and no 'robots:' line, so {lay.default_robots} "
-        "robots (RWARE's default) start on free cells drawn from --seed; pass --robots N to "
-        "choose how many",
-        stacklevel=1,
-    )
-
-
-def comma_list(value: str, allowed: Sequence[str], *, option: str, what: str) -> list[str]:
-    """The names of a comma-separated option (``--schemes rules,hybrid``), each checked.
-
-    Raises:
-        InputError: naming ``option``: an empty item (``rules,,hybrid``, a trailing comma), a
-            name given twice, or a name not in ``allowed``, with the allowed names.
-    """
-    allowed = list(allowed)
-    names = [n.strip() for n in value.split(",")]
-    example = ",".join(allowed[:2])
-    if "" in names:
-        raise InputError(
-            f"item {names.index('') + 1} of {value!r} is empty; give {what} names separated by "
-            f"single commas, e.g. {option} {example}",
-            field=option,
-        )
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise InputError(
-            f"{', '.join(map(repr, twice))} given more than once in {value!r}; give each "
-            f"{what} once",
-            field=option,
-        )
-    unknown = [n for n in names if n not in allowed]
-    if unknown:
-        raise InputError(
-            f"unknown {what}(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
-            field=option,
-        )
-    return names
 
 
 def input_file(what: str) -> Callable[[Any, Any, Any], Any]:

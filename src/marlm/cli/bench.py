@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-from .app import SEED_BOUND, app, comma_list
+from marlm.experiments.settings import comma_list
+
+from .app import SEED_BOUND, app
 
 
 @app.command("bench")

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from marlm.errors import InputError
-from marlm.eval.outputs import (
-    atomic_path,
-    check_output_file,
-    check_run_folder,
-    claim_run_folder,
-    fresh_folder,
-)
+from marlm.eval.outputs import check_output_file, fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
 from .app import (
@@ -30,15 +24,14 @@ from .app import (
     llm_option,
     llm_timeout_option,
     on_interrupt,
-    rule_layer,
     train_app,
-    warn_if_robots_drawn,
 )
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
-    from rich.table import Table
+
+    from marlm.experiments.demo import Stage
 
 
 def _console() -> Console:
@@ -59,93 +52,6 @@ def _progress(console: Console) -> Progress:
         console=console,
         transient=False,
     )
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
-    return str(v)
-
-
-def _share(v) -> str:
-    return "-" if v is None else f"{100 * v:.0f}%"
-
-
-def metrics_table(m: dict, title: str) -> Table:
-    """The demo's table of figures, from a metrics dict. With a ``counterfactual_rule`` entry
-    (the same seed and orders under the rule planner, run alongside without a model), the
-    figures by true class are shown beside the rule's."""
-    from rich.table import Table
-
-    t = Table(title=title, show_header=True)
-    t.add_column("metric")
-    t.add_column("value", justify="right")
-    cf = m.get("counterfactual_rule")
-    if cf is not None:
-        t.add_column("rule, same orders", justify="right")
-    own = m.get("by_true_class") or {}
-    idle = m.get("idle_robot_steps") or {}
-    cf_idle = (cf or {}).get("idle_robot_steps") or {}
-    classes = [c for c in ("urgent", "normal", "low") if c in (own.get("latency_mean_steps") or {})]
-    truth = m.get("true_class_source", "listed priority")
-    side = [
-        ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}",
-         None if cf is None else f"{cf['delivered']} / {m.get('orders_total', '?')}"),
-        ("throughput per 1000 steps", _fmt(m.get("throughput_per_1000_steps")),
-         None if cf is None else _fmt(cf.get("throughput_per_1000_steps"))),
-        *[
-            (f"mean order latency, {c} by {truth} (steps)",
-             _fmt(own["latency_mean_steps"].get(c)),
-             None if cf is None else _fmt(cf["latency_mean_steps"].get(c)))
-            for c in classes
-        ],
-        *[
-            (f"idle robot-steps with an order waiting: {cause.replace('_', ' ')}",
-             _fmt(idle.get(cause)), None if cf is None else _fmt(cf_idle.get(cause)))
-            for cause in ("waiting_for_model", "no_order", "blocked")
-        ],
-    ]  # fmt: skip
-    lat = m.get("order_latency_mean_steps") or {}
-    rows = [
-        ("on-time rate", _fmt(m.get("on_time_rate"))),
-        *[
-            (f"mean order latency, listed {p} (steps)", _fmt(lat.get(p)))
-            for p in ("urgent", "normal", "low")
-            if not own
-        ],
-        ("deadline misses", _fmt(m.get("deadline_misses"))),
-        ("collisions", _fmt(m.get("collisions"))),
-        ("shield overrides", _fmt(m.get("shield_overrides"))),
-        ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
-        ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
-        ("plans that took effect", _fmt(m.get("plans_effective"))),
-        ("  decided by the model", _share(m.get("decided_by_model_share"))),
-        (
-            "  decided by the rule standing in (deadline)",
-            _share(m.get("decided_by_rule_stand_in_share")),
-        ),
-        ("  decided by the rule after a failure", _share(m.get("decided_by_fallback_share"))),
-        ("LLM calls", _fmt(m.get("llm_calls"))),
-        (
-            "LLM calls unanswered / invalid",
-            f"{_fmt(m.get('llm_unanswered'))} / {_fmt(m.get('llm_invalid'))}",
-        ),
-        ("time to the first answer (s)", _fmt(m.get("llm_first_answer_s"))),
-        (
-            "LLM latency p50 / p95 (ms)",
-            f"{_fmt(m.get('llm_latency_p50_ms'))} / {_fmt(m.get('llm_latency_p95_ms'))}",
-        ),
-        ("control step p50 (ms)", _fmt(m.get("step_latency_p50_ms"))),
-        ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
-        ("steps", _fmt(m.get("steps"))),
-    ]
-    for k, v, r in side:
-        t.add_row(k, v, *([] if cf is None else [r or "-"]))
-    for k, v in rows:
-        t.add_row(k, v, *([] if cf is None else [""]))
-    return t
 
 
 @app.command()
@@ -278,149 +184,40 @@ def demo(
     """
     from rich.console import Console
 
-    from marlm.hybrid.build import build_planner, cached_policy, check_policy_cache, default_orders
-    from marlm.hybrid.controller import make_env, run, run_config
-    from marlm.hybrid.executor import QExecutor
+    from marlm.experiments.demo import DemoConfig, run_demo
 
-    console = _console()
-    if executor == "llm":
-        raise InputError(
-            "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
-            field="--executor",
-        )
-    rule = rule_layer("none" if no_shield else (shield_rule or shield), allow_none=True)
-    if scenario not in ("none", "congested"):
-        raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
-    if scenario == "congested" and orders is not None:
-        raise InputError(
-            "--scenario congested generates its orders; drop --orders or --scenario",
-            field="--orders",
-        )
-    config = run_config(
-        layout=layout,
-        orders=orders if orders is not None or scenario != "none" else default_orders(layout),
-        n_robots=robots,
-        steps=steps,
-        seed=seed,
-        planner=planner,
-        executor=executor,
-        shield=rule != "none",
-        shield_rule="pibt" if rule == "none" else rule,
-        sync_planner=sync,
-        tick_ms=tick_ms,
-        gif=gif,
-        plan_deadline_s=plan_deadline,
-        dwell=dwell,
-    )
-    # Check every input before any work: map, orders, robots, run folder, policy, model.
-    make_env(config)
-    warn_if_robots_drawn(layout, robots)
-    out = out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"))
-    check_run_folder(out, overwrite=overwrite)
-    q = QExecutor.load(policy) if config.executor == "rl" and policy is not None else None
-    if config.executor == "rl" and q is None:
-        check_policy_cache()  # a read-only $MARLM_CACHE now, not after the training
-    plan = build_planner(config.planner, llm, model_name=llm_model, timeout_s=llm_timeout)
-    out = claim_run_folder(out, overwrite=overwrite)
-    true_class = None
-    if scenario == "congested":
-        import tempfile
-
-        from marlm.envs.warehouse.layout import load_layout
-        from marlm.experiments.congested import DEFAULT_ORDERS, congested_orders, held_out_planner
-
-        stream = congested_orders(load_layout(layout), seed, n=DEFAULT_ORDERS, every=order_every)
-        # The orders are in the trace (run_start) and their true classes in metrics.json: the
-        # generated order file itself is temporary.
-        scenario_dir = tempfile.TemporaryDirectory(prefix="marlm-scenario-")
-        config = config.model_copy(update={"orders": str(stream.write(scenario_dir.name))})
-        true_class = stream.true_class
-        plan = held_out_planner(plan, stream.notes)
-        console.print(
-            f"scenario: congested, {DEFAULT_ORDERS} orders, one every {order_every} steps, "
-            f"{sum(c == 'urgent' for c in true_class.values())} truly urgent (in the note only); "
-            "the development notes are held out of the triage pool"
-        )
-    if config.tick_ms == 0 and not config.sync_planner and config.planner != "rule":
-        console.print(
-            "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
-            "outrun the planner; use --sync for reproducible runs."
-        )
-    console.print(f"planner: {config.planner}" + (f" on {llm}" if config.planner != "rule" else ""))
+    config = DemoConfig.from_options(
+        layout=layout, orders=orders, robots=robots, steps=steps, seed=seed, planner=planner,
+        executor=executor, shield="none" if no_shield else (shield_rule or shield), sync=sync,
+        tick_ms=tick_ms, gif=gif, plan_deadline=plan_deadline, dwell=dwell, scenario=scenario,
+        out=out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")),
+        overwrite=overwrite, llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout,
+        policy=policy, order_every=order_every, counterfactual=not no_counterfactual,
+    )  # fmt: skip
+    console, claimed = _console(), []
     stopped = (
-        f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the "
-        "run did not finish)"
+        "the run folder {} holds the trace up to here (trace.jsonl; no metrics.json: the run did "
+        "not finish)"
     )
-    with on_interrupt(lambda: stopped), _progress(console) as bar:
-        if config.executor == "rl" and q is None:
-            task = bar.add_task(
-                "training executor (cached after)", total=DEFAULT_TRAINING["episodes"]
-            )
-            q, _ = cached_policy(progress=lambda i, n: bar.update(task, completed=i))
-            bar.update(task, completed=DEFAULT_TRAINING["episodes"], visible=True)
-        warm = getattr(plan, "warm_up", None)
-        if warm is not None:  # before the control clock starts: the first answer is then prompt
-            task = bar.add_task("warming up the model (triage pool, cached after)", total=None)
-            warm(progress=lambda i, n: bar.update(task, completed=i, total=n))
-            bar.update(task, completed=1, total=1)
-        task = bar.add_task("warehouse", total=config.steps)
-        result = run(
-            config, out, planner=plan, policy=q, progress=lambda i, n: bar.update(task, completed=i),
-            facts=lambda events: _facts(events, true_class),
-        )  # fmt: skip
-        if not no_counterfactual:  # after the run: its folder is whole whatever happens here
-            task = bar.add_task("counterfactual: rule planner, same orders", total=config.steps)
-            cf = _counterfactual(config, q, true_class,
-                                 progress=lambda i, n: bar.update(task, completed=i))  # fmt: skip
-            result.metrics["counterfactual_rule"] = cf
-            with atomic_path(result.out_dir / "metrics.json") as tmp:
-                tmp.write_text(
-                    json.dumps(result.metrics, indent=2, ensure_ascii=False), encoding="utf-8"
-                )
-    Console().print(
-        metrics_table(result.metrics, f"marlm demo: {result.metrics['scheme']} on {layout}")
-    )
-    console.print(f"run folder: {result.out_dir}")
+    hint = lambda: stopped.format(claimed[0]) if claimed else ""  # noqa: E731
+    with on_interrupt(hint), contextlib.ExitStack() as stack:
+        stage = _stages(lambda: stack.enter_context(_progress(console)))
+        result = run_demo(config, say=console.print, stage=stage, on_claim=claimed.append)
+    Console().print(result.table())
+    console.print(f"run folder: {result.run.out_dir}")
 
 
-def _facts(events: list, true_class: dict | None) -> dict:
-    """The demo's figures beyond the metrics: this run by true class (the note's label in a
-    generated scenario, else the listed priority). The rule counterfactual's figures
-    (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
-    from marlm.experiments.congested import latency_by_true_class
+def _stages(start: Callable[[], Progress]) -> Stage:
+    """The demo's progress stages, each a task of one progress bar, started (``start()``) with
+    the first stage."""
+    bars: list[Progress] = []
 
-    out = {
-        "by_true_class": latency_by_true_class(events, true_class),
-        "true_class_source": "the note's label" if true_class else "listed priority",
-    }
-    if true_class:
-        out["true_class"] = true_class
-    return out
+    def stage(description: str, total: int | None) -> Callable[[int, int | None], None]:
+        bar = bars[0] if bars else bars.append(start()) or bars[0]
+        task = bar.add_task(description, total=total)
+        return lambda done, total=None: bar.update(task, completed=done, total=total)
 
-
-def _counterfactual(config, q, true_class: dict | None, progress=None) -> dict:
-    """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
-    possible, without a model or a GIF, in a temporary folder removed after; its figures by
-    true class and its idle robot-steps."""
-    import tempfile
-
-    from marlm.experiments.congested import latency_by_true_class
-    from marlm.hybrid.controller import run
-    from marlm.hybrid.planner import RulePlanner
-
-    rule_config = config.model_copy(
-        update={"planner": "rule", "sync_planner": True, "tick_ms": 0.0, "gif": False}
-    )
-    with tempfile.TemporaryDirectory(prefix="marlm-counterfactual-") as tmp:
-        res = run(
-            rule_config, Path(tmp) / "run", planner=RulePlanner(), policy=q, progress=progress,
-            facts=lambda events: {"by_true_class": latency_by_true_class(events, true_class)},
-        )  # fmt: skip
-    return {
-        **res.metrics["by_true_class"],
-        "idle_robot_steps": res.metrics.get("idle_robot_steps"),
-        "scheme": res.metrics.get("scheme"),
-    }
+    return stage
 
 
 @train_app.command("warehouse")
@@ -474,6 +271,7 @@ def train_warehouse(
     from rich.console import Console
     from rich.table import Table
 
+    from marlm.experiments.settings import check_rule_layer
     from marlm.hybrid.executor import (
         GreedyExecutor,
         QExecutor,
@@ -482,7 +280,7 @@ def train_warehouse(
         train_executor,
     )
 
-    shield = rule_layer(shield)
+    shield = check_rule_layer(shield)
     if seeds > 1 or workers != 1 or address is not None:
         from marlm.scale.parallel import seed_table_path, train_warehouse_seeds
 

@@ -20,15 +20,11 @@ from .app import (
     SEED_BOUND,
     app,
     at_least,
-    check_server,
-    comma_list,
     input_file,
     layout_value,
     llm_model_option,
     llm_option,
     llm_timeout_option,
-    rule_layer,
-    warn_if_robots_drawn,
 )
 
 OVERWRITE_FILE = typer.Option("--overwrite", help="Replace an existing file at --out.")
@@ -298,9 +294,15 @@ def compare(
         compare_notes_only,
         format_notes_only,
     )
+    from marlm.experiments.settings import (
+        check_rule_layer,
+        check_server,
+        comma_list,
+        warn_if_robots_drawn,
+    )
 
     say = lambda msg: _err().print(msg, markup=False, highlight=False)  # noqa: E731
-    shield = rule_layer(shield)
+    shield = check_rule_layer(shield)
     if scenario not in ("standard", "notes-only"):
         raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
     allowed = NOTES_ONLY_PLANNERS if scenario == "notes-only" else SCHEMES
