@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from marlm.eval.outputs import check_output_file, fresh_folder
+from marlm.eval.outputs import fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
 
 from .app import (
@@ -269,69 +269,20 @@ def train_warehouse(
     Shared tabular Q-learning, compared with random and greedy moves on held-out seeds.
     """
     from rich.console import Console
-    from rich.table import Table
 
-    from marlm.experiments.settings import check_rule_layer
-    from marlm.hybrid.executor import (
-        GreedyExecutor,
-        QExecutor,
-        RandomExecutor,
-        evaluate_executor,
-        train_executor,
-    )
+    from marlm.experiments.warehouse_training import WarehouseTrainingConfig, train_warehouse
 
-    shield = check_rule_layer(shield)
-    if seeds > 1 or workers != 1 or address is not None:
-        from marlm.scale.parallel import seed_table_path, train_warehouse_seeds
-
-        for s in range(seed, seed + seeds):
-            check_output_file(seed_table_path(out, s), kind="policy", overwrite=overwrite)
-
-        rows = train_warehouse_seeds(
-            range(seed, seed + seeds), out, workers=workers, address=address, layout=layout,
-            episodes=episodes, max_steps=max_steps,
-        )  # fmt: skip
-        for r in rows:
-            print(f"seed {r['seed']}: delivered {r['delivered_last']} in the last episode, "
-                  f"{r['updates']} updates, saved {r['path']}")  # fmt: skip
+    config = WarehouseTrainingConfig(
+        layout=layout, episodes=episodes, max_steps=max_steps, seed=seed, out=out,
+        overwrite=overwrite, seeds=seeds, workers=workers, address=address, shield=shield,
+    )  # fmt: skip
+    if config.per_seed:
+        for line in train_warehouse(config).lines():
+            print(line)
         return
-    check_output_file(out, kind="policy", overwrite=overwrite)
     console = _console()
-    with _progress(console) as bar:
-        task = bar.add_task("training", total=episodes)
-        q, stats = train_executor(
-            layout=layout,
-            episodes=episodes,
-            max_steps=max_steps,
-            seed=seed,
-            progress=lambda i, n: bar.update(task, completed=i),
-        )
-    path = q.save(out)
-    t = Table(
-        title=f"executor on {layout}: {stats.updates} updates in {stats.seconds:.1f} s; "
-        "held-out seeds, 40 orders, rule assignment"
-    )
-    for col in ("policy", "delivered (raw env)", "robot conflicts", f"delivered ({shield})"):
-        t.add_column(col)
-    noise = q.noise
-    for name, ex, noisy in (
-        (f"rl (trained, noise {noise})", q, True),
-        ("rl (trained, no noise)", QExecutor(q=q.q, noise=0.0), False),
-        ("greedy shortest path", GreedyExecutor(), False),
-        (f"greedy shortest path, noise {noise}", GreedyExecutor(noise=noise), True),
-        ("random", RandomExecutor(), False),
-    ):
-        raw = evaluate_executor(ex, layout=layout)
-        if noisy and shield == "pibt":  # PIBT ranks the scores: no random actions, same as above
-            safe_cell = "= no noise"
-        else:
-            safe = evaluate_executor(ex, layout=layout, shield=True, shield_rule=shield)
-            safe_cell = f"{safe['delivered']:.1f} ({safe['delivery_rate']:.0%})"
-        t.add_row(
-            name,
-            f"{raw['delivered']:.1f} ({raw['delivery_rate']:.0%})",
-            f"{raw['collisions']:.0f}",
-            safe_cell,
-        )
-    Console().print(t)
-    console.print(f"saved: {path}")
+    with contextlib.ExitStack() as stack:
+        stage = _stages(lambda: stack.enter_context(_progress(console)))
+        result = train_warehouse(config, stage=stage)
+    Console().print(result.table())
+    console.print(f"saved: {result.path}")
