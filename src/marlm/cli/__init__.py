@@ -26,28 +26,14 @@ _PACKAGE = str(Path(__file__).resolve().parents[1])
 #: The command-line option of each setting the library's checks name by its own field name
 #: (``GridWorldConfig.epsilon_start`` is ``--epsilon``): an error shows the option the user typed.
 OPTION_OF_FIELD = {
-    "alpha": "--alpha",
-    "gamma": "--gamma",
-    "epsilon_start": "--epsilon",
-    "epsilon_decay": "--epsilon-decay",
-    "epsilon_floor": "--epsilon-floor",
-    "mix_weight": "--mix-weight",
-    "counterfactual": "--counterfactual",
-    "learner": "--learner",
-    "reward": "--reward",
-    "engine": "--engine",
-    "end": "--end",
-    "episodes": "--episodes",
-    "max_steps": "--max-steps",
-    "seed": "--seed",
-    "chunk": "--checkpoint-every",
-    "k": "--llm-samples",
-    "n_robots": "--robots",
-    "layout": "--layout",
-    "orders": "--orders",
-    "policy": "--policy",
-    "checkpoint": "--resume",
-}
+    "alpha": "--alpha", "gamma": "--gamma", "epsilon_start": "--epsilon",
+    "epsilon_decay": "--epsilon-decay", "epsilon_floor": "--epsilon-floor",
+    "mix_weight": "--mix-weight", "counterfactual": "--counterfactual", "learner": "--learner",
+    "reward": "--reward", "engine": "--engine", "end": "--end", "episodes": "--episodes",
+    "max_steps": "--max-steps", "seed": "--seed", "chunk": "--checkpoint-every",
+    "k": "--llm-samples", "n_robots": "--robots", "layout": "--layout", "orders": "--orders",
+    "policy": "--policy", "checkpoint": "--resume",
+}  # fmt: skip
 
 
 def as_option_error(error: InputError) -> InputError:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
-
-import typer
 
 from marlm.eval.outputs import fresh_folder
 from marlm.hybrid.defaults import DEFAULT_TRAINING
@@ -24,160 +20,87 @@ from .app import (
     llm_option,
     llm_timeout_option,
     on_interrupt,
+    opt,
+    progress_bar,
+    stages,
     train_app,
 )
 
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.progress import Progress
+ROBOTS_HELP = (
+    "Robots (default: the map's R cells or its robots: line; on a map with neither, 2, with a "
+    "warning)."
+)
+PLANNER_HELP = (
+    "triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's urgency, "
+    "the rule assigns robots in that order), llm (the model assigns robots), team, or rule."
+)
+EXECUTOR_HELP = (
+    "rl (the trained Q-table), greedy (shortest path) or random. The LLM moving every robot "
+    "(executor llm) runs in marlm compare --schemes llm_only."
+)
+SHIELD_HELP = (
+    "Rule layer with the last word on every move. pibt: PIBT over the executor's action scores "
+    "(pushes idle robots aside, no random actions); local: the earlier shield (holds "
+    "conflicting moves); none: the executor's actions unfiltered."
+)
+DEADLINE_HELP = (
+    "With --planner llm or team: the oldest model answer still applied, in seconds (0: any "
+    "age). No robot waits for the model: the rule assigns at once."
+)
+DWELL_HELP = (
+    "Where idle robots wait. points: at dwell points learned from the orders so far (the "
+    "k-median of their shelves); reserve: the same, one robot kept for urgent orders; none: "
+    "where they finished (docs/movement.md)."
+)
+SCENARIO_HELP = (
+    "none: the orders of --orders (or the shipped sample); congested: a generated stream from "
+    "--seed, one order every --order-every steps, all listed normal, urgency only in the notes "
+    "(English and Chinese development notes, held out of the triage pool; docs/triage.md)."
+)
+NO_COUNTERFACTUAL_HELP = (
+    "Skip the run of the same seed and orders under the rule planner, without a model, whose "
+    "figures the table shows beside this run's (metrics.json: counterfactual_rule)."
+)
+ORDERS_HELP = "JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
+POLICY_FILE = input_file("a Q-table file (.npz) written by marlm train warehouse")
 
-    from marlm.experiments.demo import Stage
 
-
-def _console() -> Console:
-    """The status console (stderr); rich, like the hybrid layers, is imported when a command runs."""
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _progress(console: Console) -> Progress:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
+_progress = progress_bar  # the demo's bar (a test replaces it)
 
 
 @app.command()
 def demo(
-    layout: Annotated[
-        str, typer.Option(help="Shipped layout name or a map file.", callback=layout_value)
-    ] = "small",
-    orders: Annotated[
-        str | None,
-        typer.Option(
-            help="JSONL order file (default: the shipped sample on 'small'; generated elsewhere).",
-            callback=input_file("a JSONL order file"),
-        ),
-    ] = None,
-    robots: Annotated[
-        int | None,
-        typer.Option(
-            help="Robots (default: the map's R cells or its robots: line; on a map with "
-            "neither, 2, with a warning).",
-            callback=at_least(1),
-        ),
-    ] = None,
-    steps: Annotated[
-        int, typer.Option(help="Time limit in control steps.", callback=at_least(1))
-    ] = 600,
-    seed: Annotated[
-        int,
-        typer.Option(help="Seed of the environment, policy and shield.", callback=SEED_BOUND),
-    ] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Run folder: new or empty (default: a new runs/demo-<time>)."),
-    ] = None,
-    overwrite: Annotated[
-        bool,
-        typer.Option(
-            "--overwrite", help="Replace the run already in --out (its files are deleted first)."
-        ),
-    ] = False,
-    llm: Annotated[str, llm_option()] = "embedded",
-    llm_model: Annotated[str, llm_model_option()] = "local",
-    llm_timeout: Annotated[float, llm_timeout_option()] = 60.0,
-    planner: Annotated[
-        str,
-        typer.Option(
-            help="triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's "
-            "urgency, the rule assigns robots in that order), llm (the model assigns robots), team, "
-            "or rule."
-        ),
-    ] = "triage",
-    executor: Annotated[
-        str,
-        typer.Option(
-            help="rl (the trained Q-table), greedy (shortest path) or random. The LLM moving "
-            "every robot (executor llm) runs in marlm compare --schemes llm_only."
-        ),
-    ] = "rl",
-    shield: Annotated[
-        str,
-        typer.Option(
-            "--shield",
-            help="Rule layer with the last word on every move. pibt: PIBT over the executor's "
-            "action scores (pushes idle robots aside, no random actions); local: the earlier "
-            "shield (holds conflicting moves); none: the executor's actions unfiltered.",
-        ),
-    ] = "pibt",
+    layout: str = opt("small", "Shipped layout name or a map file.", layout_value),
+    orders: str | None = opt(None, ORDERS_HELP, input_file("a JSONL order file")),
+    robots: int | None = opt(None, ROBOTS_HELP, at_least(1)),
+    steps: int = opt(600, "Time limit in control steps.", at_least(1)),
+    seed: int = opt(0, "Seed of the environment, policy and shield.", SEED_BOUND),
+    out: Path | None = opt(None, "Run folder: new or empty (default: a new runs/demo-<time>)."),
+    overwrite: bool = opt(
+        False, "Replace the run already in --out (its files are deleted first).", None,
+        "--overwrite"),
+    llm: str = llm_option(),
+    llm_model: str = llm_model_option(),
+    llm_timeout: float = llm_timeout_option(),
+    planner: str = opt("triage", PLANNER_HELP),
+    executor: str = opt("rl", EXECUTOR_HELP),
+    shield: str = opt("pibt", SHIELD_HELP, None, "--shield"),
     # Deprecated spellings, kept hidden: --no-shield (= --shield none), --shield-rule RULE.
-    no_shield: Annotated[bool, typer.Option("--no-shield", hidden=True)] = False,
-    shield_rule: Annotated[str | None, typer.Option("--shield-rule", hidden=True)] = None,
-    sync: Annotated[
-        bool, typer.Option(help="Wait for the planner inside the step (reproducible trace).")
-    ] = False,
-    tick_ms: Annotated[
-        float,
-        typer.Option(
-            help="Control period in ms (0 = as fast as possible).",
-            callback=finite_at_least(0, unit="milliseconds"),
-        ),
-    ] = 40.0,
-    plan_deadline: Annotated[
-        float,
-        typer.Option(
-            help="With --planner llm or team: the oldest model answer still applied, in "
-            "seconds (0: any age). No robot waits for the model: the rule assigns at once.",
-            callback=finite_at_least(0, unit="seconds"),
-        ),
-    ] = 2.0,
-    policy: Annotated[
-        Path | None,
-        typer.Option(
-            help="Executor Q-table (.npz); default: cached or trained now.",
-            callback=input_file("a Q-table file (.npz) written by marlm train warehouse"),
-        ),
-    ] = None,
-    dwell: Annotated[
-        str,
-        typer.Option(
-            help="Where idle robots wait. points: at dwell points learned from the orders so "
-            "far (the k-median of their shelves); reserve: the same, one robot kept for urgent "
-            "orders; none: where they finished (docs/movement.md)."
-        ),
-    ] = "points",
-    gif: Annotated[bool, typer.Option(help="Write episode.gif.")] = True,
-    scenario: Annotated[
-        str,
-        typer.Option(
-            help="none: the orders of --orders (or the shipped sample); congested: a generated "
-            "stream from --seed, one order every --order-every steps, all listed normal, "
-            "urgency only in the notes (English and Chinese development notes, held out of the "
-            "triage pool; docs/triage.md).",
-        ),
-    ] = "none",
-    order_every: Annotated[
-        int,
-        typer.Option(help="With --scenario congested: steps between orders.", callback=at_least(1)),
-    ] = 3,
-    no_counterfactual: Annotated[
-        bool,
-        typer.Option(
-            "--no-counterfactual",
-            help="Skip the run of the same seed and orders under the rule planner, without a "
-            "model, whose figures the table shows beside this run's (metrics.json: "
-            "counterfactual_rule).",
-        ),
-    ] = False,
-) -> None:
+    no_shield: bool = opt(False, None, None, "--no-shield", hidden=True),
+    shield_rule: str | None = opt(None, None, None, "--shield-rule", hidden=True),
+    sync: bool = opt(False, "Wait for the planner inside the step (reproducible trace)."),
+    tick_ms: float = opt(
+        40.0, "Control period in ms (0 = as fast as possible).",
+        finite_at_least(0, unit="milliseconds")),
+    plan_deadline: float = opt(2.0, DEADLINE_HELP, finite_at_least(0, unit="seconds")),
+    policy: Path | None = opt(
+        None, "Executor Q-table (.npz); default: cached or trained now.", POLICY_FILE),
+    dwell: str = opt("points", DWELL_HELP),
+    gif: bool = opt(True, "Write episode.gif."),
+    scenario: str = opt("none", SCENARIO_HELP),
+    order_every: int = opt(3, "With --scenario congested: steps between orders.", at_least(1)),
+    no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
+) -> None:  # fmt: skip
     """Run the hybrid warehouse: LLM planner, RL executor, rule shield.
 
     Writes one run folder.
@@ -194,76 +117,33 @@ def demo(
         overwrite=overwrite, llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout,
         policy=policy, order_every=order_every, counterfactual=not no_counterfactual,
     )  # fmt: skip
-    console, claimed = _console(), []
-    stopped = (
-        "the run folder {} holds the trace up to here (trace.jsonl; no metrics.json: the run did "
-        "not finish)"
-    )
+    console, claimed = Console(stderr=True), []
+    stopped = "the run folder {} holds the trace up to here (trace.jsonl; no metrics.json: the run did not finish)"  # fmt: skip
     hint = lambda: stopped.format(claimed[0]) if claimed else ""  # noqa: E731
     with on_interrupt(hint), contextlib.ExitStack() as stack:
-        stage = _stages(lambda: stack.enter_context(_progress(console)))
+        stage = stages(lambda: stack.enter_context(_progress(console)))
         result = run_demo(config, say=console.print, stage=stage, on_claim=claimed.append)
     Console().print(result.table())
     console.print(f"run folder: {result.run.out_dir}")
 
 
-def _stages(start: Callable[[], Progress]) -> Stage:
-    """The demo's progress stages, each a task of one progress bar, started (``start()``) with
-    the first stage."""
-    bars: list[Progress] = []
-
-    def stage(description: str, total: int | None) -> Callable[[int, int | None], None]:
-        bar = bars[0] if bars else bars.append(start()) or bars[0]
-        task = bar.add_task(description, total=total)
-        return lambda done, total=None: bar.update(task, completed=done, total=total)
-
-    return stage
-
-
 @train_app.command("warehouse")
 def train_warehouse(
-    layout: Annotated[
-        str, typer.Option(help="Layout to train on.", callback=layout_value)
-    ] = "small",
-    episodes: Annotated[
-        int, typer.Option(help="Training episodes.", callback=at_least(1))
-    ] = DEFAULT_TRAINING["episodes"],
-    max_steps: Annotated[
-        int, typer.Option(help="Steps per episode.", callback=at_least(1))
-    ] = DEFAULT_TRAINING["max_steps"],
-    seed: Annotated[int, typer.Option(help="Seed (>= 0).", callback=SEED_BOUND)] = 0,
-    out: Annotated[Path, typer.Option(help="Where to save the Q-table (.npz), a new file.")] = Path(
-        "runs/executor.npz"
-    ),
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace an existing Q-table file at --out.")
-    ] = False,
-    seeds: Annotated[
-        int,
-        typer.Option(
-            help="Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).",
-            callback=at_least(1),
-        ),
-    ] = 1,
-    workers: Annotated[
-        int,
-        typer.Option(
-            help="Ray tasks at once (1: serial, no Ray).",
-            callback=at_least(1, why="1 runs serially without Ray"),
-        ),
-    ] = 1,
-    address: Annotated[
-        str | None, typer.Option(help="Ray head host:port to join (default: local Ray).")
-    ] = None,
-    shield: Annotated[
-        str,
-        typer.Option(
-            "--shield",
-            help="Rule layer of the table's last column: pibt (PIBT over the executor's "
-            "action scores, no random actions) or local (the earlier shield).",
-        ),
-    ] = "pibt",
-) -> None:
+    layout: str = opt("small", "Layout to train on.", layout_value),
+    episodes: int = opt(DEFAULT_TRAINING["episodes"], "Training episodes.", at_least(1)),
+    max_steps: int = opt(DEFAULT_TRAINING["max_steps"], "Steps per episode.", at_least(1)),
+    seed: int = opt(0, "Seed (>= 0).", SEED_BOUND),
+    out: Path = opt(Path("runs/executor.npz"), "Where to save the Q-table (.npz), a new file."),
+    overwrite: bool = opt(False, "Replace an existing Q-table file at --out.", None, "--overwrite"),
+    seeds: int = opt(
+        1, "Train seeds seed..seed+N-1, one policy each (<out>-seed<s>.npz).", at_least(1)),
+    workers: int = opt(
+        1, "Ray tasks at once (1: serial, no Ray).", at_least(1, why="1 runs serially without Ray")),
+    address: str | None = opt(None, "Ray head host:port to join (default: local Ray)."),
+    shield: str = opt(
+        "pibt", "Rule layer of the table's last column: pibt (PIBT over the executor's action "
+        "scores, no random actions) or local (the earlier shield).", None, "--shield"),
+) -> None:  # fmt: skip
     """Train the warehouse executor and compare it.
 
     Shared tabular Q-learning, compared with random and greedy moves on held-out seeds.
@@ -280,9 +160,9 @@ def train_warehouse(
         for line in train_warehouse(config).lines():
             print(line)
         return
-    console = _console()
+    console = Console(stderr=True)
     with contextlib.ExitStack() as stack:
-        stage = _stages(lambda: stack.enter_context(_progress(console)))
+        stage = stages(lambda: stack.enter_context(_progress(console)))
         result = train_warehouse(config, stage=stage)
     Console().print(result.table())
     console.print(f"saved: {result.path}")

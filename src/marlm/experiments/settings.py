@@ -1,15 +1,99 @@
 """Checks shared by the experiments' configs: the rule layer's name, a comma-separated list of
-names, a robot count drawn from the seed, a ``--llm`` server that answers.
+names, a robot count drawn from the seed, the form of a ``--llm`` value and a ``--llm`` server
+that answers (the two checks of ``--llm`` before the backend is built, kept together here).
 
 Each error names the command-line option (``field '--shield'``) and what is allowed.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from marlm.errors import InputError
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The bounds of a numeric option: a whole number >= ``low`` (and <= ``high`` when set), or
+    with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; ``inf`` and ``nan``
+    refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
+    is added to the error in brackets, ``example`` is the value the error suggests."""
+
+    low: float
+    high: float | None = None
+    whole: bool = True
+    exclusive: bool = False
+    unit: str = ""
+    why: str = ""
+    example: float | None = None
+
+    def check(self, value: float, *, option: str, default: object = None) -> None:
+        """Refuse ``value`` out of bounds with marlm's one error for it (``field '--steps':
+        must be a whole number >= 1, got 0; pass e.g. --steps 600``): the example is
+        ``example``, else ``default`` where it is a number, else ``low`` (a whole number's).
+
+        Raises:
+            InputError: naming ``option``, the bounds, the value and an example.
+        """
+        low, high = self.low, self.high
+        if self.whole:
+            bad = value < low or (high is not None and value > high)
+            what = (
+                f"a whole number in {low}..{high}"
+                if high is not None
+                else f"a whole number >= {low}"
+            )
+        else:
+            bad = not math.isfinite(value) or value < low or (self.exclusive and value == low)
+            unit = f" of {self.unit}" if self.unit else ""
+            what = f"a finite number{unit} {'>' if self.exclusive else '>='} {_show(low)}"
+        if not bad:
+            return
+        example = self.example
+        if example is None:
+            numeric = isinstance(default, int | float)
+            example = default if numeric else (low if self.whole else None)
+        fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
+        why = f" ({self.why})" if self.why else ""
+        raise InputError(f"must be {what}{why}, got {_show(value)}{fix}", field=option)
+
+
+def _show(number: float) -> str:
+    return f"{number:g}" if isinstance(number, float) else str(number)
+
+
+def check_input_file(path: str | Path, *, option: str, what: str) -> None:
+    """Refuse a folder, or a path that does not exist, where ``option`` takes a file to read,
+    naming ``what`` to give (``field '--orders': is a folder; give a JSONL order file``)
+    instead of the reader's ``[Errno 21] Is a directory``.
+
+    Raises:
+        InputError: naming the path and ``option``.
+    """
+    p = Path(path)
+    problem = "is a folder" if p.is_dir() else "" if p.exists() else "no such file"
+    if problem:
+        raise InputError(f"{problem}; give {what}", source=path, field=option)
+
+
+def check_layout(value: str, *, option: str = "--layout") -> None:
+    """Refuse a folder where a shipped layout name or a map file is expected.
+
+    Raises:
+        InputError: naming the folder, ``option`` and the shipped layouts.
+    """
+    if Path(value).is_dir():
+        from marlm.envs.warehouse.layout import list_layouts
+
+        names = ", ".join(list_layouts())
+        raise InputError(
+            f"is a folder; give a map file or a shipped layout name ({names})",
+            source=value, field=option,
+        )  # fmt: skip
 
 
 def check_rule_layer(value: str, *, allow_none: bool = False) -> str:
@@ -79,6 +163,24 @@ def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
     )
 
 
+def check_llm_form(spec: str, *, option: str = "--llm") -> None:
+    """Refuse, without loading anything, a ``--llm`` value the backend factory would refuse: an
+    unknown form, or a ``.gguf`` file that is not there (with the factory's own message).
+    ``embedded``, an ``http(s)://`` URL and an existing ``.gguf`` file pass; loading a model, or
+    asking a server (:func:`check_server`), is left to the command.
+
+    Raises:
+        InputError: naming ``option`` (see :func:`marlm.llm.backends.make_backend`).
+    """
+    spec = spec.strip()
+    loadable = spec == "embedded" or spec.startswith(("http://", "https://"))
+    loadable = loadable or (spec.lower().endswith(".gguf") and Path(spec).is_file())
+    if not loadable:
+        from marlm.llm.backends import make_backend
+
+        make_backend(spec, check=False, option=option)  # raises, loads nothing
+
+
 def check_server(llm: str, model_name: str, timeout_s: float) -> None:
     """Ask a ``--llm`` server once, before a command that builds its backend late claims its
     run folder: a URL that answers 404 (a base URL without ``/v1``) is refused with the
@@ -97,4 +199,10 @@ def check_server(llm: str, model_name: str, timeout_s: float) -> None:
         make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
 
 
-__all__ = ["check_rule_layer", "check_server", "comma_list", "warn_if_robots_drawn"]
+__all__ = [
+    "check_llm_form",
+    "check_rule_layer",
+    "check_server",
+    "comma_list",
+    "warn_if_robots_drawn",
+]
