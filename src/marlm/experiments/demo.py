@@ -19,7 +19,7 @@ from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
 from marlm.experiments.settings import check_rule_layer, warn_if_robots_drawn
 from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
-from marlm.hybrid.controller import RunConfig, RunResult, make_env, run, run_config
+from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -134,6 +134,7 @@ def run_demo(
             backend, naming the file or option.
     """
     from marlm.hybrid.build import cached_policy, check_policy_cache
+    from marlm.hybrid.controller import run  # looked up per call: a test stops it with Ctrl-C
     from marlm.hybrid.executor import QExecutor
 
     run_cfg, true_class, notes, orders_dir = config.run, None, (), None
@@ -220,6 +221,7 @@ def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress
     """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
     possible, without a model or a GIF, in a temporary folder removed after; its figures by
     true class and its idle robot-steps."""
+    from marlm.hybrid.controller import run
     from marlm.hybrid.planner import RulePlanner
 
     rule_config = config.model_copy(
