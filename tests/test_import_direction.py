@@ -23,6 +23,7 @@ SRC = Path(marlm.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "outcomes": set(),
+    "stops": set(),
     "envs": {"errors"},
     "llm": {"errors"},
     "rl": {"errors", "outcomes", "envs"},
@@ -33,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {
         "errors",
         "outcomes",
+        "stops",
         "envs",
         "llm",
         "rl",

@@ -37,7 +37,7 @@ def test_train_gridworld_with_the_llm_reward_costs_one_evaluation_per_state(
     # keeps the cost at <= cells x paraphrased samples whatever the number of steps. A 2x2 grid
     # and 2 samples keep it to <= 8 model calls (the 4x4 run of the CLI took 300 s under load);
     # `marlm train gridworld --reward llm` builds exactly this reward (cli.train._llm_reward_fn).
-    from marlm.experiments.training import run_gridworld
+    from marlm.experiments.tabular import run_gridworld
     from marlm.llm.reward import LLMReward
     from marlm.rl.train import GridWorldConfig
 

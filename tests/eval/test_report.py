@@ -157,7 +157,7 @@ def test_demo_report_shows_a_saved_replay_and_no_findings_file_it_does_not_read(
 
 def _race_folder(path: Path, **config) -> Path:
     """A real GridRace run folder (marlm train race), with a checkpoint saved inside it."""
-    from marlm.experiments.training import run_race
+    from marlm.experiments.tabular import run_race
     from marlm.rl.train import RaceConfig
 
     run_race(RaceConfig(**config), path, checkpoint=path / "ckpt.npz")
@@ -191,7 +191,7 @@ def test_report_of_a_train_race_folder_shows_its_curves_findings_and_checkpoint(
 
 
 def test_report_of_a_no_plot_gridworld_folder_draws_the_curve_from_its_logs(tmp_path: Path) -> None:
-    from marlm.experiments.training import run_gridworld
+    from marlm.experiments.tabular import run_gridworld
     from marlm.rl.train import GridWorldConfig
 
     run_gridworld(GridWorldConfig(episodes=60, seed=0), tmp_path, plot=False)

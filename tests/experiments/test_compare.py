@@ -10,20 +10,20 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.experiments.compare import compare_schemes, format_table, plot_comparison
+from marlm.experiments.compare import (
+    CompareConfig,
+    compare_schemes,
+    format_table,
+    plot_comparison,
+)
 from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
 from marlm.llm.backends import BackendError, ChatResult
 
 
 def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path, warm_cache) -> None:
     lines: list[str] = []
-    result = compare_schemes(
-        steps=150,
-        seed=1,
-        schemes=["rules", "rl_no_shield", "rl_shield"],
-        out_dir=tmp_path,
-        progress=lines.append,
-    )
+    config = CompareConfig.of(steps=150, seed=1, schemes=["rules", "rl_no_shield", "rl_shield"])
+    result = compare_schemes(config, tmp_path, progress=lines.append)
     rows = {r["scheme"]: r for r in result["rows"]}
     assert list(rows) == ["rules", "rl_no_shield", "rl_shield"]
     # Under the PIBT rule layer both shielded schemes deliver all 24 orders of the stream before
@@ -55,10 +55,8 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path, warm_cac
 
 def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Path) -> None:
     for rule in ("pibt", "local"):
-        result = compare_schemes(
-            steps=10, schemes=["rules"], spread_seeds=1, shield_rule=rule,
-            out_dir=tmp_path / rule,
-        )  # fmt: skip
+        config = CompareConfig.of(steps=10, schemes=["rules"], spread_seeds=1, shield_rule=rule)
+        result = compare_schemes(config, tmp_path / rule)
         start = json.loads((tmp_path / rule / "rules" / "trace.jsonl").read_text().split("\n")[0])
         assert start["config"]["shield_rule"] == rule
         assert f"shield {rule}" in format_table(result)
@@ -66,7 +64,7 @@ def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Pa
 
 def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown scheme"):
-        compare_schemes(schemes=["rules", "magic"], out_dir=tmp_path)
+        CompareConfig.of(schemes=["rules", "magic"])
 
 
 class Scripted:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 import marlm
 from marlm.llm.triage import default_pool_path, dev_notes_path, load_labelled_notes
 from marlm.llm.triage_eval import evaluate_triage
@@ -42,9 +40,9 @@ def test_the_data_readme_names_only_files_in_the_repository() -> None:
 
 
 def test_eval_triage_prints_the_shipped_pools_path_and_its_sources(
-    embedded_model, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    embedded_model, tmp_path: Path
 ) -> None:
-    from marlm.cli.eval_cmd import _print
+    from marlm.experiments.triage_accuracy import triage_eval_lines
 
     dev = load_labelled_notes(dev_notes_path())  # test notes are held out of the pool
     notes = [next(x for x in dev if x.label == c) for c in ("urgent", "normal")]
@@ -54,8 +52,7 @@ def test_eval_triage_prints_the_shipped_pools_path_and_its_sources(
         "order_notes_dev.jsonl": 38, "examples.jsonl": 27, "written.jsonl": 202,
         "written_negation.jsonl": 33,
     }  # fmt: skip
-    _print(result)
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("protocol:"))
+    line = next(x for x in triage_eval_lines(result) if x.startswith("protocol:"))
     assert line.endswith(
         f"pool: {default_pool_path()} (38 from order_notes_dev.jsonl, 27 from examples.jsonl, "
         "202 from written.jsonl, 33 from written_negation.jsonl)"

@@ -11,7 +11,7 @@ from marlm.eval.diagnose import (
     diagnose_run,
     dominant_sequence,
 )
-from marlm.experiments.training import run_race
+from marlm.experiments.tabular import run_race
 from marlm.rl.train import RaceConfig, fixed_partner_run, train_race
 
 AGENTS = ["agent_0", "agent_1"]

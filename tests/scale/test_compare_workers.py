@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from marlm.errors import InputError
-from marlm.experiments.compare import compare_schemes
+from marlm.experiments.compare import CompareConfig, compare_schemes
 
 
 def test_compare_spread_seeds_on_ray_equal_the_serial_run(tmp_path):
     ray = pytest.importorskip("ray")
     kwargs = dict(schemes=["rules"], steps=60, seed=1, spread_seeds=3, llm="embedded")
-    serial = compare_schemes(out_dir=tmp_path / "serial", **kwargs)
+    serial = compare_schemes(CompareConfig.of(**kwargs), tmp_path / "serial")
     try:
-        parallel = compare_schemes(out_dir=tmp_path / "ray", workers=2, **kwargs)
+        parallel = compare_schemes(CompareConfig.of(workers=2, **kwargs), tmp_path / "ray")
     finally:
         ray.shutdown()
     assert serial["rows"][0]["delivered_spread"] == parallel["rows"][0]["delivered_spread"]
@@ -21,7 +21,7 @@ def test_compare_spread_seeds_on_ray_equal_the_serial_run(tmp_path):
     assert (tmp_path / "ray" / "spread" / "rules-seed3" / "metrics.json").is_file()
 
 
-def test_compare_refuses_zero_workers_before_any_run(tmp_path):
+def test_compare_refuses_zero_workers_when_configured(tmp_path):
     with pytest.raises(InputError, match="--workers"):
-        compare_schemes(schemes=["rules"], steps=10, workers=0, out_dir=tmp_path / "x")
+        CompareConfig.of(schemes=["rules"], steps=10, workers=0)
     assert not (tmp_path / "x").exists()

@@ -19,51 +19,13 @@ import warnings
 from pathlib import Path
 
 from marlm.errors import InputError, RunError
+from marlm.experiments.settings import as_option_error
+from marlm.stops import catch_termination
 
 from . import bench, demo, eval_cmd, evaluation, llm_cmd, train  # noqa: F401  (register commands)
-from .app import app, catch_termination
+from .app import app
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
-
-#: The command-line option of each setting the library's checks name by its own field name
-#: (``GridWorldConfig.epsilon_start`` is ``--epsilon``): an error shows the option the user typed.
-OPTION_OF_FIELD = {
-    "alpha": "--alpha",
-    "gamma": "--gamma",
-    "epsilon_start": "--epsilon",
-    "epsilon_decay": "--epsilon-decay",
-    "epsilon_floor": "--epsilon-floor",
-    "mix_weight": "--mix-weight",
-    "counterfactual": "--counterfactual",
-    "learner": "--learner",
-    "reward": "--reward",
-    "engine": "--engine",
-    "end": "--end",
-    "episodes": "--episodes",
-    "max_steps": "--max-steps",
-    "seed": "--seed",
-    "chunk": "--checkpoint-every",
-    "k": "--llm-samples",
-    "n_robots": "--robots",
-    "layout": "--layout",
-    "orders": "--orders",
-    "policy": "--policy",
-    "checkpoint": "--resume",
-}
-
-
-def as_option_error(error: InputError) -> InputError:
-    """``error`` as the command line's user reads it: an error about an option names the option
-    as its field (``field '--epsilon'``), not the library's name for the setting
-    (``epsilon_start``), nor the option as if it were a file (``--seed: field 'seed'``). An
-    error at a line of a file keeps the file's own field name (``orders.jsonl:3: field
-    'priority'``)."""
-    if error.source is not None and error.source.startswith("--"):
-        return InputError(error.message, field=error.source)
-    option = OPTION_OF_FIELD.get(error.field or "")
-    if option is None or error.line is not None:
-        return error
-    return InputError(error.message, source=error.source, field=option)
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:

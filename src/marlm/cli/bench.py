@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from marlm.experiments.settings import comma_list
 
-import typer
-
-from .app import SEED_BOUND, app, comma_list
+from .app import SEED_BOUND, app, opt
 
 
 @app.command("bench")
 def bench(
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Shorter runs (each benchmark well under a minute).")
-    ] = False,
-    only: Annotated[
-        str | None,
-        typer.Option("--only", help="Comma-separated subset of: env, pibt, planner, train."),
-    ] = None,
-    seed: Annotated[
-        int, typer.Option("--seed", help="Seed of every benchmark.", callback=SEED_BOUND)
-    ] = 0,
-) -> None:
+    quick: bool = opt(False, "Shorter runs (each benchmark well under a minute).", None, "--quick"),
+    only: str | None = opt(
+        None, "Comma-separated subset of: env, pibt, planner, train.", None, "--only"),
+    seed: int = opt(0, "Seed of every benchmark.", SEED_BOUND, "--seed"),
+) -> None:  # fmt: skip
     """Speed benchmarks against same-run baselines.
 
     Prints each figure with its baseline measured in the same run and their ratio.

@@ -4,32 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
-from .app import at_least, in_range, input_file, llm_app
+from .app import at_least, in_range, input_file, llm_app, opt
 
 
 @llm_app.command("serve")
 def serve(
-    model: Path | None = typer.Option(
-        None,
-        "--model",
-        help="GGUF file; default: the embedded SmolLM2-135M-Instruct.",
-        callback=input_file("a GGUF model file"),
-    ),
-    host: str = typer.Option("127.0.0.1", "--host", help="Loopback address to listen on."),
-    port: int = typer.Option(8000, "--port", help="TCP port.", callback=in_range(1, 65535)),
-    n_ctx: int = typer.Option(
-        2048,
-        "--n-ctx",
-        help="Context window in tokens (0: the model's own).",
-        callback=at_least(0),
-    ),
-    n_threads: int | None = typer.Option(
-        None, "--n-threads", help="CPU threads (default: half the cores).", callback=at_least(1)
-    ),
-    alias: str = typer.Option("smollm2", "--alias", help="Model name clients send."),
-) -> None:
+    model: Path | None = opt(
+        None, "GGUF file; default: the embedded SmolLM2-135M-Instruct.",
+        input_file("a GGUF model file"), "--model"),
+    host: str = opt("127.0.0.1", "Loopback address to listen on.", None, "--host"),
+    port: int = opt(8000, "TCP port.", in_range(1, 65535), "--port"),
+    n_ctx: int = opt(2048, "Context window in tokens (0: the model's own).", at_least(0), "--n-ctx"),
+    n_threads: int | None = opt(
+        None, "CPU threads (default: half the cores).", at_least(1), "--n-threads"),
+    alias: str = opt("smollm2", "Model name clients send.", None, "--alias"),
+) -> None:  # fmt: skip
     """Serve the model over an OpenAI-compatible API.
 
     At http://HOST:PORT/v1, on loopback only; prints that URL once the model is loaded. Needs the

@@ -287,7 +287,7 @@ def _gridworld_findings(metrics: dict) -> list[Finding]:
     """The detector of a GridWorld run (:func:`detect_goal_not_reached`), from its
     ``metrics.json``: the greedy path length, the episode's time limit (``config.max_steps``)
     and the reward's source (``llm`` when the metrics count the model's reward states), the
-    same inputs :func:`marlm.experiments.training.run_gridworld` gave it when the run ended."""
+    same inputs :func:`marlm.experiments.tabular.run_gridworld` gave it when the run ended."""
     config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
     length, limit = metrics.get("greedy_path_length"), config.get("max_steps")
     if not isinstance(length, int) or not isinstance(limit, int):

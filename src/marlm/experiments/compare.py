@@ -31,13 +31,27 @@ import statistics
 import textwrap
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
 from marlm.errors import InputError
+from marlm.eval.outputs import claim_run_folder
+from marlm.experiments.settings import (
+    check_rule_layer,
+    check_server,
+    comma_list,
+    warn_if_robots_drawn,
+)
 from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
-from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, cached_policy, make_model
-from marlm.hybrid.controller import RunConfig, run, run_config
+from marlm.hybrid.build import (
+    DEFAULT_TRAINING,
+    build_planner,
+    cached_policy,
+    check_policy_cache,
+    make_model,
+)
+from marlm.hybrid.controller import RunConfig, make_env, run, run_config
 from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
 from marlm.hybrid.planning.team import TeamPlanner
 
@@ -84,69 +98,219 @@ def _delivered_on_seed(seed: int, *, config: Any, out: Path, name: str, policy: 
     return int(result.metrics.get("delivered") or 0)
 
 
-def compare_schemes(
-    *,
-    layout: str = "small",
-    orders: str | None = None,
-    n_orders: int = 24,
-    n_robots: int | None = None,
-    steps: int = 300,
-    seed: int = 1,
-    llm: str = "embedded",
-    llm_model: str = "local",
-    llm_timeout_s: float = 30.0,
-    schemes: Sequence[str] | None = None,
-    llm_only_steps: int | None = 30,
-    tick_ms: float = 0.0,
-    sync_planner: bool = True,
-    spread_seeds: int = 5,
-    shield_rule: str = "pibt",
-    out_dir: str | Path = "runs/compare",
-    progress: Callable[[str], None] | None = None,
-    workers: int = 1,
-    address: str | None = None,
-) -> dict[str, Any]:
-    """Run each scheme on the same layout, orders and seed; return the table rows.
+@dataclass(frozen=True)
+class CompareConfig:
+    """The settings of one comparison (``marlm compare``), checked when made.
 
-    Args:
-        layout, orders, n_orders, n_robots, steps, seed: the shared setting (see ``RunConfig``).
-        llm: the backend for the LLM schemes; it is loaded once and shared.
+    Attributes:
+        setting: the run every scheme shares (layout, orders, ``n_orders``, ``n_robots``,
+            ``steps``, ``seed``, ``shield_rule``, ``sync_planner``, ``tick_ms``; see
+            :class:`marlm.hybrid.controller.RunConfig`); each scheme sets its planner, executor
+            and shield. The default (``sync_planner=True``, no tick) makes every row
+            reproducible: the planner answers within the step it was asked in, so LLM latency
+            shows in the latency and wall-time columns, not in deliveries.
+        schemes: names from :data:`SCHEMES` (None: all the controller supports); with
+            ``scenario="notes-only"``, names from
+            :data:`marlm.experiments.notes_only.NOTES_ONLY_PLANNERS`.
+        scenario: ``"standard"`` (the schemes) or ``"notes-only"``
+            (:func:`marlm.experiments.notes_only.compare_notes_only`).
+        llm: the backend of the schemes with a model; it is loaded once and shared.
         llm_model, llm_timeout_s: the model name sent to a server and its per-call timeout in
             seconds (:func:`marlm.hybrid.build.make_model`).
-        schemes: names from :data:`SCHEMES` (default: all the controller supports).
         llm_only_steps: cap the steps of ``llm_only`` (it calls the model every step); its row
             then covers fewer steps, which the ``steps`` column shows and ``compare.png`` marks
             (its row's ``step_limit``).
-        tick_ms, sync_planner: the controller's timing. The default (``sync_planner=True``, no
-            tick) makes every row reproducible: the planner answers within the step it was asked
-            in, so LLM latency shows in the latency and wall-time columns, not in deliveries.
         spread_seeds: schemes without a model also run on seeds ``seed + 1 ..
             seed + spread_seeds - 1``; their row gets ``delivered_spread`` (mean ± standard
             deviation of delivered over those seeds), to tell a real gap from seed noise. Rows
             with a model get none (it would cost minutes per seed). 1 turns it off.
-        shield_rule: the rule layer of the schemes with a shield (``RunConfig.shield_rule``):
-            ``"pibt"`` (the demo's default) or ``"local"``.
-        out_dir: each scheme's run folder goes to ``out_dir/<scheme>``; the table to
-            ``out_dir/compare.json`` and ``out_dir/compare.txt``, the plot to ``compare.png``.
-        progress: called with one line of text per scheme.
         workers, address: run the spread seeds of the model-free schemes as Ray tasks
             (:func:`marlm.scale.parallel.map_seeds`; local Ray unless ``address``); each seed's
             result is the one the serial run gives. Schemes with a model stay serial, so the
             model is loaded once.
 
-    Returns:
-        ``{"rows": [...], "columns": [...], "notes": [...], "files": {...}}``.
+    Raises:
+        InputError: an unknown scheme name (naming ``--schemes``), a bad ``workers`` or
+            ``address``.
+    """
+
+    setting: RunConfig = field(default_factory=lambda: _setting())
+    schemes: tuple[str, ...] | None = None
+    scenario: str = "standard"
+    llm: str = "embedded"
+    llm_model: str = "local"
+    llm_timeout_s: float = 30.0
+    llm_only_steps: int | None = 30
+    spread_seeds: int = 5
+    workers: int = 1
+    address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.workers != 1 or self.address is not None:
+            from marlm.scale.parallel import check_address, check_workers
+
+            check_workers(self.workers)
+            if self.address is not None:
+                check_address(self.address)
+        allowed = SCHEMES if self.scenario == "standard" else _notes_only_planners()
+        unknown = [n for n in self.schemes or () if n not in allowed]
+        if unknown:
+            what = "scheme" if self.scenario == "standard" else "planner"
+            raise InputError(
+                f"unknown {what}(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
+                field="--schemes",
+            )
+
+    @classmethod
+    def of(cls, *, schemes: Sequence[str] | None = None, **settings: Any) -> CompareConfig:
+        """A config from flat settings: the :class:`RunConfig` ones (``layout``, ``orders``,
+        ``n_orders``, ``n_robots``, ``steps``, ``seed``, ``shield_rule``, ``sync_planner``,
+        ``tick_ms``; compare's defaults: 300 steps, seed 1, in-step planner) and this class's
+        own.
+
+        Raises:
+            InputError: a bad setting, naming its option (:func:`run_config`), or see the class.
+        """
+        own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
+        names = None if schemes is None else tuple(schemes)
+        return cls(setting=_setting(**settings), schemes=names, **own)
+
+    @classmethod
+    def from_options(
+        cls, *, scenario: str, schemes: str | None, orders: str | None, robots: int | None,
+        steps: int | None, shield: str, **settings: Any,
+    ) -> CompareConfig:  # fmt: skip
+        """The config of ``marlm compare``'s options: ``schemes`` comma-separated (None: all of
+        the scenario's); ``robots`` and ``steps`` None take the scenario's defaults (standard:
+        the map's robots and 300 steps; notes-only: 2 robots, 600 steps, 40 orders);
+        ``shield`` is the rule layer; the others as in :meth:`of`.
+
+        Raises:
+            InputError: naming the option: an unknown ``--shield`` or ``--scenario``, a bad
+                ``--schemes`` list, ``--orders`` with the notes-only scenario (it writes its
+                own), or a bad setting.
+        """
+        check_rule_layer(shield)
+        if scenario not in ("standard", "notes-only"):
+            raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
+        notes = scenario == "notes-only"
+        allowed = _notes_only_planners() if notes else SCHEMES
+        names = list(allowed)
+        if schemes is not None:  # before --overwrite empties anything
+            names = comma_list(schemes, allowed, option="--schemes", what="scheme")
+        if notes and orders is not None:
+            raise InputError(
+                "the notes-only scenario writes its own orders (every one listed normal); leave "
+                "out --orders or use --scenario standard",
+                field="--orders",
+            )
+        return cls.of(
+            scenario=scenario, schemes=names, orders=orders, shield_rule=shield,
+            n_robots=robots or (2 if notes else None), steps=steps or (600 if notes else 300),
+            n_orders=40 if notes else 24, **settings,
+        )  # fmt: skip
+
+    @property
+    def uses_model(self) -> bool:
+        """Whether a scheme of this comparison calls the model."""
+        if self.scenario != "standard":
+            return any(n != "rule" for n in self.schemes or _notes_only_planners())
+        return any(
+            SCHEMES[n]["planner"] != "rule" or SCHEMES[n]["executor"] == "llm"
+            for n in self.schemes or SCHEMES
+        )
+
+
+def _setting(**settings: Any) -> RunConfig:
+    """The shared run of a comparison: compare's defaults, no GIF."""
+    defaults = {"steps": 300, "seed": 1, "sync_planner": True, "tick_ms": 0.0}
+    return run_config(**{**defaults, **settings, "gif": False})
+
+
+def _notes_only_planners() -> tuple[str, ...]:
+    from marlm.experiments.notes_only import NOTES_ONLY_PLANNERS
+
+    return NOTES_ONLY_PLANNERS
+
+
+@dataclass
+class Comparison:
+    """What :func:`run_comparison` produced: the result of :func:`compare_schemes` or of
+    :func:`marlm.experiments.notes_only.compare_notes_only`, by ``config.scenario``."""
+
+    config: CompareConfig
+    result: dict[str, Any]
+
+    def text(self) -> str:
+        """The comparison as plain-text tables (:func:`format_table` or
+        :func:`marlm.experiments.notes_only.format_notes_only`)."""
+        if self.config.scenario == "standard":
+            return format_table(self.result)
+        from marlm.experiments.notes_only import format_notes_only
+
+        return format_notes_only(self.result)
+
+    @property
+    def written(self) -> Path:
+        """The file that holds the table (``compare.txt``, or the notes-only JSON)."""
+        return self.result["files"]["table" if self.config.scenario == "standard" else "json"]
+
+
+def run_comparison(
+    config: CompareConfig, out: Path, *, overwrite: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:  # fmt: skip
+    """``marlm compare``: check every input, claim the folder ``out``, run the comparison.
+
+    The map, the order file, the robot count (the shared setting's environment), a ``--llm``
+    server that answers 404 and an unwritable policy cache are refused before ``out`` is
+    claimed (:func:`marlm.eval.outputs.claim_run_folder`; ``overwrite`` replaces the runs there).
 
     Raises:
-        InputError: an unknown scheme name, or a bad shared setting.
+        InputError: naming the file or option at fault.
+    """
+    s = config.setting
+    make_env(s)  # checks the map, orders and robots; each scheme's run builds its own
+    if config.uses_model:
+        check_server(config.llm, config.llm_model, config.llm_timeout_s)
+    if config.scenario == "standard":  # notes-only runs 2 robots unless told otherwise
+        warn_if_robots_drawn(s.layout, s.n_robots)
+        if any(SCHEMES[n]["executor"] == "rl" for n in config.schemes or SCHEMES):
+            check_policy_cache()  # a read-only $MARLM_CACHE, before the executor's training
+    claim_run_folder(out, overwrite=overwrite, compare=True)
+    if config.scenario == "standard":
+        return Comparison(config, compare_schemes(config, out, progress=progress))
+    from marlm.experiments.notes_only import compare_notes_only
+
+    result = compare_notes_only(
+        layout=s.layout, n_orders=s.n_orders, n_robots=s.n_robots, steps=s.steps, seed=s.seed,
+        llm=config.llm, llm_model=config.llm_model, llm_timeout_s=config.llm_timeout_s,
+        planners=config.schemes or _notes_only_planners(), out_dir=out, progress=progress,
+        shield_rule=s.shield_rule,
+    )  # fmt: skip
+    return Comparison(config, result)
+
+
+def compare_schemes(
+    config: CompareConfig,
+    out_dir: str | Path = "runs/compare",
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run each scheme of ``config`` on the same layout, orders and seed; return the table rows.
+
+    Args:
+        config: the comparison (:class:`CompareConfig`, standard scenario).
+        out_dir: each scheme's run folder goes to ``out_dir/<scheme>``; the table to
+            ``out_dir/compare.json`` and ``out_dir/compare.txt``, the plot to ``compare.png``.
+        progress: called with one line of text per scheme.
+
+    Returns:
+        ``{"rows": [...], "columns": [...], "notes": [...], "files": {...}}``.
     """
     say = progress or (lambda _msg: None)
-    if workers != 1 or address is not None:
-        from marlm.scale.parallel import check_address, check_workers
-
-        check_workers(workers)
-        if address is not None:
-            check_address(address)
+    base, c = config.setting, config
+    steps, seed = base.steps, base.seed
     planners_ok = _supported("planner")
     executors_ok = _supported("executor")
     available = [
@@ -154,13 +318,7 @@ def compare_schemes(
         for name, s in SCHEMES.items()
         if s["planner"] in planners_ok and s["executor"] in executors_ok
     ]
-    names = list(schemes) if schemes is not None else available
-    unknown = [n for n in names if n not in SCHEMES]
-    if unknown:
-        raise InputError(
-            f"unknown scheme(s) {', '.join(unknown)}; allowed: {', '.join(SCHEMES)}",
-            field="--schemes",
-        )
+    names = list(c.schemes) if c.schemes is not None else available
     notes: list[str] = []
     for n in names:
         if n not in available:
@@ -186,29 +344,16 @@ def compare_schemes(
     if any(
         SCHEMES[n]["planner"] in ("llm", "team") or SCHEMES[n]["executor"] == "llm" for n in names
     ):
-        say(f"loading the LLM backend ({llm})")
-        model = make_model(llm, model_name=llm_model, timeout_s=llm_timeout_s)
+        say(f"loading the LLM backend ({c.llm})")
+        model = make_model(c.llm, model_name=c.llm_model, timeout_s=c.llm_timeout_s)
 
     rows: list[dict[str, Any]] = []
     for name in names:
         s = SCHEMES[name]
-        n_steps = min(steps, llm_only_steps) if (name == "llm_only" and llm_only_steps) else steps
+        capped = name == "llm_only" and c.llm_only_steps
+        n_steps = min(steps, c.llm_only_steps) if capped else steps
         move_executor = LLMMoveExecutor(model) if s["executor"] == "llm" else None
-        config = run_config(
-            layout=layout,
-            orders=orders,
-            n_orders=n_orders,
-            n_robots=n_robots,
-            steps=n_steps,
-            seed=seed,
-            planner=s["planner"],
-            executor=s["executor"],
-            shield=s["shield"],
-            shield_rule=shield_rule,
-            sync_planner=sync_planner,
-            tick_ms=tick_ms,
-            gif=False,
-        )
+        config = base.model_copy(update={**s, "steps": n_steps})
         if s["planner"] == "llm":
             planner = LLMPlanner(model)
         elif s["planner"] == "rule":
@@ -217,7 +362,7 @@ def compare_schemes(
             planner = TeamPlanner(model)  # shares the one loaded model
         else:
             planner = build_planner(
-                s["planner"], llm=llm, model_name=llm_model, timeout_s=llm_timeout_s
+                s["planner"], llm=c.llm, model_name=c.llm_model, timeout_s=c.llm_timeout_s
             )
         say(
             f"running {name} ({s['planner']} planner, {s['executor']} executor, "
@@ -242,16 +387,16 @@ def compare_schemes(
             row["llm_move_calls"] = move_executor.calls
             row["llm_move_invalid"] = move_executor.invalid
         uses_llm = s["planner"] != "rule" or s["executor"] == "llm"
-        if spread_seeds > 1 and not uses_llm:
+        if c.spread_seeds > 1 and not uses_llm:
             # The same scheme on other seeds (cheap without a model): is a gap between rows noise?
             from marlm.scale.parallel import map_seeds
 
             on_seed = functools.partial(
                 _delivered_on_seed, config=config, out=out / "spread", name=name, policy=policy
             )
-            extra_seeds = range(seed + 1, seed + spread_seeds)
+            extra_seeds = range(seed + 1, seed + c.spread_seeds)
             delivered = [m.get("delivered") or 0]
-            delivered += map_seeds(on_seed, extra_seeds, workers=workers, address=address)
+            delivered += map_seeds(on_seed, extra_seeds, workers=c.workers, address=c.address)
             row["delivered_spread"] = (
                 f"{statistics.mean(delivered):.1f}±{statistics.stdev(delivered):.1f}"
             )
@@ -266,16 +411,16 @@ def compare_schemes(
         "columns": [key for key, _ in COLUMNS],
         "headers": {key: header for key, header in COLUMNS},
         "setting": {
-            "layout": layout,
-            "orders": orders,
-            "n_orders": n_orders,
-            "n_robots": n_robots,
+            "layout": base.layout,
+            "orders": base.orders,
+            "n_orders": base.n_orders,
+            "n_robots": base.n_robots,
             "steps": steps,
             "seed": seed,
-            "llm": llm,
-            "sync_planner": sync_planner,
-            "tick_ms": tick_ms,
-            "shield_rule": shield_rule,
+            "llm": c.llm,
+            "sync_planner": base.sync_planner,
+            "tick_ms": base.tick_ms,
+            "shield_rule": base.shield_rule,
         },
         "notes": notes,
         "files": {},
@@ -430,7 +575,10 @@ def plot_comparison(
 __all__ = [
     "COLUMNS",
     "SCHEMES",
+    "CompareConfig",
+    "Comparison",
     "compare_schemes",
+    "run_comparison",
     "format_table",
     "plot_comparison",
 ]

@@ -9,10 +9,12 @@ above ``hybrid`` and ``eval`` because it needs both.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marlm.envs.warehouse.layout import load_layout
 from marlm.envs.warehouse.orders import Order
@@ -20,6 +22,12 @@ from marlm.errors import InputError
 from marlm.eval.replay import Decider, Decision, DecisionPoint, replay_llm, replay_rl
 from marlm.eval.trace import read_trace
 from marlm.hybrid.planning.planner import Snapshot, order_distances
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+#: The schemes a trace is replayed under (see :func:`replay_trace`).
+SCHEMES = ("llm", "rule", "team", "rl")
 
 
 def planner_decider(planner: Any, events: Sequence[dict[str, Any]]) -> Decider:
@@ -131,8 +139,8 @@ def replay_trace(
     Raises:
         InputError: unknown scheme, unreadable trace, or nothing to replay.
     """
-    if scheme not in ("llm", "rule", "team", "rl"):
-        raise InputError(f"got {scheme!r}; allowed: llm, rule, team, rl", field="--scheme")
+    if scheme not in SCHEMES:
+        raise InputError(f"got {scheme!r}; allowed: {', '.join(SCHEMES)}", field="--scheme")
     read = read_trace(trace)
     if scheme == "rl":
         return replay_rl(read.events, sweeps=sweeps), read.warnings
@@ -150,4 +158,147 @@ def replay_trace(
     return report, read.warnings
 
 
-__all__ = ["planner_decider", "replay_trace"]
+@dataclass(frozen=True)
+class ReplayConfig:
+    """The settings of ``marlm replay``, checked when made: the trace is there, the ``out`` file
+    may be written, the scheme is known (in that order).
+
+    Attributes:
+        trace: trace file or run folder.
+        scheme: ``llm``, ``rule``, ``team`` or ``rl`` (see :func:`replay_trace`).
+        llm, llm_model, llm_timeout_s: the backend of ``llm``/``team``, the model name sent to a
+            server and the seconds one call may take.
+        limit: replay at most this many decisions (None: all).
+        sweeps: ``rl``: passes over the data.
+        out: write the full replay report as JSON here (a new file unless ``overwrite``).
+
+    Raises:
+        InputError: a trace that cannot be found, an ``out`` file marlm may not replace, an
+            unknown scheme (naming ``--scheme``).
+    """
+
+    trace: Path
+    scheme: str = "llm"
+    llm: str = "embedded"
+    llm_model: str = "local"
+    llm_timeout_s: float = 30.0
+    limit: int | None = None
+    sweeps: int = 20
+    out: Path | None = None
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        from marlm.eval.outputs import check_output_file
+        from marlm.eval.trace import resolve_trace_path
+
+        resolve_trace_path(self.trace)  # a folder without a trace is refused before any work
+        if self.out is not None:
+            check_output_file(self.out, kind="replay", overwrite=self.overwrite)
+        if self.scheme not in SCHEMES:
+            raise InputError(
+                f"got {self.scheme!r}; allowed: {', '.join(SCHEMES)}", field="--scheme"
+            )
+
+
+@dataclass
+class Replay:
+    """What :func:`run_replay` produced: the report of :func:`replay_trace` (``report``), what
+    the trace reader could not read (``warnings``), and the config."""
+
+    config: ReplayConfig
+    report: dict[str, Any]
+    warnings: list[str]
+
+    def table(self) -> Table:
+        """The report as a rich ``Table``: per agent (``rl``), else the replayed figures beside
+        the recorded ones."""
+        from rich.table import Table
+
+        r, c = self.report, self.config
+        if c.scheme == "rl":
+            table = Table(title=f"RL replay: batch Q-learning over {c.trace} ({r['state_source']})")
+            for key, header in _RL_COLUMNS.items():
+                table.add_column(header, justify="left" if key == "agent" else "right")
+            for row in r["agents"]:
+                table.add_row(*[_fmt(row[key]) for key in _RL_COLUMNS])
+            return table
+        table = Table(title=f"{c.scheme} replay of {r['decisions']} recorded decisions")
+        table.add_column("figure")
+        table.add_column("replayed", justify="right")
+        table.add_column("recorded", justify="right")
+        rec = r["recorded"]
+        rows = [
+            ("exact agreement", _fmt(r["exact_agreement"]), "1"),
+            ("pair agreement (Jaccard)", _fmt(r["pair_agreement"]), "1"),
+            ("valid rate", _fmt(r["valid_rate"]), _fmt(1 - rec["fallback_rate"])),
+            ("fallback rate", _fmt(r["fallback_rate"]), _fmt(rec["fallback_rate"])),
+            ("calls per decision", _fmt(r["calls_per_decision"]),
+             _fmt(rec["calls_per_decision"])),
+            *[(f"latency {key} (ms)", _fmt(r["latency_ms"][key]), _fmt(rec["latency_ms"][key]))
+              for key in ("mean", "p50", "p95")],
+            ("tokens per decision (mean)", _fmt(r["tokens"]["mean"]), _fmt(rec["tokens"]["mean"])),
+        ]  # fmt: skip
+        for row in rows:
+            table.add_row(*row)
+        return table
+
+    def lines(self) -> list[str]:
+        """The lines under the table: the team return (``rl``), what was measured and what
+        estimated."""
+        r = self.report
+        team = (
+            [f"team return (sum) {_fmt(r['return_sum'])}, variance of per-agent returns "
+             f"{_fmt(r['return_var_across_agents'])}"]
+            if self.config.scheme == "rl" else []
+        )  # fmt: skip
+        return [*team, f"measured: {r['measured']}", f"estimated: {r['estimated']}"]
+
+
+#: Columns of the ``rl`` replay table: report key -> header.
+_RL_COLUMNS = {
+    "agent": "agent",
+    "transitions": "n",
+    "return": "return",
+    "reward_mean": "r mean",
+    "reward_var": "r var",
+    "td_error_mean_abs": "|TD err|",
+    "v_start": "V(s0) est.",
+    "greedy_agreement": "greedy agr. est.",
+}
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def run_replay(
+    config: ReplayConfig, *, progress: Callable[[int, int], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Replay:  # fmt: skip
+    """``marlm replay``: :func:`replay_trace` under ``config``, and the report written to
+    ``config.out`` as JSON (keys starting with ``_`` left out) when given.
+
+    Args:
+        config: the settings.
+        progress, say: as in :func:`replay_trace`.
+
+    Raises:
+        InputError: as :func:`replay_trace`.
+    """
+    c = config
+    report, warnings = replay_trace(
+        c.trace, scheme=c.scheme, llm=c.llm, llm_model=c.llm_model, llm_timeout_s=c.llm_timeout_s,
+        limit=c.limit, sweeps=c.sweeps, say=say, progress=progress,
+    )  # fmt: skip
+    if c.out is not None:
+        c.out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {k: v for k, v in report.items() if not k.startswith("_")}
+        c.out.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+    return Replay(c, report, warnings)
+
+
+__all__ = ["Replay", "ReplayConfig", "planner_decider", "replay_trace", "run_replay"]

@@ -1,95 +1,231 @@
-"""Training experiments of the RL line: train a tabular learner, diagnose it, write its run folder.
+"""The settings of the training commands that are not a learner's own config: the LLM reward of
+``marlm train gridworld --reward llm``, the network learners on GridRace (``marlm train race
+--learner mappo|...``) and on any PettingZoo ParallelEnv (``marlm train env MODULE:NAME``).
 
-``marlm train gridworld|race`` calls these. Each composes a learner of :mod:`marlm.rl.train` with
-the detectors of :mod:`marlm.eval.diagnose` and the run-folder writers of :mod:`marlm.eval.runs`
-(``tables.npz``, ``episodes.npz``, ``metrics.json``, ``findings.json``, ``curves.png``, and for
-GridRace with diagnostics ``fixed_partner.npz``).
+Each function checks its settings and raises :class:`marlm.errors.InputError` naming the option
+and the fix; the learners themselves are in :mod:`marlm.rl` (:mod:`marlm.rl.deep` for the
+networks: MAPPO/IPPO, Yu et al. 2022; QMIX, Rashid et al. 2018; VDN, Sunehag et al. 2018) and the
+run folders they write in :mod:`marlm.eval.runs` and :mod:`marlm.eval.deep_runs`.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from pathlib import Path
+import functools
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+from marlm.errors import InputError
 
-from marlm.eval.diagnose import detect_goal_not_reached, detect_lazy_agent, detect_non_stationarity
-from marlm.eval.plots import PlotProcess
-from marlm.eval.runs import plot_race_curves, save_gridworld_run, save_race_run
-from marlm.rl.train import (
-    GridWorldConfig,
-    GridWorldResult,
-    RaceConfig,
-    RaceResult,
-    fixed_partner_run,
-    gridworld_metrics,
-    race_metrics,
-    train_gridworld,
-    train_race,
-)
+#: The variables OpenBLAS reads its thread count from, in its order of precedence.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+#: The learners with neural networks, as ``--learner`` takes them (the same tuple as
+#: :data:`marlm.rl.deep.common.DEEP_LEARNERS`, kept here so that ``--help`` imports nothing).
+DEEP_LEARNERS = ("mappo", "ippo", "qmix", "dqn-vdn", "dqn")
+#: Joint steps between checkpoints of a deep run when ``--checkpoint-every`` is left at the
+#: tabular default (1000 episodes).
+DEEP_CHUNK = 10_240
 
 
-def run_gridworld(
-    config: GridWorldConfig, out: str | Path, *, plot: bool = True, **kwargs: Any
-) -> tuple[GridWorldResult, dict[str, Any]]:
-    """Train on GridWorld and write the run folder; returns the result and its metrics.
+def import_numpy_without_blas_threads() -> None:
+    """Import numpy with its BLAS (OpenBLAS in numpy's wheels) on one thread.
 
-    ``plot``: write ``curves.png`` (matplotlib is imported only then). ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
+    Tabular training multiplies no matrices, but OpenBLAS starts a pool of one thread a core
+    when numpy loads it, which cost about 0.1 s of CPU (a sixth of a ``train race --no-plot``
+    process). Its thread count is read from the environment at that load only, so it is set
+    for the import and removed again (the environment of the process and of its children stays
+    as it was). Nothing changes where numpy is already imported or the user chose a count
+    (any of :data:`BLAS_THREAD_VARIABLES` set), and a BLAS that reads none of them ignores it.
     """
-    res = train_gridworld(config, **kwargs)
-    source = "llm" if kwargs.get("reward_fn") is not None else "env"
-    findings = detect_goal_not_reached(
-        res.greedy_path_length, config.max_steps, reward_source=source
+    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
+def metrics_table(title: str, metrics: dict[str, Any], drop: tuple[str, ...] = ("config",)) -> Any:
+    """A training run's metrics (but the keys in ``drop``) as a rich ``Table``: one row per
+    metric, floats to 4 decimals."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        if key not in drop:
+            table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    return table
+
+
+def llm_reward(samples: int, llm: str, model_name: str, timeout_s: float) -> Any:
+    """The LLM reward function (:class:`marlm.llm.reward.LLMReward`, ``samples`` paraphrased
+    prompts per distinct state) on the ``--llm`` backend, for GridWorld's task.
+
+    Raises:
+        InputError: ``samples`` < 1 (``--llm-samples``), the LLM extra missing (``--reward``),
+            or a backend the factory refuses (``--llm``).
+    """
+    try:
+        from marlm.llm.backends import make_backend
+        from marlm.llm.reward import LLMReward
+    except ImportError as e:  # pragma: no cover - depends on the installed extras
+        raise InputError(f"the LLM reward is not available: {e}", source="--reward") from e
+    if samples < 1:
+        raise InputError(
+            f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
+        )
+    model = make_backend(llm, model=model_name, timeout_s=timeout_s)
+    return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
+
+
+def require_torch() -> None:
+    """Refuse a deep learner without PyTorch, with the install command.
+
+    Raises:
+        InputError: naming ``--learner`` and ``pip install -e '.[deep]'``.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise InputError(
+            "the deep learners need PyTorch, which is not installed; install the deep extra: "
+            "pip install -e '.[deep]' (torch==2.13.0, a CPU build)",
+            source="--learner",
+            field="learner",
+        )
+
+
+def deep_config(learner: str, steps: int, lr: float | None, **settings: Any) -> Any:
+    """A :class:`marlm.rl.deep.common.DeepConfig` (``lr`` None: its default)."""
+    from marlm.rl.deep.common import DeepConfig
+
+    return DeepConfig(
+        learner=learner, steps=steps, lr=DeepConfig.lr if lr is None else lr, **settings
     )
-    save_gridworld_run(res, out, [f.to_dict() for f in findings], plot=plot)
-    metrics = gridworld_metrics(res)
-    metrics["findings"] = [str(f) for f in findings]
-    return res, metrics
 
 
-def run_race(
-    config: RaceConfig,
-    out: str | Path,
-    *,
-    diagnose: bool = True,
-    plot: bool | PlotProcess = True,
-    **kwargs: Any,
-) -> tuple[RaceResult, dict[str, Any], list[Any]]:
-    """Train on GridRace, run the diagnostics, and write the run folder.
+def _gridrace_reached(agent: str, terminated: bool, info: dict, *, goal: int) -> bool:
+    """GridRace's task: the agent terminated on the goal (as the tabular race logs ``reached``)."""
+    return terminated and info.get("cell") == goal
 
-    ``plot``: write ``curves.png``, drawn by a :class:`marlm.eval.plots.PlotProcess` (``True``:
-    one forked here, before training; or the caller's, started earlier and not yet given a
-    call), so that matplotlib's import and the drawing run beside the training, the diagnostics
-    and the other files (matplotlib is never imported in this process).
-    With ``diagnose``, each agent also learns alone against its partner frozen at the end of the
-    joint run (:func:`fixed_partner_run`, saved as ``fixed_partner.npz``) so the non-stationarity
-    detector can compare. Returns ``(result, metrics, findings)``.
+
+def gridrace_deep(
+    *, learner: str, reward: str, end: str, episodes: int | None, steps: int | None,
+    chunk: int, lr: float | None, **settings: Any,
+) -> tuple[Callable[[], Any], Any, str, Callable[..., bool]]:  # fmt: skip
+    """A network learner on GridRace: ``(env_fn, DeepConfig, title, reached_fn)`` for
+    :func:`marlm.eval.deep_runs.run_deep`. ``steps`` None: 100,000; ``chunk`` 1000 (the tabular
+    default): :data:`DEEP_CHUNK`; ``settings`` (``seed``, ``gamma``, ``num_envs``) go to the config.
+
+    Raises:
+        InputError: a reward other than GridRace's own (``shared`` or ``individual``), or
+            ``episodes`` given (the deep learners count ``--steps``).
     """
-    out = Path(out)
-    own_plotter = PlotProcess() if plot is True else nullcontext(plot or None)
-    with own_plotter as plotter:
-        res = train_race(config, **kwargs)
-        if plotter is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            plot_race_curves(res, out, plotter)
-        findings: list[Any] = []
-        if diagnose:
-            n = res.episode
-            log = res.log
-            findings += detect_lazy_agent(
-                log.team_return[:n], log.own_return[:n], res.agents,
-                reached=log.reached[:n], action_counts=log.action_counts[:n],
-                action_sequences=log.actions[:n],
-            )  # fmt: skip
-            if n == config.episodes:
-                alone = {
-                    a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
-                }
-                out.mkdir(parents=True, exist_ok=True)
-                np.savez(out / "fixed_partner.npz", **alone)
-                findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
-        save_race_run(res, out, [f.to_dict() for f in findings], plot=False)
-        if plotter is not None:
-            plotter.result()
-    return res, race_metrics(res), findings
+    if reward not in ("shared", "individual"):
+        raise InputError(
+            f"the deep learners learn from GridRace's own rewards: shared or individual, not "
+            f"{reward!r}",
+            source="--reward",
+            field="reward",
+        )
+    if episodes is not None:
+        raise InputError(
+            "the deep learners count joint environment steps; pass --steps instead (e.g. "
+            "--steps 100000)",
+            source="--episodes",
+            field="episodes",
+        )
+    config = deep_config(
+        learner, 100_000 if steps is None else steps, lr, shared_reward=reward == "shared",
+        chunk=DEEP_CHUNK if chunk == 1000 else chunk, **settings,
+    )  # fmt: skip
+    from marlm.envs.grid import GridRace
+
+    env_fn = functools.partial(GridRace, end=end, reward=reward)
+    reached = functools.partial(_gridrace_reached, goal=GridRace().goal)
+    return env_fn, config, f"GridRace {learner} / {reward}", reached
+
+
+def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
+    """``MODULE:FACTORY`` (and its keyword arguments as JSON) -> a function making the env.
+
+    The factory is called once here, to check that it makes a PettingZoo ParallelEnv.
+
+    Raises:
+        InputError: naming ``ENV`` or ``--env-kwargs``: not of the form ``module:name``, a module
+            that does not import, a missing or non-callable name, a factory that raises or
+            returns something that is not a PettingZoo ParallelEnv.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise InputError(
+            f"got {spec!r}; give the factory as MODULE:NAME, e.g. marlm.envs.grid:GridRace or "
+            "pettingzoo.butterfly.pistonball_v6:parallel_env",
+            field="ENV",
+        )
+    kwargs = _env_kwargs(kwargs_json)
+    sys.path.insert(0, os.getcwd())  # a module next to the user, as `python -m` would find it
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise InputError(
+            f"module {module_name!r} does not import ({e}); check the name and that it is "
+            "installed or in the current folder",
+            field="ENV",
+        ) from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise InputError(f"{module_name} has no callable {attr!r}", field="ENV")
+    env_fn = functools.partial(factory, **kwargs)
+    try:
+        env = env_fn()
+    except Exception as e:
+        raise InputError(f"{spec}(**{kwargs}) raised {type(e).__name__}: {e}", field="ENV") from e
+    # The ParallelEnv contract checked on the object (PettingZoo declares no protocol for it).
+    missing = [m for m in ("possible_agents", "reset", "step", "observation_space", "action_space")
+               if not hasattr(env, m)]  # fmt: skip
+    if missing or hasattr(env, "agent_selection"):
+        what = "an AEC env (agent_selection)" if not missing else f"no {', '.join(missing)}"
+        raise InputError(
+            f"{spec} made {type(env).__name__}, {what}: not a PettingZoo ParallelEnv; give a "
+            "factory of one (PettingZoo's modules have parallel_env)",
+            field="ENV",
+        )
+    return env_fn
+
+
+def _env_kwargs(kwargs_json: str) -> dict[str, Any]:
+    """``--env-kwargs`` parsed: a JSON object."""
+    try:
+        kwargs = json.loads(kwargs_json)
+    except ValueError as e:
+        raise InputError(
+            f"is not JSON ({e}); pass an object, e.g. --env-kwargs '{{\"size\": 4}}'",
+            field="--env-kwargs",
+        ) from e
+    if not isinstance(kwargs, dict):
+        raise InputError(
+            f"must be a JSON object of keyword arguments, got {kwargs_json!r}", field="--env-kwargs"
+        )
+    return kwargs
+
+
+__all__ = [
+    "BLAS_THREAD_VARIABLES",
+    "DEEP_CHUNK",
+    "DEEP_LEARNERS",
+    "deep_config",
+    "env_factory",
+    "gridrace_deep",
+    "import_numpy_without_blas_threads",
+    "llm_reward",
+    "metrics_table",
+    "require_torch",
+]

@@ -351,6 +351,7 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     clock: Clock = time.perf_counter,
     facts: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
+    env: WarehouseEnv | None = None,
 ) -> RunResult:
     """Run one episode under ``config`` and write the run folder.
 
@@ -369,11 +370,14 @@ def run(
         clock: seconds, monotonic: latencies, the age of model answers and the control period.
         facts: ``facts(events)`` gives more figures for ``metrics.json`` from the run's trace
             events (e.g. latency by true class beside a counterfactual run's), added as they are.
+        env: the run's environment as :func:`make_env` built it from ``config`` (a caller that
+            built it to check the inputs before claiming the run folder passes it on); None:
+            built here.
 
     Returns:
         :class:`RunResult` with the metrics (see :func:`marlm.eval.metrics.summarise`).
     """
-    env = make_env(config)
+    env = make_env(config) if env is None else env
     out = start_run_folder(out_dir)  # created only once the inputs are known to be good
     if executor is None:
         executor = make_executor(config.executor, policy)

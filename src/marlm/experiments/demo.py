@@ -1,0 +1,332 @@
+"""The hybrid warehouse end to end (``marlm demo``): one run of the planner, the executor and the
+rule layer, the same seed and orders under the rule planner beside it, and the table of figures.
+
+:class:`DemoConfig` holds every setting of the command, checked when it is made;
+:func:`run_demo` runs it and writes one run folder; :func:`metrics_table` formats its figures.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from marlm.errors import InputError
+from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
+from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
+from marlm.experiments.settings import check_rule_layer, warn_if_robots_drawn
+from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
+from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+#: ``stage(description, total)`` starts a stage of the command's progress (``total`` None: not
+#: known) and returns its ``update(done, total)``.
+Stage = Callable[[str, "int | None"], Callable[[int, "int | None"], None]]
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Every setting of one demo run, checked when made (:meth:`from_options`).
+
+    Attributes:
+        run: the warehouse run (layout, orders, robots, steps, seed, planner, executor, rule
+            layer, timing, dwell, GIF); ``run.orders`` is None in the congested scenario.
+        out: the run folder, new or empty (or replaced with ``overwrite``).
+        overwrite: replace the run already in ``out`` (its files are deleted first).
+        llm, llm_model, llm_timeout_s: the planner's backend (``--llm``), the model name sent to
+            a server and the seconds one call may take.
+        policy: the executor's Q-table file (.npz); None: the cached one, trained if missing.
+        scenario: ``"none"`` (the orders of ``run.orders``) or ``"congested"`` (a stream
+            generated from the seed, urgency only in the notes; :mod:`marlm.experiments.congested`).
+        order_every: steps between the congested scenario's orders (>= 1).
+        counterfactual: also run the same seed and orders under the rule planner, without a
+            model, for the table's second column (``metrics.json``: ``counterfactual_rule``).
+    """
+
+    run: RunConfig
+    out: Path
+    overwrite: bool = False
+    llm: str = "embedded"
+    llm_model: str = "local"
+    llm_timeout_s: float = 60.0
+    policy: Path | None = None
+    scenario: str = "none"
+    order_every: int = 3
+    counterfactual: bool = True
+
+    @classmethod
+    def from_options(
+        cls, *, layout: str, orders: str | None, robots: int | None, shield: str,
+        scenario: str, executor: str, sync: bool, plan_deadline: float, **settings: Any,
+    ) -> DemoConfig:  # fmt: skip
+        """The config of ``marlm demo``'s options (``shield``: ``pibt``, ``local`` or ``none``;
+        the other run settings by their :class:`RunConfig` names).
+
+        Raises:
+            InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``), an
+                unknown ``--shield`` or ``--scenario``, ``--orders`` with the congested scenario,
+                or a run setting :func:`marlm.hybrid.controller.run_config` refuses.
+        """
+        if executor == "llm":
+            raise InputError(
+                "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
+                field="--executor",
+            )
+        rule = check_rule_layer(shield, allow_none=True)
+        if scenario not in ("none", "congested"):
+            raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
+        if scenario == "congested" and orders is not None:
+            raise InputError(
+                "--scenario congested generates its orders; drop --orders or --scenario",
+                field="--orders",
+            )
+        own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
+        config = run_config(
+            layout=layout,
+            orders=orders if orders is not None or scenario != "none" else default_orders(layout),
+            n_robots=robots, executor=executor, shield=rule != "none",
+            shield_rule="pibt" if rule == "none" else rule, sync_planner=sync,
+            plan_deadline_s=plan_deadline, **settings,
+        )  # fmt: skip
+        return cls(run=config, scenario=scenario, **own)
+
+
+@dataclass
+class DemoResult:
+    """A finished demo run: its :class:`RunResult` (``metrics`` as in ``metrics.json``)."""
+
+    run: RunResult
+    layout: str
+
+    def table(self) -> Table:
+        """The figures as :func:`metrics_table` shows them."""
+        title = f"marlm demo: {self.run.metrics['scheme']} on {self.layout}"
+        return metrics_table(self.run.metrics, title)
+
+
+def run_demo(
+    config: DemoConfig, *, say: Callable[[str], None], stage: Stage,
+    on_claim: Callable[[Path], None] | None = None,
+) -> DemoResult:  # fmt: skip
+    """Run ``config`` and write its run folder ``config.out`` (trace, metrics, plots, GIF).
+
+    Every input is checked before the folder is claimed: the map, orders and robots (the
+    run's environment, then used by the run), the folder, the Q-table, the policy cache and the
+    planner's backend. With ``config.counterfactual``, the rule planner's run on the same
+    seed and orders (without a model, in a temporary folder) is added to ``metrics.json`` as
+    ``counterfactual_rule`` after the run.
+
+    Args:
+        config: the settings.
+        say: called with one line of status text.
+        stage: starts a progress stage (see :data:`Stage`): executor training, model warm-up,
+            ``"warehouse"`` (the run), the counterfactual.
+        on_claim: called with the run folder once it is claimed (from then on the trace is
+            written there).
+
+    Raises:
+        InputError: a bad map, order file, robot count, run folder, Q-table, cache folder or
+            backend, naming the file or option.
+    """
+    from marlm.hybrid.acting.executor import QExecutor
+    from marlm.hybrid.build import cached_policy, check_policy_cache
+    from marlm.hybrid.controller import run  # looked up per call: a test stops it with Ctrl-C
+
+    run_cfg, true_class, notes, orders_dir = config.run, None, (), None
+    if config.scenario == "congested":
+        from marlm.envs.warehouse.layout import load_layout
+        from marlm.experiments.congested import congested_orders
+
+        stream = congested_orders(
+            load_layout(run_cfg.layout), run_cfg.seed, n=DEFAULT_ORDERS, every=config.order_every
+        )
+        # The orders are in the trace (run_start) and their true classes in metrics.json: the
+        # generated order file itself is temporary.
+        orders_dir = tempfile.TemporaryDirectory(prefix="marlm-scenario-")
+        run_cfg = run_cfg.model_copy(update={"orders": str(stream.write(orders_dir.name))})
+        true_class, notes = stream.true_class, stream.notes
+    env = make_env(run_cfg)
+    warn_if_robots_drawn(run_cfg.layout, run_cfg.n_robots)
+    check_run_folder(config.out, overwrite=config.overwrite)
+    rl = run_cfg.executor == "rl"
+    q = QExecutor.load(config.policy) if rl and config.policy is not None else None
+    if rl and q is None:
+        check_policy_cache()  # a read-only $MARLM_CACHE now, not after the training
+    plan = build_planner(
+        run_cfg.planner, config.llm, model_name=config.llm_model, timeout_s=config.llm_timeout_s
+    )
+    out = claim_run_folder(config.out, overwrite=config.overwrite)
+    if on_claim is not None:
+        on_claim(out)
+    if true_class is not None:
+        from marlm.experiments.congested import held_out_planner
+
+        plan = held_out_planner(plan, notes)
+        say(
+            f"scenario: congested, {DEFAULT_ORDERS} orders, one every {config.order_every} steps, "
+            f"{sum(c == 'urgent' for c in true_class.values())} truly urgent (in the note only); "
+            "the development notes are held out of the triage pool"
+        )
+    if run_cfg.tick_ms == 0 and not run_cfg.sync_planner and run_cfg.planner != "rule":
+        say(
+            "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
+            "outrun the planner; use --sync for reproducible runs."
+        )
+    say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
+    if rl and q is None:
+        episodes = DEFAULT_TRAINING["episodes"]
+        update = stage("training executor (cached after)", episodes)
+        q, _ = cached_policy(progress=update)
+        update(episodes, episodes)
+    warm = getattr(plan, "warm_up", None)
+    if warm is not None:  # before the control clock starts: the first answer is then prompt
+        update = stage("warming up the model (triage pool, cached after)", None)
+        warm(progress=update)
+        update(1, 1)
+    result = run(
+        run_cfg, out, planner=plan, policy=q, env=env,
+        progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class),
+    )  # fmt: skip
+    if config.counterfactual:  # after the run: its folder is whole whatever happens here
+        update = stage("counterfactual: rule planner, same orders", run_cfg.steps)
+        cf = _counterfactual(run_cfg, q, true_class, progress=update)
+        result.metrics["counterfactual_rule"] = cf
+        with atomic_path(result.out_dir / "metrics.json") as tmp:
+            text = json.dumps(result.metrics, indent=2, ensure_ascii=False)
+            tmp.write_text(text, encoding="utf-8")
+    if orders_dir is not None:
+        orders_dir.cleanup()
+    return DemoResult(result, run_cfg.layout)
+
+
+def _facts(events: list, true_class: dict | None) -> dict:
+    """The demo's figures beyond the metrics: this run by true class (the note's label in a
+    generated scenario, else the listed priority). The rule counterfactual's figures
+    (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
+    out = {
+        "by_true_class": latency_by_true_class(events, true_class),
+        "true_class_source": "the note's label" if true_class else "listed priority",
+    }
+    if true_class:
+        out["true_class"] = true_class
+    return out
+
+
+def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress=None) -> dict:
+    """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
+    possible, without a model or a GIF, in a temporary folder removed after; its figures by
+    true class and its idle robot-steps."""
+    from marlm.hybrid.controller import run
+    from marlm.hybrid.planning.planner import RulePlanner
+
+    rule_config = config.model_copy(
+        update={"planner": "rule", "sync_planner": True, "tick_ms": 0.0, "gif": False}
+    )
+    with tempfile.TemporaryDirectory(prefix="marlm-counterfactual-") as tmp:
+        res = run(
+            rule_config, Path(tmp) / "run", planner=RulePlanner(), policy=q, progress=progress,
+            facts=lambda events: {"by_true_class": latency_by_true_class(events, true_class)},
+        )  # fmt: skip
+    return {
+        **res.metrics["by_true_class"],
+        "idle_robot_steps": res.metrics.get("idle_robot_steps"),
+        "scheme": res.metrics.get("scheme"),
+    }
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+    return str(v)
+
+
+def _share(v) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def metrics_table(m: dict, title: str) -> Table:
+    """The demo's table of figures (a rich ``Table``), from a metrics dict. With a
+    ``counterfactual_rule`` entry (the same seed and orders under the rule planner, run
+    alongside without a model), the figures by true class are shown beside the rule's."""
+    from rich.table import Table
+
+    t = Table(title=title, show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    cf = m.get("counterfactual_rule")
+    if cf is not None:
+        t.add_column("rule, same orders", justify="right")
+    for k, v, r in _side_rows(m, cf):
+        t.add_row(k, v, *([] if cf is None else [r or "-"]))
+    for k, v in _own_rows(m):
+        t.add_row(k, v, *([] if cf is None else [""]))
+    return t
+
+
+def _side_rows(m: dict, cf: dict | None) -> list[tuple[str, str, str | None]]:
+    """The rows with a figure of the rule counterfactual beside this run's."""
+    own = m.get("by_true_class") or {}
+    idle = m.get("idle_robot_steps") or {}
+    cf_idle = (cf or {}).get("idle_robot_steps") or {}
+    classes = [c for c in ("urgent", "normal", "low") if c in (own.get("latency_mean_steps") or {})]
+    truth = m.get("true_class_source", "listed priority")
+    return [
+        ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}",
+         None if cf is None else f"{cf['delivered']} / {m.get('orders_total', '?')}"),
+        ("throughput per 1000 steps", _fmt(m.get("throughput_per_1000_steps")),
+         None if cf is None else _fmt(cf.get("throughput_per_1000_steps"))),
+        *[
+            (f"mean order latency, {c} by {truth} (steps)",
+             _fmt(own["latency_mean_steps"].get(c)),
+             None if cf is None else _fmt(cf["latency_mean_steps"].get(c)))
+            for c in classes
+        ],
+        *[
+            (f"idle robot-steps with an order waiting: {cause.replace('_', ' ')}",
+             _fmt(idle.get(cause)), None if cf is None else _fmt(cf_idle.get(cause)))
+            for cause in ("waiting_for_model", "no_order", "blocked")
+        ],
+    ]  # fmt: skip
+
+
+def _own_rows(m: dict) -> list[tuple[str, str]]:
+    """The rows of this run's figures only."""
+    own = m.get("by_true_class") or {}
+    lat = m.get("order_latency_mean_steps") or {}
+    return [
+        ("on-time rate", _fmt(m.get("on_time_rate"))),
+        *[
+            (f"mean order latency, listed {p} (steps)", _fmt(lat.get(p)))
+            for p in ("urgent", "normal", "low")
+            if not own
+        ],
+        ("deadline misses", _fmt(m.get("deadline_misses"))),
+        ("collisions", _fmt(m.get("collisions"))),
+        ("shield overrides", _fmt(m.get("shield_overrides"))),
+        ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
+        ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
+        ("plans that took effect", _fmt(m.get("plans_effective"))),
+        ("  decided by the model", _share(m.get("decided_by_model_share"))),
+        ("  decided by the rule standing in (deadline)",
+         _share(m.get("decided_by_rule_stand_in_share"))),
+        ("  decided by the rule after a failure", _share(m.get("decided_by_fallback_share"))),
+        ("LLM calls", _fmt(m.get("llm_calls"))),
+        ("LLM calls unanswered / invalid",
+         f"{_fmt(m.get('llm_unanswered'))} / {_fmt(m.get('llm_invalid'))}"),
+        ("time to the first answer (s)", _fmt(m.get("llm_first_answer_s"))),
+        ("LLM latency p50 / p95 (ms)",
+         f"{_fmt(m.get('llm_latency_p50_ms'))} / {_fmt(m.get('llm_latency_p95_ms'))}"),
+        ("control step p50 (ms)", _fmt(m.get("step_latency_p50_ms"))),
+        ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
+        ("steps", _fmt(m.get("steps"))),
+    ]  # fmt: skip
+
+
+__all__ = ["DemoConfig", "DemoResult", "Stage", "metrics_table", "run_demo"]

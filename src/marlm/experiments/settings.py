@@ -1,0 +1,233 @@
+"""Checks shared by the experiments' configs: the rule layer's name, a comma-separated list of
+names, a robot count drawn from the seed, the form of a ``--llm`` value and a ``--llm`` server
+that answers (the two checks of ``--llm`` before the backend is built, kept together here).
+
+Each error names the command-line option (``field '--shield'``) and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from marlm.errors import InputError
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The bounds of a numeric option: a whole number >= ``low`` (and <= ``high`` when set), or
+    with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; ``inf`` and ``nan``
+    refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
+    is added to the error in brackets, ``example`` is the value the error suggests."""
+
+    low: float
+    high: float | None = None
+    whole: bool = True
+    exclusive: bool = False
+    unit: str = ""
+    why: str = ""
+    example: float | None = None
+
+    def check(self, value: float, *, option: str, default: object = None) -> None:
+        """Refuse ``value`` out of bounds with marlm's one error for it (``field '--steps':
+        must be a whole number >= 1, got 0; pass e.g. --steps 600``): the example is
+        ``example``, else ``default`` where it is a number, else ``low`` (a whole number's).
+
+        Raises:
+            InputError: naming ``option``, the bounds, the value and an example.
+        """
+        low, high = self.low, self.high
+        if self.whole:
+            bad = value < low or (high is not None and value > high)
+            what = (
+                f"a whole number in {low}..{high}"
+                if high is not None
+                else f"a whole number >= {low}"
+            )
+        else:
+            bad = not math.isfinite(value) or value < low or (self.exclusive and value == low)
+            unit = f" of {self.unit}" if self.unit else ""
+            what = f"a finite number{unit} {'>' if self.exclusive else '>='} {_show(low)}"
+        if not bad:
+            return
+        example = self.example
+        if example is None:
+            numeric = isinstance(default, int | float)
+            example = default if numeric else (low if self.whole else None)
+        fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
+        why = f" ({self.why})" if self.why else ""
+        raise InputError(f"must be {what}{why}, got {_show(value)}{fix}", field=option)
+
+
+def _show(number: float) -> str:
+    return f"{number:g}" if isinstance(number, float) else str(number)
+
+
+def check_input_file(path: str | Path, *, option: str, what: str) -> None:
+    """Refuse a folder, or a path that does not exist, where ``option`` takes a file to read,
+    naming ``what`` to give (``field '--orders': is a folder; give a JSONL order file``)
+    instead of the reader's ``[Errno 21] Is a directory``.
+
+    Raises:
+        InputError: naming the path and ``option``.
+    """
+    p = Path(path)
+    problem = "is a folder" if p.is_dir() else "" if p.exists() else "no such file"
+    if problem:
+        raise InputError(f"{problem}; give {what}", source=path, field=option)
+
+
+def check_layout(value: str, *, option: str = "--layout") -> None:
+    """Refuse a folder where a shipped layout name or a map file is expected.
+
+    Raises:
+        InputError: naming the folder, ``option`` and the shipped layouts.
+    """
+    if Path(value).is_dir():
+        from marlm.envs.warehouse.layout import list_layouts
+
+        names = ", ".join(list_layouts())
+        raise InputError(
+            f"is a folder; give a map file or a shipped layout name ({names})",
+            source=value, field=option,
+        )  # fmt: skip
+
+
+def check_rule_layer(value: str, *, allow_none: bool = False) -> str:
+    """The ``--shield`` value checked: ``pibt`` or ``local`` (see
+    :data:`marlm.hybrid.rules.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.
+
+    Raises:
+        InputError: another value, naming ``--shield`` and the allowed values.
+    """
+    from marlm.hybrid.rules.shield import SHIELD_RULES
+
+    allowed = (*SHIELD_RULES, "none") if allow_none else SHIELD_RULES
+    if value not in allowed:
+        raise InputError(f"got {value!r}; allowed: {', '.join(allowed)}", field="--shield")
+    return value
+
+
+def comma_list(value: str, allowed: Sequence[str], *, option: str, what: str) -> list[str]:
+    """The names of a comma-separated option (``--schemes rules,hybrid``), each checked.
+
+    Raises:
+        InputError: naming ``option``: an empty item (``rules,,hybrid``, a trailing comma), a
+            name given twice, or a name not in ``allowed``, with the allowed names.
+    """
+    allowed = list(allowed)
+    names = [n.strip() for n in value.split(",")]
+    example = ",".join(allowed[:2])
+    if "" in names:
+        raise InputError(
+            f"item {names.index('') + 1} of {value!r} is empty; give {what} names separated by "
+            f"single commas, e.g. {option} {example}",
+            field=option,
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(
+            f"{', '.join(map(repr, twice))} given more than once in {value!r}; give each "
+            f"{what} once",
+            field=option,
+        )
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise InputError(
+            f"unknown {what}(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
+            field=option,
+        )
+    return names
+
+
+def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
+    """One warning (``marlm: warning:`` on the command line) when the robot count comes from
+    nowhere the user wrote: no ``--robots``, and a map without ``R`` cells or a ``robots:`` line
+    (RWARE's maps), so RWARE's default of 2 robots start on free cells drawn from the seed. Call
+    after the map is checked."""
+    if robots is not None:
+        return
+    from marlm.envs.warehouse.layout import load_layout
+
+    lay = load_layout(layout)
+    if lay.starts or lay.robots_line is not None:
+        return
+    warnings.warn(
+        f"--layout {layout}: the map has no 'R' cells and no 'robots:' line, so {lay.default_robots} "
+        "robots (RWARE's default) start on free cells drawn from --seed; pass --robots N to "
+        "choose how many",
+        stacklevel=1,
+    )
+
+
+def check_llm_form(spec: str, *, option: str = "--llm") -> None:
+    """Refuse, without loading anything, a ``--llm`` value the backend factory would refuse (an
+    unknown form, a ``.gguf`` file that is not there), with the one parser of ``--llm``
+    (:meth:`marlm.llm.backends.BackendSpec.parse`). Loading a model, or asking a server
+    (:func:`check_server`), is left to the command.
+
+    Raises:
+        InputError: naming ``option``.
+    """
+    from marlm.llm.backends import BackendSpec
+
+    BackendSpec.parse(spec, option=option)  # raises, loads nothing
+
+
+def check_server(llm: str, model_name: str, timeout_s: float) -> None:
+    """Ask a ``--llm`` server once, before a command that builds its backend late claims its
+    run folder: a URL that answers 404 (a base URL without ``/v1``) is refused with the
+    factory's own error. A server that cannot be reached is left to the command, which says so
+    once. Other ``--llm`` forms are checked while the command line is parsed.
+
+    Raises:
+        InputError: naming ``--llm`` (see :func:`marlm.llm.backends.make_backend`).
+    """
+    from marlm.llm.backends import BackendSpec, make_backend
+
+    if BackendSpec.parse(llm, model=model_name, timeout_s=timeout_s).kind != "http":
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the command's own check warns
+        make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
+
+
+#: The command-line option of each setting the library's checks name by its own field name
+#: (``GridWorldConfig.epsilon_start`` is ``--epsilon``): an error shows the option the user typed.
+OPTION_OF_FIELD = {
+    "alpha": "--alpha", "gamma": "--gamma", "epsilon_start": "--epsilon",
+    "epsilon_decay": "--epsilon-decay", "epsilon_floor": "--epsilon-floor",
+    "mix_weight": "--mix-weight", "counterfactual": "--counterfactual", "learner": "--learner",
+    "reward": "--reward", "engine": "--engine", "end": "--end", "episodes": "--episodes",
+    "max_steps": "--max-steps", "seed": "--seed", "chunk": "--checkpoint-every",
+    "k": "--llm-samples", "n_robots": "--robots", "layout": "--layout", "orders": "--orders",
+    "policy": "--policy", "checkpoint": "--resume",
+}  # fmt: skip
+
+
+def as_option_error(error: InputError) -> InputError:
+    """``error`` as the command line's user reads it: an error about an option names the option
+    as its field (``field '--epsilon'``), not the library's name for the setting
+    (``epsilon_start``), nor the option as if it were a file (``--seed: field 'seed'``). An
+    error at a line of a file keeps the file's own field name (``orders.jsonl:3: field
+    'priority'``)."""
+    if error.source is not None and error.source.startswith("--"):
+        return InputError(error.message, field=error.source)
+    option = OPTION_OF_FIELD.get(error.field or "")
+    if option is None or error.line is not None:
+        return error
+    return InputError(error.message, source=error.source, field=option)
+
+
+__all__ = [
+    "OPTION_OF_FIELD",
+    "as_option_error",
+    "check_llm_form",
+    "check_rule_layer",
+    "check_server",
+    "comma_list",
+    "warn_if_robots_drawn",
+]
