@@ -13,9 +13,13 @@ Division of the decision:
   never emits coordinates, robot ids or moves.
 - The rule matches idle robots to the queue: each order in turn takes the nearest idle robot
   left (:func:`~marlm.hybrid.planning.planner.rule_assign` over the queue). An order whose note is not
-  read yet keeps its listed priority, the rule's view, so a robot is never held for the model:
-  the model changes *which* order a robot serves, never *whether* it moves, and a model that
-  never answers leaves the plan the rule planner's.
+  read yet is ranked by the class of a similar note (:class:`~marlm.llm.triage.similar.SimilarNotes`
+  over the classifier's pool: a provisional class, the listed priority still a floor) while the
+  backend is healthy (:meth:`TriagePlanner.healthy`: its warm-up succeeded or it has answered,
+  its last call did not fail, its circuit breaker is closed), else by its listed priority, the
+  rule's view. A robot is never held for the model: the model changes *which* order a robot
+  serves, never *whether* it moves, and a model that never answers, or a backend that fails
+  every call, leaves the plan the rule planner's. A provisional class never preempts a robot.
 - Urgent work first: when an order the model read as urgent (listed less urgent) would
   otherwise wait for a robot to finish its task, a robot on its way to pick up a normal or low
   order is reassigned to it if that is sooner
@@ -56,7 +60,9 @@ from marlm.hybrid.planning.planner import (
     plan_preemptions,
     rule_assign,
 )
+from marlm.llm.backends import Guarded
 from marlm.llm.triage import Triage
+from marlm.llm.triage.similar import SimilarNotes
 from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
 
 #: Cost added per urgency rank (urgent 0, normal 1, low 2); larger than any distance term.
@@ -172,6 +178,11 @@ class TriagePlanner:
         expected_deadlines: rank the queue within a class by :func:`expected_deadline` over the
             class probabilities of the note (:func:`class_probabilities` of the decision's
             scores) instead of the listed deadline; the deadline-aware test then uses them too.
+        provisional: rank an order whose note the model has not read yet by the class of a
+            similar note of the classifier's pool (:class:`SimilarNotes`, fitted at
+            :meth:`warm_up` or first use, under a millisecond a note), while :meth:`healthy`;
+            the model's class replaces it when it arrives. Only for a
+            :class:`~marlm.llm.triage.Triage` classifier (a stand-in has no pool).
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -188,6 +199,7 @@ class TriagePlanner:
         hysteresis: bool = True,
         deadline_aware: bool = False,
         expected_deadlines: bool = True,
+        provisional: bool = True,
     ) -> None:
         self.triage = triage
         self._warms_up = isinstance(triage, WarmsUp)  # a stand-in classifier may not
@@ -203,6 +215,21 @@ class TriagePlanner:
         self.sources: dict[str, str] = {}
         self.reasons: dict[str, str] = {}  # why the model did not decide an order ("": it did)
         self.failures: dict[str, str | None] = {}  # TriageDecision.failure per order (typed)
+        self.provisional = provisional
+        real = isinstance(triage, Triage)
+        self._pool = triage.pool if provisional and real else None
+        model = triage.model if real else None
+        guarded = isinstance(model, Guarded) and model.breaker is not None
+        self._breaker = model.breaker if guarded else None
+        self._similar: SimilarNotes | None = None
+        #: The similar note's class of each order asked about (``None``: no note to compare).
+        self.guesses: dict[str, str | None] = {}
+        #: Orders a provisional class ranked in a plan (their note not read by the model then).
+        self.guessed: set[str] = set()
+        self._warm_ok = False  # warm_up ended with the model fitted and its last call answered
+        self._answered = False  # the model answered a note in this run
+        self._failing = False  # the backend failed the last request (until it answers again)
+        self._ahead = False  # asked to decide apart from classifying (the asynchronous path)
 
     def with_triage(self, triage: Triage) -> TriagePlanner:
         """A fresh planner with the same options over another classifier."""
@@ -212,7 +239,44 @@ class TriagePlanner:
             hysteresis=self.hysteresis,
             deadline_aware=self.deadline_aware,
             expected_deadlines=self.expected_deadlines,
+            provisional=self.provisional,
         )
+
+    def healthy(self) -> bool:
+        """Whether provisional classes may rank the queue: ``provisional`` is on, the classifier
+        has a pool, the backend proved it answers (its :meth:`warm_up` succeeded: the probe
+        fitted and the backend's circuit breaker closed with no failure since its last success,
+        which a backend without a breaker cannot show; or a note was read in this run), no request failed since its last answer, and its circuit breaker (when
+        it has one) is closed. A model that never answers, or a backend that fails every call,
+        is never healthy, so its run stays the rule planner's step for step."""
+        if self._pool is None or self._failing or not (self._warm_ok or self._answered):
+            return False
+        return self._breaker is None or self._breaker.state().state == "closed"
+
+    def guess(self, order: Any) -> str | None:
+        """The class of the pool note most like ``order.note`` by the weighted vote of
+        :class:`SimilarNotes` (kept per order), or ``None`` (no pool, an empty note, no n-gram
+        in common)."""
+        if order.id not in self.guesses:
+            self.guess_ready()
+            if self._similar is None:
+                return None
+            self.guesses[order.id] = self._similar.predict(order.note)
+        return self.guesses[order.id]
+
+    def view(self, orders: Sequence[Any]) -> Mapping[str, str]:
+        """The classes the queue is ranked by: the ones decided so far (:attr:`classes`), and,
+        on the asynchronous path (:meth:`decide` was called) while :meth:`healthy`, for each of
+        ``orders`` not classified yet its :meth:`guess` (the listed priority stays a floor:
+        :func:`queue_key`). :meth:`plan` alone (the synchronous path) reads the notes before
+        it decides, so it ranks by the classes decided, as before."""
+        if not self._ahead or not self.healthy():
+            return self.classes
+        out = dict(self.classes)
+        for o in orders:
+            if o.id not in self.sources and (g := self.guess(o)) is not None:
+                out[o.id] = g
+        return out
 
     def deadlines(self, orders: Sequence[Any]) -> dict[str, float] | None:
         """The queue's deadline term per order: :func:`expected_deadline` over the note's class
@@ -247,7 +311,7 @@ class TriagePlanner:
         """Sort key of the orders for one shelf (which one the environment offers first): the
         queue's key (:func:`queue_key`) over the classes decided so far, so an order this
         planner reads as urgent is not held behind a routine order for the same shelf."""
-        return queue_key(order, self.classes, self.deadlines([order]))
+        return queue_key(order, self.view([order]), self.deadlines([order]))
 
     def reoffer(self, snapshot: Snapshot) -> Snapshot:
         """``snapshot`` with, for each shelf, the order :meth:`shelf_precedence` puts first
@@ -310,6 +374,10 @@ class TriagePlanner:
             self.failures[order.id] = d.failure
             self.probs[order.id] = class_probabilities(d.scores) if d.source == "model" else None
             self.sources[order.id] = d.source  # last: marks the order classified
+            if d.source == "model":
+                self._answered, self._failing = True, False
+            elif d.failure == "backend_error":
+                self._failing = True
             if not d.cached and d.failure != "empty_note":
                 calls.append(self._call(order, d))
         return calls
@@ -364,11 +432,13 @@ class TriagePlanner:
                 f"planner error: {type(e).__name__}: {e}",
                 outcome=PlanOutcome.PLANNER_ERROR,
             )
-        return self.decide(snapshot, calls)
+        return self._decide(snapshot, calls)
 
     def decide(self, snapshot: Snapshot, calls: Sequence[TriageCallRecord] = ()) -> Plan:
-        """The plan over the classes decided so far, with no model call: order the queue
-        (an order not classified yet keeps its listed priority, the rule's view), match it by
+        """The plan over the classes decided so far, with no model call (the asynchronous
+        path: the notes are classified ahead, on a worker): order the queue (an order not
+        classified yet ranked by its provisional class, :meth:`view`, or its listed priority,
+        the rule's view), match it by
         the rule, then reassign robots to orders the model read as urgent where
         :func:`plan_preemptions` finds it sooner (:meth:`assign`).
 
@@ -376,6 +446,11 @@ class TriagePlanner:
         can be preempted. An exception in the matching (a bug of ours) ends in the rule's plan with
         ``source="fallback"`` and the exception in ``error``.
         """
+        self._ahead = True
+        return self._decide(snapshot, calls)
+
+    def _decide(self, snapshot: Snapshot, calls: Sequence[TriageCallRecord] = ()) -> Plan:
+        """:meth:`decide`'s plan (:meth:`plan`'s too, which reads the notes first)."""
         calls = list(calls)
         if not snapshot.pending or not (snapshot.idle or snapshot.busy):
             return Plan([], PlanSource.RULE, snapshot, calls)
@@ -433,7 +508,12 @@ class TriagePlanner:
         longer needs takes one of them at once). ``pairs`` ends with the preempted robots'
         ``(robot, urgent_order)``; ``preemptions`` are ``(robot, old_order, urgent_order)``.
         """
-        queue = queue_order(snapshot.pending, self.classes, self.deadlines(snapshot.pending))
+        view = self.view(snapshot.pending)
+        if view is not self.classes:
+            self.guessed.update(
+                o.id for o in snapshot.pending if o.id not in self.sources and o.id in view
+            )
+        queue = queue_order(snapshot.pending, view, self.deadlines(snapshot.pending))
         pairs = rule_assign(snapshot, queue)
         raised = self.raised(snapshot.pending)
         if not raised:
@@ -458,7 +538,7 @@ class TriagePlanner:
             snapshot,
             pending=(*(o for o in snapshot.pending if o.id not in taken), *released.values()),
         )
-        queue = queue_order(again.pending, self.classes, self.deadlines(again.pending))
+        queue = queue_order(again.pending, self.view(again.pending), self.deadlines(again.pending))
         pairs = rule_assign(again, queue)
         return pairs + [(robot, urgent) for robot, _, urgent in preempt], preempt
 
@@ -468,6 +548,21 @@ class TriagePlanner:
         ``progress(done, total)`` as it goes."""
         if self._warms_up:
             self.triage.warm_up(progress=progress)
+        if self._pool is not None:  # fitted here, before the clock: milliseconds
+            self.guess_ready()
+            fitted = self.triage.mode != "probe" or self.triage.probe_source is not None
+            state = None if self._breaker is None else self._breaker.state()
+            self._warm_ok = (
+                fitted and state is not None and state.state == "closed" and state.failures == 0
+            )
+
+    def guess_ready(self) -> None:
+        """Fit :class:`SimilarNotes` on the classifier's pool now (else at the first
+        :meth:`guess`)."""
+        if self._similar is None and self._pool is not None:
+            self._similar = SimilarNotes(
+                self._pool, classes=self.triage.classes, max_note_chars=self.triage.max_note_chars
+            )
 
     @staticmethod
     def _call(order: Any, d: Any) -> TriageCallRecord:
