@@ -45,7 +45,7 @@ def two_orders() -> Snapshot:
 
 
 def test_the_similar_notes_class_ranks_an_unread_note_once_the_model_answered(embedded_model):
-    planner = TriagePlanner(Triage(embedded_model, mode="score"))
+    planner = TriagePlanner(Triage(embedded_model, mode="score"), provisional=True)
     assert not planner.healthy()  # no warm-up, no answer yet
     assert planner.decide(two_orders()).assignments == [("r0", "a")]  # the rule's: first come
     assert planner.guessed == set()
@@ -60,7 +60,7 @@ def test_the_similar_notes_class_ranks_an_unread_note_once_the_model_answered(em
     assert planner.guessed == {"a", "b"}
     assert planner.sources.keys() == {"x"}  # no model call was waited for
     # The synchronous path reads the notes before it decides: no provisional class there.
-    sync = TriagePlanner(Triage(embedded_model, mode="score"))
+    sync = TriagePlanner(Triage(embedded_model, mode="score"), provisional=True)
     sync.classify([order("x", "Please send when convenient.", 0)])
     assert sync.healthy() and sync.view([order("b", URGENT, 1)]) is sync.classes
 
@@ -77,7 +77,7 @@ def _run(tmp_path, name, planner):
 def test_a_backend_that_fails_every_call_gets_no_provisional_class(tmp_path):
     from test_never_idle import moves
 
-    planner = TriagePlanner(Triage(DownModel(), mode="probe"))
+    planner = TriagePlanner(Triage(DownModel(), mode="probe"), provisional=True)
     planner.warm_up()  # the probe cannot be fitted: the warm-up did not succeed
     assert planner.guess(order("b", URGENT, 1)) == "urgent"  # the classifier has a view...
     assert not planner.healthy()  # ...which the gate keeps out

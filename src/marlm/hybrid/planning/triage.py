@@ -182,7 +182,10 @@ class TriagePlanner:
             similar note of the classifier's pool (:class:`SimilarNotes`, fitted at
             :meth:`warm_up` or first use, under a millisecond a note), while :meth:`healthy`;
             the model's class replaces it when it arrives. Only for a
-            :class:`~marlm.llm.triage.Triage` classifier (a stand-in has no pool).
+            :class:`~marlm.llm.triage.Triage` classifier (a stand-in has no pool). Off by
+            default: on the dense stream it serves urgent orders at 0.75x the rule's latency
+            but costs throughput on some seeds (0.95x on 2 of 5, docs/triage.md), and the
+            default never costs a delivery.
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -199,7 +202,7 @@ class TriagePlanner:
         hysteresis: bool = True,
         deadline_aware: bool = False,
         expected_deadlines: bool = True,
-        provisional: bool = True,
+        provisional: bool = False,
     ) -> None:
         self.triage = triage
         self._warms_up = isinstance(triage, WarmsUp)  # a stand-in classifier may not
