@@ -103,3 +103,15 @@ def test_ctrl_c_in_a_demo_says_what_the_run_folder_holds(tmp_path, capsys, monke
         .startswith(f"marlm: interrupted; the run folder {out} holds the trace up to here")
     ), err
     assert (out / "trace.jsonl").is_file() and not (out / "metrics.json").exists()
+
+
+def test_a_demo_stopped_before_its_first_step_does_not_name_a_trace(tmp_path):
+    # Ctrl-C while the model loaded said the folder "holds the trace up to here (trace.jsonl...)"
+    # although it held only the run's claim.
+    from marlm.experiments.demo import stopped_hint
+
+    assert stopped_hint(tmp_path) == (
+        f"the run stopped before its first step; nothing but its claim is in {tmp_path}"
+    )
+    (tmp_path / "trace.jsonl").write_text("")
+    assert stopped_hint(tmp_path).startswith(f"the run folder {tmp_path} holds the trace")

@@ -107,7 +107,7 @@ def demo(
     Writes one run folder.
     """
 
-    from marlm.experiments.demo import DemoConfig, run_demo
+    from marlm.experiments.demo import DemoConfig, run_demo, stopped_hint
 
     config = DemoConfig.from_options(
         layout=layout, orders=orders, robots=robots, steps=steps, seed=seed, planner=planner,
@@ -118,8 +118,7 @@ def demo(
         policy=policy, order_every=order_every, counterfactual=not no_counterfactual,
     )  # fmt: skip
     console, claimed = rich_console(stderr=True), []
-    stopped = "the run folder {} holds the trace up to here (trace.jsonl; no metrics.json: the run did not finish)"  # fmt: skip
-    hint = lambda: stopped.format(claimed[0]) if claimed else ""  # noqa: E731
+    hint = lambda: stopped_hint(claimed[0]) if claimed else ""  # noqa: E731
     with on_interrupt(hint), contextlib.ExitStack() as stack:
         stage = stages(lambda: stack.enter_context(_progress(console)))
         result = run_demo(config, say=console.print, stage=stage, on_claim=claimed.append)

@@ -329,4 +329,14 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def stopped_hint(out: Path) -> str:
+    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line."""
+    if not (out / "trace.jsonl").is_file():  # stopped while the model or the policy loaded
+        return f"the run stopped before its first step; nothing but its claim is in {out}"
+    return (
+        f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the run "
+        "did not finish)"
+    )
+
+
 __all__ = ["DemoConfig", "DemoResult", "Stage", "metrics_table", "run_demo"]
