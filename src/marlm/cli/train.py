@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from marlm.errors import InputError
 from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: the tests' name)
     BLAS_THREAD_VARIABLES,
     DEEP_CHUNK,
@@ -208,13 +209,16 @@ def train_race_cmd(
     lr: float | None = DEEP_LR,
     envs: int = DEEP_ENVS,
 ) -> None:  # fmt: skip
-    """Two agents on GridRace: IQL, VDN or JAL.
+    """Two agents on GridRace: IQL, VDN, JAL, or a network learner (MAPPO, QMIX, ...).
 
     Independent, value-decomposition or joint-action learners, with a credit-assignment mode.
     Or network learners (mappo, ippo, qmix, dqn-vdn, dqn; docs/deep-rl.md), which count --steps
     instead of --episodes.
     """
     outputs = _outputs(out, checkpoint, resume, overwrite, chunk)
+    if learner not in ("iql", "vdn", "jal", *DEEP_LEARNERS):  # the config knows only its own
+        raise InputError(f"unknown learner {learner!r}; allowed: iql, vdn, jal, "
+                         f"{', '.join(DEEP_LEARNERS)}", field="--learner")  # fmt: skip
     if learner in DEEP_LEARNERS:
         from marlm.experiments.training import gridrace_deep
 
