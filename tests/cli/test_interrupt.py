@@ -115,13 +115,3 @@ def test_a_demo_stopped_before_its_first_step_does_not_name_a_trace(tmp_path):
     )
     (tmp_path / "trace.jsonl").write_text("")
     assert stopped_hint(tmp_path).startswith(f"the run folder {tmp_path} holds the trace")
-
-
-def test_an_unknown_race_learner_lists_the_network_learners_too(capsys):
-    # It listed only iql, vdn, jal although mappo, qmix, ... are accepted.
-    code, err = run_main(["train", "race", "--learner", "ppo"], capsys)
-    assert code == 2
-    assert err.strip() == (
-        "marlm: error: field '--learner': unknown learner 'ppo'; allowed: iql, vdn, jal, mappo, "
-        "ippo, qmix, dqn-vdn, dqn"
-    )

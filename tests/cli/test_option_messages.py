@@ -158,3 +158,13 @@ def test_compare_refuses_a_server_url_that_answers_404_before_the_run_folder(
     code, err = run_main(["compare", *argv, "--llm", url, "--out", out], capsys)
     assert code == 2 and err.startswith("marlm: error: field '--llm': ") and "/v1" in err, err
     assert not out.exists()
+
+
+def test_an_unknown_race_learner_lists_the_network_learners_too(capsys):
+    # It listed only iql, vdn, jal although mappo, qmix, ... are accepted.
+    code, err = run_main(["train", "race", "--learner", "ppo"], capsys)
+    assert code == 2
+    assert err.strip() == (
+        "marlm: error: field '--learner': unknown learner 'ppo'; allowed: iql, vdn, jal, mappo, "
+        "ippo, qmix, dqn-vdn, dqn"
+    )
