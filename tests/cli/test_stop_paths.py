@@ -56,13 +56,12 @@ def test_a_closed_output_pipe_ends_with_one_line_and_exit_141(tmp_path):
 def test_a_stop_signal_inside_a_callback_from_c_is_raised_again_in_python():
     # Ctrl-C or SIGTERM while llama.cpp loaded the model (its log callback, called from C) was
     # dropped by ctypes ("Exception ignored"): the demo ran on to its end and exited 0.
-    import importlib
     import signal
     import types
 
     import pytest
 
-    app = importlib.import_module("marlm.cli.app")  # the module; marlm.cli.app is the Typer app
+    from marlm import stops as app
 
     callback = types.SimpleNamespace(f_globals={"__name__": "llama_cpp._logger"})
     plain = types.SimpleNamespace(f_globals={"__name__": "marlm.hybrid.controller"})

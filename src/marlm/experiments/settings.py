@@ -172,6 +172,9 @@ def check_llm_form(spec: str, *, option: str = "--llm") -> None:
     Raises:
         InputError: naming ``option``.
     """
+    plain = spec.strip()
+    if plain == "embedded" or plain.startswith(("http://", "https://")):
+        return  # the default and servers: nothing to parse yet (keeps marlm.llm out of start-up)
     from marlm.llm.backends import BackendSpec
 
     BackendSpec.parse(spec, option=option)  # raises, loads nothing
