@@ -191,3 +191,15 @@ def test_readme_demo_table_states_what_the_rule_planner_gives(tmp_path, monkeypa
     assert {k: table[k][0] for k in own} == own
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"(step {m['steps']}; the time limit is 600)" in readme
+
+
+def test_the_order_example_loads_on_the_default_layout(tmp_path):
+    # It named shelf S2-3, which the default small layout does not have: pasted, it was refused.
+    from marlm.envs.warehouse import load_layout
+    from marlm.envs.warehouse.orders import load_orders
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("**Orders** (`--orders FILE`)", 1)[1].split("```json\n", 1)[1]
+    (tmp_path / "orders.jsonl").write_text(block.split("```", 1)[0], encoding="utf-8")
+    (order,) = load_orders(tmp_path / "orders.jsonl", load_layout("small"))
+    assert (order.id, order.shelf, order.arrival, order.deadline) == ("o07", "S3-2", 40, 160)
