@@ -168,3 +168,10 @@ def test_an_unknown_race_learner_lists_the_network_learners_too(capsys):
         "marlm: error: field '--learner': unknown learner 'ppo'; allowed: iql, vdn, jal, mappo, "
         "ippo, qmix, dqn-vdn, dqn"
     )
+
+
+def test_an_unknown_demo_executor_is_not_told_to_use_llm(capsys):
+    # The message offered 'llm', which the demo then refused ("runs in 'marlm compare'").
+    code, err = run_main(["demo", "--executor", "foo"], capsys)
+    assert code == 2
+    assert err.strip() == "marlm: error: field '--executor': got 'foo'; use rl, greedy or random"

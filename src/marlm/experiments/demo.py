@@ -77,6 +77,8 @@ class DemoConfig:
                 "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
                 field="--executor",
             )
+        if executor not in ("rl", "greedy", "random"):  # the run config also knows 'llm'
+            raise InputError(f"got {executor!r}; use rl, greedy or random", field="--executor")
         rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
