@@ -20,6 +20,7 @@ from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: 
     BLAS_THREAD_VARIABLES,
     DEEP_CHUNK,
     DEEP_LEARNERS,
+    check_race_learner,
     import_numpy_without_blas_threads,
 )
 from marlm.stops import console as rich_console
@@ -156,7 +157,6 @@ def train_gridworld_cmd(
 ) -> None:  # fmt: skip
     """Tabular Q-learning on the 4x4 GridWorld."""
     import_numpy_without_blas_threads()
-    from marlm.errors import InputError
     from marlm.experiments.tabular import run_gridworld
     from marlm.experiments.training import llm_reward
     from marlm.rl.train import GridWorldConfig
@@ -209,16 +209,13 @@ def train_race_cmd(
     lr: float | None = DEEP_LR,
     envs: int = DEEP_ENVS,
 ) -> None:  # fmt: skip
-    """Two agents on GridRace: IQL, VDN, JAL, or a network learner (MAPPO, QMIX, ...).
+    """Two agents on GridRace: IQL, VDN, JAL or a deep learner.
 
-    Independent, value-decomposition or joint-action learners, with a credit-assignment mode.
-    Or network learners (mappo, ippo, qmix, dqn-vdn, dqn; docs/deep-rl.md), which count --steps
-    instead of --episodes.
+    Independent, value-decomposition or joint-action learners with a credit-assignment mode; or
+    mappo, ippo, qmix, dqn-vdn, dqn (docs/deep-rl.md), which count --steps, not --episodes.
     """
     outputs = _outputs(out, checkpoint, resume, overwrite, chunk)
-    if learner not in ("iql", "vdn", "jal", *DEEP_LEARNERS):  # the config knows only its own
-        raise InputError(f"unknown learner {learner!r}; allowed: iql, vdn, jal, "
-                         f"{', '.join(DEEP_LEARNERS)}", field="--learner")  # fmt: skip
+    check_race_learner(learner)
     if learner in DEEP_LEARNERS:
         from marlm.experiments.training import gridrace_deep
 
@@ -327,7 +324,6 @@ def train_env_cmd(
     Writes the run folder of `marlm train race` (curves.png, metrics.json, episodes.npz,
     tables.npz, findings.json); `marlm report` and `marlm diagnose` read it.
     """
-    from marlm.errors import InputError
     from marlm.experiments.training import deep_config, env_factory
 
     if learner not in DEEP_LEARNERS:

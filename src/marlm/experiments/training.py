@@ -217,7 +217,20 @@ def _env_kwargs(kwargs_json: str) -> dict[str, Any]:
     return kwargs
 
 
+def check_race_learner(learner: str) -> None:
+    """A ``marlm train race --learner`` value: a tabular learner (the config knows only those)
+    or a network one.
+
+    Raises:
+        InputError: another value, listing both kinds.
+    """
+    if learner not in ("iql", "vdn", "jal", *DEEP_LEARNERS):
+        allowed = ", ".join(("iql", "vdn", "jal", *DEEP_LEARNERS))
+        raise InputError(f"unknown learner {learner!r}; allowed: {allowed}", field="--learner")
+
+
 __all__ = [
+    "check_race_learner",
     "BLAS_THREAD_VARIABLES",
     "DEEP_CHUNK",
     "DEEP_LEARNERS",
