@@ -171,3 +171,25 @@ class FaultHandler(BaseHTTPRequestHandler):
                 self._json(500, {"error": {"message": "literal_error at response_format.type"}})
                 return
         self._json(200, completion(FINISH))
+
+
+class DownModel:
+    """Fault injector without a server: every call fails at once, as a backend that is down
+    (``calls`` counts them)."""
+
+    name = "down"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, messages, **kwargs):
+        from marlm.llm.errors import BackendError
+
+        self.calls += 1
+        raise BackendError("connection refused")
+
+    def embed(self, texts):
+        from marlm.llm.errors import BackendError
+
+        self.calls += 1
+        raise BackendError("connection refused")

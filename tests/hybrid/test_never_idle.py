@@ -8,12 +8,13 @@ import threading
 
 import pytest
 
+from faultserver import DownModel
 from marlm.eval.trace import read_trace
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
 from marlm.hybrid.planning.team import TeamPlanner
 from marlm.hybrid.planning.triage import TriagePlanner
-from marlm.llm.errors import BackendClosed, BackendError
+from marlm.llm.errors import BackendClosed
 from marlm.llm.triage import Triage
 
 
@@ -40,23 +41,6 @@ class SilentModel:
 
     def embed(self, texts):
         self._hang()
-
-
-class DownModel:
-    """Fault injector: every call fails at once, as a backend that is down."""
-
-    name = "down"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def chat(self, messages, **kwargs):
-        self.calls += 1
-        raise BackendError("connection refused")
-
-    def embed(self, texts):
-        self.calls += 1
-        raise BackendError("connection refused")
 
 
 def _run(tmp_path, name, planner, *, sync=False):

@@ -5,31 +5,13 @@ the real embedded model."""
 
 from __future__ import annotations
 
+from faultserver import DownModel
 from marlm.envs.warehouse.orders import Order
 from marlm.eval.trace import read_trace
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.planning.planner import RulePlanner, Snapshot
 from marlm.hybrid.planning.triage import TriagePlanner
-from marlm.llm.errors import BackendError
 from marlm.llm.triage import Triage
-
-
-class DownModel:
-    """Fault injector: every call fails at once, as a backend that is down."""
-
-    name = "down"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def chat(self, messages, **kwargs):
-        self.calls += 1
-        raise BackendError("connection refused")
-
-    def embed(self, texts):
-        self.calls += 1
-        raise BackendError("connection refused")
-
 
 ROUTINE = "Routine restock for next week's shelves, no rush."
 URGENT = "Production line is stopped until these parts arrive, ship immediately!"
