@@ -35,6 +35,7 @@ from marlm.envs.warehouse.layout import (
     list_layouts,
     load_layout,
     parse_layout,
+    read_map_text,
 )
 from marlm.errors import InputError, check_path_text
 
@@ -230,15 +231,4 @@ def load_grid_map(path: str | Path) -> GridMap:
     check_path_text(p, field="layout")  # its name is the map's, written into the trace
     if not p.is_file():
         raise InputError(f"no map file {str(p)!r}", source=str(p), field="layout")
-    data = p.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise InputError(
-            "bytes that are not UTF-8; save the map as UTF-8 text",
-            source=str(p),
-            line=line,
-            field="map",
-        ) from e
-    return parse_grid_map(text, p.stem, p)
+    return parse_grid_map(read_map_text(p), p.stem, p)

@@ -513,9 +513,18 @@ def load_layout(name_or_path: str | Path) -> Layout:
             source=str(path),
             field="layout",
         )
+    return parse_layout(read_map_text(path), path.stem, path)
+
+
+def read_map_text(path: Path) -> str:
+    """The text of a map file, a leading byte-order mark (Windows editors) dropped.
+
+    Raises:
+        InputError: bytes that are not UTF-8, naming the line (field ``map``).
+    """
     data = path.read_bytes()
     try:
-        text = data.decode("utf-8-sig")  # a leading byte-order mark (Windows editors) is dropped
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise InputError(
@@ -524,7 +533,6 @@ def load_layout(name_or_path: str | Path) -> Layout:
             line=line,
             field="map",
         ) from e
-    return parse_layout(text, path.stem, path)
 
 
 # ---------------------------------------------------------------- grid maps (MAPF formats)
