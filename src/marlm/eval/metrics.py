@@ -9,13 +9,13 @@ for recovery cost, are in docs/metrics.md; the key names of :func:`summarise` ar
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-from marlm.eval.recovery import REAL_PLAN_SOURCES, Recovery, recoveries
+from marlm.eval.recovery import REAL_PLAN_SOURCES, Recovery, events_of, recoveries
 from marlm.outcomes import (
     FALLBACK_OUTCOMES,
     LLM_SIDE_FAILURES,
@@ -42,10 +42,6 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _of(events: Iterable[dict[str, Any]], etype: str) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("type") == etype]
-
-
 def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Fold ``order`` events into one record per order id.
 
@@ -54,7 +50,7 @@ def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         "deadline", "robot"}}`` with step numbers (``None`` when the event did not happen).
     """
     table: dict[str, dict[str, Any]] = {}
-    for ev in _of(events, "order"):
+    for ev in events_of(events, "order"):
         oid = str(ev["order"])
         rec = table.setdefault(
             oid,
@@ -100,7 +96,7 @@ def scored_deadlines(events: Sequence[dict[str, Any]]) -> dict[str, int]:
     """``{order_id: step}``: the deadlines the run is scored against where they differ from
     the listed ones (``run_start.config.scored_deadlines``, set by the notes-only scenario);
     empty for a run scored on its listed deadlines."""
-    for ev in _of(events, "run_start"):
+    for ev in events_of(events, "run_start"):
         config = ev.get("config")
         found = config.get("scored_deadlines") if isinstance(config, dict) else None
         if isinstance(found, dict):
@@ -167,11 +163,11 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         from ``plan.t_s`` and ``t_requested_s``; ``None`` without those fields or without an
         answer) and ``llm_first_answer_step`` (control step at which it took effect).
     """
-    plans = _of(events, "plan")
-    calls = _of(events, "llm_call")
+    plans = events_of(events, "plan")
+    calls = events_of(events, "llm_call")
     failed_at = {
         int(f["step"]): f["kind"]
-        for f in _of(events, "failure")
+        for f in events_of(events, "failure")
         if f["kind"] in _OUTCOME_OF_FAILURE
     }
 
@@ -226,7 +222,7 @@ def task_steps(events: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, in
     """
     spans: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
     since: dict[str, int] = {}
-    for ev in _of(events, "order"):
+    for ev in events_of(events, "order"):
         robot, kind, step = ev.get("robot"), ev["event"], int(ev["step"])
         if robot is None:
             continue
@@ -253,9 +249,9 @@ def still_with_task(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         none; ``None`` when the steps carry no positions), ``still_with_task_max_robot``
         (str or None) and ``still_with_task_max_from_step`` (int or None: the run's first step).
     """
-    starts = _of(events, "run_start")
+    starts = events_of(events, "run_start")
     start = starts[0] if starts else {}
-    steps = sorted(_of(events, "step"), key=lambda e: int(e["step"]))
+    steps = sorted(events_of(events, "step"), key=lambda e: int(e["step"]))
     n = max((len(e.get("positions") or []) for e in steps), default=0)
     names = [str(a) for a in start.get("agents") or []][:n]
     names += [f"robot_{i}" for i in range(len(names), n)]
@@ -308,11 +304,11 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         :func:`decisions` keys, and ``idle_robot_steps`` (:func:`idle_robot_steps`). Latencies are
         milliseconds; a figure with no data is ``None``.
     """
-    steps = _of(events, "step")
-    calls = _of(events, "llm_call")
-    plans = _of(events, "plan")
+    steps = events_of(events, "step")
+    calls = events_of(events, "llm_call")
+    plans = events_of(events, "plan")
     n_steps = len(steps)
-    ends = _of(events, "run_end")
+    ends = events_of(events, "run_end")
     if not n_steps and ends:
         n_steps = int(ends[-1]["step"])
 
@@ -422,7 +418,7 @@ def idle_robot_steps(events: Sequence[dict[str, Any]]) -> dict[str, int]:
         ``{cause: int}`` for every cause of :data:`IDLE_CAUSES` (0 when none).
     """
     out = dict.fromkeys(IDLE_CAUSES, 0)
-    for ev in _of(events, "idle"):
+    for ev in events_of(events, "idle"):
         for cause in IDLE_CAUSES:
             out[cause] += len(ev.get(cause) or [])
     return out
@@ -435,8 +431,8 @@ def reward_curves(events: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
         ``{agent_name: float64[n_steps]}``; agent names come from ``run_start.agents`` when present,
         else ``robot_0``, ``robot_1``, ... A missing reward (agent already done) is NaN.
     """
-    steps = _of(events, "step")
-    starts = _of(events, "run_start")
+    steps = events_of(events, "step")
+    starts = events_of(events, "run_start")
     n = max((len(e.get("rewards") or []) for e in steps), default=0)
     names = list(starts[0].get("agents") or []) if starts else []
     names = [str(a) for a in names][:n] + [f"robot_{i}" for i in range(len(names), n)]
@@ -455,9 +451,11 @@ def deliveries_over_time(events: Sequence[dict[str, Any]]) -> tuple[np.ndarray, 
         ``(step: int64[n], delivered: int64[n])`` where ``delivered[k]`` counts deliveries at steps
         ``<= step[k]``; ``n`` is the number of ``step`` events.
     """
-    steps = np.array(sorted(int(e["step"]) for e in _of(events, "step")), dtype=np.int64)
+    steps = np.array(sorted(int(e["step"]) for e in events_of(events, "step")), dtype=np.int64)
     times = np.array(
-        sorted(int(e["step"]) for e in _of(events, "order") if e["event"] == OrderEvent.DELIVERED),
+        sorted(
+            int(e["step"]) for e in events_of(events, "order") if e["event"] == OrderEvent.DELIVERED
+        ),
         dtype=np.int64,
     )
     counts = np.searchsorted(times, steps, side="right").astype(np.int64)

@@ -19,7 +19,8 @@ from marlm.outcomes import LLM_SIDE_FAILURES, PlanSource
 REAL_PLAN_SOURCES = frozenset({PlanSource.LLM, PlanSource.RULE})
 
 
-def _of(events: Iterable[dict[str, Any]], etype: str) -> list[dict[str, Any]]:
+def events_of(events: Iterable[dict[str, Any]], etype: str) -> list[dict[str, Any]]:
+    """The events of one ``type``, in trace order."""
     return [e for e in events if e.get("type") == etype]
 
 
@@ -76,17 +77,17 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
     Returns:
         One :class:`Recovery` per failure, in trace order.
     """
-    steps = sorted(_of(events, "step"), key=lambda e: e["step"])
+    steps = sorted(events_of(events, "step"), key=lambda e: e["step"])
     nums = [int(e["step"]) for e in steps]
     good_plans = sorted(
-        int(p["step"]) for p in _of(events, "plan") if p["source"] in REAL_PLAN_SOURCES
+        int(p["step"]) for p in events_of(events, "plan") if p["source"] in REAL_PLAN_SOURCES
     )
     calls = sorted(
         (
             int(c["step_requested"]),
             int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0),
         )
-        for c in _of(events, "llm_call")
+        for c in events_of(events, "llm_call")
         if c.get("step_requested") is not None
     )
     call_steps = [c[0] for c in calls]
@@ -121,12 +122,12 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
         carry = row
         carry_pos = [(cell, i) for cell in pos]
     last_step = nums[-1] if nums else 0
-    ends = _of(events, "run_end")
+    ends = events_of(events, "run_end")
     if ends:
         last_step = max(last_step, int(ends[-1]["step"]))
 
     out: list[Recovery] = []
-    for failure in _of(events, "failure"):
+    for failure in events_of(events, "failure"):
         s = int(failure["step"])
         kind = str(failure["kind"])
         # Condition 1: first plan from the configured planner (not the fallback) at or after s.
