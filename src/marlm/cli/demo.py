@@ -162,5 +162,5 @@ def train_warehouse(
     with contextlib.ExitStack() as stack:
         stage = stages(lambda: stack.enter_context(_progress(console)))
         result = train_warehouse(config, stage=stage)
-    rich_console().print(result.table())
+    rich_console().print(result.tables())
     console.print(f"saved: {result.path}")
