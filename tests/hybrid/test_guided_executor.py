@@ -13,6 +13,7 @@ from marlm.errors import InputError
 from marlm.hybrid.acting.executor import GreedyExecutor
 from marlm.hybrid.acting.guidance import guided_distance, traffic_costs
 from marlm.hybrid.acting.guided_executor import (
+    DEMO_DENSE_WEIGHTS,
     GuidedExecutor,
     guidance_weights_path,
     load_guidance_params,
@@ -74,6 +75,12 @@ def test_shipped_weights_are_the_pogema_training_result():
     bench = ROOT / "benchmarks" / "pogema" / "data" / "guidance-wfi_warehouse.json"
     assert shipped == json.loads(bench.read_text("utf-8"))["params"]
     assert load_guidance_params().tolist() == shipped
+
+
+def test_the_demo_dense_weights_are_a_training_result_on_training_seeds_only():
+    result = json.loads(guidance_weights_path(DEMO_DENSE_WEIGHTS).read_text("utf-8"))
+    assert [i["seed"] for i in result["instances"]] == [0, 1, 2, 3]  # reported: 100-115
+    assert len(result["params"]) == N_PARAMS and result["score"] > 1.0
 
 
 def test_a_weights_file_without_params_is_refused_naming_the_field(tmp_path):

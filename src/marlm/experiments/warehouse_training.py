@@ -41,8 +41,8 @@ class WarehouseTrainingConfig:
         seeds: how many seeds to train (>= 1).
         workers, address: Ray tasks at once (1: serial, no Ray) and a Ray head to join.
         shield: the rule layer of the comparison's last column, ``pibt`` or ``local``.
-        dense: the setting of the executor table (greedy, the trained table, the learned
-            guidance, each under PIBT; :class:`DenseSetting`, 3 held-out seeds by default).
+        dense: the setting of the executor table (greedy, the trained table, the hand and the
+            learned guidance, each under PIBT; :class:`DenseSetting`, 3 held-out seeds by default).
 
     Raises:
         InputError: an unknown ``shield`` (naming ``--shield``).
@@ -310,18 +310,26 @@ class ExecutorRow:
 
 def dense_executors(q: Any, params: Any = None) -> dict[str, Callable[[Any], Any]]:
     """The executors of the table, each made from an episode's env: greedy (distance-to-go),
-    ``q`` (a :class:`marlm.hybrid.acting.executor.QExecutor`, run without noise) and the learned
-    guidance (:class:`marlm.hybrid.acting.guided_executor.GuidedExecutor` with ``params``;
-    None = the shipped weights, trained on POGEMA's ``wfi_warehouse``)."""
+    ``q`` (a :class:`marlm.hybrid.acting.executor.QExecutor`, run without noise), the hand
+    guidance (zero weights: one-way aisles) and the learned guidance
+    (:class:`marlm.hybrid.acting.guided_executor.GuidedExecutor` with ``params``; None = the
+    shipped weights trained on this setting's layout, training seeds 0-3)."""
     from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor
-    from marlm.hybrid.acting.guided_executor import GuidedExecutor, load_guidance_params
+    from marlm.hybrid.acting.guided_executor import (
+        DEMO_DENSE_WEIGHTS,
+        GuidedExecutor,
+        guidance_weights_path,
+        load_guidance_params,
+    )
 
     tabular = QExecutor(q=q.q, noise=0.0)
-    weights = load_guidance_params() if params is None else params
+    if params is None:
+        params = load_guidance_params(guidance_weights_path(DEMO_DENSE_WEIGHTS))
     return {
         "greedy": lambda env: GreedyExecutor(),
         "tabular (Q + distance)": lambda env: tabular,
-        "learned guidance": lambda env: GuidedExecutor(env.layout, env.n_robots, weights),
+        "hand guidance": lambda env: GuidedExecutor(env.layout, env.n_robots, None),
+        "learned guidance": lambda env: GuidedExecutor(env.layout, env.n_robots, params),
     }
 
 

@@ -46,6 +46,11 @@ WFI_WEIGHTS = "wfi_warehouse.json"
 ``benchmarks/pogema/data/guidance-wfi_warehouse.json``): on the demo's warehouse, a transfer."""
 
 
+DEMO_DENSE_WEIGHTS = "demo-dense.json"
+"""Weights trained by CMA-ES on the demo's dense lifelong warehouse
+(:class:`marlm.experiments.warehouse_training.DenseSetting`), training seeds 0-3 only."""
+
+
 def guidance_weights_path(name: str = WFI_WEIGHTS) -> Path:
     """The path of a weights file shipped in ``marlm/data/guidance/``."""
     return Path(str(resources.files("marlm") / "data" / "guidance" / name))
@@ -170,6 +175,7 @@ class GuidedExecutor:
 
 
 __all__ = [
+    "DEMO_DENSE_WEIGHTS",
     "WFI_WEIGHTS",
     "GuidedExecutor",
     "demo_target_cells",
