@@ -57,7 +57,8 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 def _train(args: argparse.Namespace, setting: DenseSetting) -> None:
     if args.copy_to and Path(args.copy_to).exists():
-        sys.exit(f"marlm: error: --copy-to {args.copy_to} exists; name a new file")
+        print(f"marlm: error: --copy-to {args.copy_to} exists; name a new file", file=sys.stderr)
+        sys.exit(2)
     instances = dense_instances(setting, _seeds(args.train))
     config = TrainConfig(generations=args.generations, population=args.population)
 
