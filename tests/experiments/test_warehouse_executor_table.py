@@ -63,3 +63,9 @@ def test_training_episodes_never_use_a_reported_seed():
         dense_instances(TINY, [6, 7])
     (inst,) = dense_instances(TINY, [0])
     assert inst.starts.shape == (12, 2) and inst.targets.shape == (12, 42, 2)
+
+
+@pytest.mark.parametrize("field,value", [("robots", 0), ("rows", 7), ("seeds", ())])
+def test_a_dense_setting_out_of_bounds_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        DenseSetting(**{field: value})

@@ -6,6 +6,13 @@ greedy and random moves on held-out seeds, on the raw environment and under the 
 (:func:`marlm.hybrid.acting.executor.evaluate_executor`); or, over several seeds, trains one table per
 seed (:func:`marlm.scale.parallel.train_warehouse_seeds`). The result formats itself
 (:meth:`WarehouseTraining.table`, :meth:`WarehouseTraining.lines`).
+
+A single run also prints the executor table (:meth:`WarehouseTraining.tables`): greedy, the
+trained table, the hand and the learned guidance
+(:class:`marlm.hybrid.acting.guided_executor.GuidedExecutor`), each under PIBT, on held-out seeds
+of a dense lifelong setting (:class:`DenseSetting`) where throughput is limited by congestion,
+orders delivered mean and sample sd over the seeds (:func:`executor_rows`, :func:`executor_table`).
+:func:`dense_instances` gives the training episodes of the learned guidance on that layout.
 """
 
 from __future__ import annotations
@@ -205,7 +212,10 @@ class DenseSetting:
 
     Attributes:
         rows, cols, robots, orders, steps: as above (each >= 1; ``rows``, ``cols`` >= 8).
-        seeds: the held-out seeds reported (the learned weights never saw them).
+        seeds: the held-out seeds reported (the learned weights never saw them; at least one).
+
+    Raises:
+        ValueError: a count below its bound, or no seed.
     """
 
     rows: int = 32
@@ -214,6 +224,14 @@ class DenseSetting:
     orders: int = 1000
     steps: int = 300
     seeds: tuple[int, ...] = tuple(range(100, 116))
+
+    def __post_init__(self) -> None:
+        low = {"rows": 8, "cols": 8, "robots": 1, "orders": 1, "steps": 1}
+        for name, least in low.items():
+            if getattr(self, name) < least:
+                raise ValueError(f"{name} must be >= {least}, got {getattr(self, name)}")
+        if not self.seeds:
+            raise ValueError("seeds must name at least one seed")
 
     def layout(self) -> Layout:
         """The :class:`Layout` of this setting."""
