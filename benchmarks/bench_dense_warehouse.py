@@ -10,7 +10,8 @@ Executors: ``greedy`` (distance-to-go), ``tabular`` (the cached default Q-table 
 noise; trained on the small layout, seeds 0..), ``hand`` (guidance costs with zero weights: the hand
 one-way aisles), ``learned-wfi`` (the shipped weights, trained on POGEMA's ``wfi_warehouse``: a
 transfer), and ``learned-dense`` (``--weights``, default the shipped ``demo-dense.json``, trained by
-``--train 0-3`` on this layout's training seeds).
+``--train 0-3`` on this layout's training seeds; ``learned-dense-static``: the same without its
+online update, by ``--only``).
 
 Usage::
 
@@ -103,6 +104,9 @@ def main() -> None:
     }
     dense = load_guidance_params(args.weights or guidance_weights_path(DEMO_DENSE_WEIGHTS))
     makers["learned-dense"] = lambda env: GuidedExecutor(env.layout, env.n_robots, dense)
+    static = dense.copy()
+    static[-1] = 0.0  # the online gain: learned costs without the online update
+    makers["learned-dense-static"] = lambda env: GuidedExecutor(env.layout, env.n_robots, static)
     wanted = [k for k in args.only.split(",") if k in makers]
     s = setting
     print(f"{s.rows}x{s.cols}, {s.robots} robots, {s.orders} orders, {s.steps} steps, "
