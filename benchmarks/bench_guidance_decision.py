@@ -18,7 +18,7 @@ tables, PIBT's swap tables, PIBT's decision, the rest: scores, priorities, the o
 the process's peak resident memory.
 
 Usage: ``python benchmarks/bench_guidance_decision.py [--big-steps 32] [--big-robots N]
-[--only wfi|big]``.
+[--only wfi|big] [--without-online]``.
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def time_episode(
         idx += (pos == goals).all(axis=1)
     parts = dict(clock.ms)
     parts["rest"] = sum(times[1:]) - sum(parts.values())
+    del mover.tables.slots, mover.layer.tables.slots, mover.layer.decide  # cycles: free now
     return times[0], times[1:], parts
 
 
@@ -122,8 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-steps", type=int, default=32)
     ap.add_argument("--big-robots", type=int, default=10_000, help="robots on the 500 x 140 map")
     ap.add_argument("--only", choices=("wfi", "big"), default=None)
+    ap.add_argument(
+        "--without-online",
+        action="store_true",
+        help="learned weights with online_gain 0 (tables never go stale): the decision's cost "
+        "without the online update; not the shipped scheme",
+    )
     args = ap.parse_args(argv)
     params = np.array(json.loads(LEARNED.read_text())["params"], dtype=float)
+    if args.without_online:
+        params[-1] = 0.0  # ONLINE_PARAMS come last
     settings = []
     if args.only in (None, "wfi"):
         settings.append(("wfi 192 robots", wfi_map(), 192, 256, 2.0))

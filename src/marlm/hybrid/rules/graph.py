@@ -242,10 +242,10 @@ class DistanceTables:
             self.slot_of[self.cell_of[drop]] = -1
             self.cell_of[drop] = -1
             free = np.flatnonzero(self.cell_of < 0)
-        if len(free) < k:
-            rows = len(self.pool) + max(k - len(free), len(self.pool))
-            rows = max(min(rows, self.max_tables), len(self.pool) + k - len(free))
-            self._resize(rows, self.pool.dtype)
+        if len(free) < k:  # grow by half the pool (doubling up to max_tables): few copies
+            n = len(self.pool)
+            grown = min(2 * n, max(self.max_tables, n + n // 2))
+            self._resize(max(grown, n + k - len(free)), self.pool.dtype)
             free = np.flatnonzero(self.cell_of < 0)
         return free[:k]
 
