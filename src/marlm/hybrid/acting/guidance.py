@@ -109,6 +109,7 @@ def guided_distance(nbr, cost, target):  # pragma: no cover - compiled
 
     ``nbr``: :func:`marlm.hybrid.rules.pibt.neighbour_table`; ``cost``: :func:`aisle_costs`
     (positive integers). Unreachable cells get :data:`marlm.hybrid.rules.pibt.UNREACHABLE`.
+    The reference the table store's kernel (:func:`guided_fill`) is tested against.
     """
     v = nbr.shape[0]
     # reverse adjacency: u -> c with cost[u, a] means c's label relaxes u

@@ -240,7 +240,7 @@ class GuidedMover:
         free: ``bool[H, W]``; n_robots; seed: PIBT's tie-breaks; swap: LaCAM3's swap.
         costs: ``int32[V, 5]`` guidance costs (positive on possible moves).
         online: an :class:`OnlineAdapter` over ``costs``, or None (static costs).
-        max_tables: distance tables kept between steps besides those of the targets in use,
+        max_tables: distance tables kept between steps (more while more targets are in use),
             by the guidance and by PIBT each (:class:`marlm.hybrid.rules.graph.DistanceTables`).
     """
 

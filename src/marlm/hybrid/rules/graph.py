@@ -1,4 +1,6 @@
-"""The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances.
+"""The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances, and
+the store of distance tables to the targets in use (:class:`DistanceTables`, PIBT's and the
+guidance's).
 
 Cell id = ``row * W + col``; action order as :data:`marlm.envs.warehouse.dynamics.MOVES` (stay,
 up, down, left, right). Built once per map by :class:`marlm.hybrid.rules.pibt.Pibt` and by the aisle
@@ -188,8 +190,9 @@ class DistanceTables:
     Args:
         n_cells: ``V = H * W``; fill: ``fill(target, out) -> int``, writes the table of ``target``
             into ``out`` (the pool's row, of its dtype) and returns its largest finite distance;
-        max_tables: tables kept between calls (memory ``2 * V * max_tables`` bytes at most,
-            besides the targets of the current call).
+        max_tables: tables kept between calls; more only while one call needs more (memory:
+            ``2 * V`` bytes a table, ``max(max_tables, targets of one call)`` tables at most,
+            the pool grown by half at a time).
 
     Raises:
         ValueError: ``max_tables`` < 1.

@@ -343,8 +343,8 @@ class Pibt:
         n_robots: number of robots.
         seed: seed of the fixed tie-breaks (robot order among equal priorities, equal scores).
         swap: use LaCAM3's swap operation (dead ends, one-wide corridors).
-        max_tables: BFS distance tables kept between steps besides those of the targets in use
-            (:class:`marlm.hybrid.rules.graph.DistanceTables`; ``2 * H * W`` bytes each).
+        max_tables: BFS distance tables kept between steps (more while more targets are in
+            use; :class:`marlm.hybrid.rules.graph.DistanceTables`, ``2 * H * W`` bytes each).
 
     Attributes:
         elapsed: ``int64[n]`` steps since each robot last reached its target (0 while idle).
