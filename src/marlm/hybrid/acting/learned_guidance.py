@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
-from marlm.hybrid.acting.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
+from marlm.hybrid.acting.guidance import BUSY, aisle_costs, guided_filler, traffic_costs
+from marlm.hybrid.rules.graph import DistanceTables
 from marlm.hybrid.rules.pibt import Pibt, neighbour_table
 
 RESOLUTION = 4
@@ -232,13 +233,15 @@ class GuidedMover:
     """PIBT over guided distance-to-go preferences: the hand guidance or a learned one.
 
     Each robot ranks its moves by ``cost[cell, a] + guided_distance(next cell, target)``
-    (:func:`marlm.hybrid.acting.guidance.guided_scores`), one distance table per target cell, cached
-    until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
+    (:func:`marlm.hybrid.acting.guidance.guided_scores`), one distance table per target cell in use,
+    built once and kept until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
 
     Args:
         free: ``bool[H, W]``; n_robots; seed: PIBT's tie-breaks; swap: LaCAM3's swap.
         costs: ``int32[V, 5]`` guidance costs (positive on possible moves).
         online: an :class:`OnlineAdapter` over ``costs``, or None (static costs).
+        max_tables: distance tables kept between steps (more while more targets are in use),
+            by the guidance and by PIBT each (:class:`marlm.hybrid.rules.graph.DistanceTables`).
     """
 
     def __init__(
@@ -249,49 +252,32 @@ class GuidedMover:
         seed: int = 0,
         swap: bool = True,
         online: OnlineAdapter | None = None,
+        max_tables: int = 4096,
     ) -> None:
-        self.layer = Pibt(free, n_robots, seed=seed, swap=swap)
+        self.layer = Pibt(free, n_robots, seed=seed, swap=swap, max_tables=max_tables)
         self.width = self.layer.width
         self.online = online
         self.cost = np.asarray(online.costs() if online else costs, dtype=np.int32)
-        v = self.layer.nbr.shape[0]
-        self.slot_of = np.full(v, -1, dtype=np.int64)
-        # grown on demand: a table per target cell in use (a dense [free cells, V] pool would
-        # reserve 15 GB on a 500 x 140 map)
-        self.pool = np.zeros((min(64, v), v), dtype=np.int32)
-        self.n_tables = 0
-        self.table_builds = 0
-
-    def _tables(self, goal_cells: np.ndarray) -> np.ndarray:
-        missing = np.unique(goal_cells[self.slot_of[goal_cells] < 0])
-        need = self.n_tables + len(missing)
-        if need > len(self.pool):
-            grown = np.zeros((max(need, 2 * len(self.pool)), self.pool.shape[1]), dtype=np.int32)
-            grown[: self.n_tables] = self.pool[: self.n_tables]
-            self.pool = grown
-        for c in missing.tolist():
-            self.pool[self.n_tables] = guided_distance(self.layer.nbr, self.cost, c)
-            self.slot_of[c] = self.n_tables
-            self.n_tables += 1
-        self.table_builds += len(missing)
-        return self.slot_of[goal_cells]
+        # one compact table per target cell in use, built once, rebuilt when the costs change
+        nbr = self.layer.nbr
+        self.tables = DistanceTables(nbr.shape[0], guided_filler(nbr, self.cost), max_tables)
 
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``int64[n]`` collision-free actions for robots at ``positions`` (``int[n, 2]``) with
         targets ``targets`` (``int[n, 2]``, every robot has one)."""
         cells = positions[:, 0] * self.width + positions[:, 1]
         goal_cells = targets[:, 0] * self.width + targets[:, 1]
-        slots = self._tables(goal_cells)
+        slots = self.tables.slots(goal_cells)
         nxt = self.layer.nbr[cells]
-        d = self.pool[slots[:, None], np.maximum(nxt, 0)] + self.cost[cells]
+        d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
         scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
         actions = self.layer.step(positions, scores, targets)
         if self.online is not None:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
             if self.online.observe(cells, goal_cells, after):
                 self.cost = self.online.costs()
-                self.slot_of[:] = -1  # the distance tables are stale
-                self.n_tables = 0
+                self.tables.fill = guided_filler(self.layer.nbr, self.cost)
+                self.tables.clear()  # the distance tables are stale
         return actions
 
 
