@@ -142,3 +142,22 @@ def test_compare_png_marks_the_capped_scheme_and_not_one_that_finished_early(
         "its counts cover only the steps it ran.",
     ]
     assert (tmp_path / "compare.png").is_file() and not list(tmp_path.glob("*.tmp"))
+
+
+def test_llm_only_progress_line_and_table_give_one_llm_call_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The progress line said the planner's calls only (the trace's), the table also the move
+    # executor's: "LLM calls 2" above a row of 8. Both now give every call the model got.
+    import marlm.experiments.compare as compare
+    from faultserver import DownModel
+
+    model = DownModel()  # fault injector: every call fails at once, each one counted
+    monkeypatch.setattr(compare, "make_model", lambda *a, **k: model)
+    lines: list[str] = []
+    config = CompareConfig.of(steps=300, schemes=["llm_only"], llm_only_steps=6, spread_seeds=0)
+    result = compare_schemes(config, tmp_path, progress=lines.append)
+    (row,) = result["rows"]
+    said = [line for line in lines if line.startswith("  llm_only:")]
+    assert row["llm_calls"] == model.calls == 7  # 1 planner call (then its fallback), 6 moves
+    assert len(said) == 1 and f"LLM calls {model.calls}," in said[0], said

@@ -401,9 +401,10 @@ def compare_schemes(
                 f"{statistics.mean(delivered):.1f}±{statistics.stdev(delivered):.1f}"
             )
         rows.append(row)
+        # The row's figures, not the trace's: llm_only's move calls are only in the row.
         say(
-            f"  {name}: delivered {m.get('delivered')}, collisions {m.get('collisions')}, "
-            f"LLM calls {m.get('llm_calls')}, {wall:.1f} s"
+            f"  {name}: delivered {row.get('delivered')}, collisions {row.get('collisions')}, "
+            f"LLM calls {row.get('llm_calls')}, {wall:.1f} s"
         )
 
     result = {
