@@ -249,9 +249,10 @@ def _bounded(**bound: Any) -> Callable[[Any, Any, Any], Any]:
     return callback
 
 
-def at_least(minimum: int, *, why: str = "", example: int | None = None) -> Callable:
-    """A typer option callback: a whole number >= ``minimum`` (``why`` in the error)."""
-    return _bounded(low=minimum, why=why, example=example)
+def at_least(minimum: int, *, why: str = "", example: int | None = None, **kw: Any) -> Callable:
+    """A typer option callback: a whole number >= ``minimum`` (``why`` in the error; ``kw``:
+    the other fields of :class:`marlm.experiments.settings.Bound`, e.g. ``off``)."""
+    return _bounded(low=minimum, why=why, example=example, **kw)
 
 
 #: The callback of every ``--seed``: numpy's generators take no negative seed.
