@@ -74,6 +74,18 @@ class Bound:
 SPREAD_SEEDS = Bound(low=2, off=0, why="a spread needs 2 seeds, the table's and one more")
 
 
+def example_of(param: object, option: str) -> str:
+    """``"; pass e.g. --steps 600"`` for a whole-number or decimal option the parser refused
+    (``--steps abc``): its default where that is a number, else 1; ``""`` for other options.
+    ``param`` is typer's parameter (its ``type_descriptor.annotation`` and ``default``)."""
+    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if kind not in (int, float) or not option.startswith("--"):
+        return ""
+    default = getattr(param, "default", None)
+    numeric = isinstance(default, int | float) and not isinstance(default, bool)
+    return f"; pass e.g. {option} {_show(default if numeric else kind(1))}"
+
+
 def _show(number: float) -> str:
     return f"{number:g}" if isinstance(number, float) else str(number)
 
