@@ -24,8 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import LEARNED, VARIANTS, fail, parse_ints, pogema_instance, run_one  # noqa: E402
 from load_marlm import load_pibt  # noqa: E402
@@ -86,12 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     for a in algorithms:
         if a not in SCHEMES:
             return fail("--algorithms", f"unknown {a!r}; choose from {', '.join(SCHEMES)}")
-    try:
-        params = np.array(json.loads(Path(args.guidance).read_text())["params"], dtype=float)
+    load_pibt()
+    from marlm.hybrid.acting.learned_guidance import params_from
+
+    try:  # by name: a result from before a feature existed leaves it at 0
+        params = params_from(json.loads(Path(args.guidance).read_text()))
     except (OSError, ValueError, KeyError) as e:
         return fail("--guidance", f"cannot read params from {args.guidance} ({e}); "
                     "train with benchmarks/pogema/train.sh --copy-to FILE")  # fmt: skip
-    load_pibt()
     seeds, agents = parse_ints(args.seeds), parse_ints(args.agents)
     mismatches = 0
     with out.open("w") as fh:
