@@ -35,6 +35,7 @@ def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -
     """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode)."""
     from marlm.hybrid.acting.learned_guidance import (
         SHIPPED_MIN_DENSITY,
+        SHIPPED_NARROW_PRIORITY,
         Guidance,
         free_flow_bound,
         simulate,
@@ -45,11 +46,14 @@ def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -
         value = free_flow_bound(instance)
     else:
         scheme = VARIANTS[algorithm]
-        gate = SHIPPED_MIN_DENSITY if scheme == "marlm_shipped" else 0.0
-        learned = None if scheme == "marlm_hand" else params
-        value = simulate(
-            instance, Guidance(learned, penalty=penalty, min_density=gate), target_cells
+        shipped = scheme == "marlm_shipped"
+        guidance = Guidance(
+            None if scheme == "marlm_hand" else params,
+            penalty=penalty,
+            min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
+            narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
         )
+        value = simulate(instance, guidance, target_cells)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     steps = instance.steps
     return {

@@ -47,7 +47,8 @@ LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
 
 VARIANTS = {
     # what ships: the learned guidance from learned_guidance.SHIPPED_MIN_DENSITY robots per free
-    # cell up (112 robots here), the hand one below (chosen on training seeds 128-159)
+    # cell up (112 robots here) with SHIPPED_NARROW_PRIORITY, the hand one below (chosen on
+    # training seeds 128 and up)
     "marlm": "marlm_shipped",
     "marlm_hand": "marlm_hand",
     "marlm_learned": "marlm_learned",
@@ -130,15 +131,23 @@ def run_one(
     marlm = algorithm.startswith("marlm")
     if marlm:
         load_pibt()
-        from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
+        from marlm.hybrid.acting.learned_guidance import (
+            SHIPPED_MIN_DENSITY,
+            SHIPPED_NARROW_PRIORITY,
+            Guidance,
+        )
 
         scheme = VARIANTS[algorithm]
         target_cells = np.zeros_like(free)
         for r, c in env.unwrapped.grid_config.possible_targets_xy:
             target_cells[r, c] = True
-        gate = SHIPPED_MIN_DENSITY if scheme == "marlm_shipped" else 0.0
-        learned = params if scheme != "marlm_hand" else None
-        guidance = Guidance(learned, penalty=penalty, min_density=gate)
+        shipped = scheme == "marlm_shipped"
+        guidance = Guidance(
+            None if scheme == "marlm_hand" else params,
+            penalty=penalty,
+            min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
+            narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
+        )
         policy = guidance.mover(free, num_agents, seed, target_cells, swap)
     else:
         policy = BatchAStarAgent()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from marlm.hybrid.acting.learned_guidance import (
     PARAM_NAMES,
     RESOLUTION,
     SHIPPED_MIN_DENSITY,
+    SHIPPED_NARROW_PRIORITY,
     Guidance,
     GuidedMover,
     LifelongInstance,
@@ -33,6 +35,7 @@ from marlm.hybrid.rules.pibt import neighbour_table
 from marlm.hybrid.rules.shield import is_safe
 
 WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+SHIPPED = WFI.with_name("guidance-wfi_warehouse.json")
 
 
 def read_map(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -139,11 +142,14 @@ def random_map(rng: np.random.Generator, h: int, w: int, p_wall: float) -> np.nd
     period=st.integers(1, 4),
     gain=st.floats(0.5, 50.0),
     bound=st.floats(0.25, 6.0),
+    narrow_priority=st.sampled_from([0.0, 2.0, 32.0]),
     weights=st.lists(
         st.floats(-2.0, 8.0), min_size=len(MOVE_FEATURES), max_size=len(MOVE_FEATURES)
     ),
 )
-def test_online_update_never_makes_a_vertex_or_swap_conflict(seed, n, period, gain, bound, weights):
+def test_online_update_never_makes_a_vertex_or_swap_conflict(
+    seed, n, period, gain, bound, narrow_priority, weights
+):
     """Random maps (walls, dead ends, one-wide passages), random learned weights, a strong online
     update every 1-4 steps: every joint move of 40 lifelong steps is safe, and the adapted costs
     stay within [base, base + bound] on every possible move."""
@@ -153,7 +159,7 @@ def test_online_update_never_makes_a_vertex_or_swap_conflict(seed, n, period, ga
         n = max(2, int(free.sum()) - 2)
     inst = random_instance(free, n, 40, seed=seed)
     params = np.array([*weights, gain, 0.0])  # online gain, its density twin
-    g = Guidance(params, period=period, bound=bound)
+    g = Guidance(params, period=period, bound=bound, narrow_priority=narrow_priority)
     mover = g.mover(free, n, seed)
     assert mover.online is not None
     base = mover.online.base
@@ -238,3 +244,23 @@ def test_a_result_without_the_twins_reads_as_zero_twins_and_moves_as_before():
     assert mover.online.gain == old["online_gain"]
     with pytest.raises(ValueError, match="unknown parameters"):
         params_from({"weights": {"against_aisle": 1.0}})
+
+
+def test_narrow_priority_moves_robots_in_one_wide_passages_first():
+    """The shipped learned scheme adds SHIPPED_NARROW_PRIORITY to PIBT's priority of a robot on
+    a cell with at most 2 free neighbours; the hand guidance keeps PIBT's own order. On POGEMA's
+    warehouse (the shipped weights, 128 robots, 64 steps) the run stays conflict-free and its
+    exact throughput changes."""
+    free, starts, targets = read_map(WFI.read_text())
+    params = params_from(json.loads(SHIPPED.read_text()))
+    shipped = Guidance(params, narrow_priority=SHIPPED_NARROW_PRIORITY)
+    mover = shipped.mover(free, 128, 0, targets)
+    deg = (neighbour_table(free)[:, 1:] >= 0).sum(axis=1)
+    np.testing.assert_array_equal(mover.bias, np.where(deg <= 2, SHIPPED_NARROW_PRIORITY, 0.0))
+    # on free cells: 16 one-wide passages between shelf blocks and the map's 4 corners
+    assert int((mover.bias[free.reshape(-1)] > 0).sum()) == 20
+    assert Guidance(None, narrow_priority=32.0).mover(free, 128, 0, targets).bias is None
+    inst = random_instance(free, 128, 64, seed=5, start_cells=starts, target_cells=targets)
+    first = simulate(inst, shipped, targets, check=True) * 64
+    plain = simulate(inst, Guidance(params), targets, check=True) * 64
+    assert (first, plain) == (234, 233)  # targets reached
