@@ -32,7 +32,13 @@ from pathlib import Path
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES
-from marlm.hybrid.acting.learned_guidance import Guidance, LifelongInstance, random_instance
+from marlm.hybrid.acting.learned_guidance import (
+    ONLINE_PARAMS,
+    Guidance,
+    LifelongInstance,
+    params_from,
+    random_instance,
+)
 
 HERE = Path(__file__).resolve().parent
 WFI = HERE / "pogema" / "data" / "wfi_warehouse.txt"
@@ -130,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         "without the online update; not the shipped scheme",
     )
     args = ap.parse_args(argv)
-    params = np.array(json.loads(LEARNED.read_text())["params"], dtype=float)
+    params = params_from(json.loads(LEARNED.read_text()))
     if args.without_online:
-        params[-1] = 0.0  # ONLINE_PARAMS come last
+        params[-len(ONLINE_PARAMS) :] = 0.0  # ONLINE_PARAMS come last
     settings = []
     if args.only in (None, "wfi"):
         settings.append(("wfi 192 robots", wfi_map(), 192, 256, 2.0))

@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0-3")
     args = ap.parse_args(argv)
     load_pibt()
-    from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
+    from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, Guidance, params_from
 
-    params = np.array(json.loads(Path(LEARNED).read_text())["params"], dtype=float)
+    params = params_from(json.loads(Path(LEARNED).read_text()))
     g = Guidance(params, min_density=SHIPPED_MIN_DENSITY)
     for n in parse_ints(args.agents):
         for seed in parse_ints(args.seeds):

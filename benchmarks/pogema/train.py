@@ -129,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     mean0 = None
     if args.init:
-        try:
-            mean0 = tuple(float(v) for v in json.loads(Path(args.init).read_text())["params"])
+        lg = sys.modules["marlm.hybrid.acting.learned_guidance"]
+        try:  # by name: a result from before a feature existed starts it at 0
+            mean0 = tuple(lg.params_from(json.loads(Path(args.init).read_text())).tolist())
         except (OSError, ValueError, KeyError, TypeError) as e:
             return fail("--init", f"cannot read params from {args.init} ({e}); give a "
                         "result.json written by this command")  # fmt: skip

@@ -10,7 +10,12 @@ import pytest
 
 from marlm.envs.warehouse.dynamics import MOVES, RIGHT
 from marlm.hybrid.acting.guidance import guided_distance, guided_filler, traffic_costs
-from marlm.hybrid.acting.learned_guidance import Guidance, GuidedMover, random_instance
+from marlm.hybrid.acting.learned_guidance import (
+    Guidance,
+    GuidedMover,
+    params_from,
+    random_instance,
+)
 from marlm.hybrid.rules.graph import (
     COMPACT_MAX,
     UNREACHABLE,
@@ -97,7 +102,7 @@ def test_a_cache_smaller_than_the_targets_in_use_gives_the_same_moves(learned):
 
     grid = np.array([list(r) for r in WFI.read_text().split()])
     free, starts, targets = grid != "#", grid == "@", grid == "$"
-    params = np.array(json.loads(LEARNED.read_text())["params"]) if learned else None
+    params = params_from(json.loads(LEARNED.read_text())) if learned else None
     g = Guidance(params)
     inst = random_instance(free, 64, 40, seed=5, start_cells=starts, target_cells=targets)
     big = g.mover(free, 64, 5, targets)

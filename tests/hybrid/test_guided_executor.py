@@ -18,7 +18,7 @@ from marlm.hybrid.acting.guided_executor import (
     guidance_weights_path,
     load_guidance_params,
 )
-from marlm.hybrid.acting.learned_guidance import N_PARAMS, RESOLUTION
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, RESOLUTION, params_from
 from marlm.hybrid.acting.preferences import step_view
 from marlm.hybrid.rules.pibt import neighbour_table
 from marlm.hybrid.rules.shield import make_shield, shielded_step
@@ -74,18 +74,25 @@ def test_shipped_weights_are_the_pogema_training_result():
     shipped = json.loads(guidance_weights_path().read_text("utf-8"))["params"]
     bench = ROOT / "benchmarks" / "pogema" / "data" / "guidance-wfi_warehouse.json"
     assert shipped == json.loads(bench.read_text("utf-8"))["params"]
-    assert load_guidance_params().tolist() == shipped
+    assert (
+        load_guidance_params().tolist()
+        == params_from(json.loads(bench.read_text("utf-8"))).tolist()
+    )
+    assert load_guidance_params()[: len(shipped) - 1].tolist() == shipped[:-1]  # move weights
 
 
 def test_the_demo_dense_weights_are_a_training_result_on_training_seeds_only():
     result = json.loads(guidance_weights_path(DEMO_DENSE_WEIGHTS).read_text("utf-8"))
     assert [i["seed"] for i in result["instances"]] == [0, 1, 2, 3]  # reported: 100-115
-    assert len(result["params"]) == N_PARAMS and result["score"] > 1.0
+    assert len(params_from(result)) == N_PARAMS and result["score"] > 1.0
 
 
 def test_a_weights_file_without_params_is_refused_naming_the_field(tmp_path):
     bad = tmp_path / "w.json"
     bad.write_text('{"params": [1, 2]}', "utf-8")
-    with pytest.raises(InputError, match="expected 11") as e:
+    with pytest.raises(InputError, match="no 'weights'") as e:
         load_guidance_params(bad)
-    assert e.value.field == "params"
+    assert e.value.field == "weights"
+    bad.write_text('{"weights": {"against_aisle": 1.0}}', "utf-8")
+    with pytest.raises(InputError, match="unknown parameters"):
+        load_guidance_params(bad)

@@ -34,9 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from marlm.hybrid.acting.learned_guidance import (
-    MOVE_FEATURES,
     N_PARAMS,
-    ONLINE_PARAMS,
+    PARAM_NAMES,
     Guidance,
     LifelongInstance,
     simulate,
@@ -282,11 +281,9 @@ def train(
     best_s, best_x = state["best"]
     result = {
         "method": "CMA-ES over a linear guidance model (Zhang et al., IJCAI 2024)",
-        "features": list(MOVE_FEATURES) + list(ONLINE_PARAMS),
+        "features": list(PARAM_NAMES),
         "params": [float(v) for v in best_x],
-        "weights": {
-            n: float(v) for n, v in zip(MOVE_FEATURES + ONLINE_PARAMS, best_x, strict=True)
-        },
+        "weights": {n: float(v) for n, v in zip(PARAM_NAMES, best_x, strict=True)},
         "score": best_s,
         "hand": [float(v) for v in hand],
         "learned": [float(v) for v in throughputs(best_x, instances, target_cells, config)],

@@ -35,8 +35,10 @@ from marlm.hybrid.acting.learned_guidance import (
     MOVE_FEATURES,
     N_PARAMS,
     OnlineAdapter,
+    density_feature,
     learned_costs,
     move_features,
+    params_from,
 )
 from marlm.hybrid.acting.preferences import StepView, one_hot
 from marlm.hybrid.rules.pibt import neighbour_table
@@ -57,27 +59,26 @@ def guidance_weights_path(name: str = WFI_WEIGHTS) -> Path:
 
 
 def load_guidance_params(path: str | Path | None = None) -> np.ndarray:
-    """``float64[N_PARAMS]`` the ``params`` of a guidance weights file (a training ``result.json``).
+    """``float64[N_PARAMS]`` of a guidance weights file (a training ``result.json``), read by name
+    from its ``weights`` (:func:`marlm.hybrid.acting.learned_guidance.params_from`: a parameter
+    the file predates is 0, which leaves its guidance as trained).
 
     Args:
         path: the file; None = the shipped :data:`WFI_WEIGHTS`.
 
     Raises:
-        InputError: the file is missing, not JSON, or its ``params`` are not ``N_PARAMS`` numbers.
+        InputError: the file is missing, not JSON, or its ``weights`` are missing or name an
+            unknown parameter (field ``weights``).
     """
     path = guidance_weights_path() if path is None else Path(path)
     try:
-        params = np.asarray(json.loads(path.read_text("utf-8"))["params"], dtype=np.float64)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        params = params_from(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError) as e:
         raise InputError(
-            f"not a guidance weights file ({type(e).__name__}); give a training result.json",
+            f"not a guidance weights file ({e}); give a training result.json",
             source=path,
-            field="params",
+            field="weights",
         ) from e
-    if params.shape != (N_PARAMS,):
-        raise InputError(
-            f"params has {params.size} numbers; expected {N_PARAMS}", source=path, field="params"
-        )
     return params
 
 
@@ -124,8 +125,8 @@ class GuidedExecutor:
             raise ValueError(f"params must have {N_PARAMS} entries, got {params.shape}")
         features = move_features(free, self.n_robots, demo_target_cells(self.layout))
         self.base = learned_costs(features, hand, params)
-        gain = max(float(params[len(MOVE_FEATURES)]), 0.0)
-        self.gain = gain
+        g0, g_dense = params[len(MOVE_FEATURES) :]  # as Guidance reads them
+        self.gain = max(float(g0 + density_feature(free, self.n_robots) * g_dense), 0.0)
         self.reset()
 
     def reset(self) -> None:
