@@ -51,6 +51,7 @@ CASES = [
     (["train", "race"], "--steps", "0"),
     (["train", "race"], "--envs", "0"),
     (["train", "race"], "--lr", "0"),
+    (["train", "race"], "--workers", "0"),
     (["train", "env", "marlm.envs.grid:GridRace"], "--lr", "nan"),
     (["train", "env", "marlm.envs.grid:GridRace"], "--steps", "0"),
     (["train", "env", "marlm.envs.grid:GridRace"], "--seed", "-1"),
