@@ -41,13 +41,13 @@ COMMON = {
 TASKS = {
     "simple_spread": {
         **COMMON,
-        "steps": 60_000,
+        "steps": 30_400,  # 38 batches of 800
         "rollout": 100,  # 8 copies x 100 steps = 800 joint steps (32 episodes) per update
         "max_cycles": 25,
     },
     "rware_tiny_2ag": {
         **COMMON,
-        "steps": 20_000,
+        "steps": 10_000,  # 10 batches of 1,000
         "rollout": 125,  # 8 copies x 125 steps = 1,000 joint steps per update
         "max_cycles": 500,
         "eval_episodes": 5,  # 2,500 steps: 20 episodes of 500 cost BenchMARL more than training
