@@ -37,6 +37,13 @@ import tempfile
 import time
 from pathlib import Path
 
+# One CPU thread, as on marlm's side, set before torch is imported: TorchRL reads the thread
+# count at import (``torchrl._THREAD_POOL_INIT``) and, when BenchMARL closes the SerialEnv it
+# builds to read the specs, raises it back to that count; an OpenMP pool of 2 threads on a busy
+# 2-core machine made every 64-unit layer cost ~20 ms (1,000 RWARE frames: ~75 s of CPU).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = "1"
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarl.environments.pettingzoo.common import PettingZooClass  # noqa: E402
@@ -90,7 +97,7 @@ def run(task: str, seed: int, folder: Path) -> dict:
     from benchmarl.experiment import Experiment, ExperimentConfig
     from benchmarl.models.mlp import MlpConfig
 
-    torch.set_num_threads(1)  # as marlm's side (torch.set_num_threads(1)): one thread each
+    torch.set_num_threads(1)  # as marlm's side (marlm.rl.deep.nets.set_threads(1))
     t = TASKS[task]
     frames = t["envs"] * t["rollout"]
     steps = -(-t["steps"] // frames) * frames  # a whole number of batches (marlm's rounds too)
@@ -116,6 +123,8 @@ def run(task: str, seed: int, folder: Path) -> dict:
         task=ParallelEnvTask(name=task.upper(), config={"task": task}), algorithm_config=algo, model_config=model,
         critic_model_config=critic, seed=seed, config=cfg,
     )  # fmt: skip
+    if torch.get_num_threads() != 1:  # closing an env restores TorchRL's initial count
+        raise RuntimeError(f"BenchMARL runs on {torch.get_num_threads()} threads, not 1")
     logged: list[dict] = []
     log = experiment.logger.log
 

@@ -20,6 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+# One CPU thread, as on BenchMARL's side (benchmarl_side.py sets the same variables before torch
+# is imported); marlm's learners also call torch.set_num_threads(1) (DeepConfig.threads).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = "1"
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402

@@ -6,8 +6,10 @@ Reads the JSON lines ``marlm_side.py`` and ``benchmarl_side.py`` appended and pr
 and framework: joint environment steps, the seeds, the final return's mean and its spread over
 the seeds (min..max, and the standard deviation), the training's wall and CPU seconds summed
 over the seeds, and marlm's ratio to BenchMARL (wall and CPU). A final column gives the published
-MAPPO figure where one exists for the same task (``tasks.PUBLISHED``), or says why there is none.
-A verdict line per task says whether marlm's mean return lies within BenchMARL's min..max over
+MAPPO figures of the same task follow as rows marked "published" (``tasks.PUBLISHED``): their
+value where it was read from the source, their budget and what their return sums, since neither
+need match the rows above. A column gives the training return (stochastic policy) at the start
+and the end of training, to show whether a side learned at all. A verdict line per task says whether marlm's mean return lies within BenchMARL's min..max over
 the seeds or above it, and whether marlm's wall time is at most a third of BenchMARL's.
 Only the rows present are reported; a task with one side missing says so.
 """
@@ -53,20 +55,28 @@ def summary(rs: list[dict]) -> dict:
         "wall": sum(r["wall_s"] for r in rs),
         "cpu": sum(r["cpu_s"] for r in rs),
         "load": (min(r["load"] for r in rs), max(r["load"] for r in rs)),
+        "train": train_text(rs),
     }
+
+
+def train_text(rs: list[dict]) -> str:
+    """The seeds' mean training return at the start and at the end of training, ``a -> b``."""
+    first = [r["first_train_return"] for r in rs if r.get("first_train_return") is not None]
+    last = [r["last_train_return"] for r in rs if r.get("last_train_return") is not None]
+    if not first or not last:
+        return "-"
+    return f"{statistics.fmean(first):.2f} -> {statistics.fmean(last):.2f}"
 
 
 def table(rows: dict[str, dict[str, list[dict]]]) -> list[str]:
     out = [
         "| task | framework | steps | seeds | final return mean | spread (min..max, sd) "
-        "| wall s | CPU s | wall ratio | CPU ratio | published MAPPO |",
+        "| train return first -> last | wall s | CPU s | wall ratio | CPU ratio |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     verdicts = []
     for task in sorted(rows):
         s = {fw: summary(rows[task][fw]) for fw in FRAMEWORKS if rows[task].get(fw)}
-        pub = PUBLISHED.get(task)
-        pub_text = f"{pub['value']} ({pub['source']})" if pub else "none for this task (see docs)"
         for fw in FRAMEWORKS:
             if fw not in s:
                 out.append(f"| {task} | {fw} | - | - | (not run) | | | | | | |")
@@ -81,8 +91,14 @@ def table(rows: dict[str, dict[str, list[dict]]]) -> list[str]:
             out.append(
                 f"| {task} | {fw} | {'/'.join(map(str, x['steps']))} | "
                 f"{','.join(map(str, x['seeds']))} | {x['mean']:.2f} | "
-                f"{x['min']:.2f}..{x['max']:.2f}, {x['sd']:.2f} | {x['wall']:.0f} | "
-                f"{x['cpu']:.0f} | {ratio_w} | {ratio_c} | {pub_text} |"
+                f"{x['min']:.2f}..{x['max']:.2f}, {x['sd']:.2f} | {x['train']} | "
+                f"{x['wall']:.0f} | {x['cpu']:.0f} | {ratio_w} | {ratio_c} |"
+            )
+        for pub in PUBLISHED.get(task, []):
+            value = "not read (see docs)" if pub["value"] is None else f"{pub['value']}"
+            out.append(
+                f"| {task} | published: {pub['source']} | {pub['budget']} | | {value} | "
+                f"returns: {pub['returns']} | | | | | |"
             )
         if "marlm" in s and "benchmarl" in s:
             m, b = s["marlm"], s["benchmarl"]

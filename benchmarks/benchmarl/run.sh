@@ -21,6 +21,8 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import benchmarl, mpe
 fi
 MARLM_PY="${MARLM_PYTHON:-$ROOT/.venv/bin/python}"
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
+# One CPU thread on both sides (each script sets these too, before importing torch).
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 IFS=',' read -ra SEED_LIST <<< "$SEEDS"
 for s in "${SEED_LIST[@]}"; do
   nice -n 10 "$MARLM_PY" "$HERE/marlm_side.py" --task "$TASK" --seeds "$s" --out "$OUT"
