@@ -259,13 +259,15 @@ def scenario_matches(instance, scenario) -> bool:
 
 
 def run_family(family: str, setting: dict, maps: list, seeds: list, args, params, fh) -> int:
-    """Run every selected instance of ``family``; write rows to ``fh``. Returns checks failed."""
+    """Run every selected instance of ``family``; write rows to ``fh``. Returns checks failed
+    (instances unlike the benchmark's scenario; with ``--check-pogema K``, rows of the first K
+    instances that differ when POGEMA itself steps the episode)."""
     from evaluate import simulate_one
-    from harness import pogema_instance
+    from harness import pogema_instance, run_one
 
     from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY
 
-    failed = 0
+    failed = checked = 0
     for map_name in maps:
         for seed in seeds:
             for n in setting["agents"]:
@@ -277,9 +279,14 @@ def run_family(family: str, setting: dict, maps: list, seeds: list, args, params
                     match = scenario_matches(instance, scenario)
                     failed += not match
                 active = n >= SHIPPED_MIN_DENSITY * instance.free.sum()
+                checked += 1
                 for algorithm in args.algorithms:
                     row = simulate_one(algorithm, instance, target_cells, params, args.penalty)
                     row.update(family=family, map_name=map_name)
+                    if checked <= args.check_pogema and algorithm != "free_flow":
+                        ref = run_one(algorithm, n, seed, args.penalty, True, params, gc)
+                        row["pogema_throughput"] = ref["avg_throughput"]
+                        failed += ref["avg_throughput"] != row["avg_throughput"]
                     if algorithm == "marlm":
                         row["learned_active"] = bool(active)
                     if match is not None:
@@ -395,6 +402,8 @@ def write_report(rows: list[dict], extract_all: dict, md: Path) -> list[str]:
         problems += bad
         mine = [r for r in rows if r["family"] == family and "scenario_match" in r]
         differ = [r for r in mine if not r["scenario_match"]]
+        stepped = [r for r in rows if r["family"] == family and "pogema_throughput" in r]
+        unlike = [r for r in stepped if r["pogema_throughput"] != r["avg_throughput"]]
         problems += [f"{family}: {r['map_name']} seed {r['seed']} differs from the benchmark's "
                      "scenario" for r in differ]  # fmt: skip
         seeds = ",".join(map(str, s["seeds_run"]))
@@ -406,7 +415,8 @@ def write_report(rows: list[dict], extract_all: dict, md: Path) -> list[str]:
             "",
             f"Checks: rows whose instance equals the benchmark's scenario {len(mine) - len(differ)}"
             f" of {len(mine)}; agent counts with a published figure above the free-flow bound "
-            f"{len(bad)}.",
+            f"{len(bad)}; rows also stepped by POGEMA itself, the same throughput: "
+            f"{len(stepped) - len(unlike)} of {len(stepped)}.",
             "",
         ]
     md.write_text("\n".join(out))
@@ -457,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="maps run per family, spread evenly over its list (default: all)")  # fmt: skip
     ap.add_argument("--seeds-per-map", type=int, default=0, metavar="S",
                     help="the first S of a family's seeds (default: all)")  # fmt: skip
+    ap.add_argument("--check-pogema", type=int, default=0, metavar="K",
+                    help="also step the first K instances of each family in POGEMA; exit 1 on "
+                         "any difference")  # fmt: skip
     ap.add_argument("--penalty", type=int, default=2, help="the hand rule's penalty")
     ap.add_argument("--guidance", default=str(LEARNED), help="the learned guidance's result.json")
     ap.add_argument("--report", metavar="ROWS",
@@ -474,8 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     for f in families:
         if f not in FAMILIES:
             return fail("--families", f"unknown {f!r}; choose from {', '.join(FAMILIES)}")
-    if args.seeds_per_map < 0:
-        return fail("--seeds-per-map", "must be at least 0 (0 = every seed)")
+    if args.seeds_per_map < 0 or args.check_pogema < 0:
+        field = "--seeds-per-map" if args.seeds_per_map < 0 else "--check-pogema"
+        return fail(field, "must be at least 0 (0 = every seed / no check)")
     try:
         counts = parse_counts(args.maps)
     except ValueError as e:
@@ -509,6 +523,10 @@ def main(argv: list[str] | None = None) -> int:
     with rows_file.open("w") as fh:
         for family, (setting, maps, seeds) in plans.items():
             failed += run_family(family, setting, maps, seeds, args, params, fh)
+    if failed:
+        print(f"marlm: error: {failed} instances or rows differ from the benchmark's scenarios "
+              "or from POGEMA's own stepping (rows: scenario_match, pogema_throughput)",
+              file=sys.stderr)  # fmt: skip
     return max(finish(source, rows_file), int(failed > 0))
 
 
