@@ -415,8 +415,13 @@ def write_report(rows: list[dict], extract_all: dict, md: Path) -> list[str]:
             "",
             f"Checks: rows whose instance equals the benchmark's scenario {len(mine) - len(differ)}"
             f" of {len(mine)}; agent counts with a published figure above the free-flow bound "
-            f"{len(bad)}; rows also stepped by POGEMA itself, the same throughput: "
-            f"{len(stepped) - len(unlike)} of {len(stepped)}.",
+            f"{len(bad)}"
+            + (
+                f"; rows also stepped by POGEMA itself, the same throughput: "
+                f"{len(stepped) - len(unlike)} of {len(stepped)}."
+                if stepped
+                else "."
+            ),
             "",
         ]
     md.write_text("\n".join(out))
