@@ -141,11 +141,14 @@ class Source:
         self.where = where
         self.git_dir: Path | None = None
         self.root: Path | None = None
-        if re.match(r"^(https?|ssh|git)://|^git@", where):
+        if re.match(r"^(https?|ssh|git|file)://|^git@", where):
             cache = Path(os.environ.get("MARLM_CACHE", Path.home() / ".cache" / "marlm"))
             dest = cache / "pogema-benchmark"
             if not dest.exists():
-                subprocess.run(["git", "clone", "--depth", "1", where, str(dest)], check=True)
+                try:
+                    subprocess.run(["git", "clone", "--depth", "1", where, str(dest)], check=True)
+                except (subprocess.CalledProcessError, OSError) as e:
+                    raise ValueError(f"cannot clone {where} into {dest} ({e})") from e
             self.root = dest
         elif (Path(where) / "HEAD").is_file() and (Path(where) / "objects").is_dir():
             self.git_dir = Path(where)
