@@ -13,20 +13,32 @@ episode (``random_instance``: each robot gets its next target as soon as it reac
 The hand guidance runs in the same process as the baseline, and the script prints the ratio.
 Targets: at most 2 ms at 192 robots, at most 50 ms at 10,000.
 
-Usage: ``python benchmarks/bench_guidance_decision.py [--big-steps 32] [--only wfi|big]``.
+Each setting also prints where the CPU goes after the first step (the guidance's distance
+tables, PIBT's swap tables, PIBT's decision, the rest: scores, priorities, the online update) and
+the process's peak resident memory.
+
+Usage: ``python benchmarks/bench_guidance_decision.py [--big-steps 32] [--big-robots N]
+[--only wfi|big] [--without-online]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 from pathlib import Path
 
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES
-from marlm.hybrid.acting.learned_guidance import Guidance, LifelongInstance, random_instance
+from marlm.hybrid.acting.learned_guidance import (
+    ONLINE_PARAMS,
+    Guidance,
+    LifelongInstance,
+    params_from,
+    random_instance,
+)
 
 HERE = Path(__file__).resolve().parent
 WFI = HERE / "pogema" / "data" / "wfi_warehouse.txt"
@@ -59,24 +71,57 @@ def big_map(height: int = 140, width: int = 500) -> tuple[np.ndarray, np.ndarray
     return free, free.copy(), target & free
 
 
+class Clock:
+    """CPU ms spent in wrapped calls (``time.process_time``), by name."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    def wrap(self, name: str, f):
+        def timed(*args, **kwargs):
+            c0 = time.process_time()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                self.ms[name] = self.ms.get(name, 0.0) + 1000.0 * (time.process_time() - c0)
+
+        return timed
+
+
 def time_episode(
     instance: LifelongInstance, guidance: Guidance, target_cells: np.ndarray, steps: int
-) -> tuple[float, list[float]]:
-    """``(first step CPU ms, CPU ms of each later step)`` of ``guidance`` on ``instance``."""
+) -> tuple[float, list[float], dict[str, float]]:
+    """``(first step CPU ms, CPU ms of each later step, CPU ms by part after the first step)``
+    of ``guidance`` on ``instance``; parts: the guidance's tables, PIBT's swap tables, PIBT's
+    decision (compiled), and the rest (scores, priorities, the online update)."""
     n = len(instance.starts)
     mover = guidance.mover(instance.free, n, instance.seed, target_cells)
+    clock = Clock()
+    mover.tables.slots = clock.wrap("guidance tables", mover.tables.slots)
+    mover.layer.tables.slots = clock.wrap("swap tables", mover.layer.tables.slots)
+    mover.layer.decide = clock.wrap("PIBT", mover.layer.decide)
     pos = instance.starts.copy()
     idx = np.zeros(n, dtype=np.int64)
     rows = np.arange(n)
     times = []
-    for _ in range(steps):
+    for k in range(steps):
         goals = instance.targets[rows, idx]
         c0 = time.process_time()
         actions = mover.act(pos, goals)
         times.append(1000.0 * (time.process_time() - c0))
+        if k == 0:
+            clock.ms.clear()
         pos = pos + MOVES[actions]
         idx += (pos == goals).all(axis=1)
-    return times[0], times[1:]
+    parts = dict(clock.ms)
+    parts["rest"] = sum(times[1:]) - sum(parts.values())
+    del mover.tables.slots, mover.layer.tables.slots, mover.layer.decide  # cycles: free now
+    return times[0], times[1:], parts
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, MB (Linux ``ru_maxrss`` is in KB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,8 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-steps", type=int, default=32)
     ap.add_argument("--big-robots", type=int, default=10_000, help="robots on the 500 x 140 map")
     ap.add_argument("--only", choices=("wfi", "big"), default=None)
+    ap.add_argument(
+        "--without-online",
+        action="store_true",
+        help="learned weights with online_gain 0 (tables never go stale): the decision's cost "
+        "without the online update; not the shipped scheme",
+    )
     args = ap.parse_args(argv)
-    params = np.array(json.loads(LEARNED.read_text())["params"], dtype=float)
+    params = params_from(json.loads(LEARNED.read_text()))
+    if args.without_online:
+        params[-len(ONLINE_PARAMS) :] = 0.0  # ONLINE_PARAMS come last
     settings = []
     if args.only in (None, "wfi"):
         settings.append(("wfi 192 robots", wfi_map(), 192, 256, 2.0))
@@ -101,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         instance = random_instance(free, n, steps, seed=1, start_cells=starts, target_cells=targets)
         out = {}
         for label, g in (("hand", Guidance(None)), ("learned", Guidance(params))):
-            first, rest = time_episode(instance, g, targets, steps)
+            first, rest, parts = time_episode(instance, g, targets, steps)
             out[label] = (first, float(np.mean(rest)), float(np.percentile(rest, 99)))
+            per = ", ".join(f"{k} {v / len(rest):.2f}" for k, v in parts.items())
+            print(f"  {label}: mean CPU ms per step by part: {per}; peak RSS "
+                  f"{peak_rss_mb():,.0f} MB", flush=True)  # fmt: skip
         h, lrn = out["hand"], out["learned"]
         print(
             f"{name}: learned {lrn[1]:.2f} ms CPU/step (p99 {lrn[2]:.2f}, first step "

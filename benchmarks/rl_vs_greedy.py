@@ -7,6 +7,9 @@ Executors: ``greedy`` (shortest path), ``rl`` (Q-table + distance heuristic, the
 scores), ``rl-q`` (raw Q-values). The Q-table is the cached default one (trained on seeds 0..).
 
 Usage: ``python benchmarks/rl_vs_greedy.py --layout small --seeds 100-109 --steps 500``
+
+Every executor delivers all 40 orders under PIBT here (the setting saturates); the dense lifelong
+setting where it does not, with the learned guidance beside, is ``bench_dense_warehouse.py``.
 """
 
 from __future__ import annotations

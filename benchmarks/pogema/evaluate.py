@@ -24,8 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import LEARNED, VARIANTS, fail, parse_ints, pogema_instance, run_one  # noqa: E402
 from load_marlm import load_pibt  # noqa: E402
@@ -37,6 +35,7 @@ def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -
     """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode)."""
     from marlm.hybrid.acting.learned_guidance import (
         SHIPPED_MIN_DENSITY,
+        SHIPPED_NARROW_PRIORITY,
         Guidance,
         free_flow_bound,
         simulate,
@@ -47,11 +46,14 @@ def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -
         value = free_flow_bound(instance)
     else:
         scheme = VARIANTS[algorithm]
-        gate = SHIPPED_MIN_DENSITY if scheme == "marlm_shipped" else 0.0
-        learned = None if scheme == "marlm_hand" else params
-        value = simulate(
-            instance, Guidance(learned, penalty=penalty, min_density=gate), target_cells
+        shipped = scheme == "marlm_shipped"
+        guidance = Guidance(
+            None if scheme == "marlm_hand" else params,
+            penalty=penalty,
+            min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
+            narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
         )
+        value = simulate(instance, guidance, target_cells)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     steps = instance.steps
     return {
@@ -86,12 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     for a in algorithms:
         if a not in SCHEMES:
             return fail("--algorithms", f"unknown {a!r}; choose from {', '.join(SCHEMES)}")
-    try:
-        params = np.array(json.loads(Path(args.guidance).read_text())["params"], dtype=float)
+    load_pibt()
+    from marlm.hybrid.acting.learned_guidance import params_from
+
+    try:  # by name: a result from before a feature existed leaves it at 0
+        params = params_from(json.loads(Path(args.guidance).read_text()))
     except (OSError, ValueError, KeyError) as e:
         return fail("--guidance", f"cannot read params from {args.guidance} ({e}); "
                     "train with benchmarks/pogema/train.sh --copy-to FILE")  # fmt: skip
-    load_pibt()
     seeds, agents = parse_ints(args.seeds), parse_ints(args.agents)
     mismatches = 0
     with out.open("w") as fh:

@@ -13,7 +13,8 @@ and agent count). ``--source`` is a git directory (default: the local mirror, or
 Each episode is POGEMA 1.4.0's own instance (``harness.pogema_instance``: starts and every
 agent's target sequence from POGEMA's generator), stepped in-process like ``evaluate.py``
 (``evaluate.simulate_one``): ``marlm_hand`` (PIBT over the hand guidance), ``marlm`` (what ships:
-the learned guidance of ``wfi_warehouse`` from 1 robot per 16 free cells up, the hand one below)
+the learned guidance of ``wfi_warehouse`` from ``SHIPPED_MIN_DENSITY`` robots per free cell up,
+with ``SHIPPED_NARROW_PRIORITY``, the hand one below)
 and ``free_flow`` (each agent alone on shortest paths: the bound). Checks, per instance: at the
 scenario's agent count the generated starts and targets equal the benchmark's scenario, and no
 published figure exceeds the free-flow bound (either would mean the instances differ).
@@ -508,13 +509,15 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--source", f"{e}; give the path of a clone or {URL}")
     if args.report:
         return finish(source, Path(args.report))
-    try:
-        params = np.array(json.loads(Path(args.guidance).read_text())["params"], dtype=float)
-    except (OSError, ValueError, KeyError) as e:
-        return fail("--guidance", f"cannot read params from {args.guidance} ({e})")
     from load_marlm import load_pibt
 
     load_pibt()
+    from marlm.hybrid.acting.learned_guidance import params_from
+
+    try:  # by name, as evaluate.py
+        params = params_from(json.loads(Path(args.guidance).read_text()))
+    except (OSError, ValueError, KeyError) as e:
+        return fail("--guidance", f"cannot read params from {args.guidance} ({e})")
     plans = {}
     for family in families:
         setting = family_setting(source, family)

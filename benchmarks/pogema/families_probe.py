@@ -46,11 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         MOVE_FEATURES,
         ONLINE_PARAMS,
         Guidance,
+        params_from,
         simulate,
     )
 
     names = [*MOVE_FEATURES, *ONLINE_PARAMS]
-    params = np.array(json.loads(fam.LEARNED.read_text())["params"], dtype=float)
+    params = params_from(json.loads(fam.LEARNED.read_text()))
     for family, k in counts.items():
         setting = fam.family_setting(source, family)
         n = max(setting["agents"])

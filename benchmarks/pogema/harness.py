@@ -8,7 +8,8 @@ num_agents, seed) it prints one JSON line:
 - ``algorithm``: ``marlm_hand`` (PIBT rule layer over the hand guidance of
   ``marlm.hybrid.acting.guidance``), ``marlm_learned`` (PIBT over the learned guidance of
   ``marlm.hybrid.acting.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
-  learned guidance from 1 robot per 16 free cells up, the hand one below), ``pogema_a_star``
+  learned guidance from ``SHIPPED_MIN_DENSITY`` robots per free cell up, 112 robots here, the hand
+  one below), ``pogema_a_star``
   (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run) or ``free_flow`` (the
   bound: each agent alone on shortest paths through its own targets; no policy runs);
 - ``avg_throughput``: POGEMA's own metric, targets reached per step;
@@ -45,8 +46,9 @@ LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
 """The shipped learned guidance for ``wfi_warehouse`` (``train.sh --copy-to``)."""
 
 VARIANTS = {
-    # what ships: the learned guidance from 1 robot per 16 free cells up, the hand one below
-    # (chosen on training seeds 128-129; learned_guidance.SHIPPED_MIN_DENSITY)
+    # what ships: the learned guidance from learned_guidance.SHIPPED_MIN_DENSITY robots per free
+    # cell up (112 robots here) with SHIPPED_NARROW_PRIORITY, the hand one below (chosen on
+    # training seeds 128 and up)
     "marlm": "marlm_shipped",
     "marlm_hand": "marlm_hand",
     "marlm_learned": "marlm_learned",
@@ -142,13 +144,21 @@ def run_one(
     marlm = algorithm.startswith("marlm")
     if marlm:
         load_pibt()
-        from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, Guidance
+        from marlm.hybrid.acting.learned_guidance import (
+            SHIPPED_MIN_DENSITY,
+            SHIPPED_NARROW_PRIORITY,
+            Guidance,
+        )
 
         scheme = VARIANTS[algorithm]
         target_cells = target_mask(env.unwrapped.grid_config, free)
-        gate = SHIPPED_MIN_DENSITY if scheme == "marlm_shipped" else 0.0
-        learned = params if scheme != "marlm_hand" else None
-        guidance = Guidance(learned, penalty=penalty, min_density=gate)
+        shipped = scheme == "marlm_shipped"
+        guidance = Guidance(
+            None if scheme == "marlm_hand" else params,
+            penalty=penalty,
+            min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
+            narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
+        )
         policy = guidance.mover(free, num_agents, seed, target_cells, swap)
     else:
         policy = BatchAStarAgent()
@@ -208,8 +218,11 @@ def main(argv: list[str] | None = None) -> int:
             return fail("--algorithms", f"unknown {a!r}; choose from {', '.join(VARIANTS)}")
     params = None
     if any(VARIANTS[a] in ("marlm_learned", "marlm_shipped") for a in algorithms):
-        try:
-            params = np.array(json.loads(Path(args.guidance).read_text())["params"], dtype=float)
+        load_pibt()
+        from marlm.hybrid.acting.learned_guidance import params_from
+
+        try:  # by name: a result from before a feature existed leaves it at 0
+            params = params_from(json.loads(Path(args.guidance).read_text()))
         except (OSError, ValueError, KeyError) as e:
             return fail("--guidance", f"cannot read params from {args.guidance} ({e}); "
                         "train with benchmarks/pogema/train.sh --copy-to FILE")  # fmt: skip

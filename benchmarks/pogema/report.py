@@ -20,6 +20,11 @@ OURS = ("marlm", "marlm_hand", "marlm_learned", "pogema_a_star")
 BOUND = "free_flow"
 
 
+def _num(x: float) -> str:
+    """``x`` to 2 decimals; ``-`` where there is no figure (no published result at that count)."""
+    return "-" if np.isnan(x) else f"{x:.2f}"
+
+
 def load(path: Path) -> dict:
     rows = defaultdict(lambda: defaultdict(dict))
     for line in path.read_text().splitlines():
@@ -78,17 +83,18 @@ def main(argv: list[str]) -> int:
     for alg, per_n in published.items():
         same, every = [], []
         for n in agents:
-            per_seed = per_n.get(str(n), {})
-            same.append(np.mean([per_seed[str(s)] for s in seeds if str(s) in per_seed]))
-            every.append(np.mean(list(per_seed.values())))
+            per_seed = per_n.get(str(n), {})  # none at a count the benchmark did not run
+            on_seeds = [per_seed[str(s)] for s in seeds if str(s) in per_seed]
+            same.append(np.mean(on_seeds) if on_seeds else np.nan)
+            every.append(np.mean(list(per_seed.values())) if per_seed else np.nan)
         series[alg] = same
-        best = np.maximum(best, same)
-        cells = [f"{a:.2f} [{b:.2f}]" for a, b in zip(same, every, strict=True)]
+        best = np.fmax(best, same)
+        cells = [_num(a) + f" [{_num(b)}]" for a, b in zip(same, every, strict=True)]
         lines.append(f"| {alg} (published) | " + " | ".join(cells) + " |")
     for alg in ("marlm", "marlm_hand", "marlm_learned"):
         if alg in series:
-            ratio = np.array(series[alg]) / best
-            lines.append(f"| {alg} / best published | " + " | ".join(f"{r:.2f}" for r in ratio)
+            ratio = np.array(series[alg]) / np.where(best > 0, best, np.nan)
+            lines.append(f"| {alg} / best published | " + " | ".join(map(_num, ratio))
                          + " |")  # fmt: skip
             if BOUND in series:
                 ratio = np.array(series[alg]) / np.array(series[BOUND])

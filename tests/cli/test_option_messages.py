@@ -127,8 +127,21 @@ def test_an_llm_value_the_factory_refuses_is_refused_before_the_run_folder(
 
 
 PARSE_ERRORS = [
-    (["demo", "--steps", "abc"], "field '--steps': Input should be a valid integer"),
-    (["compare", "--robots", "1.5"], "field '--robots': Input should be a valid integer"),
+    (
+        ["demo", "--steps", "abc"],
+        "field '--steps': Input should be a valid integer, unable to parse string as an integer; "
+        "pass e.g. --steps 600; see 'marlm demo --help'",
+    ),
+    (
+        ["compare", "--robots", "1.5"],
+        "field '--robots': Input should be a valid integer, unable to parse string as an integer; "
+        "pass e.g. --robots 1; see 'marlm compare --help'",
+    ),
+    (
+        ["demo", "--tick-ms", "x"],
+        "field '--tick-ms': Input should be a valid number, unable to parse string as a number; "
+        "pass e.g. --tick-ms 40; see 'marlm demo --help'",
+    ),
     (["demo", "--stepz", "3"], "No such option: --stepz"),
     (["eval", "triage"], "field '--notes': is required; see 'marlm eval triage --help'"),
     (["replay"], "field 'TRACE': is required; see 'marlm replay --help'"),
@@ -175,3 +188,63 @@ def test_an_unknown_demo_executor_is_not_told_to_use_llm(capsys):
     code, err = run_main(["demo", "--executor", "foo"], capsys)
     assert code == 2
     assert err.strip() == "marlm: error: field '--executor': got 'foo'; use rl, greedy or random"
+
+
+#: (order line, what marlm says of it): pydantic's message, the value it got and one that passes.
+BAD_ORDERS = [
+    (
+        '{"id": "a", "shelf": "S3-4", "priority": "urgent", "arrival": -1, "deadline": 5}',
+        "field 'arrival': Input should be greater than or equal to 0, got -1; "
+        'pass e.g. "arrival": 0',
+    ),
+    (
+        '{"id": "a", "shelf": "S3-4", "priority": "urgent", "arrival": "3", "deadline": 5}',
+        'field \'arrival\': Input should be a valid integer, got "3"; pass e.g. "arrival": 0',
+    ),
+    (
+        '{"id": "", "shelf": "S3-4", "priority": "urgent", "arrival": 3, "deadline": 5}',
+        'field \'id\': String should have at least 1 character, got ""; pass e.g. "id": "o01"',
+    ),
+    (
+        '{"id": "a", "shelf": "S3-4", "priority": "urgent", "arrival": 3, "deadline": 5.5}',
+        "field 'deadline': Input should be a valid integer, got 5.5; pass e.g. \"deadline\": 63",
+    ),
+    (
+        '{"id": "a", "shelf": "S3-4", "priority": "urgent", "arrival": 10, "deadline": 5}',
+        "field 'deadline': deadline 5 must be later than arrival 10; pass e.g. \"deadline\": 70",
+    ),
+    (
+        '{"id": "a", "shelf": "S3-4", "priority": "urgent", "arrival": 3, "deadline": 9, "note": 3}',
+        "field 'note': Input should be a valid string, got 3; "
+        'pass e.g. "note": "customer waiting at the counter"',
+    ),
+]
+
+
+@pytest.mark.parametrize("line,said", BAD_ORDERS, ids=[s.split(":")[0] for _, s in BAD_ORDERS])
+def test_a_bad_order_value_is_named_with_one_that_passes(tmp_path, capsys, line, said):
+    # pydantic's "Input should be greater than or equal to 0" came without the value or a fix.
+    orders = tmp_path / "orders.jsonl"
+    orders.write_text(line + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code, err = run_main(["demo", "--planner", "rule", "--orders", orders, "--out", out], capsys)
+    assert code == 2 and err == f"marlm: error: {orders}:1: {said}\n", err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "setting,said",
+    [
+        ({"steps": 0}, "field '--steps': Input should be greater than 0 (got 0); pass e.g. --steps 600"),
+        ({"n_robots": 0}, "field '--robots': Input should be greater than 0 (got 0); pass e.g. --robots 1"),
+        ({"tick_ms": -1}, "field '--tick-ms': Input should be greater than or equal to 0 (got -1); pass e.g. --tick-ms 0"),
+        ({"dwell": "x"}, "field '--dwell': Input should be 'reserve', 'points' or 'none' (got 'x')"),
+    ],
+)  # fmt: skip
+def test_a_run_setting_pydantic_refuses_names_the_option_and_a_value_that_passes(setting, said):
+    from marlm.errors import InputError
+    from marlm.hybrid.controller import run_config
+
+    with pytest.raises(InputError) as e:
+        run_config(**setting)
+    assert str(e.value) == said

@@ -239,7 +239,7 @@ def test_a_folder_of_runs_is_refused_even_with_overwrite(runs, monkeypatch, caps
     shutil.copytree(runs / "demo", folder / "demo")
     shutil.copytree(runs / "gw", folder / "gw")
     before = hashes(folder)
-    for args in (DEMO, ["compare", "--schemes", "rules", "--steps", "10", "--spread-seeds", "1"]):
+    for args in (DEMO, ["compare", "--schemes", "rules", "--steps", "10", "--spread-seeds", "0"]):
         code, _, err = marlm(monkeypatch, capsys, *args, "--out", folder, "--overwrite")
         assert code == 2 and str(folder) in err and "demo/" in err and "separate runs" in err, err
         assert hashes(folder) == before
@@ -448,3 +448,61 @@ def test_a_folder_claimed_by_a_run_still_going_is_refused_as_claimed(runs, monke
     # Its process gone (killed mid-run), the folder is a stopped run that --overwrite replaces.
     code, _, err = marlm(monkeypatch, capsys, *DEMO, "--no-gif", "--out", folder, "--overwrite")
     assert code == 0, err
+
+
+def _stale_claim(folder: Path, command: str) -> int:
+    """Write the claim a run of ``command`` killed before it wrote anything leaves (its process
+    gone); returns that process's id."""
+    import socket
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    folder.mkdir(parents=True, exist_ok=True)
+    claim = {"marlm_run": command, "compare": command == "marlm compare", "pid": dead.pid,
+             "host": socket.gethostname(), "proc_start": None}  # fmt: skip
+    (folder / ".marlm-run").write_text(json.dumps(claim), encoding="utf-8")
+    return dead.pid
+
+
+def test_a_stale_claim_of_another_command_is_refused_and_kept(tmp_path, monkeypatch, capsys):
+    # A killed `marlm compare`'s claim was taken by `marlm demo` without --overwrite, unsaid.
+    folder = tmp_path / "cmp"
+    pid = _stale_claim(folder, "marlm compare")
+    before = hashes(folder)
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--out", folder)
+    assert code == 2 and err == (
+        f"marlm: error: {folder}: field '--out': holds only the claim of a stopped run of "
+        f"'marlm compare' (process {pid}, no longer running), another command; marlm does not "
+        "take it over or delete it unasked: pass --overwrite to replace it, or give another "
+        "folder\n"
+    ), err
+    assert hashes(folder) == before
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--no-gif", "--out", folder, "--overwrite")
+    assert code == 0 and "warning" not in err, err
+    assert not (folder / ".marlm-run").exists() and (folder / "trace.jsonl").is_file()
+
+
+def test_a_stale_claim_of_the_same_command_is_taken_over_in_one_line(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "demo"
+    pid = _stale_claim(folder, "marlm demo")
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--no-gif", "--out", folder)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if line.startswith("marlm: warning:")]
+    assert said == [
+        f"marlm: warning: --out {folder}: taking over the folder of a stopped run of 'marlm demo' "
+        f"(process {pid}, no longer running), which wrote nothing but its claim"
+    ], err
+    assert not (folder / ".marlm-run").exists() and (folder / "trace.jsonl").is_file()
+
+
+def test_a_stale_claim_beside_a_runs_files_is_named_in_the_refusal(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "cut"
+    pid = _stale_claim(folder, "marlm demo")
+    (folder / "trace.jsonl").write_bytes(b"")
+    code, _, err = marlm(monkeypatch, capsys, *DEMO, "--out", folder)
+    assert code == 2 and err == (
+        f"marlm: error: {folder}: field '--out': already holds a run stopped before it "
+        f"finished, of 'marlm demo' (process {pid}, no longer running) (.marlm-run, "
+        "trace.jsonl); choose a new path, or pass --overwrite to replace it\n"
+    ), err

@@ -401,3 +401,26 @@ def test_the_rule_standing_in_past_the_deadline_is_not_back_to_normal() -> None:
     assert sig.snapshot()["open_failures"] == 0
     sig.update({"type": "failure", "kind": "timeout", "step": 9})
     assert sig.snapshot()["open_failures"] == 1
+
+
+def test_llm_latency_is_of_answered_calls_and_calls_without_an_answer_are_counted_apart() -> None:
+    # A timeout's 30 s wait and a refused connection's 1 ms were in the model's p50/p95.
+    calls = [
+        (100.0, "answered"), (200.0, "answered"), (300.0, "answered"),
+        (400.0, "invalid_answer"),  # the model answered, invalidly: its time is a latency
+        (30000.0, "timeout"), (1.0, "backend_error"), (12000.0, "unanswered"),
+        (250.0, None),  # a trace written before `status`: valid, so answered
+    ]  # fmt: skip
+    events = [_step(0, [0, 0])]
+    for i, (lat, status) in enumerate(calls):
+        call = {"v": 1, "type": "llm_call", "call_id": i, "latency_ms": lat, "step_requested": 0}
+        call.update({"status": status} if status else {"valid": True})
+        events.append(call)
+    m = summarise(events)
+    assert (m["llm_calls"], m["llm_no_answer"], m["llm_unanswered"]) == (8, 2, 1)
+    assert m["llm_latency_mean_ms"] == 250.0 and m["llm_latency_p50_ms"] == 250.0
+    assert m["llm_latency_p95_ms"] == pytest.approx(380.0)  # of 100, 200, 250, 300, 400
+    online = OnlineSignals()
+    for e in events:
+        online.update(e)
+    assert online.snapshot()["llm_latency_p50_ms"] == 250.0

@@ -55,7 +55,7 @@ def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path, warm_cac
 
 def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Path) -> None:
     for rule in ("pibt", "local"):
-        config = CompareConfig.of(steps=10, schemes=["rules"], spread_seeds=1, shield_rule=rule)
+        config = CompareConfig.of(steps=10, schemes=["rules"], spread_seeds=0, shield_rule=rule)
         result = compare_schemes(config, tmp_path / rule)
         start = json.loads((tmp_path / rule / "rules" / "trace.jsonl").read_text().split("\n")[0])
         assert start["config"]["shield_rule"] == rule
@@ -142,3 +142,43 @@ def test_compare_png_marks_the_capped_scheme_and_not_one_that_finished_early(
         "its counts cover only the steps it ran.",
     ]
     assert (tmp_path / "compare.png").is_file() and not list(tmp_path.glob("*.tmp"))
+
+
+def test_llm_only_progress_line_and_table_give_one_llm_call_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The progress line said the planner's calls only (the trace's), the table also the move
+    # executor's: "LLM calls 2" above a row of 8. Both now give every call the model got.
+    import marlm.experiments.compare as compare
+    from faultserver import DownModel
+
+    model = DownModel()  # fault injector: every call fails at once, each one counted
+    monkeypatch.setattr(compare, "make_model", lambda *a, **k: model)
+    lines: list[str] = []
+    config = CompareConfig.of(steps=300, schemes=["llm_only"], llm_only_steps=6, spread_seeds=0)
+    result = compare_schemes(config, tmp_path, progress=lines.append)
+    (row,) = result["rows"]
+    said = [line for line in lines if line.startswith("  llm_only:")]
+    assert row["llm_calls"] == model.calls == 7  # 1 planner call (then its fallback), 6 moves
+    assert len(said) == 1 and f"LLM calls {model.calls}," in said[0], said
+
+
+@pytest.mark.parametrize("bad", [1, -1])
+def test_a_spread_of_one_seed_is_refused_with_the_fix(bad: int) -> None:
+    # --spread-seeds 1 ran no other seed and left the spread column a silent "—".
+    with pytest.raises(InputError) as e:
+        CompareConfig.of(schemes=["rules"], spread_seeds=bad)
+    assert str(e.value) == (
+        "field '--spread-seeds': must be a whole number >= 2 (a spread needs 2 seeds, the "
+        f"table's and one more), or 0 for none, got {bad}; pass e.g. --spread-seeds 5, or 0 "
+        "for none"
+    )
+
+
+def test_a_spread_of_two_seeds_runs_one_more_seed_and_zero_none(tmp_path: Path) -> None:
+    for n, spread in ((2, "24.0±0.0"), (0, None)):
+        config = CompareConfig.of(steps=150, schemes=["rules"], spread_seeds=n)
+        (row,) = compare_schemes(config, tmp_path / str(n))["rows"]
+        assert row.get("delivered_spread") == spread
+        seeds = sorted(p.name for p in (tmp_path / str(n) / "spread").glob("*"))
+        assert seeds == (["rules-seed2"] if n else [])

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("cmaes")
 
 from marlm.experiments.guidance_training import TrainConfig, throughputs, train  # noqa: E402
-from marlm.hybrid.acting.learned_guidance import random_instance  # noqa: E402
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, random_instance  # noqa: E402
 
 SMALL = """
 !!!!!!!!!!!!!!!!!!
@@ -61,18 +61,18 @@ def test_a_run_resumed_from_its_checkpoint_equals_one_without_a_stop(tmp_path):
 
 def test_learned_guidance_beats_the_hand_guidance_on_held_out_seeds(tmp_path):
     """Learn-to-threshold: 40 robots on the small warehouse (146 free cells), 96 steps; CMA-ES
-    trains on seeds 1-2 for 2 generations of 6; on held-out seeds 10-12 the learned guidance
-    delivers at least 1.10x the hand guidance's throughput (measured: 1.145x, 1049 targets
-    against 916)."""
+    (search seed 1) trains on seeds 1-2 for 2 generations of 6; on held-out seeds 10-12 the
+    learned guidance delivers at least 1.10x the hand guidance's throughput (measured: 1.112x,
+    1019 targets against 916)."""
     free, targets = small_map()
-    cfg = TrainConfig(generations=2, population=6, seed=0)
+    cfg = TrainConfig(generations=2, population=6, seed=1)
     result = train(instances(40, 96, (1, 2)), tmp_path, cfg, targets)
-    assert result["score"] == pytest.approx(1.0862121486163598)  # on the training seeds
+    assert result["score"] == pytest.approx(1.0514950166112957)  # on the training seeds
     held_out = instances(40, 96, (10, 11, 12))
     hand = throughputs(None, held_out, targets, cfg)
     learned = throughputs(np.array(result["params"]), held_out, targets, cfg)
     assert (hand * 96).tolist() == [312, 297, 307]  # targets reached per seed
-    assert (learned * 96).tolist() == [351, 352, 346]
+    assert (learned * 96).tolist() == [344, 339, 336]
     assert learned.mean() >= 1.10 * hand.mean()
 
 
@@ -81,7 +81,7 @@ def test_a_search_started_at_a_previous_result_never_ends_below_it(tmp_path):
     good on the training seeds as those params, and a wrong length names the field."""
     free, targets = small_map()
     train_set = instances(40, 96, (1,))
-    start = (0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    start = (0.0,) * 4 + (2.0,) + (0.0,) * (N_PARAMS - 5)  # into_narrow 2 steps
     cfg = TrainConfig(generations=1, population=4, seed=3, sigma0=0.1, mean0=start)
     result = train(train_set, tmp_path, cfg, targets)
     hand = throughputs(None, train_set, targets, cfg)
@@ -89,5 +89,22 @@ def test_a_search_started_at_a_previous_result_never_ends_below_it(tmp_path):
     assert at_start.tolist() != hand.tolist()  # the start is not the hand guidance
     assert result["score"] >= float(np.mean(at_start / hand))
     assert max(abs(p - s) for p, s in zip(result["params"], start, strict=True)) < 1.0
-    with pytest.raises(ValueError, match="mean0 must have 11 entries"):
+    with pytest.raises(ValueError, match="mean0 must have 16 entries"):
         TrainConfig(mean0=(1.0, 2.0))
+
+
+def test_candidates_simulated_as_ray_tasks_give_the_serial_run(tmp_path):
+    """``--workers 2``: a generation's candidates run as Ray tasks; same params, scores, curve."""
+    ray = pytest.importorskip("ray")
+    free, targets = small_map()
+    train_set = instances(16, 40, (1, 2))
+    cfg = TrainConfig(generations=2, population=4, seed=3)
+    serial = train(train_set, tmp_path / "serial", cfg, targets, clock=lambda: 0.0)
+    try:
+        parallel = train(train_set, tmp_path / "ray", cfg, targets, clock=lambda: 0.0, workers=2)
+        assert ray.is_initialized()  # the candidates did go through Ray
+    finally:
+        ray.shutdown()
+    for k in ("params", "score", "history", "hand", "learned"):
+        assert parallel[k] == serial[k], k
+    assert serial["score"] != 1.0  # a search that moved: the equality says something

@@ -133,10 +133,12 @@ def _as_input_error(error: UsageError) -> UsageError | InputError:
     where = f"; see '{error.ctx.command_path} --help'" if error.ctx is not None else ""
     param = getattr(error, "param", None)
     if isinstance(error, typer.BadParameter) and param is not None:
+        from marlm.experiments.settings import example_of
+
         option = param.param_type_name == "option"
         field = max(param.opts, key=len) if option else param.name.upper()
         message = error.message.rstrip(".") or "is required"  # a missing option or argument
-        return InputError(message + where, field=field)
+        return InputError(message + example_of(param, field) + where, field=field)
     return InputError(error.format_message().rstrip(".") + where)
 
 
@@ -249,9 +251,10 @@ def _bounded(**bound: Any) -> Callable[[Any, Any, Any], Any]:
     return callback
 
 
-def at_least(minimum: int, *, why: str = "", example: int | None = None) -> Callable:
-    """A typer option callback: a whole number >= ``minimum`` (``why`` in the error)."""
-    return _bounded(low=minimum, why=why, example=example)
+def at_least(minimum: int, *, why: str = "", example: int | None = None, **kw: Any) -> Callable:
+    """A typer option callback: a whole number >= ``minimum`` (``why`` in the error; ``kw``:
+    the other fields of :class:`marlm.experiments.settings.Bound`, e.g. ``off``)."""
+    return _bounded(low=minimum, why=why, example=example, **kw)
 
 
 #: The callback of every ``--seed``: numpy's generators take no negative seed.

@@ -145,7 +145,7 @@ def train_warehouse(
 ) -> None:  # fmt: skip
     """Train the warehouse executor and compare it.
 
-    Shared tabular Q-learning, compared with random and greedy moves on held-out seeds.
+    Shared tabular Q-learning against random and greedy moves, then the executor table under PIBT.
     """
 
     from marlm.experiments.warehouse_training import WarehouseTrainingConfig, train_warehouse
@@ -162,5 +162,5 @@ def train_warehouse(
     with contextlib.ExitStack() as stack:
         stage = stages(lambda: stack.enter_context(_progress(console)))
         result = train_warehouse(config, stage=stage)
-    rich_console().print(result.table())
+    rich_console().print(result.tables())
     console.print(f"saved: {result.path}")

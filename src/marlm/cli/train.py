@@ -21,6 +21,7 @@ from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: 
     DEEP_CHUNK,
     DEEP_LEARNERS,
     check_race_learner,
+    gridrace_deep,
     import_numpy_without_blas_threads,
 )
 from marlm.stops import console as rich_console
@@ -80,6 +81,10 @@ DEEP_LR = opt(
 DEEP_ENVS = opt(
     8, "Deep learners: copies of the environment stepped together.", at_least(1), "--envs"
 )
+WORKERS = opt(
+    1, "Deep learners: Ray actors holding the environment's copies (1: this process). Same "
+    "result for any number; pays when one step of the environment is slow.", at_least(1),
+    "--workers")  # fmt: skip
 RACE_LEARNERS = (
     "iql, vdn or jal (tables); mappo, ippo, qmix, dqn-vdn or dqn (networks, the deep extra)."
 )
@@ -208,6 +213,7 @@ def train_race_cmd(
     steps: int | None = DEEP_STEPS,
     lr: float | None = DEEP_LR,
     envs: int = DEEP_ENVS,
+    workers: int = WORKERS,
 ) -> None:  # fmt: skip
     """Two agents on GridRace: IQL, VDN, JAL or a deep learner.
 
@@ -215,15 +221,13 @@ def train_race_cmd(
     mappo, ippo, qmix, dqn-vdn, dqn (docs/deep-rl.md), which count --steps, not --episodes.
     """
     outputs = _outputs(out, checkpoint, resume, overwrite, chunk)
-    check_race_learner(learner)
+    check_race_learner(learner, workers)
     if learner in DEEP_LEARNERS:
-        from marlm.experiments.training import gridrace_deep
-
         deep = gridrace_deep(
             learner=learner, reward=reward, end=end, episodes=episodes, steps=steps, seed=seed,
             gamma=gamma, lr=lr, num_envs=envs, chunk=chunk,
         )  # fmt: skip
-        return _train_deep(*deep, outputs, diagnose, plot)
+        return _train_deep(*deep, outputs, diagnose, plot, workers)
     import_numpy_without_blas_threads()
     from marlm.eval.plots import PlotProcess
 
@@ -315,9 +319,7 @@ def train_env_cmd(
         DEEP_CHUNK, "Joint steps between progress updates/checkpoints (the copies restart there).",
         at_least(1), "--checkpoint-every"),
     plot: bool = PLOT,
-    workers: int = opt(
-        1, "Ray actors holding the environment's copies (1: this process). Same result for any "
-        "number; pays when one step of the environment is slow.", at_least(1), "--workers"),
+    workers: int = WORKERS,
 ) -> None:  # fmt: skip
     """MAPPO, IPPO, QMIX, VDN or DQN on any PettingZoo ParallelEnv.
 
@@ -326,12 +328,7 @@ def train_env_cmd(
     """
     from marlm.experiments.training import deep_config, env_factory
 
-    if learner not in DEEP_LEARNERS:
-        raise InputError(
-            f"unknown learner {learner!r}; allowed: {', '.join(DEEP_LEARNERS)}",
-            source="--learner", field="learner",
-        )  # fmt: skip
-    config = deep_config(
+    config = deep_config(  # refuses a learner that is not a network one, naming --learner
         learner, 200_000 if steps is None else steps, lr, seed=seed, gamma=gamma,
         shared_reward=shared_reward, reward_norm=reward_norm, num_envs=envs, chunk=chunk,
     )  # fmt: skip

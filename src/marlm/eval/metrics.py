@@ -147,6 +147,20 @@ def call_status(call: dict[str, Any]) -> CallStatus:
     return CallStatus.INVALID_ANSWER
 
 
+#: What became of a call the model never answered: the backend failed, or its timeout passed
+#: (``llm_no_answer``). With ``unanswered`` (the run ended first), their time is not a latency
+#: of the model: it is the backend's timeout or the run's end.
+NO_ANSWER = frozenset({CallStatus.BACKEND_ERROR, CallStatus.TIMEOUT})
+
+
+def _timed(call: dict[str, Any]) -> bool:
+    """Whether ``call``'s ``latency_ms`` is a model's answer time (``llm_latency_*``): the model
+    answered (``answered`` or ``invalid_answer``), not a failed, timed-out or unanswered call."""
+    if call.get("latency_ms") is None:
+        return False
+    return call_status(call) not in NO_ANSWER | {CallStatus.UNANSWERED}
+
+
 def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Who decided the plans that took effect, and how soon the model first answered.
 
@@ -291,7 +305,10 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     Returns:
         A JSON-ready dict with (at least) the keys: ``delivered``, ``steps``, ``collisions``,
         ``shield_overrides``, ``llm_calls``, ``llm_fallbacks``, ``llm_invalid``,
-        ``llm_latency_mean_ms``, ``llm_latency_p50_ms``/``p95``/``p99``, ``step_latency_mean_ms``,
+        ``llm_no_answer`` (calls the backend failed or that timed out), ``llm_latency_mean_ms``,
+        ``llm_latency_p50_ms``/``p95``/``p99`` (calls the model answered, validly or not: a
+        failed, timed-out or unanswered call's wait is not the model's latency),
+        ``step_latency_mean_ms``,
         ``step_latency_p50_ms``/``p95``/``p99`` (control loop: planning on the control thread +
         executor + shield, without an LLM answered off the thread), ``planning_latency_mean_ms``,
         ``planning_latency_p50_ms``/``p99`` (the planning part alone; None for traces without it),
@@ -334,7 +351,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
     plan_lat = [float(e["planning_ms"]) for e in steps if e.get("planning_ms") is not None]
-    llm_lat = [float(c["latency_ms"]) for c in calls if c.get("latency_ms") is not None]
+    llm_lat = [float(c["latency_ms"]) for c in calls if _timed(c)]
     # None where no call was counted (a backend that gives no counts), never a false 0.
     counted = not calls or any(c.get("prompt_tokens") is not None for c in calls)
     prompt_tokens = sum(int(c.get("prompt_tokens") or 0) for c in calls) if counted else None
@@ -370,6 +387,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
             1 for c in calls if call_status(c) not in (CallStatus.ANSWERED, CallStatus.UNANSWERED)
         ),
         "llm_fallbacks": fallbacks,
+        "llm_no_answer": sum(1 for c in calls if call_status(c) in NO_ANSWER),
         "llm_latency_mean_ms": _mean(llm_lat),
         "llm_latency_p50_ms": percentile(llm_lat, 50),
         "llm_latency_p95_ms": percentile(llm_lat, 95),
@@ -467,7 +485,7 @@ class OnlineSignals:
 
     Args:
         window: latency percentiles and throughput cover the last ``window`` control steps (and the
-            last ``window`` LLM calls).
+            last ``window`` LLM calls the model answered, as in :func:`summarise`).
 
     :meth:`update` takes the same dicts the trace gets; :meth:`snapshot` returns ``delivered``,
     ``on_time_rate`` (so far: on time / arrived), ``throughput_per_1000_steps`` (over the window),
@@ -521,7 +539,7 @@ class OnlineSignals:
             self.tokens += int(event.get("prompt_tokens") or 0) + int(
                 event.get("completion_tokens") or 0
             )
-            if event.get("latency_ms") is not None:
+            if _timed(event):
                 self._llm_lat.append(float(event["latency_ms"]))
         elif etype == "failure" and event.get("kind") in LLM_SIDE_FAILURES:
             self.open_failures += 1
@@ -554,6 +572,7 @@ class OnlineSignals:
 
 
 __all__ = [
+    "NO_ANSWER",
     "REAL_PLAN_SOURCES",
     "OnlineSignals",
     "PRIORITIES",

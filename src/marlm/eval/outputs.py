@@ -37,6 +37,7 @@ import re
 import shutil
 import socket
 import sys
+import warnings
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -182,11 +183,31 @@ def _claimed_error(path: Path, claim: dict, option: str) -> InputError:
     )
 
 
+def _command() -> str:
+    """This command's name as a claim records it (``marlm demo``, ``marlm train warehouse``)."""
+    return " ".join(["marlm", *(a for a in sys.argv[1:3] if not a.startswith("-"))])
+
+
+def _stale(claim: dict) -> str:
+    """Who left a claim whose process no longer runs, for an error or warning: ``'marlm demo'
+    (process 123, no longer running)``, or ``(stopped)`` for a claim released by a stopped run."""
+    pid = claim.get("pid")
+    how = f"process {pid}, no longer running" if pid is not None else "stopped"
+    return f"{claim.get('marlm_run') or 'marlm'!r} ({how})"
+
+
+def _claim_only(folder: Path, keep: Iterable[str | Path | None]) -> dict | None:
+    """The claim of ``folder`` when it holds nothing else (a run stopped before it wrote
+    anything), else None."""
+    entries = _entries(folder, keep)
+    return _read_claim(folder) if [c.name for c in entries] == [CLAIM_FILE] else None
+
+
 def _write_claim(folder: Path, *, compare: bool) -> None:
     """Create the claim file with ``O_EXCL``: of two commands claiming one folder at once, the
     second fails here."""
     record = {
-        "marlm_run": " ".join(["marlm", *(a for a in sys.argv[1:3] if not a.startswith("-"))]),
+        "marlm_run": _command(),
         "compare": compare,
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -360,7 +381,9 @@ def check_run_folder(
     Raises:
         InputError: ``path`` is a file; it is a non-empty folder and ``overwrite`` is false; it
             holds an entry marlm did not write (:func:`foreign_entries`; refused even with
-            ``overwrite``).
+            ``overwrite``); it holds only the claim (:data:`CLAIM_FILE`) of a stopped run of
+            another command and ``overwrite`` is false (the same command's is taken over by
+            :func:`claim_run_folder`, with a warning).
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
@@ -373,8 +396,19 @@ def check_run_folder(
     if claim is not None and _claim_alive(claim):
         raise _claimed_error(p, claim, option)
     entries = _entries(p, keep)
-    if not entries or [c.name for c in entries] == [CLAIM_FILE]:
-        return p  # nothing, or only the claim of a run stopped before it wrote anything
+    if not entries:
+        return p
+    stale = _claim_only(p, keep)  # a run stopped before it wrote anything
+    if stale is not None and (overwrite or stale.get("marlm_run") == _command()):
+        return p  # this command's own folder (taken over with a warning), or replaced
+    if stale is not None:
+        raise InputError(
+            f"holds only the claim of a stopped run of {_stale(stale)}, another command; "
+            "marlm does not take it over or delete it unasked: pass --overwrite to replace it, "
+            "or give another folder",
+            source=p,
+            field=option,
+        )
     foreign = foreign_entries(p, keep)
     if len(foreign) == len(entries) and holds_run(p):  # runs in subfolders, none of its own
         raise InputError(
@@ -399,8 +433,9 @@ def check_run_folder(
             field=option,
         )
     if not overwrite:
+        stopped = f" stopped before it finished, of {_stale(claim)}" if claim is not None else ""
         raise InputError(
-            f"already holds a run ({_listing(entries)}); {_FIX}", source=p, field=option
+            f"already holds a run{stopped} ({_listing(entries)}); {_FIX}", source=p, field=option
         )
     return p
 
@@ -424,11 +459,21 @@ def claim_run_folder(
         compare: the folder will hold one run folder per scheme (``marlm compare``): a stopped
             compare's scheme folders are then replaced by ``--overwrite`` too.
 
+    A folder holding only the claim of this same command's stopped run (its process no longer
+    running, nothing written) is taken over with one warning naming that run.
+
     Raises:
         InputError: as :func:`check_run_folder`; or the folder cannot be created or written; or
             another command claimed it meanwhile (two runs started at once into one folder).
     """
     p = check_run_folder(path, overwrite=overwrite, option=option, keep=keep)
+    stale = _claim_only(p, keep) if p.is_dir() and not overwrite else None
+    if stale is not None:  # the same command's (check_run_folder refused another's)
+        warnings.warn(
+            f"{option} {p}: taking over the folder of a stopped run of {_stale(stale)}, which "
+            "wrote nothing but its claim",
+            stacklevel=2,
+        )
     try:
         if p.is_dir():
             for child in _entries(p, keep):

@@ -38,6 +38,7 @@ from typing import Any, get_args
 from marlm.errors import InputError
 from marlm.eval.outputs import claim_run_folder
 from marlm.experiments.settings import (
+    SPREAD_SEEDS,
     check_rule_layer,
     check_server,
     comma_list,
@@ -123,7 +124,8 @@ class CompareConfig:
         spread_seeds: schemes without a model also run on seeds ``seed + 1 ..
             seed + spread_seeds - 1``; their row gets ``delivered_spread`` (mean ± standard
             deviation of delivered over those seeds), to tell a real gap from seed noise. Rows
-            with a model get none (it would cost minutes per seed). 1 turns it off.
+            with a model get none (it would cost minutes per seed). 0 turns it off; 1 is
+            refused (a spread of one seed is none).
         workers, address: run the spread seeds of the model-free schemes as Ray tasks
             (:func:`marlm.scale.parallel.map_seeds`; local Ray unless ``address``); each seed's
             result is the one the serial run gives. Schemes with a model stay serial, so the
@@ -131,7 +133,7 @@ class CompareConfig:
 
     Raises:
         InputError: an unknown scheme name (naming ``--schemes``), a bad ``workers`` or
-            ``address``.
+            ``address``, a ``spread_seeds`` of 1 or below 0 (naming ``--spread-seeds``).
     """
 
     setting: RunConfig = field(default_factory=lambda: _setting())
@@ -146,6 +148,7 @@ class CompareConfig:
     address: str | None = None
 
     def __post_init__(self) -> None:
+        SPREAD_SEEDS.check(self.spread_seeds, option="--spread-seeds", default=5)
         if self.workers != 1 or self.address is not None:
             from marlm.scale.parallel import check_address, check_workers
 
@@ -387,7 +390,7 @@ def compare_schemes(
             row["llm_move_calls"] = move_executor.calls
             row["llm_move_invalid"] = move_executor.invalid
         uses_llm = s["planner"] != "rule" or s["executor"] == "llm"
-        if c.spread_seeds > 1 and not uses_llm:
+        if c.spread_seeds and not uses_llm:
             # The same scheme on other seeds (cheap without a model): is a gap between rows noise?
             from marlm.scale.parallel import map_seeds
 
@@ -401,9 +404,10 @@ def compare_schemes(
                 f"{statistics.mean(delivered):.1f}±{statistics.stdev(delivered):.1f}"
             )
         rows.append(row)
+        # The row's figures, not the trace's: llm_only's move calls are only in the row.
         say(
-            f"  {name}: delivered {m.get('delivered')}, collisions {m.get('collisions')}, "
-            f"LLM calls {m.get('llm_calls')}, {wall:.1f} s"
+            f"  {name}: delivered {row.get('delivered')}, collisions {row.get('collisions')}, "
+            f"LLM calls {row.get('llm_calls')}, {wall:.1f} s"
         )
 
     result = {

@@ -34,9 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from marlm.hybrid.acting.learned_guidance import (
-    MOVE_FEATURES,
     N_PARAMS,
-    ONLINE_PARAMS,
+    PARAM_NAMES,
     Guidance,
     LifelongInstance,
     simulate,
@@ -98,6 +97,67 @@ def throughputs(
     return np.array([simulate(inst, g, target_cells) for inst in instances])
 
 
+def objective(
+    params: np.ndarray,
+    instances: Sequence[LifelongInstance],
+    target_cells: np.ndarray | None,
+    config: TrainConfig,
+    hand: np.ndarray,
+) -> float:
+    """The training objective of ``params``: mean over ``instances`` of throughput / ``hand``."""
+    return float(np.mean(throughputs(params, instances, target_cells, config) / hand))
+
+
+def ray_scorer(
+    instances: Sequence[LifelongInstance],
+    target_cells: np.ndarray | None,
+    config: TrainConfig,
+    hand: np.ndarray,
+    workers: int,
+) -> Callable[[list[np.ndarray]], list[tuple[float, float]]]:
+    """A ``score_many`` for :func:`train` that simulates each candidate as a Ray task.
+
+    The instances and ``hand`` (``float64[len(instances)]``, the hand guidance's throughputs)
+    go to Ray's object store once; each task scores one parameter vector (:func:`objective`)
+    and ``(score, CPU seconds the task spent)`` come back in candidate order, so the run equals
+    a serial one and its ``cpu_s`` counts the workers' CPU. A local Ray with ``workers`` CPUs
+    is started unless one is running (Moritz et al. 2018, "Ray: A Distributed Framework for
+    Emerging AI Applications", OSDI).
+
+    Args:
+        workers: CPUs of the local Ray (tasks at once).
+
+    Raises:
+        ValueError: ``workers`` < 1.
+    """
+    import ray
+
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=workers,
+            include_dashboard=False,
+            object_store_memory=80 * 2**20,  # the instances: a few MB
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    shared = ray.put((list(instances), target_cells, config, hand))
+    task = ray.remote(max_retries=2)(_objective_task)
+
+    def score_many(xs: list[np.ndarray]) -> list[tuple[float, float]]:
+        return ray.get([task.remote(np.asarray(x), shared) for x in xs])
+
+    return score_many
+
+
+def _objective_task(params: np.ndarray, shared: tuple) -> tuple[float, float]:
+    instances, target_cells, config, hand = shared
+    t0 = time.process_time()
+    s = objective(params, instances, target_cells, config, hand)
+    return s, time.process_time() - t0
+
+
 def _generation_seed(seed: int, generation: int) -> int:
     return int(np.random.SeedSequence([seed, generation]).generate_state(1)[0])
 
@@ -111,6 +171,7 @@ def train(
     progress: Callable[[int, int, float, float], None] | None = None,
     clock: Callable[[], float] = time.process_time,
     stop_after: int | None = None,
+    workers: int = 1,
 ) -> dict | None:
     """Run (or resume) CMA-ES on ``instances``; write checkpoints, the result and the curve.
 
@@ -124,6 +185,10 @@ def train(
         clock: CPU seconds (injected: the spent budget is recorded in the result).
         stop_after: stop after this many generations in this call (a checkpoint remains), as if
             interrupted; None = run to the end.
+        workers: above 1, a generation's candidates are simulated as Ray tasks on a local Ray
+            with this many CPUs (:func:`ray_scorer`); 1 = one after the other in this process.
+            The objective is deterministic and a generation's candidates are all drawn before
+            any is scored, so the result is the same either way.
 
     Returns:
         the result (also ``result.json``): ``params``, ``weights`` (by feature name),
@@ -168,7 +233,13 @@ def train(
     hand = state["hand"]
 
     def score(x: np.ndarray) -> float:
-        return float(np.mean(throughputs(x, instances, target_cells, config) / hand))
+        return objective(x, instances, target_cells, config, hand)
+
+    def score_many(xs: list[np.ndarray]) -> list[tuple[float, float]]:
+        return [(score(x), 0.0) for x in xs]  # CPU spent here is the clock's
+
+    if workers > 1:
+        score_many = ray_scorer(instances, target_cells, config, hand, workers)  # noqa: F811
 
     if state["generation"] == 0 and config.mean0 is not None and not state["history"]:
         start = np.clip(np.array(config.mean0), LOWER, UPPER)
@@ -178,11 +249,11 @@ def train(
     while state["generation"] < config.generations:
         g = state["generation"]
         opt.reseed_rng(_generation_seed(config.seed, g))
+        xs = [opt.ask() for _ in range(opt.population_size)]  # scoring draws nothing
         told = []
-        for _ in range(opt.population_size):
-            x = opt.ask()
-            s = score(x)
+        for x, (s, task_cpu_s) in zip(xs, score_many(xs), strict=True):
             told.append((x, -s))
+            state["cpu_s"] += task_cpu_s  # spent by a Ray worker, not this process
             if s > state["best"][0]:
                 state["best"] = (s, x.copy())
         opt.tell(told)
@@ -210,11 +281,9 @@ def train(
     best_s, best_x = state["best"]
     result = {
         "method": "CMA-ES over a linear guidance model (Zhang et al., IJCAI 2024)",
-        "features": list(MOVE_FEATURES) + list(ONLINE_PARAMS),
+        "features": list(PARAM_NAMES),
         "params": [float(v) for v in best_x],
-        "weights": {
-            n: float(v) for n, v in zip(MOVE_FEATURES + ONLINE_PARAMS, best_x, strict=True)
-        },
+        "weights": {n: float(v) for n, v in zip(PARAM_NAMES, best_x, strict=True)},
         "score": best_s,
         "hand": [float(v) for v in hand],
         "learned": [float(v) for v in throughputs(best_x, instances, target_cells, config)],

@@ -21,7 +21,9 @@ class Bound:
     """The bounds of a numeric option: a whole number >= ``low`` (and <= ``high`` when set), or
     with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; ``inf`` and ``nan``
     refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
-    is added to the error in brackets, ``example`` is the value the error suggests."""
+    is added to the error in brackets, ``example`` is the value the error suggests. ``off``, when
+    set, is one more value allowed below ``low`` that turns the option off (``--spread-seeds 0``:
+    none; 1 is refused, a spread needs 2 seeds)."""
 
     low: float
     high: float | None = None
@@ -30,6 +32,7 @@ class Bound:
     unit: str = ""
     why: str = ""
     example: float | None = None
+    off: float | None = None
 
     def check(self, value: float, *, option: str, default: object = None) -> None:
         """Refuse ``value`` out of bounds with marlm's one error for it (``field '--steps':
@@ -40,6 +43,8 @@ class Bound:
             InputError: naming ``option``, the bounds, the value and an example.
         """
         low, high = self.low, self.high
+        if self.off is not None and value == self.off:
+            return
         if self.whole:
             bad = value < low or (high is not None and value > high)
             what = (
@@ -59,7 +64,26 @@ class Bound:
             example = default if numeric else (low if self.whole else None)
         fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
         why = f" ({self.why})" if self.why else ""
+        if self.off is not None:
+            why += f", or {_show(self.off)} for none"
+            fix += f", or {_show(self.off)} for none"
         raise InputError(f"must be {what}{why}, got {_show(value)}{fix}", field=option)
+
+
+#: ``--spread-seeds``: the seeds of the spread in all, the table's seed included; 0 for none.
+SPREAD_SEEDS = Bound(low=2, off=0, why="a spread needs 2 seeds, the table's and one more")
+
+
+def example_of(param: object, option: str) -> str:
+    """``"; pass e.g. --steps 600"`` for a whole-number or decimal option the parser refused
+    (``--steps abc``): its default where that is a number, else 1; ``""`` for other options.
+    ``param`` is typer's parameter (its ``type_descriptor.annotation`` and ``default``)."""
+    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if kind not in (int, float) or not option.startswith("--"):
+        return ""
+    default = getattr(param, "default", None)
+    numeric = isinstance(default, int | float) and not isinstance(default, bool)
+    return f"; pass e.g. {option} {_show(default if numeric else kind(1))}"
 
 
 def _show(number: float) -> str:
@@ -227,6 +251,8 @@ def as_option_error(error: InputError) -> InputError:
 
 __all__ = [
     "OPTION_OF_FIELD",
+    "SPREAD_SEEDS",
+    "Bound",
     "as_option_error",
     "check_llm_form",
     "check_rule_layer",

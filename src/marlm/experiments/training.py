@@ -217,16 +217,24 @@ def _env_kwargs(kwargs_json: str) -> dict[str, Any]:
     return kwargs
 
 
-def check_race_learner(learner: str) -> None:
+def check_race_learner(learner: str, workers: int = 1) -> None:
     """A ``marlm train race --learner`` value: a tabular learner (the config knows only those)
-    or a network one.
+    or a network one; ``--workers`` above 1 only with a network one (its copies of the
+    environment go to Ray actors, :mod:`marlm.rl.deep.copies`; a table trains in this process).
 
     Raises:
-        InputError: another value, listing both kinds.
+        InputError: another learner, listing both kinds; ``workers`` above 1 with a table.
     """
     if learner not in ("iql", "vdn", "jal", *DEEP_LEARNERS):
         allowed = ", ".join(("iql", "vdn", "jal", *DEEP_LEARNERS))
         raise InputError(f"unknown learner {learner!r}; allowed: {allowed}", field="--learner")
+    if workers != 1 and learner not in DEEP_LEARNERS:
+        raise InputError(
+            f"--workers {workers} runs the copies of a network learner's environment in Ray "
+            f"actors; the table of --learner {learner} trains in this process: drop --workers "
+            f"or pass a network --learner ({', '.join(DEEP_LEARNERS)})",
+            field="--workers",
+        )
 
 
 __all__ = [

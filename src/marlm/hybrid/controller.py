@@ -147,7 +147,11 @@ def run_config(**settings: Any) -> RunConfig:
         err = e.errors()[0]
         name = str(err["loc"][0]) if err["loc"] else "config"
         option = "--" + _OPTION_OF.get(name, name).replace("_", "-")
-        raise InputError(f"{err['msg']} (got {err.get('input')!r})", field=option) from e
+        info = RunConfig.model_fields.get(name)
+        example = None if info is None else 1 if name == "n_robots" else info.default
+        numeric = isinstance(example, int | float) and not isinstance(example, bool)
+        fix = f"; pass e.g. {option} {example:g}" if numeric else ""  # others list their values
+        raise InputError(f"{err['msg']} (got {err.get('input')!r}){fix}", field=option) from e
 
 
 @dataclass

@@ -23,6 +23,7 @@ import ipaddress
 import json
 import signal
 import socket
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,58 @@ def build_app(
     return app
 
 
+def stop_generation_on(llama: Any, stop: threading.Event) -> None:
+    """Make every completion of the ``llama_cpp.Llama`` ``llama`` end at its next token once
+    ``stop`` is set, whatever its ``max_tokens``.
+
+    ``marlm llm serve`` sets ``stop`` on Ctrl-C or SIGTERM: uvicorn's graceful stop waits for the
+    requests in flight, and a generation left running for a client that has gone (a request
+    without ``max_tokens`` runs to the end of the context) held the stop for about 35 s. The
+    check is llama-cpp-python's own ``stopping_criteria``, added to the request's, on
+    ``create_completion``, which chat completions call too; the answer ends with
+    ``finish_reason`` ``"stop"``.
+    """
+    from llama_cpp import StoppingCriteriaList
+
+    create = llama.create_completion
+
+    def stopping(input_ids: Any, logits: Any) -> bool:
+        return stop.is_set()
+
+    def create_completion(*args: Any, stopping_criteria: Any = None, **kwargs: Any) -> Any:
+        criteria = StoppingCriteriaList([*(stopping_criteria or ()), stopping])
+        return create(*args, stopping_criteria=criteria, **kwargs)
+
+    llama.create_completion = create_completion
+
+
+def stopping_server(app: Any, stop: threading.Event) -> tuple[Any, list[int]]:
+    """uvicorn's ``Server`` for ``app`` whose stop on a signal (Ctrl-C, SIGTERM) also sets
+    ``stop`` (see :func:`stop_generation_on`), and the list the signals it got are added to."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    stopped: list[int] = []
+    handle_exit = server.handle_exit
+
+    def on_signal(sig: int, frame: Any) -> None:
+        stopped.append(sig)
+        stop.set()
+        handle_exit(sig, frame)
+
+    server.handle_exit = on_signal  # type: ignore[method-assign]
+    return server, stopped
+
+
+def _served_model() -> Any:
+    """The ``llama_cpp.Llama`` the llama-cpp-python app of :func:`build_app` serves (loaded when
+    the app was created), or None where that app keeps it elsewhere."""
+    from llama_cpp.server import app as server_app
+
+    proxy = getattr(server_app, "_llama_proxy", None)  # llama-cpp-python's module state
+    return getattr(proxy, "_current_model", None)
+
+
 #: The one line that says how to install what ``marlm llm serve`` needs.
 SERVER_EXTRA_HINT = ".venv/bin/pip install -e '.[server]'"
 
@@ -285,8 +338,9 @@ def serve(
     """Run the server until interrupted; see :func:`build_app` for arguments and errors.
 
     The port is bound first, then the model loads, then ``announce`` (if given) receives the
-    line that names the URL, and uvicorn serves. Ctrl-C (SIGINT) stops uvicorn gracefully and
-    then raises ``KeyboardInterrupt`` here, so that a caller ends as every interrupted command
+    line that names the URL, and uvicorn serves. Ctrl-C (SIGINT) or SIGTERM ends a generation in
+    flight at its next token (:func:`stop_generation_on`; uvicorn waits for it), stops uvicorn
+    gracefully and then raises ``KeyboardInterrupt`` here, so that a caller ends as every interrupted command
     does (the CLI: one line, exit code 130).
 
     Raises:
@@ -297,8 +351,6 @@ def serve(
     check_loopback(host)
     sock = listen(host, port)
     try:
-        import uvicorn
-
         app = build_app(
             model_path,
             host=host,
@@ -307,15 +359,11 @@ def serve(
             n_threads=n_threads,
             model_alias=model_alias,
         )
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        stopped: list[int] = []
-        handle_exit = server.handle_exit
-
-        def on_signal(sig: int, frame: Any) -> None:
-            stopped.append(sig)
-            handle_exit(sig, frame)
-
-        server.handle_exit = on_signal  # type: ignore[method-assign]
+        stop = threading.Event()
+        llama = _served_model()
+        if llama is not None:  # a generation in flight ends at its next token on a stop
+            stop_generation_on(llama, stop)
+        server, stopped = stopping_server(app, stop)
         if announce is not None:
             where = f"[{host}]" if ":" in host else host
             announce(

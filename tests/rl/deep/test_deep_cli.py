@@ -72,6 +72,7 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
      (["train", "env", "marlm.envs.grid:GridRace", "--workers", "0"], "'--workers'"),
      (["train", "race", "--learner", "mappo", "--reward", "difference"], "shared or individual"),
      (["train", "race", "--learner", "qmix", "--episodes", "10"], "--steps"),
+     (["train", "race", "--learner", "iql", "--workers", "2"], "--workers"),
      (["train", "race", "--learner", "mappo", "--gamma", "1.5"], "gamma")],
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch, args, needle):

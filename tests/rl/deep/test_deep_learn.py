@@ -39,8 +39,8 @@ def test_mappo_solves_gridrace_within_the_budget():
 
 def test_qmix_solves_the_2x2_gridrace_within_the_budget():
     # 2x2: both agents reach the goal on step 3, team return 1.96 = 2 - 0.02 * 2 (one step more
-    # than the shortest path, 1.98). On 3x3 QMIX did not
-    # within 8000 steps (docs/deep-rl.md: its greedy joint action settles on standing still).
+    # than the shortest path, 1.98). On 3x3 QMIX did not within 8000 steps; it does within
+    # 30,000 (a minute of CPU: benchmarks/bench_deep_qmix_race.py and docs/deep-rl.md).
     race2 = functools.partial(GridRace, size=2)
     res = train_deep(
         race2, _race_config("qmix", 3000, lr=0.003, learning_starts=300, eps_fraction=0.3,

@@ -14,6 +14,7 @@ import functools
 import numpy as np
 import pytest
 
+from cli_run import run_main
 from marlm.envs.grid import GridRace
 from marlm.errors import InputError
 from marlm.rl.deep.common import DeepConfig
@@ -59,3 +60,18 @@ def test_workers_below_one_is_refused_before_any_work(workers):
     with pytest.raises(InputError, match="whole number >= 1") as e:
         train_deep(RACE3, DeepConfig(steps=10, num_envs=2), workers=workers)
     assert e.value.field == "workers"
+
+
+def test_train_race_with_two_workers_writes_the_serial_run(local_ray, tmp_path, capsys):
+    args = ["train", "race", "--learner", "mappo", "--steps", "300", "--envs", "3", "--no-plot",
+            "--no-diagnose"]  # fmt: skip
+    for out, workers in (("serial", "1"), ("parallel", "2")):
+        code, err = run_main([*args, "--workers", workers, "--out", tmp_path / out], capsys)
+        assert code == 0, err
+    for name in ("tables.npz", "episodes.npz"):
+        with np.load(tmp_path / "serial" / name) as a, np.load(tmp_path / "parallel" / name) as b:
+            assert a.files == b.files
+            for key in a.files:
+                np.testing.assert_array_equal(a[key], b[key])
+    with np.load(tmp_path / "serial" / "episodes.npz") as a:
+        assert len(a["length"]) > 3  # copies finished and restarted mid-run

@@ -79,6 +79,20 @@ def _error_field(err: dict) -> str:
     return "deadline" if "deadline" in err["msg"] else "order"
 
 
+def _example(field: str, obj: dict, layout: Layout) -> str:
+    """A value of ``field`` that passes, as it is written in the file (``"arrival": 0``), for
+    the error's ``pass e.g.`` hint; ``""`` for a field without one."""
+    arrival = obj.get("arrival")
+    later = arrival + 60 if isinstance(arrival, int) and not isinstance(arrival, bool) else 60
+    values = {
+        "id": "o01", "shelf": next(iter(layout.shelves), "S1-1"), "arrival": 0, "deadline": later,
+        "note": "customer waiting at the counter",
+    }  # fmt: skip
+    if field not in values:
+        return ""
+    return f"; pass e.g. {json.dumps({field: values[field]}, ensure_ascii=False)[1:-1]}"
+
+
 def parse_order(
     obj: object, layout: Layout, source: str = "<orders>", line: int | None = None
 ) -> Order:
@@ -108,6 +122,9 @@ def parse_order(
             msg = f"unknown field; allowed: {', '.join(Order.model_fields)}"
         elif fld == "priority":
             msg = f"got {obj.get('priority')!r}; use one of {', '.join(PRIORITIES)}"
+        else:  # a pydantic message: the value it got and one that passes
+            got = f", got {json.dumps(err['input'])}" if err["loc"] and fld in obj else ""
+            msg = f"{msg}{got}{_example(fld, obj, layout)}"
         raise InputError(msg, source=source, line=line, field=fld) from None
     try:
         shelf = layout.shelf_name(order.shelf)

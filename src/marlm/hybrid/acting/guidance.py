@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, UP
-from marlm.hybrid.rules.pibt import UNREACHABLE, neighbour_table
+from marlm.hybrid.rules.graph import UNREACHABLE, sentinels, store_row
+from marlm.hybrid.rules.pibt import neighbour_table
 
 try:
     from numba import njit
@@ -108,6 +109,7 @@ def guided_distance(nbr, cost, target):  # pragma: no cover - compiled
 
     ``nbr``: :func:`marlm.hybrid.rules.pibt.neighbour_table`; ``cost``: :func:`aisle_costs`
     (positive integers). Unreachable cells get :data:`marlm.hybrid.rules.pibt.UNREACHABLE`.
+    The reference the table store's kernel (:func:`guided_fill`) is tested against.
     """
     v = nbr.shape[0]
     # reverse adjacency: u -> c with cost[u, a] means c's label relaxes u
@@ -150,6 +152,69 @@ def guided_distance(nbr, cost, target):  # pragma: no cover - compiled
                     remaining += 1
         d += 1
     return dist
+
+
+@njit(cache=True)
+def guided_fill(nbr, rcost, target, n_buckets, dist, head, link, cell, out, sentinel, cap):
+    """:func:`guided_distance` into ``out`` (a pool row); returns the largest finite distance.
+
+    The same distances (shortest-path distances are unique), without allocating: ``nbr`` and
+    ``rcost`` (``int32[V, 5]``: ``rcost[c, a]`` the cost of the move from ``nbr[c, a]`` into
+    ``c``, :func:`guided_filler`) side by side; Dial's buckets are linked lists in the scratch
+    arrays ``head`` (``int32[n_buckets]``), ``link`` and ``cell`` (``int32[4 V + 1]``: a cell
+    enters a bucket at most once per neighbour), ``dist`` (``int32[V]``); ``n_buckets`` = the
+    largest move cost + 1. ``sentinel`` and ``cap`` as in :func:`marlm.hybrid.rules.graph.bfs_fill`.
+    """  # pragma: no cover - compiled
+    dist[:] = UNREACHABLE
+    head[:] = -1
+    dist[target] = 0
+    cell[0], link[0], head[0] = target, -1, 0
+    used, remaining, d, b = 1, 1, 0, 0
+    while remaining > 0:
+        while head[b] >= 0:
+            e = head[b]
+            head[b] = link[e]
+            remaining -= 1
+            c = cell[e]
+            if dist[c] != d:
+                continue
+            for a in range(1, 5):
+                u = nbr[c, a]
+                if u < 0:
+                    continue
+                nd = d + rcost[c, a]
+                if nd < dist[u]:
+                    dist[u] = nd
+                    nb = b + rcost[c, a]
+                    if nb >= n_buckets:
+                        nb -= n_buckets
+                    cell[used], link[used], head[nb] = u, head[nb], used
+                    used += 1
+                    remaining += 1
+        d += 1
+        b = b + 1 if b + 1 < n_buckets else 0
+    return store_row(dist, out, sentinel, cap)
+
+
+def guided_filler(nbr: np.ndarray, cost: np.ndarray):
+    """``fill(target, out) -> int`` for :class:`marlm.hybrid.rules.graph.DistanceTables`: guided
+    distances under ``cost`` (``int32[V, 5]``, positive on possible moves; :func:`guided_fill`)."""
+    v = nbr.shape[0]
+    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
+    into = np.array([0, 2, 1, 4, 3])  # the action that moves nbr[c, a] into c
+    rcost = np.zeros((v, 5), dtype=np.int32)
+    for a in range(1, 5):
+        ok = nbr[:, a] >= 0
+        rcost[ok, a] = cost[nbr[ok, a], into[a]]
+    n_buckets = int(max(rcost.max(initial=1), 1)) + 1
+    dist, head = np.empty(v, dtype=np.int32), np.empty(n_buckets, dtype=np.int32)
+    link, cell = np.empty(4 * v + 1, dtype=np.int32), np.empty(4 * v + 1, dtype=np.int32)
+
+    def fill(target: int, out: np.ndarray) -> int:
+        return guided_fill(nbr32, rcost, target, n_buckets, dist, head, link, cell, out,
+                           *sentinels(out))  # fmt: skip
+
+    return fill
 
 
 def guided_scores(

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
-from marlm.hybrid.acting.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
+from marlm.hybrid.acting.guidance import aisle_costs, guided_filler, traffic_costs
+from marlm.hybrid.rules.graph import DistanceTables
 from marlm.hybrid.rules.pibt import Pibt, neighbour_table
 
 RESOLUTION = 4
@@ -57,19 +58,71 @@ MOVE_FEATURES = (
     "against_row_dense",  # against_row x rho
     "against_col_dense",  # against_col x rho
     "into_target_cell_dense",  # into_target_cell x rho
+    "into_narrow_dense",  # into_narrow x rho
+    "out_of_target_cell_dense",  # out_of_target_cell x rho
+    "vertical_dense",  # vertical x rho
+    "with_row_dense",  # with_row x rho
 )
-"""Names of the columns of :func:`move_features`, in order."""
+"""Names of the columns of :func:`move_features`, in order. A name ending in ``_dense`` is the
+feature of the same name without it times ``rho``: every feature has a density-scaled twin, so
+a move's learned cost ``w + rho * w_dense`` can differ between a busy and a packed floor."""
 
-ONLINE_PARAMS = ("online_gain",)
-"""Learned parameters after the move weights: extra cost (steps) per robot-wait per step."""
+ONLINE_PARAMS = ("online_gain", "online_gain_dense")
+"""Learned parameters after the move weights: the online update's gain, extra cost (steps) per
+robot-wait per step, is ``online_gain + rho * online_gain_dense`` (clipped at 0)."""
 
-N_PARAMS = len(MOVE_FEATURES) + len(ONLINE_PARAMS)
+PARAM_NAMES = MOVE_FEATURES + ONLINE_PARAMS
+"""Names of the entries of a parameter vector, in order."""
 
-SHIPPED_MIN_DENSITY = BUSY
-"""Density from which the shipped scheme uses the learned guidance (the hand rule's own switch,
-1 robot per 16 free cells). On POGEMA's warehouse the learned weights lose to the hand guidance
-on a quiet floor (training seeds 128-129: 1.154 against 1.225 at 32 robots) and win on a busy
-one (3.266 against 3.232 at 96, 5.939 against 4.555 at 192); see ``docs/movement.md``."""
+N_PARAMS = len(PARAM_NAMES)
+
+SHIPPED_MIN_DENSITY = 0.0875
+"""Robots per free cell from which the shipped scheme uses the learned guidance (1 per 11.4
+free cells; 112 robots on POGEMA's ``wfi_warehouse``, 1278 free cells), the hand guidance below.
+Chosen on training seeds 128-159 only, as the smallest robot count tried (80, 96, 104, 112) at
+which the learned guidance beat the hand one on every seed: learned / hand per seed lost on 24
+of 32 seeds at 80 robots, 7 at 96, 3 at 104 and none at 112 (min 1.013); see
+``docs/movement.md``."""
+
+
+_DENSE_TWINS = tuple(
+    (k, MOVE_FEATURES.index(name.removesuffix("_dense")))
+    for k, name in enumerate(MOVE_FEATURES)
+    if name.endswith("_dense")
+)
+"""``(column, column of the feature it scales)`` for every density-scaled feature."""
+
+
+def density_feature(free: np.ndarray, n_robots: int) -> float:
+    """``rho = DENSITY_SCALE * n_robots / free cells`` (``free``: ``bool[H, W]``), the factor of
+    every ``_dense`` feature and of ``online_gain_dense``."""
+    return DENSITY_SCALE * n_robots / np.asarray(free, dtype=bool).sum()
+
+
+def params_from(result: dict) -> np.ndarray:
+    """``float64[N_PARAMS]`` from a training result's ``weights`` (parameter name -> value).
+
+    A parameter the result does not name (a result written before that feature existed) is 0,
+    which leaves the scheme exactly as it was trained: a zero weight adds nothing.
+
+    Raises:
+        ValueError: ``weights`` missing, not a mapping, or naming an unknown parameter.
+    """
+    weights = result.get("weights") if isinstance(result, dict) else None
+    if not isinstance(weights, dict):
+        raise ValueError("the result has no 'weights' mapping (parameter name -> value)")
+    unknown = sorted(set(weights) - set(PARAM_NAMES))
+    if unknown:
+        raise ValueError(f"unknown parameters {unknown}; known: {', '.join(PARAM_NAMES)}")
+    return np.array([float(weights.get(n, 0.0)) for n in PARAM_NAMES], dtype=np.float64)
+
+
+SHIPPED_NARROW_PRIORITY = 32.0
+"""PIBT priority bonus of a robot in a one-wide passage under the shipped learned guidance
+(:class:`GuidedMover`'s ``narrow_priority``): larger than the waits of nearly every robot, so a
+passage is cleared first. Chosen on training seeds 128-135 at 128 robots from 0, 2, 8, 32, 128
+and 10^6 (learned / hand 1.1033, 1.1066, 1.1068, 1.1108, 1.1101, 1.1101); at 160 and 192 robots
+(seeds 128-131) 32 gives 1.2305 and 1.3523 against 1.2182 and 1.3357 without it."""
 
 
 def move_features(
@@ -98,7 +151,7 @@ def move_features(
         raise ValueError(f"target_cells must have shape {free.shape}, got {tgt.shape}")
     nbr = neighbour_table(free)
     v = h * w
-    rho = DENSITY_SCALE * n_robots / free.sum()
+    rho = density_feature(free, n_robots)
     # the hand rule's lanes, read back from its costs (penalty 1 on rows only / columns only)
     rows_only = aisle_costs(free, penalty=0, min_free=min_free, row_penalty=1) > 1
     cols_only = aisle_costs(free, penalty=1, min_free=min_free, row_penalty=0) > 1
@@ -118,7 +171,8 @@ def move_features(
         f[:, a, 5] = a in (UP, DOWN)
         if a in (LEFT, RIGHT):
             f[:, a, 6] = row_aisle[cell_row] & ~rows_only[:, a]
-        f[:, a, 7:10] = rho * f[:, a, 0:3]
+        for k, twin in _DENSE_TWINS:
+            f[:, a, k] = rho * f[:, a, twin]
         f[~ok, a, :] = 0.0
     return f
 
@@ -149,7 +203,8 @@ def learned_costs(
     w = np.zeros(nf) if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)
     if len(w) < nf:
         raise ValueError(f"weights must have at least {nf} entries, got {len(w)}")
-    delta = np.minimum(features @ w[:nf], MAX_DELTA)
+    used = np.flatnonzero(w[:nf])  # a zero weight adds nothing, not even a rounding
+    delta = np.minimum(features[..., used] @ w[used], MAX_DELTA)
     cost = RESOLUTION * hand + np.rint(RESOLUTION * delta).astype(np.int64)
     possible = hand > 0
     cost = np.where(possible, np.maximum(cost, 1), 0)
@@ -232,13 +287,18 @@ class GuidedMover:
     """PIBT over guided distance-to-go preferences: the hand guidance or a learned one.
 
     Each robot ranks its moves by ``cost[cell, a] + guided_distance(next cell, target)``
-    (:func:`marlm.hybrid.acting.guidance.guided_scores`), one distance table per target cell, cached
-    until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
+    (:func:`marlm.hybrid.acting.guidance.guided_scores`), one distance table per target cell in use,
+    built once and kept until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
 
     Args:
         free: ``bool[H, W]``; n_robots; seed: PIBT's tie-breaks; swap: LaCAM3's swap.
         costs: ``int32[V, 5]`` guidance costs (positive on possible moves).
         online: an :class:`OnlineAdapter` over ``costs``, or None (static costs).
+        max_tables: distance tables kept between steps (more while more targets are in use),
+            by the guidance and by PIBT each (:class:`marlm.hybrid.rules.graph.DistanceTables`).
+        narrow_priority: added to PIBT's priority of a robot standing on a cell with at most 2
+            free neighbours (a one-wide passage), so it moves before the robots around it
+            (0 = PIBT's own order; any value keeps PIBT's guarantees, it only reorders).
     """
 
     def __init__(
@@ -249,49 +309,36 @@ class GuidedMover:
         seed: int = 0,
         swap: bool = True,
         online: OnlineAdapter | None = None,
+        max_tables: int = 4096,
+        narrow_priority: float = 0.0,
     ) -> None:
-        self.layer = Pibt(free, n_robots, seed=seed, swap=swap)
+        self.layer = Pibt(free, n_robots, seed=seed, swap=swap, max_tables=max_tables)
         self.width = self.layer.width
         self.online = online
         self.cost = np.asarray(online.costs() if online else costs, dtype=np.int32)
-        v = self.layer.nbr.shape[0]
-        self.slot_of = np.full(v, -1, dtype=np.int64)
-        # grown on demand: a table per target cell in use (a dense [free cells, V] pool would
-        # reserve 15 GB on a 500 x 140 map)
-        self.pool = np.zeros((min(64, v), v), dtype=np.int32)
-        self.n_tables = 0
-        self.table_builds = 0
-
-    def _tables(self, goal_cells: np.ndarray) -> np.ndarray:
-        missing = np.unique(goal_cells[self.slot_of[goal_cells] < 0])
-        need = self.n_tables + len(missing)
-        if need > len(self.pool):
-            grown = np.zeros((max(need, 2 * len(self.pool)), self.pool.shape[1]), dtype=np.int32)
-            grown[: self.n_tables] = self.pool[: self.n_tables]
-            self.pool = grown
-        for c in missing.tolist():
-            self.pool[self.n_tables] = guided_distance(self.layer.nbr, self.cost, c)
-            self.slot_of[c] = self.n_tables
-            self.n_tables += 1
-        self.table_builds += len(missing)
-        return self.slot_of[goal_cells]
+        # one compact table per target cell in use, built once, rebuilt when the costs change
+        nbr = self.layer.nbr
+        self.tables = DistanceTables(nbr.shape[0], guided_filler(nbr, self.cost), max_tables)
+        deg = (self.layer.nbr[:, 1:] >= 0).sum(axis=1)
+        self.bias = narrow_priority * (deg <= 2) if narrow_priority else None  # float64[V]
 
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``int64[n]`` collision-free actions for robots at ``positions`` (``int[n, 2]``) with
         targets ``targets`` (``int[n, 2]``, every robot has one)."""
         cells = positions[:, 0] * self.width + positions[:, 1]
         goal_cells = targets[:, 0] * self.width + targets[:, 1]
-        slots = self._tables(goal_cells)
+        slots = self.tables.slots(goal_cells)
         nxt = self.layer.nbr[cells]
-        d = self.pool[slots[:, None], np.maximum(nxt, 0)] + self.cost[cells]
+        d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
         scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
-        actions = self.layer.step(positions, scores, targets)
+        bias = None if self.bias is None else self.bias[cells]
+        actions = self.layer.step(positions, scores, targets, bias)
         if self.online is not None:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
             if self.online.observe(cells, goal_cells, after):
                 self.cost = self.online.costs()
-                self.slot_of[:] = -1  # the distance tables are stale
-                self.n_tables = 0
+                self.tables.fill = guided_filler(self.layer.nbr, self.cost)
+                self.tables.clear()  # the distance tables are stale
         return actions
 
 
@@ -358,6 +405,8 @@ class Guidance:
             guidance; penalty: the hand rule's penalty; period, bound: of :class:`OnlineAdapter`.
         min_density: robots per free cell below which the hand guidance is used even with
             ``params`` (0 = learned at every density; :data:`SHIPPED_MIN_DENSITY` ships).
+        narrow_priority: of :class:`GuidedMover`, with learned ``params`` only (the hand
+            guidance keeps PIBT's own order; :data:`SHIPPED_NARROW_PRIORITY` ships).
     """
 
     params: np.ndarray | None = None
@@ -365,6 +414,7 @@ class Guidance:
     period: int = 16
     bound: float = 2.0
     min_density: float = 0.0
+    narrow_priority: float = 0.0
 
     def mover(
         self,
@@ -383,12 +433,15 @@ class Guidance:
         if params.shape != (N_PARAMS,):
             raise ValueError(f"params must have {N_PARAMS} entries, got {params.shape}")
         base = learned_costs(move_features(free, n_robots, target_cells), hand, params)
-        gain = max(float(params[len(MOVE_FEATURES)]), 0.0)
+        g0, g_dense = params[len(MOVE_FEATURES) :]
+        gain = max(float(g0 + density_feature(free, n_robots) * g_dense), 0.0)
         online = None
         if gain > 0:
             nbr = neighbour_table(free)
             online = OnlineAdapter(base, nbr, gain=gain, period=self.period, bound=self.bound)
-        return GuidedMover(free, n_robots, base, seed=seed, swap=swap, online=online)
+        return GuidedMover(
+            free, n_robots, base, seed, swap, online, narrow_priority=self.narrow_priority
+        )
 
 
 def simulate(

@@ -1,4 +1,6 @@
-"""The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances.
+"""The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances, and
+the store of distance tables to the targets in use (:class:`DistanceTables`, PIBT's and the
+guidance's).
 
 Cell id = ``row * W + col``; action order as :data:`marlm.envs.warehouse.dynamics.MOVES` (stay,
 up, down, left, right). Built once per map by :class:`marlm.hybrid.rules.pibt.Pibt` and by the aisle
@@ -105,3 +107,168 @@ def bfs_distance(nbr, source):  # pragma: no cover - compiled
                 queue[tail] = u
                 tail += 1
     return dist
+
+
+COMPACT_MAX = np.iinfo(np.uint16).max - 1
+"""Largest finite distance a ``uint16`` table holds; ``COMPACT_MAX + 1`` there means unreachable."""
+
+
+@njit(cache=True)
+def bfs_fill(nbr, source, dist, queue, out, sentinel, cap):  # pragma: no cover - compiled
+    """:func:`bfs_distance` into ``out`` (a pool row); returns the largest finite distance.
+
+    ``dist``, ``queue``: ``int32[V]`` scratch; finite distances above ``cap`` are written as
+    ``cap`` (the caller sees the returned maximum and widens the pool), unreachable cells as
+    ``sentinel`` (:func:`sentinels`).
+    """
+    dist[:] = UNREACHABLE
+    dist[source] = 0
+    queue[0] = source
+    head, tail = 0, 1
+    while head < tail:
+        c = queue[head]
+        head += 1
+        for a in range(1, 5):
+            u = nbr[c, a]
+            if u >= 0 and dist[u] == UNREACHABLE:
+                dist[u] = dist[c] + 1
+                queue[tail] = u
+                tail += 1
+    return store_row(dist, out, sentinel, cap)
+
+
+@njit(cache=True)
+def store_row(dist, out, sentinel, cap):  # pragma: no cover - compiled
+    """Copy ``int32`` distances into ``out`` (unreachable as ``sentinel``, others at most
+    ``cap``); returns the largest finite distance (0 if none)."""
+    top = 0
+    for c in range(dist.shape[0]):
+        d = dist[c]
+        if d < UNREACHABLE:
+            out[c] = min(d, cap)
+            top = max(top, d)
+        else:
+            out[c] = sentinel
+    return top
+
+
+def sentinels(out: np.ndarray) -> tuple[int, int]:
+    """``(unreachable value, largest finite value)`` of a table row of ``out``'s dtype."""
+    if out.dtype == np.uint16:
+        return COMPACT_MAX + 1, COMPACT_MAX
+    return UNREACHABLE, UNREACHABLE - 1
+
+
+def bfs_filler(nbr: np.ndarray):
+    """``fill(target, out) -> int`` for :class:`DistanceTables`: BFS steps (:func:`bfs_fill`)."""
+    v = nbr.shape[0]
+    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
+    dist, queue = np.empty(v, dtype=np.int32), np.empty(v, dtype=np.int32)
+
+    def fill(target: int, out: np.ndarray) -> int:
+        return bfs_fill(nbr32, target, dist, queue, out, *sentinels(out))
+
+    return fill
+
+
+class DistanceTables:
+    """Distance tables to the target cells in use, built once each, kept compact and shared.
+
+    One row of ``pool`` per target cell: ``pool[slot_of[t], c]`` is the distance from cell ``c``
+    to target ``t`` under ``fill`` (BFS steps for PIBT's swap, guided cost for the guidance). A
+    table is built the first time a target is asked for and kept until :meth:`clear` (the costs
+    changed) or until more than ``max_tables`` are kept, when the least recently used ones that
+    no robot needs now are dropped; the targets of one call are always all present, so the
+    capacity only bounds what is kept between calls, never the answer.
+
+    Storage: ``uint16[rows, V]`` (2 bytes a cell: 140 KB a table on a 500 x 140 map), unreachable
+    ``COMPACT_MAX + 1``; if a table ever holds a finite distance above :data:`COMPACT_MAX` the pool
+    becomes ``int32`` (unreachable :data:`UNREACHABLE`), so values never saturate. Both orders are
+    the same, so PIBT's comparisons do not depend on the dtype; :meth:`distances` maps the
+    sentinel back to :data:`UNREACHABLE` for scores.
+
+    Args:
+        n_cells: ``V = H * W``; fill: ``fill(target, out) -> int``, writes the table of ``target``
+            into ``out`` (the pool's row, of its dtype) and returns its largest finite distance;
+        max_tables: tables kept between calls; more only while one call needs more (memory:
+            ``2 * V`` bytes a table, ``max(max_tables, targets of one call)`` tables at most,
+            the pool grown by half at a time).
+
+    Raises:
+        ValueError: ``max_tables`` < 1.
+    """
+
+    def __init__(self, n_cells: int, fill, max_tables: int = 4096) -> None:
+        if max_tables < 1:
+            raise ValueError(f"max_tables must be >= 1, got {max_tables}")
+        self.fill, self.max_tables = fill, max_tables
+        self.slot_of = np.full(n_cells, -1, dtype=np.int64)
+        self.pool = np.zeros((min(64, max_tables), n_cells), dtype=np.uint16)
+        self.cell_of = np.full(len(self.pool), -1, dtype=np.int64)  # -1: a free row
+        self.used = np.zeros(len(self.pool), dtype=np.int64)  # call count of the last use
+        self.calls = self.builds = 0
+
+    def clear(self) -> None:
+        """Forget every table (the costs they were built on changed)."""
+        self.slot_of[:] = -1
+        self.cell_of[:] = -1
+
+    def slots(self, goal_cells: np.ndarray) -> np.ndarray:
+        """``int64[n]`` the pool row of each target cell (``goal_cells``: ``int64[n]``, -1 =
+        none, row -1), building the missing tables."""
+        self.calls += 1
+        has = goal_cells >= 0
+        slots = np.where(has, self.slot_of[np.maximum(goal_cells, 0)], -1)
+        missing = np.unique(goal_cells[has & (slots < 0)])
+        if len(missing):
+            self._build(missing, goal_cells[has])
+            slots = np.where(has, self.slot_of[np.maximum(goal_cells, 0)], -1)
+        self.used[slots[has]] = self.calls
+        return slots
+
+    def distances(self, slots: np.ndarray, cells: np.ndarray) -> np.ndarray:
+        """``int64[...]`` ``pool[slots, cells]`` (broadcast), unreachable as :data:`UNREACHABLE`."""
+        d = self.pool[slots, cells].astype(np.int64)
+        if self.pool.dtype == np.uint16:
+            d[d > COMPACT_MAX] = UNREACHABLE
+        return d
+
+    def _free_rows(self, k: int, keep: np.ndarray) -> np.ndarray:
+        """``k`` free rows: drop least recently used tables not in ``keep``, grow the pool."""
+        free = np.flatnonzero(self.cell_of < 0)
+        kept = len(self.pool) - len(free)
+        over = kept + k - self.max_tables
+        if over > 0:
+            held = np.flatnonzero(self.cell_of >= 0)
+            spare = held[~np.isin(self.cell_of[held], keep)]
+            drop = spare[np.argsort(self.used[spare], kind="stable")[:over]]
+            self.slot_of[self.cell_of[drop]] = -1
+            self.cell_of[drop] = -1
+            free = np.flatnonzero(self.cell_of < 0)
+        if len(free) < k:  # grow by half the pool (doubling up to max_tables): few copies
+            n = len(self.pool)
+            grown = min(2 * n, max(self.max_tables, n + n // 2))
+            self._resize(max(grown, n + k - len(free)), self.pool.dtype)
+            free = np.flatnonzero(self.cell_of < 0)
+        return free[:k]
+
+    def _resize(self, rows: int, dtype) -> None:
+        grown = np.zeros((rows, self.pool.shape[1]), dtype=dtype)
+        old = self.pool[: min(rows, len(self.pool))]
+        if dtype != self.pool.dtype:  # uint16 -> int32: the sentinel becomes UNREACHABLE
+            old = np.where(old > COMPACT_MAX, UNREACHABLE, old.astype(np.int64))
+        grown[: len(old)] = old
+        self.pool = grown
+        extra = rows - len(self.cell_of)
+        self.cell_of = np.concatenate([self.cell_of, np.full(extra, -1, dtype=np.int64)])
+        self.used = np.concatenate([self.used, np.zeros(extra, dtype=np.int64)])
+
+    def _build(self, missing: np.ndarray, in_use: np.ndarray) -> None:
+        rows = self._free_rows(len(missing), in_use)
+        for cell, row in zip(missing.tolist(), rows.tolist(), strict=True):
+            top = self.fill(cell, self.pool[row])
+            if top > COMPACT_MAX and self.pool.dtype == np.uint16:
+                self._resize(len(self.pool), np.int32)
+                self.fill(cell, self.pool[row])
+            self.slot_of[cell], self.cell_of[row] = row, cell
+        self.builds += len(missing)

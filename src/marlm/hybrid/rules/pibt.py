@@ -33,7 +33,9 @@ import numpy as np
 from marlm.hybrid.rules.graph import (  # noqa: F401 - UNREACHABLE: part of this module's interface
     N_ACTIONS,
     UNREACHABLE,
+    DistanceTables,
     bfs_distance,
+    bfs_filler,
     branch_parent,
     dead_end_depth,
     neighbour_table,
@@ -341,8 +343,8 @@ class Pibt:
         n_robots: number of robots.
         seed: seed of the fixed tie-breaks (robot order among equal priorities, equal scores).
         swap: use LaCAM3's swap operation (dead ends, one-wide corridors).
-        max_tables: distance tables kept before the cache is cleared (memory:
-            ``max_tables * H * W * 4`` bytes).
+        max_tables: BFS distance tables kept between steps (more while more targets are in
+            use; :class:`marlm.hybrid.rules.graph.DistanceTables`, ``2 * H * W`` bytes each).
 
     Attributes:
         elapsed: ``int64[n]`` steps since each robot last reached its target (0 while idle).
@@ -364,8 +366,7 @@ class Pibt:
         self.depth = dead_end_depth(self.free).astype(np.float64)
         self.parent = branch_parent(self.free)
         v = self.nbr.shape[0]
-        self._slot_of, self._n_tables = np.full(v, -1, dtype=np.int64), 0
-        self._pool = np.zeros((min(64, self.max_tables), v), dtype=np.int32)
+        self.tables = DistanceTables(v, bfs_filler(self.nbr), self.max_tables)
         self._occ_now, self._occ_next = np.full(v, -1, np.int64), np.full(v, -1, np.int64)
         self.reset()
 
@@ -377,26 +378,10 @@ class Pibt:
         self._eps = 0.1 * rng.permutation(self.n_robots) / max(self.n_robots, 1)
         self._noise = rng.random((self.n_robots, N_ACTIONS)) * 0.5
 
-    def _slots(self, goal_cells: np.ndarray) -> np.ndarray:
-        """Row of the table pool for each robot's target, computing missing tables."""
-        slots = self._slot_of[np.maximum(goal_cells, 0)]
-        if not ((goal_cells >= 0) & (slots < 0)).any():
-            return np.where(goal_cells >= 0, slots, -1)
-        missing = np.unique(goal_cells[(goal_cells >= 0) & (slots < 0)])
-        if self._n_tables + len(missing) > self.max_tables:
-            self._slot_of[:], self._n_tables = -1, 0
-            missing = np.unique(goal_cells[goal_cells >= 0])
-        need = self._n_tables + len(missing)
-        if need > len(self._pool):
-            grown = np.zeros((min(max(need, 2 * len(self._pool)), max(need, self.max_tables)),
-                              self._pool.shape[1]), dtype=np.int32)  # fmt: skip
-            grown[: self._n_tables] = self._pool[: self._n_tables]
-            self._pool = grown
-        for cell in missing.tolist():
-            self._pool[self._n_tables] = bfs_distance(self.nbr, cell)
-            self._slot_of[cell] = self._n_tables
-            self._n_tables += 1
-        return np.where(goal_cells >= 0, self._slot_of[np.maximum(goal_cells, 0)], -1)
+    @property
+    def _pool(self) -> np.ndarray:
+        """``uint16|int32[rows, V]`` the BFS tables (:class:`DistanceTables`), rows as ``slots``."""
+        return self.tables.pool
 
     def nested_behind(self, pos: np.ndarray, goal_cells: np.ndarray) -> np.ndarray:
         """``bool[n]``: robots whose target lies on the way into a dead end to a deeper target of
@@ -472,7 +457,7 @@ class Pibt:
         if bias is not None:
             priority = priority + np.asarray(bias, dtype=np.float64).reshape(n)
         priority = np.where(self.nested_behind(pos, goal_cells), priority - 1e12, priority)
-        slots = self._slots(goal_cells) if self.swap else np.full(n, -1, dtype=np.int64)
+        slots = self.tables.slots(goal_cells) if self.swap else np.full(n, -1, dtype=np.int64)
         cand, cand_key = np.empty((n, N_ACTIONS), np.int64), np.empty((n, N_ACTIONS))
         n_cand = np.empty(n, dtype=np.int64)
         _rank(scores, pos, self.nbr, self.depth, self._noise, cand, cand_key, n_cand, self._occ_now)

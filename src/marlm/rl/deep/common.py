@@ -194,6 +194,38 @@ class _Flattener:
         return (flat - self.offset) * self.scale
 
 
+class ObservationEncoder:
+    """An environment's observations as the networks' input, outside a training run.
+
+    The encoding of :class:`VecParallelEnv`: each agent's observation flattened, features with
+    finite bounds scaled to [0, 1], zero-padded to the widest agent's size; for acting with a
+    trained :class:`marlm.rl.deep.policy.NumpyPolicy` in another loop (a controller, a benchmark).
+
+    Args:
+        env: a ParallelEnv of the kind trained on (its ``possible_agents`` and
+            ``observation_space``).
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.agents = list(env.possible_agents)
+        self.index = {a: i for i, a in enumerate(self.agents)}
+        self.flat = {a: _Flattener(env.observation_space(a)) for a in self.agents}
+        self.obs_dim = max(f.dim for f in self.flat.values())
+
+    def __call__(self, obs: Any, agents: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``obs[agent]`` for ``agents`` -> ``(float32[len(agents), obs_dim], int64[len(agents)])``,
+        the encoded observations and each agent's index in ``possible_agents`` (its id input).
+
+        Raises:
+            KeyError: an agent that is not in ``possible_agents`` or not in ``obs``.
+        """
+        out = np.zeros((len(agents), self.obs_dim), dtype=np.float32)
+        for j, a in enumerate(agents):
+            x = self.flat[a](obs[a])
+            out[j, : x.shape[0]] = x
+        return out, np.array([self.index[a] for a in agents], dtype=np.int64)
+
+
 @dataclass
 class EnvShape:
     """What the networks need to know of an environment (read once, from the first copy).

@@ -89,3 +89,16 @@ class NumpyPolicy:
                 np.clip(out, self.low.ravel(), self.high.ravel()) if self.low is not None else out
             )
         return out.argmax(-1)
+
+    def sample(self, obs: np.ndarray, agent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Stochastic actions of a Categorical policy, ``int64[B]``: each row drawn from the
+        softmax of its logits with ``rng`` (the Gumbel-max trick, one ``rng.gumbel`` call).
+
+        Raises:
+            ValueError: the policy is not ``categorical`` (Q-networks and Gaussians have
+                :meth:`act`).
+        """
+        if self.kind != "categorical":
+            raise ValueError(f"sample needs a categorical policy, this one is {self.kind!r}")
+        logits = self.forward(obs, agent).astype(np.float64)
+        return (logits + rng.gumbel(size=logits.shape)).argmax(-1)

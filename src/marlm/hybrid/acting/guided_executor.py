@@ -1,0 +1,185 @@
+"""The learned executor: guidance costs as the executor's action scores, for the demo's warehouse.
+
+The learned guidance (:mod:`marlm.hybrid.acting.learned_guidance`: a linear model of move
+features over the hand costs, Zhang et al., "Guidance Graph Optimization for Lifelong Multi-Agent
+Path Finding", IJCAI 2024, plus a bounded online update from the waits observed, after Zang et
+al., AAAI 2025) scores every robot's five actions here, the way the greedy executor scores its
+distance-to-go: ``score[i, a] = -(cost[cell_i, a] + guided_distance(next cell, goal_i))`` in
+``1 / RESOLUTION`` steps. The scores go to the rule layer through the one score seam
+(:func:`marlm.hybrid.rules.shield.shielded_step`), so PIBT still chooses the joint move and its
+guarantees hold whatever the weights say.
+
+With zero weights and ``penalty=0`` every move costs one step, so a robot ranks closer moves
+first, then staying, then moves away: the greedy executor's ranking exactly, hence PIBT's very
+moves (tested); with zero weights and the hand penalty they are the hand guidance's one-way aisles
+(:func:`marlm.hybrid.acting.guidance.traffic_costs`). A robot without a goal scores as the greedy
+executor does: 0 to stay, -1 to move, ``-inf`` into a wall or shelf.
+
+Target cells (a feature of the model): the shelves' access cells and the stations, where the
+demo's robots stop.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from marlm.envs.warehouse.layout import Layout
+from marlm.errors import InputError
+from marlm.hybrid.acting.guidance import guided_distance, traffic_costs
+from marlm.hybrid.acting.learned_guidance import (
+    MOVE_FEATURES,
+    N_PARAMS,
+    OnlineAdapter,
+    density_feature,
+    learned_costs,
+    move_features,
+    params_from,
+)
+from marlm.hybrid.acting.preferences import StepView, one_hot
+from marlm.hybrid.rules.pibt import neighbour_table
+
+WFI_WEIGHTS = "wfi_warehouse.json"
+"""The shipped weights, trained by CMA-ES on POGEMA's ``wfi_warehouse`` (seeds 128-129; a copy of
+``benchmarks/pogema/data/guidance-wfi_warehouse.json``): on the demo's warehouse, a transfer."""
+
+
+DEMO_DENSE_WEIGHTS = "demo-dense.json"
+"""Weights trained by CMA-ES on the demo's dense lifelong warehouse
+(:class:`marlm.experiments.warehouse_training.DenseSetting`), training seeds 0-3 only."""
+
+
+def guidance_weights_path(name: str = WFI_WEIGHTS) -> Path:
+    """The path of a weights file shipped in ``marlm/data/guidance/``."""
+    return Path(str(resources.files("marlm") / "data" / "guidance" / name))
+
+
+def load_guidance_params(path: str | Path | None = None) -> np.ndarray:
+    """``float64[N_PARAMS]`` of a guidance weights file (a training ``result.json``), read by name
+    from its ``weights`` (:func:`marlm.hybrid.acting.learned_guidance.params_from`: a parameter
+    the file predates is 0, which leaves its guidance as trained).
+
+    Args:
+        path: the file; None = the shipped :data:`WFI_WEIGHTS`.
+
+    Raises:
+        InputError: the file is missing, not JSON, or its ``weights`` are missing or name an
+            unknown parameter (field ``weights``).
+    """
+    path = guidance_weights_path() if path is None else Path(path)
+    try:
+        params = params_from(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"not a guidance weights file ({e}); give a training result.json",
+            source=path,
+            field="weights",
+        ) from e
+    return params
+
+
+def demo_target_cells(layout: Layout) -> np.ndarray:
+    """``bool[H, W]``: the shelves' access cells and the stations (where robots stop)."""
+    cells = np.zeros(layout.free.shape, dtype=bool)
+    for r, c in [*layout.access.values(), *layout.stations]:
+        cells[r, c] = True
+    return cells
+
+
+@dataclass
+class GuidedExecutor:
+    """Scores from guidance costs for every robot of one warehouse (see the module doc).
+
+    Args:
+        layout: the warehouse; n_robots: robots on it (sets the density features).
+        params: ``float[N_PARAMS]`` learned weights (move features, then the online gain), or
+            None: zero weights, the hand guidance (:func:`load_guidance_params` reads a file).
+        penalty: the hand rule's extra cost against an aisle (0: every move costs 1).
+        period, bound: of the online update (:class:`marlm.hybrid.acting.learned_guidance.OnlineAdapter`).
+        name: what traces and tables call it.
+
+    Raises:
+        ValueError: ``params`` of another length.
+    """
+
+    layout: Layout
+    n_robots: int
+    params: np.ndarray | None = None
+    penalty: int = 2
+    period: int = 16
+    bound: float = 2.0
+    name: str = "learned"
+    cost: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        free = self.layout.free
+        self.width = free.shape[1]
+        self.nbr = neighbour_table(free)
+        hand = traffic_costs(free, self.n_robots, penalty=self.penalty)
+        params = np.zeros(N_PARAMS) if self.params is None else np.asarray(self.params, float)
+        if params.shape != (N_PARAMS,):
+            raise ValueError(f"params must have {N_PARAMS} entries, got {params.shape}")
+        features = move_features(free, self.n_robots, demo_target_cells(self.layout))
+        self.base = learned_costs(features, hand, params)
+        g0, g_dense = params[len(MOVE_FEATURES) :]  # as Guidance reads them
+        self.gain = max(float(g0 + density_feature(free, self.n_robots) * g_dense), 0.0)
+        self.reset()
+
+    def reset(self) -> None:
+        """Start of an episode: the online update's memory and the distance tables cleared."""
+        self.online = None
+        if self.gain > 0:
+            self.online = OnlineAdapter(
+                self.base, self.nbr, gain=self.gain, period=self.period, bound=self.bound
+            )
+        self.cost = self.base if self.online is None else self.online.costs()
+        self._tables: dict[int, np.ndarray] = {}
+        self._last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _table(self, goal: int) -> np.ndarray:
+        table = self._tables.get(goal)
+        if table is None:
+            table = self._tables[goal] = guided_distance(self.nbr, self.cost, goal)
+        return table
+
+    def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
+        """``float64[n, 5]`` minus the guided cost-to-go of each action (module doc); with
+        ``explore`` (a rule layer that filters one action), the best action one-hot.
+
+        Each call first shows the online update the robots' moves since the previous call."""
+        pos = np.asarray(view.positions, dtype=np.int64)
+        goals = np.asarray(view.goals, dtype=np.int64)
+        cells = pos[:, 0] * self.width + pos[:, 1]
+        has = goals[:, 0] >= 0
+        goal_cells = np.where(has, goals[:, 0] * self.width + goals[:, 1], -1)
+        seen = self.online is not None and self._last is not None
+        if seen and self.online.observe(*self._last, cells):
+            self.cost = self.online.costs()
+            self._tables.clear()  # built on the old costs
+        self._last = (cells, goal_cells)
+        nxt = self.nbr[cells]
+        idle = np.zeros(self.nbr.shape[0], dtype=np.int32)  # no goal: scored below
+        tables = np.stack([self._table(int(g)) if g >= 0 else idle for g in goal_cells])
+        d = tables[np.arange(len(cells))[:, None], np.maximum(nxt, 0)] + self.cost[cells]
+        scores = np.where(has[:, None], -d.astype(np.float64), -1.0)
+        scores[~has, 0] = 0.0
+        scores = np.where(nxt >= 0, scores, -np.inf)
+        return one_hot(scores.argmax(axis=1)) if explore else scores
+
+    def warm_up(self) -> None:
+        """Compile the distance kernel now, not inside the first control step."""
+        guided_distance(self.nbr, self.base, int(np.flatnonzero(self.nbr[:, 0] >= 0)[0]))
+
+
+__all__ = [
+    "DEMO_DENSE_WEIGHTS",
+    "WFI_WEIGHTS",
+    "GuidedExecutor",
+    "demo_target_cells",
+    "guidance_weights_path",
+    "load_guidance_params",
+]

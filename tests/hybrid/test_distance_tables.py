@@ -1,0 +1,120 @@
+"""Distance tables of the targets in use: compact, the same distances as the reference kernels,
+and the same moves whatever their capacity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marlm.envs.warehouse.dynamics import MOVES, RIGHT
+from marlm.hybrid.acting.guidance import guided_distance, guided_filler, traffic_costs
+from marlm.hybrid.acting.learned_guidance import (
+    Guidance,
+    GuidedMover,
+    params_from,
+    random_instance,
+)
+from marlm.hybrid.rules.graph import (
+    COMPACT_MAX,
+    UNREACHABLE,
+    DistanceTables,
+    bfs_distance,
+    bfs_filler,
+    neighbour_table,
+)
+from marlm.hybrid.rules.pibt import Pibt
+
+WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+LEARNED = WFI.with_name("guidance-wfi_warehouse.json")
+
+# 5 x 7: shelves, a dead end, and a walled-in free cell at (4, 6) that no other cell reaches
+SMALL = ["...#...", ".#...#.", ".#.#...", "...#.##", "#....#."]
+
+
+def small_map() -> np.ndarray:
+    return np.array([[ch == "." for ch in row] for row in SMALL])
+
+
+def test_compact_tables_hold_exactly_the_reference_distances():
+    free = small_map()
+    nbr = neighbour_table(free)
+    v = free.size
+    cost = traffic_costs(free, 4, penalty=2) * 4 + (np.arange(v * 5).reshape(v, 5) % 3)
+    cost[nbr < 0] = 0
+    targets = np.flatnonzero(free.reshape(-1))
+    for fill, ref in ((bfs_filler(nbr), lambda t: bfs_distance(nbr, t)),
+                      (guided_filler(nbr, cost), lambda t: guided_distance(nbr, cost, t))):  # fmt: skip
+        tables = DistanceTables(v, fill, max_tables=3)
+        slots = tables.slots(targets)  # more targets than capacity: all present for this call
+        assert tables.pool.dtype == np.uint16 and tables.builds == len(targets)
+        for t, s in zip(targets.tolist(), slots.tolist(), strict=True):
+            expected = ref(t)
+            got = tables.distances(np.full(v, s), np.arange(v))
+            np.testing.assert_array_equal(got, expected)
+            assert (tables.pool[s][expected == UNREACHABLE] == COMPACT_MAX + 1).all()
+        assert UNREACHABLE in got  # the walled-in cell is there, and unreachable
+        tables.slots(targets[:2])  # held: nothing is built again
+        assert tables.builds == len(targets)
+        tables.clear()
+        tables.slots(targets[1:])
+        again = tables.slots(targets[:2])  # one to build: the least recently used are dropped
+        assert tables.builds == 2 * len(targets)
+        assert sorted(tables.cell_of[tables.cell_of >= 0]) == [targets[0], targets[1], targets[-1]]
+        assert tables.used[again[1]] > tables.used[tables.slot_of[targets[-1]]]
+
+
+def test_a_distance_beyond_uint16_widens_the_pool_to_int32_exactly():
+    free = np.ones((1, 12), dtype=bool)
+    nbr = neighbour_table(free)
+    cost = np.where(nbr >= 0, 1, 0).astype(np.int32)
+    cost[nbr[:, RIGHT] >= 0, RIGHT] = 9000  # 11 moves right: 99,000 > COMPACT_MAX
+    tables = DistanceTables(12, guided_filler(nbr, cost))
+    first = tables.slots(np.array([0]))  # to the left end: every distance fits
+    assert tables.pool.dtype == np.uint16
+    slots = tables.slots(np.array([0, 11]))
+    assert tables.pool.dtype == np.int32 and slots[0] == first[0]
+    np.testing.assert_array_equal(tables.pool[slots[0]], np.arange(12))
+    np.testing.assert_array_equal(tables.pool[slots[1]], 9000 * np.arange(12)[::-1])
+
+
+def test_tables_are_built_once_per_target_not_again_each_step():
+    """Past its capacity, PIBT's swap cache used to be cleared and every table rebuilt each step
+    (2,048 tables; here 2): now only the targets not held are built."""
+    free = np.ones((4, 6), dtype=bool)
+    layer = Pibt(free, 3, seed=0, max_tables=2)
+    pos = np.array([[0, 0], [3, 5], [1, 2]])
+    goals = np.array([[3, 0], [0, 5], [2, 4]])
+    for _ in range(3):
+        layer.step(pos, np.zeros((3, 5)), goals)
+    assert layer.tables.builds == 3
+    with pytest.raises(ValueError, match="max_tables"):
+        DistanceTables(24, bfs_filler(layer.nbr), max_tables=0)
+
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_a_cache_smaller_than_the_targets_in_use_gives_the_same_moves(learned):
+    """64 robots on POGEMA's warehouse for 40 steps (learned: with the online update every 16):
+    tables kept for 4 targets besides those in use give, step for step, the moves of a cache that
+    never drops one."""
+    import json
+
+    grid = np.array([list(r) for r in WFI.read_text().split()])
+    free, starts, targets = grid != "#", grid == "@", grid == "$"
+    params = params_from(json.loads(LEARNED.read_text())) if learned else None
+    g = Guidance(params)
+    inst = random_instance(free, 64, 40, seed=5, start_cells=starts, target_cells=targets)
+    big = g.mover(free, 64, 5, targets)
+    small = g.mover(free, 64, 5, targets)
+    small.tables.max_tables = small.layer.tables.max_tables = 4
+    assert isinstance(small, GuidedMover) and (small.online is not None) == learned
+    pos, idx, rows = inst.starts.copy(), np.zeros(64, dtype=np.int64), np.arange(64)
+    for _ in range(inst.steps):
+        goals = inst.targets[rows, idx]
+        a = big.act(pos, goals)
+        np.testing.assert_array_equal(small.act(pos, goals), a)
+        pos = pos + MOVES[a]
+        idx += (pos == goals).all(axis=1)
+    assert small.layer.tables.builds > big.layer.tables.builds  # dropped tables were rebuilt
+    assert idx.sum() == (52 if learned else 53)  # as today's main computes on this instance
