@@ -291,7 +291,9 @@ def run_family(family: str, setting: dict, maps: list, seeds: list, args, params
                     if check and algorithm != "free_flow":
                         ref = run_one(algorithm, n, seed, args.penalty, True, params, gc)
                         row["pogema_throughput"] = ref["avg_throughput"]
+                        row["pogema_reverted_moves"] = ref["reverted_moves"]
                         failed += ref["avg_throughput"] != row["avg_throughput"]
+                        failed += ref["reverted_moves"] != 0
                     if algorithm == "marlm":
                         row["learned_active"] = bool(active)
                     if match is not None:
