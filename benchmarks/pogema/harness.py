@@ -91,13 +91,26 @@ def grid_config(num_agents: int, seed: int) -> GridConfig:
     )
 
 
-def pogema_instance(num_agents: int, seed: int):
+def target_mask(gc: GridConfig, free: np.ndarray) -> np.ndarray:
+    """``bool[H, W]`` cells where POGEMA draws targets: the ``$`` cells, or on a map without any
+    (every map of POGEMA's random, mazes, movingai and puzzles families) every free cell, of
+    which POGEMA picks one in the agent's connected component."""
+    if gc.possible_targets_xy is None:
+        return free.copy()
+    cells = np.zeros_like(free)
+    for r, c in gc.possible_targets_xy:
+        cells[r, c] = True
+    return cells
+
+
+def pogema_instance(num_agents: int, seed: int, gc: GridConfig | None = None):
     """``(LifelongInstance, target_cells)`` of POGEMA's episode: starts and every agent's target
-    sequence from POGEMA's own generator, enough for 256 steps (each agent's sequence runs until
-    its Manhattan length reaches the episode length, which no agent can outrun)."""
+    sequence from POGEMA's own generator, enough for the episode (each agent's sequence runs until
+    its Manhattan length reaches the episode length, which no agent can outrun). ``gc``: another
+    map or setting (default: :func:`grid_config`, the warehouse)."""
     from marlm.hybrid.acting.learned_guidance import LifelongInstance
 
-    gc = grid_config(num_agents, seed)
+    gc = grid_config(num_agents, seed) if gc is None else gc
     env = pogema_v0(grid_config=gc)
     env.reset(seed=seed)
     u = env.unwrapped
@@ -107,25 +120,25 @@ def pogema_instance(num_agents: int, seed: int):
     targets = np.full((num_agents, max(len(s) for s in seqs), 2), -1, dtype=np.int64)
     for i, seq in enumerate(seqs):
         targets[i, : len(seq)] = np.array(seq, dtype=np.int64)
-    target_cells = np.zeros_like(free)
-    for r, c in gc.possible_targets_xy:
-        target_cells[r, c] = True
-    return LifelongInstance(free, starts, targets, gc.max_episode_steps, seed), target_cells
+    instance = LifelongInstance(free, starts, targets, gc.max_episode_steps, seed)
+    return instance, target_mask(gc, free)
 
 
 def run_one(
-    algorithm: str, num_agents: int, seed: int, penalty: int, swap: bool, params=None
+    algorithm: str, num_agents: int, seed: int, penalty: int, swap: bool, params=None, gc=None
 ) -> dict:
-    """One episode of ``algorithm``; ``params``: the learned guidance's (``marlm_learned``)."""
+    """One episode of ``algorithm``; ``params``: the learned guidance's (``marlm_learned``);
+    ``gc``: another map or setting (a ``GridConfig``; default the warehouse's)."""
+    gc = grid_config(num_agents, seed) if gc is None else gc
     if algorithm == "free_flow":
         load_pibt()
         from marlm.hybrid.acting.learned_guidance import free_flow_bound
 
-        bound = free_flow_bound(pogema_instance(num_agents, seed)[0])
+        bound = free_flow_bound(pogema_instance(num_agents, seed, gc)[0])
         return {"algorithm": algorithm, "num_agents": num_agents, "seed": seed,
                 "avg_throughput": bound, "reverted_moves": 0, "ms_per_step": 0.0,
-                "cpu_ms_per_step": 0.0, "steps": 256}  # fmt: skip
-    env = pogema_v0(grid_config=grid_config(num_agents, seed))
+                "cpu_ms_per_step": 0.0, "steps": gc.max_episode_steps}  # fmt: skip
+    env = pogema_v0(grid_config=gc)
     obs, _ = env.reset(seed=seed)
     free = ~np.asarray(env.unwrapped.get_obstacles(ignore_borders=True), dtype=bool)
     marlm = algorithm.startswith("marlm")
@@ -138,9 +151,7 @@ def run_one(
         )
 
         scheme = VARIANTS[algorithm]
-        target_cells = np.zeros_like(free)
-        for r, c in env.unwrapped.grid_config.possible_targets_xy:
-            target_cells[r, c] = True
+        target_cells = target_mask(env.unwrapped.grid_config, free)
         shipped = scheme == "marlm_shipped"
         guidance = Guidance(
             None if scheme == "marlm_hand" else params,
