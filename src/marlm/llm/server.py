@@ -275,7 +275,7 @@ def _served_model() -> Any:
     from llama_cpp.server import app as server_app
 
     proxy = getattr(server_app, "_llama_proxy", None)  # llama-cpp-python's module state
-    return getattr(proxy, "_current_model", None)
+    return getattr(proxy, "_current_model", None)  # its loaded Llama, same module state
 
 
 #: The one line that says how to install what ``marlm llm serve`` needs.
