@@ -48,6 +48,12 @@ LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
 """The shipped learned guidance (``harness.LEARNED``; named here so that the readers of the
 benchmark's files import without POGEMA, for the tests)."""
 
+
+def weights_file(map_name: str) -> Path:
+    """Where the learned guidance trained for ``map_name`` lives (``train.sh --copy-to``)."""
+    return HERE / "data" / f"guidance-{map_name}.json"
+
+
 FAMILIES = {"random": "01-random", "mazes": "02-mazes", "movingai": "04-movingai",
             "puzzles": "05-puzzles"}  # fmt: skip
 """``--families`` names and the benchmark's folder of each."""
@@ -262,8 +268,9 @@ def scenario_matches(instance, scenario) -> bool:
     return True
 
 
-def run_family(family: str, setting: dict, maps: list, seeds: list, args, params, fh) -> int:
-    """Run every selected instance of ``family``; write rows to ``fh``. Returns checks failed
+def run_family(family: str, setting: dict, maps: list, seeds: list, args, params_of, fh) -> int:
+    """Run every selected instance of ``family``; write rows to ``fh``. ``params_of(map_name)``:
+    the learned weights ``marlm`` uses on that map, None for the hand guidance. Returns checks failed
     (instances unlike the benchmark's scenario; with ``--check-pogema K``, rows of the first K
     maps at the family's largest agent count, where the learned guidance is active, that differ
     when POGEMA itself steps the episode)."""
@@ -283,7 +290,8 @@ def run_family(family: str, setting: dict, maps: list, seeds: list, args, params
                 if scenario is not None and len(scenario[0]) == n:
                     match = scenario_matches(instance, scenario)
                     failed += not match
-                active = n >= SHIPPED_MIN_DENSITY * instance.free.sum()
+                params = params_of(map_name)
+                active = params is not None and n >= SHIPPED_MIN_DENSITY * instance.free.sum()
                 check = k < args.check_pogema and n == max(setting["agents"])
                 for algorithm in args.algorithms:
                     row = simulate_one(algorithm, instance, target_cells, params, args.penalty)
@@ -483,7 +491,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also step the first K maps of each family in POGEMA at its "
                          "largest agent count; exit 1 on any difference")  # fmt: skip
     ap.add_argument("--penalty", type=int, default=2, help="the hand rule's penalty")
-    ap.add_argument("--guidance", default=str(LEARNED), help="the learned guidance's result.json")
+    ap.add_argument("--guidance", default=None,
+                    help="learned weights (a result.json) for marlm on every map, a transfer "
+                         "test; default: what ships, each map's own data/guidance-<map>.json and "
+                         "the hand guidance on a map that has none")  # fmt: skip
     ap.add_argument("--report", metavar="ROWS",
                     help="only write the extract and tables of an existing ROWS.jsonl")  # fmt: skip
     ap.add_argument("--out", metavar="PREFIX", help="writes PREFIX.jsonl, -published.json, .md")
@@ -517,10 +528,6 @@ def main(argv: list[str] | None = None) -> int:
     load_pibt()
     from marlm.hybrid.acting.learned_guidance import params_from
 
-    try:  # by name, as evaluate.py
-        params = params_from(json.loads(Path(args.guidance).read_text()))
-    except (OSError, ValueError, KeyError) as e:
-        return fail("--guidance", f"cannot read params from {args.guidance} ({e})")
     plans = {}
     for family in families:
         setting = family_setting(source, family)
@@ -531,12 +538,26 @@ def main(argv: list[str] | None = None) -> int:
         maps = spread_pick(setting["map_names"], counts.get(family, len(setting["map_names"])))
         seeds = setting["seeds"][: args.seeds_per_map or None]
         plans[family] = (setting, maps, seeds)
+
+    def read(path: Path):
+        return params_from(json.loads(path.read_text()))  # by name, as evaluate.py
+
+    try:
+        given = None if args.guidance is None else read(Path(args.guidance))
+        own = {m: read(weights_file(m)) for _, ms, _ in plans.values() for m in ms
+               if weights_file(m).is_file()}  # fmt: skip
+    except (OSError, ValueError, KeyError) as e:
+        return fail("--guidance", f"cannot read learned weights ({e})")
+
+    def params_of(map_name: str):
+        return given if args.guidance is not None else own.get(map_name)
+
     args.algorithms = OURS
     failed = 0
     rows_file = Path(base + ".jsonl")
     with rows_file.open("w") as fh:
         for family, (setting, maps, seeds) in plans.items():
-            failed += run_family(family, setting, maps, seeds, args, params, fh)
+            failed += run_family(family, setting, maps, seeds, args, params_of, fh)
     if failed:
         print(f"marlm: error: {failed} instances or rows differ from the benchmark's scenarios "
               "or from POGEMA's own stepping (rows: scenario_match, pogema_throughput)",

@@ -109,3 +109,11 @@ def test_bad_maps_option_is_one_line_naming_the_field(families, capsys, tmp_path
     err = capsys.readouterr().err
     assert err.startswith("marlm: error: --maps: 'random=0': write FAMILY=K")
     assert err.count("\n") == 1
+
+
+def test_learned_weights_ship_map_by_map(families):
+    """``marlm`` uses a map's own trained weights; the families' maps have none, so there it is
+    the hand guidance (the warehouse's weights lose there: the transfer test in movement.md)."""
+    assert families.weights_file("wfi_warehouse").is_file()
+    assert families.weights_file("wfi_warehouse") == families.LEARNED
+    assert not families.weights_file("puzzle-00").exists()
