@@ -30,7 +30,7 @@ import numpy as np
 
 from marlm.envs.warehouse.layout import Layout
 from marlm.errors import InputError
-from marlm.hybrid.acting.guidance import guided_distance, traffic_costs
+from marlm.hybrid.acting.guidance import guided_filler, traffic_costs
 from marlm.hybrid.acting.learned_guidance import (
     MOVE_FEATURES,
     N_PARAMS,
@@ -41,6 +41,7 @@ from marlm.hybrid.acting.learned_guidance import (
     params_from,
 )
 from marlm.hybrid.acting.preferences import StepView, one_hot
+from marlm.hybrid.rules.graph import DistanceTables
 from marlm.hybrid.rules.pibt import neighbour_table
 
 WFI_WEIGHTS = "wfi_warehouse.json"
@@ -137,14 +138,9 @@ class GuidedExecutor:
                 self.base, self.nbr, gain=self.gain, period=self.period, bound=self.bound
             )
         self.cost = self.base if self.online is None else self.online.costs()
-        self._tables: dict[int, np.ndarray] = {}
+        # the table store GuidedMover uses: built once per goal, rebuilt when the costs change
+        self.tables = DistanceTables(self.nbr.shape[0], guided_filler(self.nbr, self.cost))
         self._last: tuple[np.ndarray, np.ndarray] | None = None
-
-    def _table(self, goal: int) -> np.ndarray:
-        table = self._tables.get(goal)
-        if table is None:
-            table = self._tables[goal] = guided_distance(self.nbr, self.cost, goal)
-        return table
 
     def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[n, 5]`` minus the guided cost-to-go of each action (module doc); with
@@ -159,12 +155,12 @@ class GuidedExecutor:
         seen = self.online is not None and self._last is not None
         if seen and self.online.observe(*self._last, cells):
             self.cost = self.online.costs()
-            self._tables.clear()  # built on the old costs
+            self.tables.fill = guided_filler(self.nbr, self.cost)
+            self.tables.clear()  # built on the old costs
         self._last = (cells, goal_cells)
         nxt = self.nbr[cells]
-        idle = np.zeros(self.nbr.shape[0], dtype=np.int32)  # no goal: scored below
-        tables = np.stack([self._table(int(g)) if g >= 0 else idle for g in goal_cells])
-        d = tables[np.arange(len(cells))[:, None], np.maximum(nxt, 0)] + self.cost[cells]
+        slots = self.tables.slots(goal_cells)  # -1 for no goal: scored below
+        d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
         scores = np.where(has[:, None], -d.astype(np.float64), -1.0)
         scores[~has, 0] = 0.0
         scores = np.where(nxt >= 0, scores, -np.inf)
@@ -172,7 +168,7 @@ class GuidedExecutor:
 
     def warm_up(self) -> None:
         """Compile the distance kernel now, not inside the first control step."""
-        guided_distance(self.nbr, self.base, int(np.flatnonzero(self.nbr[:, 0] >= 0)[0]))
+        self.tables.slots(np.flatnonzero(self.nbr[:, 0] >= 0)[:1])
 
 
 __all__ = [
