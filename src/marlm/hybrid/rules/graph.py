@@ -92,8 +92,15 @@ def branch_parent(free: np.ndarray) -> np.ndarray:
 def bfs_distance(nbr, source):  # pragma: no cover - compiled
     """``int32[V]`` BFS distance to ``source`` over ``nbr`` (:func:`neighbour_table`)."""
     v = nbr.shape[0]
-    dist = np.full(v, UNREACHABLE, dtype=np.int32)
-    queue = np.empty(v, dtype=np.int64)
+    dist = np.empty(v, dtype=np.int32)
+    bfs_into(nbr, source, dist, np.empty(v, dtype=np.int64))
+    return dist
+
+
+@njit(cache=True)
+def bfs_into(nbr, source, dist, queue):  # pragma: no cover - compiled
+    """BFS distance to ``source`` into ``dist`` (``int32[V]``), ``queue`` (``int[V]``) scratch."""
+    dist[:] = UNREACHABLE
     dist[source] = 0
     queue[0] = source
     head, tail = 0, 1
@@ -106,7 +113,6 @@ def bfs_distance(nbr, source):  # pragma: no cover - compiled
                 dist[u] = dist[c] + 1
                 queue[tail] = u
                 tail += 1
-    return dist
 
 
 COMPACT_MAX = np.iinfo(np.uint16).max - 1
@@ -121,19 +127,7 @@ def bfs_fill(nbr, source, dist, queue, out, sentinel, cap):  # pragma: no cover 
     ``cap`` (the caller sees the returned maximum and widens the pool), unreachable cells as
     ``sentinel`` (:func:`sentinels`).
     """
-    dist[:] = UNREACHABLE
-    dist[source] = 0
-    queue[0] = source
-    head, tail = 0, 1
-    while head < tail:
-        c = queue[head]
-        head += 1
-        for a in range(1, 5):
-            u = nbr[c, a]
-            if u >= 0 and dist[u] == UNREACHABLE:
-                dist[u] = dist[c] + 1
-                queue[tail] = u
-                tail += 1
+    bfs_into(nbr, source, dist, queue)
     return store_row(dist, out, sentinel, cap)
 
 
