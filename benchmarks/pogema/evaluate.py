@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import LEARNED, VARIANTS, fail, parse_ints, pogema_instance, run_one  # noqa: E402
+from harness import (  # noqa: E402
+    LEARNED,
+    fail,
+    guidance_of,
+    parse_ints,
+    pogema_instance,
+    run_one,
+)
 from load_marlm import load_pibt  # noqa: E402
 
 SCHEMES = ("marlm", "marlm_hand", "marlm_learned", "free_flow")
@@ -33,27 +40,13 @@ SCHEMES = ("marlm", "marlm_hand", "marlm_learned", "free_flow")
 
 def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -> dict:
     """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode)."""
-    from marlm.hybrid.acting.learned_guidance import (
-        SHIPPED_MIN_DENSITY,
-        SHIPPED_NARROW_PRIORITY,
-        Guidance,
-        free_flow_bound,
-        simulate,
-    )
+    from marlm.hybrid.acting.learned_guidance import free_flow_bound, simulate
 
     c0, t0 = time.process_time(), time.perf_counter()
     if algorithm == "free_flow":
         value = free_flow_bound(instance)
     else:
-        scheme = VARIANTS[algorithm]
-        shipped = scheme == "marlm_shipped"
-        guidance = Guidance(
-            None if scheme == "marlm_hand" else params,
-            penalty=penalty,
-            min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
-            narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
-        )
-        value = simulate(instance, guidance, target_cells)
+        value = simulate(instance, guidance_of(algorithm, params, penalty), target_cells)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     steps = instance.steps
     return {

@@ -124,6 +124,26 @@ def pogema_instance(num_agents: int, seed: int, gc: GridConfig | None = None):
     return instance, target_mask(gc, free)
 
 
+def guidance_of(algorithm: str, params, penalty: int):
+    """The ``Guidance`` of a marlm variant: the hand rule (``marlm_hand``), ``params`` at every
+    density (``marlm_learned``) or what ships (``marlm``: ``params`` from the switch density up,
+    with the passage priority)."""
+    from marlm.hybrid.acting.learned_guidance import (
+        SHIPPED_MIN_DENSITY,
+        SHIPPED_NARROW_PRIORITY,
+        Guidance,
+    )
+
+    scheme = VARIANTS[algorithm]
+    shipped = scheme == "marlm_shipped"
+    return Guidance(
+        None if scheme == "marlm_hand" else params,
+        penalty=penalty,
+        min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
+        narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
+    )
+
+
 def run_one(
     algorithm: str, num_agents: int, seed: int, penalty: int, swap: bool, params=None, gc=None
 ) -> dict:
@@ -144,21 +164,8 @@ def run_one(
     marlm = algorithm.startswith("marlm")
     if marlm:
         load_pibt()
-        from marlm.hybrid.acting.learned_guidance import (
-            SHIPPED_MIN_DENSITY,
-            SHIPPED_NARROW_PRIORITY,
-            Guidance,
-        )
-
-        scheme = VARIANTS[algorithm]
         target_cells = target_mask(env.unwrapped.grid_config, free)
-        shipped = scheme == "marlm_shipped"
-        guidance = Guidance(
-            None if scheme == "marlm_hand" else params,
-            penalty=penalty,
-            min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
-            narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
-        )
+        guidance = guidance_of(algorithm, params, penalty)
         policy = guidance.mover(free, num_agents, seed, target_cells, swap)
     else:
         policy = BatchAStarAgent()
