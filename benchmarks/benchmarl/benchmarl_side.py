@@ -47,22 +47,8 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarl.environments.pettingzoo.common import PettingZooClass  # noqa: E402
-from tasks import TASKS  # noqa: E402
+from tasks import TASKS, make_parallel_env  # noqa: E402
 from torchrl.envs import PettingZooWrapper  # noqa: E402
-
-
-def make_parallel_env(task: str):
-    """One copy of ``task``'s PettingZoo ParallelEnv (the code marlm's side runs)."""
-    t = TASKS[task]
-    if task == "simple_spread":
-        from mpe2 import simple_spread_v3
-
-        return simple_spread_v3.parallel_env(
-            N=3, local_ratio=0.5, max_cycles=t["max_cycles"], continuous_actions=False
-        )
-    from marlm.rl.deep.adapters import rware
-
-    return rware(t["rware_id"], max_steps=t["max_cycles"])
 
 
 class ParallelEnvTask(PettingZooClass):

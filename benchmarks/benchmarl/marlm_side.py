@@ -28,7 +28,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from tasks import TASKS  # noqa: E402
+from tasks import TASKS, make_parallel_env  # noqa: E402
 
 from marlm.rl.deep.common import DeepConfig  # noqa: E402
 from marlm.rl.deep.run import evaluate, train_deep  # noqa: E402
@@ -36,16 +36,7 @@ from marlm.rl.deep.run import evaluate, train_deep  # noqa: E402
 
 def env_fn(task: str):
     """A function making one copy of ``task``'s environment as a PettingZoo ParallelEnv."""
-    t = TASKS[task]
-    if task == "simple_spread":
-        from mpe2 import simple_spread_v3
-
-        return lambda: simple_spread_v3.parallel_env(
-            N=3, local_ratio=0.5, max_cycles=t["max_cycles"], continuous_actions=False
-        )
-    from marlm.rl.deep.adapters import rware
-
-    return lambda: rware(t["rware_id"], max_steps=t["max_cycles"])
+    return lambda: make_parallel_env(task)
 
 
 def run(task: str, seed: int) -> dict:

@@ -1,8 +1,9 @@
 """The tasks and the budget both sides of the BenchMARL comparison run, defined once.
 
 Both sides import this file (marlm's venv and BenchMARL's own), so it needs only the standard
-library. A task names the environment as both sides build it, the joint-step budget, the
-hyperparameters the two MAPPO implementations share, and the seeds.
+library at import; :func:`make_parallel_env` imports the environment's package when called. A
+task names the environment as both sides build it, the joint-step budget, the hyperparameters
+the two MAPPO implementations share, and the seeds.
 
 - ``simple_spread``: PettingZoo MPE ``simple_spread_v3`` (package ``mpe2``; 3 agents, 3
   landmarks, ``local_ratio`` 0.5, 25 steps an episode, discrete actions): the MAPPO paper's
@@ -82,3 +83,17 @@ PUBLISHED = {
         },
     ],
 }
+
+
+def make_parallel_env(task: str):
+    """One copy of ``task``'s PettingZoo ParallelEnv: the code both sides run."""
+    t = TASKS[task]
+    if task == "simple_spread":
+        from mpe2 import simple_spread_v3
+
+        return simple_spread_v3.parallel_env(
+            N=3, local_ratio=0.5, max_cycles=t["max_cycles"], continuous_actions=False
+        )
+    from marlm.rl.deep.adapters import rware
+
+    return rware(t["rware_id"], max_steps=t["max_cycles"])
