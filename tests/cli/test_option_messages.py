@@ -187,7 +187,10 @@ def test_an_unknown_demo_executor_is_not_told_to_use_llm(capsys):
     # The message offered 'llm', which the demo then refused ("runs in 'marlm compare'").
     code, err = run_main(["demo", "--executor", "foo"], capsys)
     assert code == 2
-    assert err.strip() == "marlm: error: field '--executor': got 'foo'; use rl, greedy or random"
+    assert (
+        err.strip()
+        == "marlm: error: field '--executor': got 'foo'; use rl, learned, greedy or random"
+    )
 
 
 #: (order line, what marlm says of it): pydantic's message, the value it got and one that passes.

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from marlm.eval.outputs import fresh_folder
-from marlm.hybrid.defaults import DEFAULT_TRAINING
+from marlm.hybrid.defaults import DEFAULT_TRAINING, DEMO_EXECUTOR, EXECUTOR_HELP
 from marlm.stops import console as rich_console
 
 from .app import (
@@ -34,10 +34,6 @@ ROBOTS_HELP = (
 PLANNER_HELP = (
     "triage[-generate|-score|-calibrated|-batch|-probe] (the model reads each note's urgency, "
     "the rule assigns robots in that order), llm (the model assigns robots), team, or rule."
-)
-EXECUTOR_HELP = (
-    "rl (the trained Q-table), greedy (shortest path) or random. The LLM moving every robot "
-    "(executor llm) runs in marlm compare --schemes llm_only."
 )
 SHIELD_HELP = (
     "Rule layer with the last word on every move. pibt: PIBT over the executor's action scores "
@@ -84,7 +80,7 @@ def demo(
     llm_model: str = llm_model_option(),
     llm_timeout: float = llm_timeout_option(),
     planner: str = opt("triage", PLANNER_HELP),
-    executor: str = opt("rl", EXECUTOR_HELP),
+    executor: str = opt(DEMO_EXECUTOR, EXECUTOR_HELP),
     shield: str = opt("pibt", SHIELD_HELP, None, "--shield"),
     # Deprecated spellings, kept hidden: --no-shield (= --shield none), --shield-rule RULE.
     no_shield: bool = opt(False, None, None, "--no-shield", hidden=True),
@@ -95,7 +91,7 @@ def demo(
         finite_at_least(0, unit="milliseconds")),
     plan_deadline: float = opt(2.0, DEADLINE_HELP, finite_at_least(0, unit="seconds")),
     policy: Path | None = opt(
-        None, "Executor Q-table (.npz); default: cached or trained now.", POLICY_FILE),
+        None, "With --executor rl: its Q-table (.npz); default: cached or trained now.", POLICY_FILE),
     dwell: str = opt("points", DWELL_HELP),
     gif: bool = opt(True, "Write episode.gif."),
     scenario: str = opt("none", SCENARIO_HELP),

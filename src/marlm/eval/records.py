@@ -82,7 +82,7 @@ class RunStartRecord(TraceRecord):
     """
 
     TYPE: ClassVar[str] = "run_start"
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"n_states"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"n_states", "executor"})
 
     config: dict[str, Any]
     seeds: dict[str, int]
@@ -96,6 +96,7 @@ class RunStartRecord(TraceRecord):
     backend: str | None = None
     model: str | None = None
     n_states: int | None = None
+    executor: str | None = None
 
 
 def backend_and_model(name: str | None) -> tuple[str | None, str | None]:

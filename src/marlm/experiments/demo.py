@@ -24,6 +24,10 @@ from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 if TYPE_CHECKING:
     from rich.table import Table
 
+#: The executors ``marlm demo --executor`` takes (``llm`` runs in ``marlm compare``).
+DEMO_EXECUTORS = ("rl", "learned", "greedy", "random")
+_USE = "use rl, learned, greedy or random"
+
 #: ``stage(description, total)`` starts a stage of the command's progress (``total`` None: not
 #: known) and returns its ``update(done, total)``.
 Stage = Callable[[str, "int | None"], Callable[[int, "int | None"], None]]
@@ -74,11 +78,11 @@ class DemoConfig:
         """
         if executor == "llm":
             raise InputError(
-                "the LLM-only executor runs in 'marlm compare'; use rl, greedy or random",
+                f"the LLM-only executor runs in 'marlm compare'; {_USE}",
                 field="--executor",
             )
-        if executor not in ("rl", "greedy", "random"):  # the run config also knows 'llm'
-            raise InputError(f"got {executor!r}; use rl, greedy or random", field="--executor")
+        if executor not in DEMO_EXECUTORS:  # the run config also knows 'llm'
+            raise InputError(f"got {executor!r}; {_USE}", field="--executor")
         rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
@@ -106,8 +110,11 @@ class DemoResult:
     layout: str
 
     def table(self) -> Table:
-        """The figures as :func:`metrics_table` shows them."""
-        title = f"marlm demo: {self.run.metrics['scheme']} on {self.layout}"
+        """The figures as :func:`metrics_table` shows them; the title names the scheme, and
+        the guidance the learned executor ran (``learned: hand guidance`` or its weights file)."""
+        m = self.run.metrics
+        ran = m.get("executor") or ""
+        title = f"marlm demo: {m['scheme']} on {self.layout}" + (f" ({ran})" if ":" in ran else "")
         return metrics_table(self.run.metrics, title)
 
 

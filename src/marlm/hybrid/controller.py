@@ -50,6 +50,7 @@ from marlm.eval.records import (
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
 from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
+from marlm.hybrid.acting.guided_executor import learned_executor
 from marlm.hybrid.acting.preferences import Executor, step_view
 from marlm.hybrid.planning.capabilities import planner_model, prompt_version
 from marlm.hybrid.planning.dwell import DwellExecutor, DwellPolicy
@@ -59,7 +60,7 @@ from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.rules.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
 from marlm.outcomes import FailureKind, RunEndReason
 
-ExecutorName = Literal["rl", "greedy", "random", "llm"]
+ExecutorName = Literal["rl", "greedy", "random", "learned", "llm"]
 DwellName = Literal["reserve", "points", "none"]
 
 
@@ -78,7 +79,9 @@ class RunConfig(BaseModel):
         planner: ``"llm"`` (model + rule fallback), ``"rule"``, ``"team"`` (coordinator and
             dispatcher agents + rule fallback), or ``"triage[-MODE]"`` (the model triages each
             note's urgency, the rule matches robots to that queue; see :func:`marlm.hybrid.build.build_planner`).
-        executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``, or
+        executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``,
+            ``"learned"`` (guidance costs as scores: the layout's own learned weights, else the
+            hand guidance; :func:`marlm.hybrid.acting.guided_executor.learned_executor`), or
             ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
         shield: whether the shield filters the executor's joint action.
         shield_rule: ``"pibt"`` (the executor's action scores ranked by PIBT, no random actions)
@@ -334,14 +337,25 @@ def make_env(config: RunConfig) -> WarehouseEnv:
         raise
 
 
-def make_executor(name: ExecutorName, policy: QExecutor | None = None) -> Executor:
-    """An executor by name; ``"rl"`` needs a trained ``policy``; ``"llm"`` is built by the caller."""
+def make_executor(
+    name: ExecutorName, policy: QExecutor | None = None, env: WarehouseEnv | None = None
+) -> Executor:
+    """An executor by name; ``"rl"`` needs a trained ``policy``, ``"learned"`` the run's ``env``
+    (its layout picks the weights, its robots the density); ``"llm"`` is built by the caller.
+
+    Raises:
+        ValueError: ``"llm"``, or ``"rl"`` without ``policy``, or ``"learned"`` without ``env``.
+    """
     if name == "llm":
         raise ValueError("executor 'llm' needs an executor object passed to run()")
     if name == "rl":
         if policy is None:
             raise ValueError("executor 'rl' needs a trained policy")
         return policy
+    if name == "learned":
+        if env is None:
+            raise ValueError("executor 'learned' needs the run's env")
+        return learned_executor(env.layout, env.n_robots)
     return {"greedy": GreedyExecutor, "random": RandomExecutor}[name]()
 
 
@@ -384,7 +398,7 @@ def run(
     env = make_env(config) if env is None else env
     out = start_run_folder(out_dir)  # created only once the inputs are known to be good
     if executor is None:
-        executor = make_executor(config.executor, policy)
+        executor = make_executor(config.executor, policy, env)
     rule = config.shield_rule if config.shield else "none"
     shield = make_shield(rule, env.layout.free, len(env.possible_agents), config.seed)
     # Frames go to the file as they are drawn (peak memory: one frame, whatever the length).
@@ -402,12 +416,13 @@ def run(
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
         _warm_up(executor)
-        RunStartRecord(**_run_start(config, env, planner)).emit_to(ctl.emit)
+        RunStartRecord(**_run_start(config, env, planner, executor)).emit_to(ctl.emit)
         ctl.record_env_events()
         reason = _episode(ctl, obs, config, frames, progress)
         RunEndRecord(step=env.step_count, reason=reason).emit_to(ctl.emit)
     run_facts = {
         "scheme": config.scheme,
+        "executor": executor.name,
         "deadlock_breaks": shield.deadlock_breaks,
         "orders_total": len(env.orders),
         **(facts(ctl.events) if facts is not None else {}),
@@ -424,10 +439,14 @@ def _warm_up(executor: Executor) -> None:
     executor.warm_up()
 
 
-def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[str, Any]:
+def _run_start(
+    config: RunConfig, env: WarehouseEnv, planner: Planner, executor: Executor | None = None
+) -> dict[str, Any]:
     """Fields of the trace's ``run_start`` event (a :class:`RunStartRecord`); ``backend`` and
-    ``model`` name the planner's model (``None`` for the rule). With an order file, the
-    config's ``n_orders`` is the file's count, not the unused default."""
+    ``model`` name the planner's model (``None`` for the rule), ``executor`` the executor used
+    (its ``name``: ``learned: <weights file>`` or ``learned: hand guidance`` says which guidance
+    the learned executor ran). With an order file, the config's ``n_orders`` is the file's
+    count, not the unused default."""
     model = planner_model(planner)
     backend, model_name = backend_and_model(None if model is None else model.name)
     settings = config.model_dump()
@@ -445,6 +464,7 @@ def _run_start(config: RunConfig, env: WarehouseEnv, planner: Planner) -> dict[s
         "positions": env.robot_positions.tolist(),
         "backend": backend,
         "model": model_name,
+        "executor": None if executor is None else executor.name,
     }
 
 

@@ -6,3 +6,15 @@
 
 #: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
 DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
+
+#: The executor ``marlm demo`` uses when no ``--executor`` is given.
+DEMO_EXECUTOR = "rl"
+
+#: ``marlm demo --executor``'s help: what each executor is, and what ``learned`` runs where.
+EXECUTOR_HELP = (
+    "learned (guidance costs as scores: a map's own learned weights where they ship, i.e. the "
+    "dense 32x48 warehouse of marlm train warehouse; the hand guidance on small, medium and "
+    "rware-tiny, which have none), rl (the tabular Q-table, trained on first use), greedy "
+    "(shortest path) or random. The LLM moving every robot (executor llm) runs in marlm compare "
+    "--schemes llm_only."
+)

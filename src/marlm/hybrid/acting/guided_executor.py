@@ -21,6 +21,7 @@ demo's robots stop.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -52,6 +53,43 @@ WFI_WEIGHTS = "wfi_warehouse.json"
 DEMO_DENSE_WEIGHTS = "demo-dense.json"
 """Weights trained by CMA-ES on the demo's dense lifelong warehouse
 (:class:`marlm.experiments.warehouse_training.DenseSetting`), training seeds 0-3 only."""
+
+
+HAND_GUIDANCE = "hand guidance"
+"""What the learned executor runs on a layout without weights of its own: zero weights, the hand
+penalty (:func:`marlm.hybrid.acting.guidance.traffic_costs`: vertical aisles one-way, rows too
+when the floor is busy), no online update."""
+
+
+def layout_digest(layout: Layout) -> str:
+    """16 hex digits of SHA-256 over the map's shape and cell codes (``layout.grid``): the key the
+    learned weights ship under, so a map gets weights only if it is the very map they were
+    trained on, whatever its name."""
+    grid = np.ascontiguousarray(layout.grid, dtype=np.uint8)
+    return hashlib.sha256(f"{grid.shape}".encode() + grid.tobytes()).hexdigest()[:16]
+
+
+LAYOUT_WEIGHTS: dict[str, str] = {"89c6b69b9bf6413c": DEMO_DENSE_WEIGHTS}
+"""Layout digest (:func:`layout_digest`) -> the weights file shipped for that map. Weights ship
+map by map: only the dense setting's 32 x 48 warehouse
+(:class:`marlm.experiments.warehouse_training.DenseSetting`) has its own; the demo's shipped
+layouts (``small``, ``medium``, ``rware-tiny``) have none, so the learned executor runs the hand
+guidance there."""
+
+
+def learned_executor(layout: Layout, n_robots: int) -> GuidedExecutor:
+    """The executor ``--executor learned`` names: a :class:`GuidedExecutor` with the layout's own
+    weights (:data:`LAYOUT_WEIGHTS`), else the hand guidance (:data:`HAND_GUIDANCE`). Its
+    ``name`` says which: ``learned: <weights file>`` or ``learned: hand guidance``.
+
+    Raises:
+        InputError: a shipped weights file that does not read (field ``weights``).
+    """
+    weights = LAYOUT_WEIGHTS.get(layout_digest(layout))
+    if weights is None:
+        return GuidedExecutor(layout, n_robots, None, name=f"learned: {HAND_GUIDANCE}")
+    params = load_guidance_params(guidance_weights_path(weights))
+    return GuidedExecutor(layout, n_robots, params, name=f"learned: {weights}")
 
 
 def guidance_weights_path(name: str = WFI_WEIGHTS) -> Path:
@@ -173,9 +211,13 @@ class GuidedExecutor:
 
 __all__ = [
     "DEMO_DENSE_WEIGHTS",
+    "HAND_GUIDANCE",
+    "LAYOUT_WEIGHTS",
     "WFI_WEIGHTS",
     "GuidedExecutor",
     "demo_target_cells",
     "guidance_weights_path",
+    "layout_digest",
+    "learned_executor",
     "load_guidance_params",
 ]
