@@ -6,8 +6,9 @@ embeddings, the training loops built ahead of time) is a fresh folder for every 
 no test reads a table left by older code in the user's ``~/.cache/marlm``, and the costly entries
 are built once per session instead of once per test:
 
-- ``cold_demo`` is the one cold first run: ``marlm demo`` (the default planner) in an empty cache
-  of its own, so it trains the executor and embeds the shipped pool as a user's first demo does.
+- ``cold_demo`` is the one cold first run: ``marlm demo --executor rl`` (the default planner) in
+  an empty cache of its own, so it trains the executor's Q-table (rl's first use; the default
+  executor, ``learned``, trains nothing) and embeds the shipped pool as a user's first demo does.
   What it built is then copied into the session cache.
 - ``warm_cache`` is the session cache with the executor's Q-table in it, for tests that need a
   trained table but do not test the cold path. When the cold demo is part of the session, the
@@ -27,8 +28,9 @@ import pytest
 
 from faultserver import FaultServer, free_port
 
-#: The cold first run's command line (the demo's defaults: seed 0, the triage planner).
-COLD_DEMO = ["demo", "--steps", "300", "--tick-ms", "0", "--sync", "--seed", "0"]
+#: The cold first run's command line (the demo's defaults, seed 0, the triage planner, but the
+#: rl executor: its figures are the ones tests/e2e/test_demo_cli.py pins, and it trains the table).
+COLD_DEMO = ["demo", "--steps", "300", "--tick-ms", "0", "--sync", "--seed", "0", "--executor", "rl"]  # fmt: skip
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -47,10 +49,10 @@ def marlm_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def cold_demo(tmp_path_factory, marlm_cache):
-    """``marlm demo`` (console entry point, real embedded model) in an EMPTY cache: the first run
-    a user makes. Returns ``(process, run folder, its cache folder)``; the cache's files are then
-    copied into the session cache (``warm_cache``), so the session trains the executor and embeds
-    the pool once."""
+    """``marlm demo --executor rl`` (console entry point, real embedded model) in an EMPTY cache:
+    the first run a user makes, with the Q-table trained on first use. Returns ``(process, run
+    folder, its cache folder)``; the cache's files are then copied into the session cache
+    (``warm_cache``), so the session trains the executor and embeds the pool once."""
     root = tmp_path_factory.mktemp("cold-demo")
     cache, out = root / "cache", root / "run"
     proc = subprocess.run(

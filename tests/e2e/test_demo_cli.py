@@ -39,11 +39,12 @@ DEMO_STEPS = {"default": 300, "llm": 120}
 
 @pytest.fixture(scope="module", params=["default", "llm"])
 def demo_run(request, cold_demo, tmp_path_factory):
-    """Short demo runs with the real embedded model: the default planner (the model triages
-    notes, a solver assigns) and ``--planner llm`` (the model assigns robots under a schema).
-    The default one is the session's cold first run (``cold_demo``: an empty cache, so it trains
-    the executor and embeds the pool); the LLM one reuses the executor it trained
-    (``warm_cache``). Returns ``(process, run folder, steps asked for)``."""
+    """Short demo runs with the real embedded model and the rl executor (the figures pinned
+    below are its): the default planner (the model triages notes, a solver assigns) and
+    ``--planner llm`` (the model assigns robots under a schema). The default planner's is the
+    session's cold first run (``cold_demo``: an empty cache, so it trains the executor and embeds
+    the pool); the LLM one reuses the executor it trained (``warm_cache``). Returns ``(process,
+    run folder, steps asked for)``."""
     if request.param == "default":
         proc, out, _ = cold_demo
         return proc, out, DEMO_STEPS["default"]
@@ -53,18 +54,34 @@ def demo_run(request, cold_demo, tmp_path_factory):
     steps = DEMO_STEPS[request.param]
     proc = marlm(
         "demo", "--steps", str(steps), "--tick-ms", "0", "--sync", "--seed", "0", "--out",
-        str(out), "--planner", request.param,
+        str(out), "--planner", request.param, "--executor", "rl",
         cwd=root,
     )  # fmt: skip
     return proc, out, steps
 
 
-def test_the_first_demo_trains_the_executor_and_embeds_the_pool_in_an_empty_cache(cold_demo):
+def test_the_first_rl_demo_trains_the_executor_and_embeds_the_pool_in_an_empty_cache(cold_demo):
     # The cold path: the cache was empty, the run wrote the Q-table and the pool's hidden states.
-    proc, _, cache = cold_demo
+    proc, out, cache = cold_demo
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(list(cache.glob("executor-*.npz"))) == 1
     assert len(list(cache.glob("triage-embed-*.npz"))) == 1
+    assert json.loads((out / "metrics.json").read_text())["executor"] == "rl"
+
+
+def test_the_default_executor_is_learned_and_trains_no_q_table(tmp_path, capsys, monkeypatch):
+    # The default executor is the learned one (README: it ties rl on the demo's settings and
+    # wins where they differ); on small, which has no weights of its own, it runs the hand
+    # guidance, says so, and a first demo trains no Q-table.
+    cache = tmp_path / "empty-cache"
+    monkeypatch.setenv("MARLM_CACHE", str(cache))
+    out = tmp_path / "run"
+    argv = ["demo", "--planner", "rule", "--sync", "--tick-ms", "0", "--no-gif", "--steps", "10"]
+    code, err = run_main([*argv, "--no-counterfactual", "--out", str(out)], capsys)
+    assert code == 0, err
+    m = json.loads((out / "metrics.json").read_text())
+    assert (m["scheme"], m["executor"]) == ("rule+learned+shield", "learned: hand guidance")
+    assert not cache.exists() or not list(cache.glob("executor-*.npz"))  # nothing trained
 
 
 def test_demo_writes_a_complete_run_folder(demo_run):
@@ -296,6 +313,16 @@ def test_unusable_run_folder_or_model_file_is_one_line_exit_2(tmp_path, capsys):
     code, err = run_main(["demo", "--llm", str(fake), "--out", str(tmp_path / "r")], capsys)
     assert code == 2 and "'--llm'" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()  # checked before the run folder was made
+
+
+def test_a_q_table_with_the_default_executor_is_exit_2_before_any_work(tmp_path, capsys):
+    # --policy was the default executor's table; the default is now learned, which has none:
+    # the table would be ignored without a word.
+    table, out = tmp_path / "mine.npz", tmp_path / "run"
+    table.write_bytes(b"not read")
+    code, err = run_main(["demo", "--policy", str(table), "--out", str(out)], capsys)
+    assert code == 2 and err.startswith("marlm: error: field '--policy': a Q-table is the rl "), err
+    assert "add --executor rl" in err and not out.exists()
 
 
 FAST_DEMO = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif", "--steps", "10"]  # fmt: skip

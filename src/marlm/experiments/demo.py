@@ -72,8 +72,9 @@ class DemoConfig:
         the other run settings by their :class:`RunConfig` names).
 
         Raises:
-            InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``), an
-                unknown ``--shield`` or ``--scenario``, ``--orders`` with the congested scenario,
+            InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``),
+                ``--policy`` with another executor than ``rl``, an unknown ``--shield`` or
+                ``--scenario``, ``--orders`` with the congested scenario,
                 or a run setting :func:`marlm.hybrid.controller.run_config` refuses.
         """
         if executor == "llm":
@@ -83,6 +84,12 @@ class DemoConfig:
             )
         if executor not in DEMO_EXECUTORS:  # the run config also knows 'llm'
             raise InputError(f"got {executor!r}; {_USE}", field="--executor")
+        if settings.get("policy") is not None and executor != "rl":
+            raise InputError(
+                f"a Q-table is the rl executor's, and this run's executor is {executor}; "
+                "add --executor rl, or drop --policy",
+                field="--policy",
+            )
         rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")

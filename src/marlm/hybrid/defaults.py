@@ -8,7 +8,7 @@
 DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
 
 #: The executor ``marlm demo`` uses when no ``--executor`` is given.
-DEMO_EXECUTOR = "rl"
+DEMO_EXECUTOR = "learned"
 
 #: ``marlm demo --executor``'s help: what each executor is, and what ``learned`` runs where.
 EXECUTOR_HELP = (
