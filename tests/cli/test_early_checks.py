@@ -20,7 +20,7 @@ def test_an_unwritable_cache_is_reported_before_the_executor_is_trained(
         "marlm.hybrid.acting.executor.train_executor", lambda **k: trained.append(k)
     )
     for argv in (
-        ["demo", "--planner", "rule", "--steps", "5", "--out", tmp_path / "run"],
+        ["demo", "--executor", "rl", "--planner", "rule", "--steps", "5", "--out", tmp_path / "r"],
         ["compare", "--schemes", "rules,rl_shield", "--steps", "5", "--out", tmp_path / "run"],
     ):
         code, err = run_main(argv, capsys)
@@ -29,7 +29,7 @@ def test_an_unwritable_cache_is_reported_before_the_executor_is_trained(
             f"{tmp_path / 'file' / 'cache'}: field '$MARLM_CACHE': cannot write the policy " in err
         )
         assert "set MARLM_CACHE to a writable folder" in err
-        assert not trained and not (tmp_path / "run").exists()
+        assert not trained and not (tmp_path / "run").exists() and not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize("command", ["gridworld", "race"])
