@@ -60,3 +60,17 @@ def test_on_small_it_moves_as_greedy_and_the_run_names_the_guidance_it_ran(tmp_p
     assert (start["type"], start["executor"]) == ("run_start", "learned: hand guidance")
     assert start["scheme"] == metrics["scheme"] == "rule+learned+shield"
     assert metrics["executor"] == "learned: hand guidance"
+
+
+def test_compare_runs_the_learned_executor_as_a_scheme_of_its_own(tmp_path):
+    # learned_shield: the rule planner, the learned executor, the PIBT layer. On small it is the
+    # hand guidance, greedy's moves, so its row is the rules scheme's on this stream (24, 128, 0,
+    # 42: tests/experiments/test_compare.py), and no Q-table is loaded.
+    from marlm.experiments.compare import CompareConfig, compare_schemes
+
+    config = CompareConfig.of(steps=150, seed=1, schemes=["learned_shield"], spread_seeds=0)
+    (row,) = compare_schemes(config, tmp_path)["rows"]
+    figures = (row["delivered"], row["steps"], row["collisions"], row["shield_overrides"])
+    assert (row["scheme"], figures) == ("learned_shield", (24, 128, 0, 42))
+    start = json.loads((tmp_path / "learned_shield" / "trace.jsonl").read_text().splitlines()[0])
+    assert start["executor"] == "learned: hand guidance"

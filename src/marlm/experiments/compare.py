@@ -11,6 +11,7 @@ rules           rule         greedy     yes     the baseline with no learning an
 llm_only        llm          llm        yes     the LLM also moves every robot every step
 rl_no_shield    rule         rl         no      the collisions the policy would make alone
 rl_shield       rule         rl         yes     the RL executor made safe
+learned_shield  rule         learned    yes     the demo's default executor made safe
 hybrid          llm          rl         yes     LLM planner, RL executor, rule shield
 team            team         rl         yes     the multi-agent LLM planner, when available
 ==============  ===========  =========  ======  ==========================================
@@ -62,6 +63,7 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "llm_only": {"planner": "llm", "executor": "llm", "shield": True},
     "rl_no_shield": {"planner": "rule", "executor": "rl", "shield": False},
     "rl_shield": {"planner": "rule", "executor": "rl", "shield": True},
+    "learned_shield": {"planner": "rule", "executor": "learned", "shield": True},
     "hybrid": {"planner": "llm", "executor": "rl", "shield": True},
     "hybrid_triage": {"planner": "triage", "executor": "rl", "shield": True},
     "team": {"planner": "team", "executor": "rl", "shield": True},
