@@ -44,7 +44,8 @@ class DemoConfig:
         overwrite: replace the run already in ``out`` (its files are deleted first).
         llm, llm_model, llm_timeout_s: the planner's backend (``--llm``), the model name sent to
             a server and the seconds one call may take.
-        policy: the executor's Q-table file (.npz); None: the cached one, trained if missing.
+        policy: the rl executor's Q-table file (.npz); None: the cached one, trained if
+            missing (only with ``run.executor == "rl"``; the other executors train nothing).
         scenario: ``"none"`` (the orders of ``run.orders``) or ``"congested"`` (a stream
             generated from the seed, urgency only in the notes; :mod:`marlm.experiments.congested`).
         order_every: steps between the congested scenario's orders (>= 1).
