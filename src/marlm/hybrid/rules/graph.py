@@ -250,9 +250,11 @@ class DistanceTables:
         if len(missing):
             self._build(missing, goal_cells[has])
             slots = np.where(has, self.slot_of[np.maximum(goal_cells, 0)], -1)
-        stale = np.unique(slots[has][self.built_on[slots[has]] < self.version])
-        if len(stale):
-            self._refresh(stale)
+        if self.version:  # the costs changed at least once: some tables may be stale
+            held = slots[has]
+            stale = np.unique(held[self.built_on[held] < self.version])
+            if len(stale):
+                self._refresh(stale)
         self.used[slots[has]] = self.calls
         return slots
 
@@ -261,9 +263,10 @@ class DistanceTables:
         budget lasts; the rest are served as they are."""
         v = self.pool.shape[1]
         k = len(stale) if self.credit is None else min(len(stale), self.credit // v)
-        order = stale[np.lexsort((self.cell_of[stale], self.built_on[stale]))]
-        for row in order[:k].tolist():
-            self._fill_row(int(self.cell_of[row]), row)
+        if k:
+            order = stale[np.lexsort((self.cell_of[stale], self.built_on[stale]))]
+            for row in order[:k].tolist():
+                self._fill_row(int(self.cell_of[row]), row)
         if self.credit is not None:
             self.credit -= k * v
         self.refreshed += k
