@@ -17,8 +17,12 @@ Each setting also prints where the CPU goes after the first step (the guidance's
 tables, PIBT's swap tables, PIBT's decision, the rest: scores, priorities, the online update) and
 the process's peak resident memory.
 
+The guidance's tables are rebuilt after a change of the online costs within the table store's
+refresh budget (``--refresh-cells``, cells of rebuilding per change; ``all``: every stale table,
+the scheme before the budget); each setting prints the tables built, rebuilt and served stale.
+
 Usage: ``python benchmarks/bench_guidance_decision.py [--big-steps 32] [--big-robots N]
-[--only wfi|big] [--without-online]``.
+[--only wfi|big] [--without-online] [--refresh-cells N|all]``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from marlm.hybrid.acting.learned_guidance import (
     params_from,
     random_instance,
 )
+from marlm.hybrid.rules.graph import REFRESH_CELLS
 
 HERE = Path(__file__).resolve().parent
 WFI = HERE / "pogema" / "data" / "wfi_warehouse.txt"
@@ -89,13 +94,20 @@ class Clock:
 
 
 def time_episode(
-    instance: LifelongInstance, guidance: Guidance, target_cells: np.ndarray, steps: int
-) -> tuple[float, list[float], dict[str, float]]:
-    """``(first step CPU ms, CPU ms of each later step, CPU ms by part after the first step)``
-    of ``guidance`` on ``instance``; parts: the guidance's tables, PIBT's swap tables, PIBT's
-    decision (compiled), and the rest (scores, priorities, the online update)."""
+    instance: LifelongInstance,
+    guidance: Guidance,
+    target_cells: np.ndarray,
+    steps: int,
+    refresh_cells: int | None = REFRESH_CELLS,
+) -> tuple[float, list[float], dict[str, float], str, int]:
+    """``(first step CPU ms, CPU ms of each later step, CPU ms by part after the first step,
+    the guidance tables' counts, targets reached)`` of ``guidance`` on ``instance``; parts: the
+    guidance's tables, PIBT's swap tables, PIBT's decision (compiled), and the rest (scores,
+    priorities, the online update). ``refresh_cells``: the guidance tables' refresh budget
+    (None: every stale table rebuilt)."""
     n = len(instance.starts)
     mover = guidance.mover(instance.free, n, instance.seed, target_cells)
+    mover.tables.refresh_cells = refresh_cells  # read at each change of the costs
     clock = Clock()
     mover.tables.slots = clock.wrap("guidance tables", mover.tables.slots)
     mover.layer.tables.slots = clock.wrap("swap tables", mover.layer.tables.slots)
@@ -116,12 +128,47 @@ def time_episode(
     parts = dict(clock.ms)
     parts["rest"] = sum(times[1:]) - sum(parts.values())
     del mover.tables.slots, mover.layer.tables.slots, mover.layer.decide  # cycles: free now
-    return times[0], times[1:], parts
+    t = mover.tables
+    counts = (f"guidance tables built {t.builds:,} (stale ones rebuilt {t.refreshed:,}, "
+              f"served stale {t.deferred:,})")  # fmt: skip
+    return times[0], times[1:], parts, counts, int(idx.sum())
 
 
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, MB (Linux ``ru_maxrss`` is in KB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def refresh_budget(text: str) -> int | None:
+    """``--refresh-cells``: a count of cells >= 0, or ``all`` (None)."""
+    if text == "all":
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a count of cells >= 0 or 'all', got {text!r}")
+    return int(text)
+
+
+def throughput(
+    params: np.ndarray, n: int, steps: int, seeds: list[int], refresh: int | None
+) -> int:
+    """Print targets reached per step of ``Guidance(params)`` on the 500 x 140 map with the
+    refresh budget ``refresh`` and with every stale table rebuilt, seed by seed; returns 0."""
+    free, starts, targets = big_map()
+    ratios = []
+    for seed in seeds:
+        inst = random_instance(free, n, steps, seed=seed, start_cells=starts, target_cells=targets)
+        row = {}
+        for label, budget in (("budget", refresh), ("all", None)):
+            first, rest, _, counts, reached = time_episode(inst, Guidance(params), targets, steps,
+                                                           budget)  # fmt: skip
+            row[label] = reached / steps
+            print(f"  seed {seed} {label}: {reached / steps:.4f} targets/step, CPU ms/step "
+                  f"{(first + sum(rest)) / steps:.1f} (first step {first:.0f}); {counts}",
+                  flush=True)  # fmt: skip
+        ratios.append(row["budget"] / row["all"])
+    print(f"{n:,} robots, {steps} steps, seeds {seeds}: budget / all throughput "
+          f"{', '.join(f'{r:.4f}' for r in ratios)} (mean {np.mean(ratios):.4f})", flush=True)  # fmt: skip
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,10 +182,29 @@ def main(argv: list[str] | None = None) -> int:
         help="learned weights with online_gain 0 (tables never go stale): the decision's cost "
         "without the online update; not the shipped scheme",
     )
+    ap.add_argument(
+        "--refresh-cells",
+        type=refresh_budget,
+        default=REFRESH_CELLS,
+        help="cells of stale guidance tables rebuilt per change of the online costs "
+        f"(default {REFRESH_CELLS:,}); 'all': every stale table, the scheme before the budget",
+    )
+    ap.add_argument(
+        "--throughput",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=None,
+        metavar="SEEDS",
+        help="instead of timing: targets reached per step of the learned guidance on the "
+        "500 x 140 map (--big-robots, --big-steps) on these seeds (e.g. 0,1,2), with the "
+        "refresh budget and with every stale table rebuilt ('all')",
+    )
     args = ap.parse_args(argv)
+    refresh = args.refresh_cells
     params = params_from(json.loads(LEARNED.read_text()))
     if args.without_online:
         params[-len(ONLINE_PARAMS) :] = 0.0  # ONLINE_PARAMS come last
+    if args.throughput is not None:
+        return throughput(params, args.big_robots, args.big_steps, args.throughput, refresh)
     settings = []
     if args.only in (None, "wfi"):
         settings.append(("wfi 192 robots", wfi_map(), 192, 256, 2.0))
@@ -149,15 +215,15 @@ def main(argv: list[str] | None = None) -> int:
     free, starts, targets = wfi_map()
     warm = random_instance(free, 8, 8, 0, starts, targets)
     for g in (Guidance(None), Guidance(params)):
-        time_episode(warm, g, targets, 8)
+        time_episode(warm, g, targets, 8, refresh)
     for name, (free, starts, targets), n, steps, limit in settings:
         instance = random_instance(free, n, steps, seed=1, start_cells=starts, target_cells=targets)
         out = {}
         for label, g in (("hand", Guidance(None)), ("learned", Guidance(params))):
-            first, rest, parts = time_episode(instance, g, targets, steps)
+            first, rest, parts, counts, _ = time_episode(instance, g, targets, steps, refresh)
             out[label] = (first, float(np.mean(rest)), float(np.percentile(rest, 99)))
             per = ", ".join(f"{k} {v / len(rest):.2f}" for k, v in parts.items())
-            print(f"  {label}: mean CPU ms per step by part: {per}; peak RSS "
+            print(f"  {label}: mean CPU ms per step by part: {per}; {counts}; peak RSS "
                   f"{peak_rss_mb():,.0f} MB", flush=True)  # fmt: skip
         h, lrn = out["hand"], out["learned"]
         print(

@@ -79,6 +79,47 @@ def test_a_distance_beyond_uint16_widens_the_pool_to_int32_exactly():
     np.testing.assert_array_equal(tables.pool[slots[1]], 9000 * np.arange(12)[::-1])
 
 
+def test_stale_tables_are_rebuilt_oldest_first_within_the_refresh_budget():
+    """After a change of the costs a held table is rebuilt only while the change's budget lasts
+    (here 2 tables' cells), the tables built on the oldest costs first; the others keep the
+    distances of the costs they were built on, and a table not held is built on the new ones."""
+    free = small_map()
+    nbr = neighbour_table(free)
+    v = free.size
+    base = traffic_costs(free, 4, penalty=2)
+    costs = [base, base + 2 * (np.arange(v)[:, None] % 4 == 0), base + 3 * (nbr[:, :1] % 3 == 1)]
+    for c in costs:
+        c[nbr < 0] = 0
+    a, b, c, d = 6, 14, 0, 20  # target cells (free); c first by cell, last by age
+
+    def held(tables, t):  # the table of target t as stored
+        return tables.distances(np.full(v, tables.slot_of[t]), np.arange(v))
+
+    def ref(k, t):  # the table of target t on costs k
+        return guided_distance(nbr, costs[k], t)
+
+    tables = DistanceTables(v, guided_filler(nbr, costs[0]), refresh_cells=2 * v)
+    tables.slots(np.array([a, b, c]))
+    tables.restale(guided_filler(nbr, costs[1]))
+    tables.slots(np.array([c, c]))  # c rebuilt on costs 1: one table of the budget spent
+    tables.restale(guided_filler(nbr, costs[2]))
+    tables.slots(np.array([c, d, b, a, -1]))  # d is new; a, b (costs 0) go before c (costs 1)
+    assert (tables.builds, tables.refreshed, tables.deferred) == (7, 3, 1)
+    for t, k in ((a, 2), (b, 2), (c, 1), (d, 2)):
+        np.testing.assert_array_equal(held(tables, t), ref(k, t))
+    assert not np.array_equal(ref(1, c), ref(2, c)) and not np.array_equal(ref(0, a), ref(2, a))
+    tables.slots(np.array([c]))  # the budget of this change is spent: served again as it is
+    assert (tables.refreshed, tables.deferred) == (3, 2)
+    tables.refresh_cells = None  # every stale table asked for is rebuilt from the next change
+    tables.restale(guided_filler(nbr, costs[0]))
+    tables.slots(np.array([a, b, c, d]))
+    assert (tables.refreshed, tables.deferred) == (7, 2)
+    for t in (a, b, c, d):
+        np.testing.assert_array_equal(held(tables, t), ref(0, t))
+    with pytest.raises(ValueError, match="refresh_cells"):
+        DistanceTables(v, guided_filler(nbr, base), refresh_cells=-1)
+
+
 def test_tables_are_built_once_per_target_not_again_each_step():
     """Past its capacity, PIBT's swap cache used to be cleared and every table rebuilt each step
     (2,048 tables; here 2): now only the targets not held are built."""
@@ -96,8 +137,8 @@ def test_tables_are_built_once_per_target_not_again_each_step():
 @pytest.mark.parametrize("learned", [False, True])
 def test_a_cache_smaller_than_the_targets_in_use_gives_the_same_moves(learned):
     """64 robots on POGEMA's warehouse for 40 steps (learned: with the online update every 16):
-    tables kept for 4 targets besides those in use give, step for step, the moves of a cache that
-    never drops one."""
+    tables kept for 4 targets besides those in use, within the default refresh budget, give, step
+    for step, the moves of a cache that never drops one and rebuilds every stale table."""
     import json
 
     grid = np.array([list(r) for r in WFI.read_text().split()])
@@ -108,6 +149,7 @@ def test_a_cache_smaller_than_the_targets_in_use_gives_the_same_moves(learned):
     big = g.mover(free, 64, 5, targets)
     small = g.mover(free, 64, 5, targets)
     small.tables.max_tables = small.layer.tables.max_tables = 4
+    big.tables.refresh_cells = None
     assert isinstance(small, GuidedMover) and (small.online is not None) == learned
     pos, idx, rows = inst.starts.copy(), np.zeros(64, dtype=np.int64), np.arange(64)
     for _ in range(inst.steps):
@@ -117,4 +159,5 @@ def test_a_cache_smaller_than_the_targets_in_use_gives_the_same_moves(learned):
         pos = pos + MOVES[a]
         idx += (pos == goals).all(axis=1)
     assert small.layer.tables.builds > big.layer.tables.builds  # dropped tables were rebuilt
+    assert small.tables.deferred == 0 and (small.tables.refreshed > 0) == learned
     assert idx.sum() == (52 if learned else 53)  # as today's main computes on this instance

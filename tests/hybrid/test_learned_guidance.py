@@ -146,13 +146,15 @@ def random_map(rng: np.random.Generator, h: int, w: int, p_wall: float) -> np.nd
     weights=st.lists(
         st.floats(-2.0, 8.0), min_size=len(MOVE_FEATURES), max_size=len(MOVE_FEATURES)
     ),
+    refresh_tables=st.sampled_from([None, 0, 1]),
 )
 def test_online_update_never_makes_a_vertex_or_swap_conflict(
-    seed, n, period, gain, bound, narrow_priority, weights
+    seed, n, period, gain, bound, narrow_priority, weights, refresh_tables
 ):
     """Random maps (walls, dead ends, one-wide passages), random learned weights, a strong online
-    update every 1-4 steps: every joint move of 40 lifelong steps is safe, and the adapted costs
-    stay within [base, base + bound] on every possible move."""
+    update every 1-4 steps, stale distance tables rebuilt all, none or one per change: every
+    joint move of 40 lifelong steps is safe, and the adapted costs stay within [base, base +
+    bound] on every possible move."""
     rng = np.random.default_rng(seed)
     free = random_map(rng, 7, 9, 0.3)
     if free.sum() < n + 2:
@@ -162,6 +164,8 @@ def test_online_update_never_makes_a_vertex_or_swap_conflict(
     g = Guidance(params, period=period, bound=bound, narrow_priority=narrow_priority)
     mover = g.mover(free, n, seed)
     assert mover.online is not None
+    if refresh_tables is not None:  # a budget of 0 or 1 table's cells per change of the costs
+        mover.tables.refresh_cells = refresh_tables * free.size
     base = mover.online.base
     pos = inst.starts.copy()
     idx = np.zeros(n, dtype=np.int64)

@@ -288,7 +288,9 @@ class GuidedMover:
 
     Each robot ranks its moves by ``cost[cell, a] + guided_distance(next cell, target)``
     (:func:`marlm.hybrid.acting.guidance.guided_scores`), one distance table per target cell in use,
-    built once and kept until the costs change; the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
+    built once and rebuilt when the online update changes the costs, within the store's refresh
+    budget (:class:`marlm.hybrid.rules.graph.DistanceTables`: past it, a table is served on the
+    costs it was built on); the joint move is PIBT's (:class:`marlm.hybrid.rules.pibt.Pibt`).
 
     Args:
         free: ``bool[H, W]``; n_robots; seed: PIBT's tie-breaks; swap: LaCAM3's swap.
@@ -337,8 +339,8 @@ class GuidedMover:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
             if self.online.observe(cells, goal_cells, after):
                 self.cost = self.online.costs()
-                self.tables.fill = guided_filler(self.layer.nbr, self.cost)
-                self.tables.clear()  # the distance tables are stale
+                # the tables are stale: rebuilt within the store's refresh budget
+                self.tables.restale(guided_filler(self.layer.nbr, self.cost))
         return actions
 
 

@@ -165,15 +165,31 @@ def bfs_filler(nbr: np.ndarray):
     return fill
 
 
+REFRESH_CELLS = 1 << 20
+"""Default refresh budget of :class:`DistanceTables`: cells of stale tables rebuilt per change of
+the costs (1,048,576: 690 tables of POGEMA's 33 x 46 ``wfi_warehouse``, more than its robots
+ever ask for in one period, so there every stale table is rebuilt; 14 tables of a 500 x 140
+map, where 10,000 robots hold about 8,600)."""
+
+
 class DistanceTables:
     """Distance tables to the target cells in use, built once each, kept compact and shared.
 
     One row of ``pool`` per target cell: ``pool[slot_of[t], c]`` is the distance from cell ``c``
     to target ``t`` under ``fill`` (BFS steps for PIBT's swap, guided cost for the guidance). A
-    table is built the first time a target is asked for and kept until :meth:`clear` (the costs
-    changed) or until more than ``max_tables`` are kept, when the least recently used ones that
-    no robot needs now are dropped; the targets of one call are always all present, so the
-    capacity only bounds what is kept between calls, never the answer.
+    table is built the first time a target is asked for and kept until :meth:`clear` or until
+    more than ``max_tables`` are kept, when the least recently used ones that no robot needs now
+    are dropped; the targets of one call are always all present, so the capacity only bounds
+    what is kept between calls, never the answer.
+
+    When the costs change (:meth:`restale`), the tables held become stale. A stale table asked
+    for is rebuilt on the new costs while the change's refresh budget lasts (``refresh_cells``
+    cells of rebuilding, ``V`` a table; the tables built on the oldest costs first, then by
+    target cell), else it is served as it was built, on older costs, and counted in
+    ``deferred``; a table not held is always built on the current costs. With a budget that
+    covers every table asked for (``refresh_cells=None``, or a small map), each one is rebuilt:
+    the same distances as dropping every table at the change. This bounds the CPU of a change
+    to ``refresh_cells`` cells of rebuilding, whatever the number of tables held.
 
     Storage: ``uint16[rows, V]`` (2 bytes a cell: 140 KB a table on a 500 x 140 map), unreachable
     ``COMPACT_MAX + 1``; if a table ever holds a finite distance above :data:`COMPACT_MAX` the pool
@@ -186,26 +202,43 @@ class DistanceTables:
             into ``out`` (the pool's row, of its dtype) and returns its largest finite distance;
         max_tables: tables kept between calls; more only while one call needs more (memory:
             ``2 * V`` bytes a table, ``max(max_tables, targets of one call)`` tables at most,
-            the pool grown by half at a time).
+            the pool grown by half at a time);
+        refresh_cells: cells of stale tables rebuilt per change of the costs
+            (:data:`REFRESH_CELLS`), None = every stale table asked for; read at each change.
+
+    Counters: ``builds`` tables built (new or rebuilt), ``refreshed`` stale ones rebuilt,
+    ``deferred`` stale tables served (once per call that asked for one).
 
     Raises:
-        ValueError: ``max_tables`` < 1.
+        ValueError: ``max_tables`` < 1 or ``refresh_cells`` < 0.
     """
 
-    def __init__(self, n_cells: int, fill, max_tables: int = 4096) -> None:
+    def __init__(
+        self, n_cells: int, fill, max_tables: int = 4096, refresh_cells: int | None = REFRESH_CELLS
+    ) -> None:
         if max_tables < 1:
             raise ValueError(f"max_tables must be >= 1, got {max_tables}")
-        self.fill, self.max_tables = fill, max_tables
+        if refresh_cells is not None and refresh_cells < 0:
+            raise ValueError(f"refresh_cells must be >= 0 or None, got {refresh_cells}")
+        self.fill, self.max_tables, self.refresh_cells = fill, max_tables, refresh_cells
         self.slot_of = np.full(n_cells, -1, dtype=np.int64)
         self.pool = np.zeros((min(64, max_tables), n_cells), dtype=np.uint16)
         self.cell_of = np.full(len(self.pool), -1, dtype=np.int64)  # -1: a free row
         self.used = np.zeros(len(self.pool), dtype=np.int64)  # call count of the last use
-        self.calls = self.builds = 0
+        self.version = 0  # of the costs: one more at each restale()
+        self.built_on = np.zeros(len(self.pool), dtype=np.int64)  # version each row was built on
+        self.credit: int | None = refresh_cells  # cells of rebuilding left for this change
+        self.calls = self.builds = self.refreshed = self.deferred = 0
 
     def clear(self) -> None:
-        """Forget every table (the costs they were built on changed)."""
+        """Forget every table."""
         self.slot_of[:] = -1
         self.cell_of[:] = -1
+
+    def restale(self, fill) -> None:
+        """The costs changed: ``fill`` builds on the new ones; every table held becomes stale,
+        rebuilt when asked for within this change's budget of ``refresh_cells`` cells."""
+        self.fill, self.version, self.credit = fill, self.version + 1, self.refresh_cells
 
     def slots(self, goal_cells: np.ndarray) -> np.ndarray:
         """``int64[n]`` the pool row of each target cell (``goal_cells``: ``int64[n]``, -1 =
@@ -217,8 +250,29 @@ class DistanceTables:
         if len(missing):
             self._build(missing, goal_cells[has])
             slots = np.where(has, self.slot_of[np.maximum(goal_cells, 0)], -1)
+        if self.version:  # the costs changed at least once: some tables may be stale
+            asked = np.zeros(len(self.pool), dtype=bool)  # np.unique of 10,000 rows: 2 ms
+            asked[slots[has]] = True
+            stale = np.flatnonzero(asked & (self.built_on < self.version))
+            if len(stale):
+                self._refresh(stale)
         self.used[slots[has]] = self.calls
         return slots
+
+    def _refresh(self, stale: np.ndarray) -> None:
+        """Rebuild the stale rows ``stale`` on the current costs, oldest costs first, while the
+        budget lasts; the rest are served as they are."""
+        v = self.pool.shape[1]
+        k = len(stale) if self.credit is None else min(len(stale), self.credit // v)
+        if k:
+            order = stale[np.lexsort((self.cell_of[stale], self.built_on[stale]))]
+            for row in order[:k].tolist():
+                self._fill_row(int(self.cell_of[row]), row)
+        if self.credit is not None:
+            self.credit -= k * v
+        self.refreshed += k
+        self.builds += k
+        self.deferred += len(stale) - k
 
     def distances(self, slots: np.ndarray, cells: np.ndarray) -> np.ndarray:
         """``int64[...]`` ``pool[slots, cells]`` (broadcast), unreachable as :data:`UNREACHABLE`."""
@@ -256,13 +310,19 @@ class DistanceTables:
         extra = rows - len(self.cell_of)
         self.cell_of = np.concatenate([self.cell_of, np.full(extra, -1, dtype=np.int64)])
         self.used = np.concatenate([self.used, np.zeros(extra, dtype=np.int64)])
+        self.built_on = np.concatenate([self.built_on, np.zeros(extra, dtype=np.int64)])
 
     def _build(self, missing: np.ndarray, in_use: np.ndarray) -> None:
         rows = self._free_rows(len(missing), in_use)
         for cell, row in zip(missing.tolist(), rows.tolist(), strict=True):
-            top = self.fill(cell, self.pool[row])
-            if top > COMPACT_MAX and self.pool.dtype == np.uint16:
-                self._resize(len(self.pool), np.int32)
-                self.fill(cell, self.pool[row])
+            self._fill_row(cell, row)
             self.slot_of[cell], self.cell_of[row] = row, cell
         self.builds += len(missing)
+
+    def _fill_row(self, cell: int, row: int) -> None:
+        """Table of target ``cell`` on the current costs into ``pool[row]`` (widening if need be)."""
+        top = self.fill(cell, self.pool[row])
+        if top > COMPACT_MAX and self.pool.dtype == np.uint16:
+            self._resize(len(self.pool), np.int32)
+            self.fill(cell, self.pool[row])
+        self.built_on[row] = self.version
