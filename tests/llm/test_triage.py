@@ -11,6 +11,7 @@ import pytest
 
 from marlm.errors import InputError
 from marlm.llm.backends import BackendError, OpenAICompatible
+from marlm.llm.scoring import ScoringUnsupported, score
 from marlm.llm.triage import (
     MAX_NOTE_CHARS,
     PROBE_MAX_BYTES,
@@ -227,9 +228,19 @@ def test_score_mode_on_an_unreachable_server_gives_the_fallback(refused_url):
 
 
 def test_real_server_without_prompt_logprobs_falls_back_to_generate_and_warns_once(llama_server):
-    # llama-cpp-python 0.3.36 answers the logprobs probe (shifted) slowly: a generous timeout.
-    # One example per class keeps the generated prompts short (the fallback is what is tested).
+    # llama-cpp-python's server refuses logprobs without logits_all (HTTP 500, up to 0.3.16) or
+    # returns them shifted by one token (0.3.36, slowly: the timeout is generous, not a bound).
     model = OpenAICompatible(llama_server, "smollm2", timeout_s=600)
+    # Scoring on it is unsupported, and the verdict is kept: no second request. (This half was
+    # tests/llm/test_scoring.py's; one backend, so the slow probe runs once for both halves.)
+    prompt = 'Is the order urgent or normal?\n\nNote: "The truck leaves at 11."\nUrgency:'
+    options = (" urgent", " normal", " low", " not urgent at all")
+    with pytest.raises(ScoringUnsupported, match="server"):
+        score(model, prompt, options)
+    with pytest.raises(ScoringUnsupported, match="server"):
+        model.score(prompt, options)
+    # The triage on that backend: one example per class keeps the generated prompts short (the
+    # fallback is what is tested).
     tri = Triage(model, mode="calibrated", per_class=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
