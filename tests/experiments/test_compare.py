@@ -22,7 +22,11 @@ from marlm.llm.backends import BackendError, ChatResult
 
 def test_compare_without_llm_shows_the_shield_trade_off(tmp_path: Path, warm_cache) -> None:
     lines: list[str] = []
-    config = CompareConfig.of(steps=150, seed=1, schemes=["rules", "rl_no_shield", "rl_shield"])
+    # A spread of two seeds (one more run per scheme, the RL policy's too) instead of the
+    # default five: no figure here reads the spread, whose own tests are below.
+    config = CompareConfig.of(
+        steps=150, seed=1, schemes=["rules", "rl_no_shield", "rl_shield"], spread_seeds=2
+    )
     result = compare_schemes(config, tmp_path, progress=lines.append)
     rows = {r["scheme"]: r for r in result["rows"]}
     assert list(rows) == ["rules", "rl_no_shield", "rl_shield"]

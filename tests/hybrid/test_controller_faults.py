@@ -34,7 +34,7 @@ def _planner_ends_each_step(clock: FakeClock):
 
     def tick(_step: int, _n: int) -> None:
         clock.now += 0.04
-        _join_the_planner()  # every call ends within its 1 s timeout
+        _join_the_planner()  # every call ends within its timeout
 
     return tick
 
@@ -44,10 +44,13 @@ def test_backend_fault_falls_back_to_the_rule_and_robots_keep_moving(
     tmp_path, fault_server, refused_url, mode
 ):
     url = refused_url if mode == "refused" else fault_server.base(mode)
-    # The call's 1 s timeout is the wall clock's (a silent server is silent in real time); the
+    # The call's timeout is the wall clock's (a silent server is silent in real time): 1 s where
+    # the server answers (an error page, a refused connection: the answer must come in time), a
+    # quarter of that where it never does (the three failed calls wait it out in real time). The
     # breaker's cool-down reads a clock that never moves, so once open it stays open to the end.
     breaker = CircuitBreaker(3, 30.0, clock=FrozenClock())
-    model = OpenAICompatible(url, timeout_s=1.0, max_retries=0, breaker=breaker)
+    timeout_s = 0.25 if mode in ("hang", "whitespace") else 1.0
+    model = OpenAICompatible(url, timeout_s=timeout_s, max_retries=0, breaker=breaker)
     config = run_config(
         steps=400, tick_ms=0, planner="llm", executor="greedy", shield=True, gif=False, seed=1
     )

@@ -133,14 +133,10 @@ def test_a_model_without_logprobs_is_unsupported(scripted):
 # ----------------------------------------------------------------------------- servers
 
 
-def test_llama_cpp_server_without_correct_prompt_logprobs_is_unsupported(llama_server):
-    # llama-cpp-python's server refuses logprobs without logits_all (HTTP 500, up to 0.3.16) or
-    # returns them shifted by one token (0.3.36, slowly: the timeout is generous, not a bound).
-    model = OpenAICompatible(llama_server, "smollm2", timeout_s=600)
-    with pytest.raises(ScoringUnsupported, match="server"):
-        score(model, PROMPT, OPTIONS)
-    with pytest.raises(ScoringUnsupported, match="server"):  # the verdict is kept: no request
-        model.score(PROMPT, OPTIONS)
+# llama-cpp-python's own server (wrong or no prompt log-probabilities): scoring is unsupported and
+# the verdict kept, asserted in tests/llm/test_triage.py's
+# test_real_server_without_prompt_logprobs_falls_back_to_generate_and_warns_once, on the backend
+# whose triage then falls back (its probe takes seconds, so it runs once for both).
 
 
 class _EchoHandler(BaseHTTPRequestHandler):

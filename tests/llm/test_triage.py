@@ -11,6 +11,7 @@ import pytest
 
 from marlm.errors import InputError
 from marlm.llm.backends import BackendError, OpenAICompatible
+from marlm.llm.scoring import ScoringUnsupported, score
 from marlm.llm.triage import (
     MAX_NOTE_CHARS,
     PROBE_MAX_BYTES,
@@ -227,9 +228,19 @@ def test_score_mode_on_an_unreachable_server_gives_the_fallback(refused_url):
 
 
 def test_real_server_without_prompt_logprobs_falls_back_to_generate_and_warns_once(llama_server):
-    # llama-cpp-python 0.3.36 answers the logprobs probe (shifted) slowly: a generous timeout.
-    # One example per class keeps the generated prompts short (the fallback is what is tested).
+    # llama-cpp-python's server refuses logprobs without logits_all (HTTP 500, up to 0.3.16) or
+    # returns them shifted by one token (0.3.36, slowly: the timeout is generous, not a bound).
     model = OpenAICompatible(llama_server, "smollm2", timeout_s=600)
+    # Scoring on it is unsupported, and the verdict is kept: no second request. (This half was
+    # tests/llm/test_scoring.py's; one backend, so the slow probe runs once for both halves.)
+    prompt = 'Is the order urgent or normal?\n\nNote: "The truck leaves at 11."\nUrgency:'
+    options = (" urgent", " normal", " low", " not urgent at all")
+    with pytest.raises(ScoringUnsupported, match="server"):
+        score(model, prompt, options)
+    with pytest.raises(ScoringUnsupported, match="server"):
+        model.score(prompt, options)
+    # The triage on that backend: one example per class keeps the generated prompts short (the
+    # fallback is what is tested).
     tri = Triage(model, mode="calibrated", per_class=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -302,7 +313,8 @@ def test_score_and_generate_modes_answer_with_a_class(embedded_model):
 
 
 def test_batch_mode_prior_comes_from_unlabelled_pool_notes_outside_the_prompt(embedded_model):
-    pool = load_labelled_notes(default_examples_path())
+    # 9 notes (4 urgent, 4 normal, 1 low): 5 shots, the other 4 score the prior (one call each).
+    pool = load_labelled_notes(default_examples_path())[::3]
     tri = Triage(embedded_model, mode="batch", examples=pool, per_class=2, select="balanced")
     shots = {clean_note(e.note) for e in tri.examples}
     assert len(tri.prior_notes) == len(pool) - len(shots)
@@ -336,16 +348,18 @@ def test_calibrated_triage_beats_the_majority_on_held_out_dev_notes(embedded_mod
 
 
 def test_similar_batch_prior_is_cached_on_disk_per_model_and_pool(embedded_model, tmp_path):
-    pool = load_labelled_notes(default_examples_path())[::4]  # 7 notes: 3 urgent, 3 normal, 1 low
+    # 4 notes (2 urgent, 1 normal, 1 low): with "similar" each prior prompt has its own examples
+    # (no shared prefix), so the pool's size sets the cost; 2 shots still cap two classes.
+    pool = load_labelled_notes(default_examples_path())[::8]
     tri = Triage(
-        embedded_model, mode="batch", examples=pool, shots=3, select="similar", cache_dir=tmp_path
+        embedded_model, mode="batch", examples=pool, shots=2, select="similar", cache_dir=tmp_path
     )
     assert tri.mode == "batch" and tri.select == "similar"
     prior = tri.batch_prior()
     assert tri.stats.prior_calls == len(pool) and tri.prior_source == "computed"
     (cached,) = tmp_path.glob("triage-prior-*.json")
     again = Triage(
-        embedded_model, mode="batch", examples=pool, shots=3, select="similar", cache_dir=tmp_path
+        embedded_model, mode="batch", examples=pool, shots=2, select="similar", cache_dir=tmp_path
     )
     assert np.array_equal(again.batch_prior(), prior)
     assert again.stats.prior_calls == 0 and again.prior_source == "disk cache"
@@ -353,11 +367,11 @@ def test_similar_batch_prior_is_cached_on_disk_per_model_and_pool(embedded_model
     assert again.without([pool[0].note]).prior_key() != again.prior_key()
     cached.write_text("{not json", encoding="utf-8")
     third = Triage(
-        embedded_model, mode="batch", examples=pool, shots=3, select="similar", cache_dir=tmp_path
+        embedded_model, mode="batch", examples=pool, shots=2, select="similar", cache_dir=tmp_path
     )
     assert np.allclose(third.batch_prior(), prior) and third.stats.prior_calls == len(pool)
     d = third.classify("Emergency order for the fire department.")
-    assert len(d.examples) == 3 + 3 + 1 and d.label in URGENCY_CLASSES  # one low note
+    assert len(d.examples) == 2 + 1 + 1 and d.label in URGENCY_CLASSES  # one normal, one low
 
 
 # ----------------------------------------------------------------------------- evaluation math

@@ -1,8 +1,10 @@
 """GridRace loops built ahead of time (marlm.rl.aot): the JIT's results, and never a bad module.
 
-One module (IQL, plain credit) is built per test session into a temporary cache: about 10 s of CPU
-(numba's compiler, then the C compiler for its helper library). Every learner and credit family is
-compared under MARLM_SLOW=1 (five more builds, about a minute of CPU).
+One module (IQL, plain credit) is built per test session: about 10 s of CPU (numba's compiler, then
+the C compiler for its helper library). It is the session cache's own module (``marlm_cache``, built
+there by the first GridRace run of the session, or here if none ran yet), copied into a temporary
+cache for these tests. Every learner and credit family is compared under MARLM_SLOW=1 (five more
+builds, about a minute of CPU).
 """
 
 from __future__ import annotations
@@ -24,11 +26,17 @@ SMALL = RaceConfig(episodes=300, seed=3)
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory) -> Path:
-    """A marlm cache folder holding the module of IQL with plain credit (the defaults')."""
+def built(tmp_path_factory, marlm_cache) -> Path:
+    """A marlm cache folder holding the module of IQL with plain credit (the defaults'): a copy of
+    the session cache's module, which the session's first GridRace run built (the same sources,
+    so the same name); built into the session cache here when no run did yet."""
+    session = aot.module_path(fast.IQL, fast.PLAIN_CREDIT, marlm_cache / "aot")
+    if not session.is_file():
+        assert aot._build_in_child(fast.IQL, fast.PLAIN_CREDIT, session), "build failed"
     cache = tmp_path_factory.mktemp("marlm-cache")
     path = aot.module_path(fast.IQL, fast.PLAIN_CREDIT, cache / "aot")
-    assert aot._build_in_child(fast.IQL, fast.PLAIN_CREDIT, path), "build failed"
+    path.parent.mkdir(parents=True)
+    shutil.copy2(session, path)
     return cache
 
 

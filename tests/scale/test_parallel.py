@@ -1,6 +1,8 @@
 """Seeds as Ray tasks: same results as the serial run, and clear errors before any work.
 
-One local Ray with 2 CPUs for the whole module (starting Ray takes seconds).
+One local Ray with 2 CPUs for the whole module (starting Ray takes seconds): the one
+test_compare_workers.py's command started, when it ran before, else one started here; it is shut
+down at the end of the folder (``package_ray`` in conftest.py).
 """
 
 from __future__ import annotations
@@ -26,19 +28,19 @@ TINY = {"layout": "small", "episodes": 2, "max_steps": 40, "n_orders": 6}
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        object_store_memory=80 * 2**20,
-        log_to_driver=False,
-        configure_logging=False,
-    )
+def local_ray(package_ray):
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            object_store_memory=80 * 2**20,
+            log_to_driver=False,
+            configure_logging=False,
+        )
     # Workers cannot import this test module: ship its functions by value.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
     ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    ray.shutdown()
 
 
 def _fails_on_three(seed: int) -> int:
