@@ -47,8 +47,8 @@ LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
 
 VARIANTS = {
     # what ships: the learned guidance from learned_guidance.SHIPPED_MIN_DENSITY robots per free
-    # cell up (112 robots here) with SHIPPED_NARROW_PRIORITY, the hand one below (chosen on
-    # training seeds 128 and up)
+    # cell up (112 robots here) with SHIPPED_NARROW_PRIORITY and SHIPPED_HINDRANCE, the hand one
+    # below (chosen on training seeds 128 and up)
     "marlm": "marlm_shipped",
     "marlm_hand": "marlm_hand",
     "marlm_learned": "marlm_learned",
@@ -127,8 +127,9 @@ def pogema_instance(num_agents: int, seed: int, gc: GridConfig | None = None):
 def guidance_of(algorithm: str, params, penalty: int):
     """The ``Guidance`` of a marlm variant: the hand rule (``marlm_hand``), ``params`` at every
     density (``marlm_learned``) or what ships (``marlm``: ``params`` from the switch density up,
-    with the passage priority)."""
+    with the passage priority and the hindrance tie-break)."""
     from marlm.hybrid.acting.learned_guidance import (
+        SHIPPED_HINDRANCE,
         SHIPPED_MIN_DENSITY,
         SHIPPED_NARROW_PRIORITY,
         Guidance,
@@ -141,6 +142,7 @@ def guidance_of(algorithm: str, params, penalty: int):
         penalty=penalty,
         min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
         narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
+        hindrance=SHIPPED_HINDRANCE and shipped,
     )
 
 

@@ -124,6 +124,34 @@ passage is cleared first. Chosen on training seeds 128-135 at 128 robots from 0,
 and 10^6 (learned / hand 1.1033, 1.1066, 1.1068, 1.1108, 1.1101, 1.1101); at 160 and 192 robots
 (seeds 128-131) 32 gives 1.2305 and 1.3523 against 1.2182 and 1.3357 without it."""
 
+SHIPPED_HINDRANCE = True
+"""Whether the shipped learned scheme breaks ties between equally guided moves by
+:func:`hindrance` (:class:`GuidedMover`'s ``hindrance``). Chosen on training seeds 128 and up
+(``docs/movement.md``)."""
+
+
+def hindrance(cells: np.ndarray, nxt: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``float64[n, 5]`` tie-break of each robot's moves: the robots each move gets in the way of.
+
+    For a move into cell ``v``, the other robots whose best-scored move enters ``v``; for STAY,
+    the robots whose best-scored move enters the robot's own cell. After the hindrance term of
+    Okumura and Nagai, "Lightweight and Effective Preference Construction in PIBT for Large-Scale
+    Multi-Agent Pathfinding" (SoCS 2025): among equally good moves, prefer the one that blocks
+    fewer others. Subtracted from integer scores as ``hindrance / 5`` (at most 4 robots, so
+    below 1), it only reorders moves of equal score.
+
+    Args:
+        cells: ``int64[n]`` robot cells; nxt: ``int64[n, 5]`` the cell of each action (-1
+            blocked; the neighbour table's rows); scores: ``float64[n, 5]`` (-inf blocked).
+    """
+    best = nxt[np.arange(len(cells)), np.argmax(scores, axis=1)]
+    moving = best != cells
+    size = max(int(nxt.max()), int(cells.max())) + 1
+    want = np.bincount(best[moving], minlength=size).astype(np.float64)
+    h = want[np.maximum(nxt, 0)] - ((best[:, None] == nxt) & moving[:, None])
+    h[:, 0] = want[cells]
+    return h
+
 
 def move_features(
     free: np.ndarray, n_robots: int, target_cells: np.ndarray | None = None, min_free: float = 0.9
@@ -301,6 +329,8 @@ class GuidedMover:
         narrow_priority: added to PIBT's priority of a robot standing on a cell with at most 2
             free neighbours (a one-wide passage), so it moves before the robots around it
             (0 = PIBT's own order; any value keeps PIBT's guarantees, it only reorders).
+        hindrance: break ties between moves of equal guided cost by :func:`hindrance` (it
+            only reorders a robot's equal-scored moves, so PIBT's guarantees hold).
     """
 
     def __init__(
@@ -313,7 +343,9 @@ class GuidedMover:
         online: OnlineAdapter | None = None,
         max_tables: int = 4096,
         narrow_priority: float = 0.0,
+        hindrance: bool = False,
     ) -> None:
+        self.hindrance = hindrance
         self.layer = Pibt(free, n_robots, seed=seed, swap=swap, max_tables=max_tables)
         self.width = self.layer.width
         self.online = online
@@ -333,6 +365,8 @@ class GuidedMover:
         nxt = self.layer.nbr[cells]
         d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
         scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
+        if self.hindrance:
+            scores -= hindrance(cells, nxt, scores) / 5.0
         bias = None if self.bias is None else self.bias[cells]
         actions = self.layer.step(positions, scores, targets, bias)
         if self.online is not None:
@@ -409,6 +443,8 @@ class Guidance:
             ``params`` (0 = learned at every density; :data:`SHIPPED_MIN_DENSITY` ships).
         narrow_priority: of :class:`GuidedMover`, with learned ``params`` only (the hand
             guidance keeps PIBT's own order; :data:`SHIPPED_NARROW_PRIORITY` ships).
+        hindrance: of :class:`GuidedMover`, with learned ``params`` only
+            (:data:`SHIPPED_HINDRANCE` ships).
     """
 
     params: np.ndarray | None = None
@@ -417,6 +453,7 @@ class Guidance:
     bound: float = 2.0
     min_density: float = 0.0
     narrow_priority: float = 0.0
+    hindrance: bool = False
 
     def mover(
         self,
@@ -442,7 +479,14 @@ class Guidance:
             nbr = neighbour_table(free)
             online = OnlineAdapter(base, nbr, gain=gain, period=self.period, bound=self.bound)
         return GuidedMover(
-            free, n_robots, base, seed, swap, online, narrow_priority=self.narrow_priority
+            free,
+            n_robots,
+            base,
+            seed,
+            swap,
+            online,
+            narrow_priority=self.narrow_priority,
+            hindrance=self.hindrance,
         )
 
 
