@@ -13,9 +13,10 @@ and agent count). ``--source`` is a git directory (default: the local mirror, or
 Each episode is POGEMA 1.4.0's own instance (``harness.pogema_instance``: starts and every
 agent's target sequence from POGEMA's generator), stepped in-process like ``evaluate.py``
 (``evaluate.simulate_one``): ``marlm_hand`` (PIBT over the hand guidance), ``marlm`` (what ships:
-the learned guidance of ``wfi_warehouse`` from ``SHIPPED_MIN_DENSITY`` robots per free cell up,
-with ``SHIPPED_NARROW_PRIORITY``, the hand one below)
-and ``free_flow`` (each agent alone on shortest paths: the bound). Checks, per instance: at the
+a map's own learned weights, ``data/guidance-<map>.json``, from ``SHIPPED_MIN_DENSITY`` robots
+per free cell up with ``SHIPPED_NARROW_PRIORITY``; else its family's setting,
+``data/guidance-family-<family>.json`` from ``families_train.py``, at every density; else the
+hand guidance) and ``free_flow`` (each agent alone on shortest paths: the bound). Checks, per instance: at the
 scenario's agent count the generated starts and targets equal the benchmark's scenario, and no
 published figure exceeds the free-flow bound (either would mean the instances differ).
 
@@ -542,8 +543,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--penalty", type=int, default=2, help="the hand rule's penalty")
     ap.add_argument("--guidance", default=None,
                     help="learned weights (a result.json) for marlm on every map, a transfer "
-                         "test; default: what ships, each map's own data/guidance-<map>.json and "
-                         "the hand guidance on a map that has none")  # fmt: skip
+                         "test; default: what ships, each map's own data/guidance-<map>.json, "
+                         "else its family's data/guidance-family-<family>.json, else the hand "
+                         "guidance")  # fmt: skip
     ap.add_argument("--report", metavar="ROWS",
                     help="only write the extract and tables of an existing ROWS.jsonl")  # fmt: skip
     ap.add_argument("--out", metavar="PREFIX", help="writes PREFIX.jsonl, -published.json, .md")

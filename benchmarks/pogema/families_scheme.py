@@ -39,6 +39,8 @@ class NearestFirstMover(GuidedMover):
     priority gains ``-goal_priority`` per step of guided distance to its target."""
 
     goal_priority = 0.0
+    priority_noise = 0.0
+    rng: np.random.Generator | None = None
 
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``GuidedMover.act`` with one more input to PIBT: bias = -goal_priority * distance."""
@@ -50,6 +52,8 @@ class NearestFirstMover(GuidedMover):
         scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
         togo = self.tables.distances(slots, cells).astype(np.float64) / RESOLUTION
         bias = -self.goal_priority * togo
+        if self.priority_noise:  # PIBT's tie-breaks drawn again every step: a livelock breaks
+            bias = bias + self.priority_noise * self.rng.random(len(cells))
         if self.bias is not None:
             bias = bias + self.bias[cells]
         actions = self.layer.step(positions, scores, targets, bias)
@@ -69,24 +73,34 @@ class FamilyGuidance(Guidance):
     step of distance to the target)."""
 
     goal_priority: float = 0.0
+    priority_noise: float = 0.0
 
     def mover(self, free, n_robots, seed, target_cells=None, swap=True) -> NearestFirstMover:
         """The :class:`NearestFirstMover` of this setting on ``free`` with ``n_robots``."""
         m = Guidance.mover(self, free, n_robots, seed, target_cells, swap)
         m.__class__ = NearestFirstMover  # the same mover, one more input to PIBT
         m.goal_priority = self.goal_priority
+        m.priority_noise = self.priority_noise
+        m.rng = np.random.default_rng(seed)  # the instance's seed: the same run every time
         return m
 
 
 def scheme_guidance(
-    params, goal_priority: float = 0.0, period: int = 16, bound: float = 2.0, penalty: int = 2
+    params,
+    goal_priority: float = 0.0,
+    period: int = 16,
+    bound: float = 2.0,
+    penalty: int = 2,
+    priority_noise: float = 0.0,
 ) -> FamilyGuidance:
     """The :class:`FamilyGuidance` of ``params`` (``float[N_PARAMS]`` learned weights; zeros =
-    the hand costs), ``goal_priority``, the online update's ``period`` and ``bound``, and the
-    hand rule's ``penalty``."""
+    the hand costs), ``goal_priority``, the online update's ``period`` and ``bound``, the hand
+    rule's ``penalty`` and ``priority_noise`` (each step every robot's PIBT priority gains a
+    uniform draw from [0, priority_noise), from a generator seeded with the instance's seed)."""
     p = np.asarray(params, dtype=np.float64)
     return FamilyGuidance(p, penalty=penalty, period=period, bound=bound,
-                          goal_priority=float(goal_priority))  # fmt: skip
+                          goal_priority=float(goal_priority),
+                          priority_noise=float(priority_noise))  # fmt: skip
 
 
 def read_family(path: Path) -> FamilyGuidance:
@@ -98,4 +112,4 @@ def read_family(path: Path) -> FamilyGuidance:
     data = json.loads(Path(path).read_text())
     s = data.get("setting", {})
     return scheme_guidance(params_from(data), s.get("goal_priority", 0.0), s.get("period", 16),
-                           s.get("bound", 2.0))  # fmt: skip
+                           s.get("bound", 2.0), 2, s.get("priority_noise", 0.0))  # fmt: skip

@@ -3,8 +3,9 @@
 Method: CMA-ES (Hansen and Ostermeier 2001; the ``cmaes`` package) over a few parameters of the
 family's guidance (``families_scheme.py``): the online update's gain (``online_gain``), the
 nearest-target priority (``goal_priority``), the cost of entering a one-wide cell
-(``into_narrow``) and a uniform extra cost per move (``into_target_cell``: every free cell is a
-target cell on these maps), maximising, as ``marlm.experiments.guidance_training``, the mean over
+(``into_narrow``), a uniform extra cost per move (``into_target_cell``: every free cell is a
+target cell on these maps) and ``priority_noise`` (PIBT's tie-breaks drawn again every step),
+maximising, as ``marlm.experiments.guidance_training``, the mean over
 the training instances of throughput / the hand guidance's throughput (the guidance-graph
 optimisation of Zhang et al., IJCAI 2024, with a parametric model). The search starts at the hand
 guidance (all zero) and keeps the best point scored, so on the training instances the result is
@@ -41,11 +42,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import families as fam  # noqa: E402
 
-SEARCHED = ("online_gain", "goal_priority", "into_narrow", "into_target_cell")
+SEARCHED = ("online_gain", "goal_priority", "into_narrow", "into_target_cell", "priority_noise")
 """The parameters CMA-ES sets (every other learned weight stays 0)."""
 
-LOWER = np.array([0.0, 0.0, -1.0, -0.5])
-UPPER = np.array([8.0, 4.0, 4.0, 4.0])
+LOWER = np.array([0.0, 0.0, -1.0, -0.5, 0.0])
+UPPER = np.array([8.0, 4.0, 4.0, 4.0, 8.0])
+SCALE = np.array([1.0, 1.0, 1.0, 1.0, 5.0])
+"""A searched value times its scale is the setting (one CMA-ES step size fits every one)."""
 FIRST_TRAIN_SEED = 128
 REPORTED_SUBSETS = (24, 64)
 """``--maps`` counts of the reported tables (``docs/pogema/families*.md``)."""
@@ -60,15 +63,20 @@ def training_maps(setting: dict, k: int) -> list[str]:
     return fam.spread_pick(rest or names, k)
 
 
-def setting_of(x: np.ndarray) -> tuple[np.ndarray, float]:
-    """``(params float64[N_PARAMS], goal_priority)`` of a searched point ``x`` (``SEARCHED``)."""
+def setting_of(x: np.ndarray, searched: tuple = SEARCHED) -> tuple[np.ndarray, dict]:
+    """``(params float64[N_PARAMS], {"goal_priority", "priority_noise"})`` of a searched point
+    ``x`` (values of ``searched``, a part of ``SEARCHED``, in its order)."""
     from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
 
     p = np.zeros(N_PARAMS)
-    for name, value in zip(SEARCHED, x, strict=True):
-        if name != "goal_priority":
+    extra = {}
+    scale = SCALE[[SEARCHED.index(n) for n in searched]]
+    for name, value in zip(searched, np.asarray(x) * scale, strict=True):
+        if name in PARAM_NAMES:
             p[PARAM_NAMES.index(name)] = value
-    return p, float(x[SEARCHED.index("goal_priority")])
+        else:
+            extra[name] = float(value)
+    return p, extra
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-maps", type=int, default=12, help="training maps (spread evenly)")
     ap.add_argument("--seeds", type=int, default=1, help="training seeds per map, from 128")
     ap.add_argument("--agents", default="", help="agent counts (default: the largest two)")
+    ap.add_argument("--searched", default=",".join(SEARCHED),
+                    help="the parameters CMA-ES sets, of: " + ", ".join(SEARCHED))  # fmt: skip
     ap.add_argument("--generations", type=int, default=6)
     ap.add_argument("--population", type=int, default=6)
     ap.add_argument("--sigma0", type=float, default=1.0)
@@ -93,14 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("train_maps", "seeds", "generations"):
         if getattr(args, name) < 1:
             return fam.fail(f"--{name.replace('_', '-')}", "must be at least 1")
+    searched = tuple(n.strip() for n in args.searched.split(",") if n.strip())
+    if not searched or set(searched) - set(SEARCHED):
+        return fam.fail("--searched", f"give names from {', '.join(SEARCHED)}")
+    searched = tuple(n for n in SEARCHED if n in searched)
+    dims = [SEARCHED.index(n) for n in searched]
     if args.population < 2 or args.sigma0 <= 0:
         return fam.fail("--population/--sigma0", "population at least 2, sigma0 above 0")
     from cmaes import CMA
-    from families_scheme import scheme_guidance
     from harness import pogema_instance
     from load_marlm import load_pibt
 
     load_pibt()
+    from families_scheme import scheme_guidance  # after marlm's movement layer is loaded
+
     from marlm.hybrid.acting.learned_guidance import PARAM_NAMES, Guidance, simulate
 
     setting = fam.family_setting(fam.Source(args.source), args.family)
@@ -113,17 +129,17 @@ def main(argv: list[str] | None = None) -> int:
     hand = np.array([simulate(i, Guidance(None), c) for i, c in instances])
 
     def throughputs(x: np.ndarray) -> np.ndarray:
-        params, goal = setting_of(x)
-        g = scheme_guidance(params, goal)
+        params, extra = setting_of(x, searched)
+        g = scheme_guidance(params, **extra)
         return np.array([simulate(i, g, c) for i, c in instances])
 
     def score(x: np.ndarray) -> float:  # mean of ratios, every instance weighs the same
         return float(np.mean(throughputs(x) / np.maximum(hand, 1e-9)))
 
-    opt = CMA(mean=np.zeros(len(SEARCHED)), sigma=args.sigma0,
-              bounds=np.stack([LOWER, UPPER], axis=1), seed=args.seed,
+    opt = CMA(mean=np.zeros(len(searched)), sigma=args.sigma0,
+              bounds=np.stack([LOWER[dims], UPPER[dims]], axis=1), seed=args.seed,
               population_size=args.population)  # fmt: skip
-    best = (1.0, np.zeros(len(SEARCHED)))  # zero = the hand guidance (ratio 1 by definition)
+    best = (1.0, np.zeros(len(searched)))  # zero = the hand guidance (ratio 1 by definition)
     history = []
     for g in range(args.generations):
         xs = [opt.ask() for _ in range(opt.population_size)]
@@ -138,14 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(history[-1] | {"x": [round(float(v), 3) for v in best[1]],
                                         "cpu_s": round(time.process_time() - t0, 1)}),
               file=sys.stderr, flush=True)  # fmt: skip
-    params, goal = setting_of(best[1])
+    params, extra = setting_of(best[1], searched)
     learned = throughputs(best[1])
     result = {
         "method": "CMA-ES over a family's guidance setting (Zhang et al., IJCAI 2024; "
         "families_train.py)",  # fmt: skip
         "family": args.family,
         "weights": {n: float(v) for n, v in zip(PARAM_NAMES, params, strict=True) if v},
-        "setting": {"goal_priority": goal, "period": 16, "bound": 2.0},
+        "setting": extra | {"period": 16, "bound": 2.0},
         "score": best[0],
         "training": {
             "maps": maps,

@@ -119,12 +119,14 @@ def test_bad_maps_option_is_one_line_naming_the_field(families, capsys, tmp_path
     assert err.count("\n") == 1
 
 
-def test_learned_weights_ship_map_by_map(families):
+def test_learned_weights_ship_map_by_map_else_family_by_family(families, scheme):
     """``marlm`` uses a map's own trained weights; the families' maps have none, so there it is
-    the hand guidance (the warehouse's weights lose there: the transfer test in movement.md)."""
+    the family's setting where one was trained (random, mazes, puzzles), else the hand guidance
+    (the warehouse's weights lose there: the transfer test in movement.md)."""
     assert families.weights_file("wfi_warehouse").is_file()
     assert families.weights_file("wfi_warehouse") == families.LEARNED
     assert not families.weights_file("puzzle-00").exists()
+    assert not scheme.family_file("movingai").exists()  # the hand guidance ships there
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +159,14 @@ def test_family_training_maps_and_seeds_are_disjoint_from_the_reported(families,
         if path.is_file():
             shipped = json.loads(path.read_text())["training"]
             assert set(shipped["maps"]) <= set(everyone) and min(shipped["seeds"]) >= 128
+
+
+def test_the_shipped_puzzles_setting_on_the_published_puzzle_00(families, scheme):
+    """The puzzles family's setting (trained on seeds from 128) on the published puzzle-00 /
+    seed 0 / 4 agents instance: exact, conflict-free, above the hand guidance's 0.4140625 and
+    RHCR's 0.421875 there; its tie-breaks are drawn again every step from the instance's seed."""
+    instance, free, _ = puzzle_instance(families)
+    shipped = scheme.read_family(scheme.family_file("puzzles"))
+    assert shipped.priority_noise > 0
+    assert simulate(instance, shipped, free, check=True) == 0.4375
+    assert simulate(instance, shipped, free, check=True) == 0.4375  # the same run every time
