@@ -7,7 +7,11 @@ weights it holds the online update's ``period`` and ``bound`` and a ``goal_prior
 priority of each robot gains ``-goal_priority`` per step of (guided) distance to its target, so
 of two robots that waited equally long the one nearer its target moves first (0 = PIBT's own
 order, Okumura, "Priority Inheritance with Backtracking for Iterative Multi-agent Path Finding",
-AIJ 310, 2022; any value keeps PIBT's guarantees, it only reorders). The setting is what
+AIJ 310, 2022; any value keeps PIBT's guarantees, it only reorders), and a ``priority_noise``:
+each step every robot's priority gains a uniform draw from [0, priority_noise), from a
+generator seeded with the instance's seed, so PIBT's tie-breaks are drawn again every step
+(the shipped PIBT fixes them for an episode, and a few robots on a small map can then repeat
+one livelock to the end). The setting is what
 CMA-ES found on the family's training maps and seeds (``families_train.py``), disjoint from
 every reported instance.
 
@@ -36,7 +40,8 @@ def family_file(family: str) -> Path:
 
 class NearestFirstMover(GuidedMover):
     """:class:`GuidedMover` whose PIBT priority favours robots near their targets: each robot's
-    priority gains ``-goal_priority`` per step of guided distance to its target."""
+    priority gains ``-goal_priority`` per step of guided distance to its target, and a draw from
+    [0, ``priority_noise``) of ``rng`` every step (set by :meth:`FamilyGuidance.mover`)."""
 
     goal_priority = 0.0
     priority_noise = 0.0

@@ -25,7 +25,7 @@ weights, the setting, the training instances, the history and the CPU seconds sp
 
 Usage (POGEMA's venv)::
 
-    families_train.py --family random --copy-to data/guidance-family-random.json
+    families_train.py --family mazes --copy-to data/guidance-family-mazes.json
 """
 
 from __future__ import annotations
