@@ -13,9 +13,10 @@ and agent count). ``--source`` is a git directory (default: the local mirror, or
 Each episode is POGEMA 1.4.0's own instance (``harness.pogema_instance``: starts and every
 agent's target sequence from POGEMA's generator), stepped in-process like ``evaluate.py``
 (``evaluate.simulate_one``): ``marlm_hand`` (PIBT over the hand guidance), ``marlm`` (what ships:
-the learned guidance of ``wfi_warehouse`` from ``SHIPPED_MIN_DENSITY`` robots per free cell up,
-with ``SHIPPED_NARROW_PRIORITY``, the hand one below)
-and ``free_flow`` (each agent alone on shortest paths: the bound). Checks, per instance: at the
+a map's own learned weights, ``data/guidance-<map>.json``, from ``SHIPPED_MIN_DENSITY`` robots
+per free cell up with ``SHIPPED_NARROW_PRIORITY``; else its family's setting,
+``data/guidance-family-<family>.json`` from ``families_train.py``, at every density; else the
+hand guidance) and ``free_flow`` (each agent alone on shortest paths: the bound). Checks, per instance: at the
 scenario's agent count the generated starts and targets equal the benchmark's scenario, and no
 published figure exceeds the free-flow bound (either would mean the instances differ).
 
@@ -270,10 +271,12 @@ def scenario_matches(instance, scenario) -> bool:
 
 def run_family(family: str, setting: dict, maps: list, seeds: list, args, params_of, fh) -> int:
     """Run every selected instance of ``family``; write rows to ``fh``. ``params_of(map_name)``:
-    the learned weights ``marlm`` uses on that map, None for the hand guidance. Returns checks failed
-    (instances unlike the benchmark's scenario; with ``--check-pogema K``, rows of the first K
-    maps at the family's largest agent count, where the learned guidance is active, that differ
-    when POGEMA itself steps the episode)."""
+    what ``marlm`` uses on that map: learned weights (``float64[N_PARAMS]``, from
+    ``SHIPPED_MIN_DENSITY`` up with the passage priority), a family's ``Guidance``
+    (``families_scheme.read_family``, at every density) or None (the hand guidance). Returns
+    checks failed (instances unlike the benchmark's scenario; with ``--check-pogema K``, rows of
+    the first K maps at the family's largest agent count that differ when POGEMA itself steps
+    the episode)."""
     from evaluate import simulate_one
     from harness import pogema_instance, run_one
 
@@ -291,13 +294,23 @@ def run_family(family: str, setting: dict, maps: list, seeds: list, args, params
                     match = scenario_matches(instance, scenario)
                     failed += not match
                 params = params_of(map_name)
-                active = params is not None and n >= SHIPPED_MIN_DENSITY * instance.free.sum()
+                scheme = params if hasattr(params, "mover") else None  # a family's Guidance
+                active = scheme is not None or (
+                    params is not None and n >= SHIPPED_MIN_DENSITY * instance.free.sum()
+                )
                 check = k < args.check_pogema and n == max(setting["agents"])
                 for algorithm in args.algorithms:
-                    row = simulate_one(algorithm, instance, target_cells, params, args.penalty)
+                    if algorithm == "marlm" and scheme is not None:
+                        row = simulate_scheme(algorithm, instance, target_cells, scheme)
+                    else:
+                        row = simulate_one(algorithm, instance, target_cells, params, args.penalty)
                     row.update(family=family, map_name=map_name)
                     if check and algorithm != "free_flow":
-                        ref = run_one(algorithm, n, seed, args.penalty, True, params, gc)
+                        if algorithm == "marlm" and scheme is not None:
+                            ref = pogema_run(gc, seed, scheme.mover(
+                                instance.free, n, seed, target_cells))  # fmt: skip
+                        else:
+                            ref = run_one(algorithm, n, seed, args.penalty, True, params, gc)
                         row["pogema_throughput"] = ref["avg_throughput"]
                         row["pogema_reverted_moves"] = ref["reverted_moves"]
                         failed += ref["avg_throughput"] != row["avg_throughput"]
@@ -311,6 +324,43 @@ def run_family(family: str, setting: dict, maps: list, seeds: list, args, params
                     fh.flush()
                     print(line, flush=True)
     return failed
+
+
+def simulate_scheme(algorithm: str, instance, target_cells, guidance) -> dict:
+    """``evaluate.simulate_one``'s row of ``guidance`` (any object with its ``mover``) on
+    ``instance``, stepped in-process."""
+    import time
+
+    from marlm.hybrid.acting.learned_guidance import simulate
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    value = simulate(instance, guidance, target_cells)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    steps = instance.steps
+    return {"algorithm": algorithm, "num_agents": len(instance.starts), "seed": instance.seed,
+            "avg_throughput": float(value), "reverted_moves": 0,
+            "ms_per_step": 1000.0 * wall / steps, "cpu_ms_per_step": 1000.0 * cpu / steps,
+            "steps": steps, "engine": "in-process"}  # fmt: skip
+
+
+def pogema_run(gc, seed: int, policy) -> dict:
+    """``{"avg_throughput", "reverted_moves"}`` of ``policy`` (``act(positions, targets)``)
+    stepped by POGEMA itself on the instance of ``gc`` (as ``harness.run_one``)."""
+    from pogema import GridConfig, pogema_v0
+
+    env = pogema_v0(grid_config=gc)
+    env.reset(seed=seed)
+    u, moves, reverted = env.unwrapped, np.array(GridConfig().MOVES), 0
+    while True:
+        positions = np.array(u.get_agents_xy(ignore_borders=True), dtype=np.int64)
+        targets = np.array(u.get_targets_xy(ignore_borders=True), dtype=np.int64)
+        actions = policy.act(positions, targets)
+        _, _, terminated, truncated, infos = env.step(actions.tolist())
+        after = np.array(u.get_agents_xy(ignore_borders=True), dtype=np.int64)
+        reverted += int(((actions != 0) & (after != positions + moves[actions]).any(axis=1)).sum())
+        if all(terminated) or all(truncated):
+            return {"avg_throughput": float(infos[0]["metrics"]["avg_throughput"]),
+                    "reverted_moves": reverted}  # fmt: skip
 
 
 # ---- report -----------------------------------------------------------------------------------
@@ -493,8 +543,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--penalty", type=int, default=2, help="the hand rule's penalty")
     ap.add_argument("--guidance", default=None,
                     help="learned weights (a result.json) for marlm on every map, a transfer "
-                         "test; default: what ships, each map's own data/guidance-<map>.json and "
-                         "the hand guidance on a map that has none")  # fmt: skip
+                         "test; default: what ships, each map's own data/guidance-<map>.json, "
+                         "else its family's data/guidance-family-<family>.json, else the hand "
+                         "guidance")  # fmt: skip
     ap.add_argument("--report", metavar="ROWS",
                     help="only write the extract and tables of an existing ROWS.jsonl")  # fmt: skip
     ap.add_argument("--out", metavar="PREFIX", help="writes PREFIX.jsonl, -published.json, .md")
@@ -539,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
         seeds = setting["seeds"][: args.seeds_per_map or None]
         plans[family] = (setting, maps, seeds)
 
+    from families_scheme import family_file, read_family
+
     def read(path: Path):
         return params_from(json.loads(path.read_text()))  # by name, as evaluate.py
 
@@ -546,11 +599,15 @@ def main(argv: list[str] | None = None) -> int:
         given = None if args.guidance is None else read(Path(args.guidance))
         own = {m: read(weights_file(m)) for _, ms, _ in plans.values() for m in ms
                if weights_file(m).is_file()}  # fmt: skip
+        per_family = {f: read_family(family_file(f)) for f in plans if family_file(f).is_file()}
     except (OSError, ValueError, KeyError) as e:
         return fail("--guidance", f"cannot read learned weights ({e})")
+    family_of = {m: f for f, (_, ms, _) in plans.items() for m in ms}
 
     def params_of(map_name: str):
-        return given if args.guidance is not None else own.get(map_name)
+        if args.guidance is not None:
+            return given
+        return own.get(map_name, per_family.get(family_of[map_name]))
 
     args.algorithms = OURS
     failed = 0

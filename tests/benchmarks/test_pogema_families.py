@@ -16,6 +16,7 @@ import pytest
 
 from marlm.envs.warehouse.grid_maps import parse_grid_map
 from marlm.hybrid.acting.learned_guidance import (
+    N_PARAMS,
     SHIPPED_MIN_DENSITY,
     SHIPPED_NARROW_PRIORITY,
     Guidance,
@@ -61,10 +62,9 @@ def test_the_subset_reader_takes_flow_lists_over_lines_and_block_scalars(familie
         families.parse_yaml_subset("a:\n  b\n")
 
 
-def test_published_instance_runs_in_process_with_exact_figures(families):
-    """The scenario of puzzle-00 / seed 0 / 4 agents: the same figures as POGEMA 1.4.0's own
-    instance in ``docs/pogema/families.jsonl``, and the free-flow bound above every published
-    figure on it (else the instance would not be the published one)."""
+def puzzle_instance(families):
+    """``(LifelongInstance, free bool[5, 5], case)``: the published scenario of puzzle-00, seed 0,
+    4 agents, from the benchmark's own files (``tests/data/pogema``)."""
     maps = families.parse_yaml_subset((DATA / "05-puzzles-maps.yaml").read_text())
     case = json.loads((DATA / "puzzle-00-seed-0.json").read_text())
     free = np.asarray(parse_grid_map(maps[case["map_name"]], case["map_name"]).free)
@@ -74,6 +74,14 @@ def test_published_instance_runs_in_process_with_exact_figures(families):
         targets[i, : len(seq)] = seq
     starts = np.array(case["agents_xy"], dtype=np.int64)
     instance = LifelongInstance(free, starts, targets, case["max_episode_steps"], case["seed"])
+    return instance, free, case
+
+
+def test_published_instance_runs_in_process_with_exact_figures(families):
+    """The scenario of puzzle-00 / seed 0 / 4 agents: the same figures as POGEMA 1.4.0's own
+    instance in ``docs/pogema/families.jsonl``, and the free-flow bound above every published
+    figure on it (else the instance would not be the published one)."""
+    instance, free, case = puzzle_instance(families)
     params = params_from(json.loads(families.LEARNED.read_text()))
     bound = free_flow_bound(instance)
     hand = simulate(instance, Guidance(None), free, check=True)
@@ -111,9 +119,56 @@ def test_bad_maps_option_is_one_line_naming_the_field(families, capsys, tmp_path
     assert err.count("\n") == 1
 
 
-def test_learned_weights_ship_map_by_map(families):
+def test_learned_weights_ship_map_by_map_else_family_by_family(families, scheme):
     """``marlm`` uses a map's own trained weights; the families' maps have none, so there it is
-    the hand guidance (the warehouse's weights lose there: the transfer test in movement.md)."""
+    the family's setting where one was trained (random, mazes, puzzles), else the hand guidance
+    (the warehouse's weights lose there: the transfer test in movement.md)."""
     assert families.weights_file("wfi_warehouse").is_file()
     assert families.weights_file("wfi_warehouse") == families.LEARNED
     assert not families.weights_file("puzzle-00").exists()
+    assert not scheme.family_file("movingai").exists()  # the hand guidance ships there
+
+
+@pytest.fixture(scope="module")
+def scheme():
+    return load_script("benchmarks/pogema/families_scheme.py")
+
+
+def test_a_family_setting_of_zeros_is_the_hand_guidance_and_priority_reorders(families, scheme):
+    """Zero weights and no nearest-target priority rank every move as the hand guidance does
+    (the same throughput on the published puzzle-00 instance); the priority only reorders PIBT,
+    so every step stays free of conflicts (``check=True``) while the figure changes."""
+    instance, free, _ = puzzle_instance(families)
+    zero = scheme.scheme_guidance(np.zeros(N_PARAMS), goal_priority=0.0)
+    assert simulate(instance, zero, free, check=True) == 0.4140625  # the hand guidance's
+    near = scheme.scheme_guidance(np.zeros(N_PARAMS), goal_priority=1.0)
+    assert simulate(instance, near, free, check=True) == 0.421875  # not the hand's 0.4140625
+
+
+def test_family_training_maps_and_seeds_are_disjoint_from_the_reported(families, scheme):
+    """``families_train.py`` trains on the maps in neither reported subset (``--maps
+    FAMILY=24`` and ``FAMILY=64``) and on seeds from 128; every shipped family setting says so."""
+    train = load_script("benchmarks/pogema/families_train.py")
+    for family in ("random", "mazes"):
+        names = [f"validation-{family}-seed-{k:03d}" for k in range(128)]
+        reported = set(families.spread_pick(names, 24)) | set(families.spread_pick(names, 64))
+        assert len(reported) == 72
+        everyone = train.training_maps({"map_names": names}, 128)
+        assert len(everyone) == 56 and not set(everyone) & reported
+        path = scheme.family_file(family)
+        if path.is_file():
+            shipped = json.loads(path.read_text())["training"]
+            assert set(shipped["maps"]) <= set(everyone) and min(shipped["seeds"]) >= 128
+    puzzles = json.loads(scheme.family_file("puzzles").read_text())["training"]
+    assert min(puzzles["seeds"]) >= 128  # its 16 maps are all reported: the seeds are not
+
+
+def test_the_shipped_puzzles_setting_on_the_published_puzzle_00(families, scheme):
+    """The puzzles family's setting (trained on seeds from 128) on the published puzzle-00 /
+    seed 0 / 4 agents instance: exact, conflict-free, above the hand guidance's 0.4140625 and
+    RHCR's 0.421875 there; its tie-breaks are drawn again every step from the instance's seed."""
+    instance, free, _ = puzzle_instance(families)
+    shipped = scheme.read_family(scheme.family_file("puzzles"))
+    assert shipped.priority_noise > 0
+    assert simulate(instance, shipped, free, check=True) == 0.4375
+    assert simulate(instance, shipped, free, check=True) == 0.4375  # the same run every time
