@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.hybrid.acting.guidance import guided_filler
 from marlm.hybrid.acting.learned_guidance import RESOLUTION, Guidance, GuidedMover, params_from
 
 # no ``from __future__ import annotations``: the dataclass below must build when the file is
@@ -47,28 +46,15 @@ class NearestFirstMover(GuidedMover):
     priority_noise = 0.0
     rng: np.random.Generator | None = None
 
-    def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        """``GuidedMover.act`` with one more input to PIBT: bias = -goal_priority * distance."""
-        cells = positions[:, 0] * self.width + positions[:, 1]
-        goal_cells = targets[:, 0] * self.width + targets[:, 1]
-        slots = self.tables.slots(goal_cells)
-        nxt = self.layer.nbr[cells]
-        d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
-        scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
+    def priority(self, cells: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """``GuidedMover.priority`` plus ``-goal_priority`` per step of guided distance to the
+        target and, every step, a draw from [0, ``priority_noise``) (``float64[n]``)."""
         togo = self.tables.distances(slots, cells).astype(np.float64) / RESOLUTION
         bias = -self.goal_priority * togo
         if self.priority_noise:  # PIBT's tie-breaks drawn again every step: a livelock breaks
             bias = bias + self.priority_noise * self.rng.random(len(cells))
-        if self.bias is not None:
-            bias = bias + self.bias[cells]
-        actions = self.layer.step(positions, scores, targets, bias)
-        if self.online is not None:
-            after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
-            if self.online.observe(cells, goal_cells, after):
-                self.cost = self.online.costs()
-                self.tables.fill = guided_filler(self.layer.nbr, self.cost)
-                self.tables.clear()
-        return actions
+        passage = GuidedMover.priority(self, cells, slots)
+        return bias if passage is None else bias + passage
 
 
 @dataclass(frozen=True)

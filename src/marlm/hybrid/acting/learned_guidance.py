@@ -356,6 +356,12 @@ class GuidedMover:
         deg = (self.layer.nbr[:, 1:] >= 0).sum(axis=1)
         self.bias = narrow_priority * (deg <= 2) if narrow_priority else None  # float64[V]
 
+    def priority(self, cells: np.ndarray, slots: np.ndarray) -> np.ndarray | None:
+        """``float64[n]`` added to PIBT's priority of the robots at ``cells`` (``int64[n]`` cell
+        indices; ``slots``: their targets' rows in :attr:`tables`), or None for PIBT's own order:
+        the passage priority here. Any value keeps PIBT's guarantees: it only reorders robots."""
+        return None if self.bias is None else self.bias[cells]
+
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``int64[n]`` collision-free actions for robots at ``positions`` (``int[n, 2]``) with
         targets ``targets`` (``int[n, 2]``, every robot has one)."""
@@ -367,8 +373,7 @@ class GuidedMover:
         scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
         if self.hindrance:
             scores -= hindrance(cells, nxt, scores) / 5.0
-        bias = None if self.bias is None else self.bias[cells]
-        actions = self.layer.step(positions, scores, targets, bias)
+        actions = self.layer.step(positions, scores, targets, self.priority(cells, slots))
         if self.online is not None:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
             if self.online.observe(cells, goal_cells, after):
