@@ -98,7 +98,7 @@ def demo(
     order_every: int = opt(3, "With --scenario congested: steps between orders.", at_least(1)),
     no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
 ) -> None:  # fmt: skip
-    """Run the hybrid warehouse: LLM planner, RL executor, rule shield.
+    """Run the warehouse: LLM planner, learned executor, rule shield.
 
     Writes one run folder.
     """
