@@ -98,3 +98,11 @@ def test_llm_model_and_timeout_reach_the_backend_factory(tmp_path, capsys, monke
     code, err = run_main(argv, capsys)
     assert code == 2 and "stop here" in err, err
     assert seen["spec"] == url and seen["model"] == "qwen" and seen["timeout_s"] == 7.5
+
+
+def test_the_demo_summary_names_its_default_executor():
+    # marlm --help said "LLM planner, RL executor" after learned became the default executor.
+    cmd = dict(_commands())[("demo",)]
+    (default,) = [p.default for p in cmd.params if "--executor" in p.opts]
+    first = cmd.help.strip().splitlines()[0]
+    assert f"{default} executor" in first, first

@@ -115,3 +115,47 @@ def test_a_demo_stopped_before_its_first_step_does_not_name_a_trace(tmp_path):
     )
     (tmp_path / "trace.jsonl").write_text("")
     assert stopped_hint(tmp_path).startswith(f"the run folder {tmp_path} holds the trace")
+
+
+class _CtrlCInCounterfactual(_CtrlCProgress):
+    """A progress bar whose first update of the rule counterfactual (after the run) is Ctrl-C."""
+
+    def update(self, task, **kwargs):
+        if self.tasks[task].startswith("counterfactual") and kwargs.get("completed"):
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_after_the_episode_does_not_say_the_run_did_not_finish(
+    tmp_path, capsys, monkeypatch
+):
+    # Ctrl-C during the rule counterfactual (or the pictures), after metrics.json was written,
+    # said "no metrics.json: the run did not finish" beside the run's metrics.json.
+    monkeypatch.setattr(marlm.cli.demo, "_progress", lambda console: _CtrlCInCounterfactual())
+    out = tmp_path / "run"
+    argv = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif",
+            "--tick-ms", "0", "--steps", "20", "--out", out]  # fmt: skip
+    code, err = run_main(argv, capsys)
+    assert code == 130 and "Traceback" not in err, err
+    assert (out / "metrics.json").is_file()
+    assert err.strip().splitlines()[-1] == (
+        f"marlm: interrupted; the run finished: {out} holds its trace.jsonl and metrics.json, "
+        "not the rule counterfactual (metrics.json: counterfactual_rule)"
+    ), err
+
+
+def test_the_stopped_hint_names_what_a_finished_run_lacks(tmp_path):
+    from marlm.experiments.demo import stopped_hint
+
+    (tmp_path / "trace.jsonl").write_text("")
+    (tmp_path / "metrics.json").write_text(json.dumps({"delivered": 1}))
+    assert stopped_hint(tmp_path, gif=False, counterfactual=False).endswith(
+        "holds its trace.jsonl and metrics.json, not reward_curves.png"
+    )
+    assert stopped_hint(tmp_path).endswith(
+        "not reward_curves.png, episode.gif, the rule counterfactual (metrics.json: "
+        "counterfactual_rule)"
+    )
+    (tmp_path / "reward_curves.png").write_bytes(b"")
+    assert stopped_hint(tmp_path, gif=False, counterfactual=False) == (
+        f"the run finished; its files are in {tmp_path} (metrics.json holds the table's figures)"
+    )

@@ -203,3 +203,19 @@ def test_the_order_example_loads_on_the_default_layout(tmp_path):
     (tmp_path / "orders.jsonl").write_text(block.split("```", 1)[0], encoding="utf-8")
     (order,) = load_orders(tmp_path / "orders.jsonl", load_layout("small"))
     assert (order.id, order.shelf, order.arrival, order.deadline) == ("o07", "S3-2", 40, 160)
+
+
+def test_the_demo_options_list_names_every_demo_option():
+    # README's "Options:" line of marlm demo left out --llm-timeout.
+    import typer.main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("\nOptions: `--layout`", 1)[1].split("It shows", 1)[0]
+    listed = {"--layout", *re.findall(r"`(--[a-z][a-z-]+)", listed)}
+    demo = typer.main.get_command(app).commands["demo"]
+    missing = [
+        p.opts[0]
+        for p in demo.params
+        if not p.hidden and p.opts[0] != "--help" and not {*p.opts, *p.secondary_opts} & listed
+    ]
+    assert not missing, missing

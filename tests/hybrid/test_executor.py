@@ -85,8 +85,10 @@ def test_policy_file_round_trip_and_bad_files(tmp_path, trained):
     with pytest.raises(InputError, match="shape"):
         QExecutor.load(tmp_path / "bad.npz")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    with pytest.raises(InputError, match="not a marlm policy"):
+    with pytest.raises(InputError, match="not a marlm policy") as junk:
         QExecutor.load(tmp_path / "junk.npz")
+    # the one error line named neither the field nor the fix ("not a marlm policy file (EOFError)")
+    assert junk.value.field == "policy" and "marlm train warehouse" in str(junk.value)
     with pytest.raises(InputError, match="not found"):
         QExecutor.load(tmp_path / "missing.npz")
 

@@ -98,7 +98,7 @@ def demo(
     order_every: int = opt(3, "With --scenario congested: steps between orders.", at_least(1)),
     no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
 ) -> None:  # fmt: skip
-    """Run the hybrid warehouse: LLM planner, RL executor, rule shield.
+    """Run the warehouse: LLM planner, learned executor, rule shield.
 
     Writes one run folder.
     """
@@ -114,12 +114,15 @@ def demo(
         policy=policy, order_every=order_every, counterfactual=not no_counterfactual,
     )  # fmt: skip
     console, claimed = rich_console(stderr=True), []
-    hint = lambda: stopped_hint(claimed[0]) if claimed else ""  # noqa: E731
-    with on_interrupt(hint), contextlib.ExitStack() as stack:
-        stage = stages(lambda: stack.enter_context(_progress(console)))
-        result = run_demo(config, say=console.print, stage=stage, on_claim=claimed.append)
-    rich_console().print(result.table())
-    console.print(f"run folder: {result.run.out_dir}")
+    hint = lambda: (  # noqa: E731
+        stopped_hint(claimed[0], gif=gif, counterfactual=not no_counterfactual) if claimed else ""
+    )
+    with on_interrupt(hint):
+        with contextlib.ExitStack() as stack:
+            stage = stages(lambda: stack.enter_context(_progress(console)))
+            result = run_demo(config, say=console.print, stage=stage, on_claim=claimed.append)
+        rich_console().print(result.table())
+        console.print(f"run folder: {result.run.out_dir}")
 
 
 @train_app.command("warehouse")

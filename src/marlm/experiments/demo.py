@@ -346,14 +346,33 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
-def stopped_hint(out: Path) -> str:
-    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line."""
+def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) -> str:
+    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line.
+
+    ``gif`` and ``counterfactual``: whether the run was to write ``episode.gif`` and the rule
+    counterfactual (``metrics.json``: ``counterfactual_rule``), which come after the metrics."""
     if not (out / "trace.jsonl").is_file():  # stopped while the model or the policy loaded
         return f"the run stopped before its first step; nothing but its claim is in {out}"
-    return (
-        f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the run "
-        "did not finish)"
-    )
+    if not (out / "metrics.json").is_file():
+        return (
+            f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the "
+            "run did not finish)"
+        )
+    # the episode ended (metrics.json is written first): stopped in what comes after it
+    missing = [] if (out / "reward_curves.png").is_file() else ["reward_curves.png"]
+    if gif and not (out / "episode.gif").is_file():
+        missing.append("episode.gif")
+    if counterfactual:
+        try:
+            has_cf = "counterfactual_rule" in json.loads((out / "metrics.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            has_cf = False
+        if not has_cf:
+            missing.append("the rule counterfactual (metrics.json: counterfactual_rule)")
+    if not missing:
+        return f"the run finished; its files are in {out} (metrics.json holds the table's figures)"
+    lacks = ", ".join(missing)
+    return f"the run finished: {out} holds its trace.jsonl and metrics.json, not {lacks}"
 
 
 __all__ = ["DemoConfig", "DemoResult", "Stage", "metrics_table", "run_demo"]

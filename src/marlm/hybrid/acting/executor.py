@@ -150,7 +150,12 @@ class QExecutor:
                 fmt = str(data["format"])
                 info = json.loads(str(data["info"]))
         except Exception as e:
-            raise InputError(f"not a marlm policy file ({type(e).__name__})", source=path) from e
+            raise InputError(
+                f"not a marlm policy file ({type(e).__name__}); give a Q-table (.npz) written by "
+                "'marlm train warehouse'",
+                source=path,
+                field="policy",
+            ) from e
         if fmt != POLICY_FORMAT or q.shape != (N_STATES, N_ACTIONS):
             raise InputError(
                 f"policy has format {fmt!r} and shape {q.shape}; expected {POLICY_FORMAT!r} "
