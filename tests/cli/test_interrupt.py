@@ -159,3 +159,51 @@ def test_the_stopped_hint_names_what_a_finished_run_lacks(tmp_path):
     assert stopped_hint(tmp_path, gif=False, counterfactual=False) == (
         f"the run finished; its files are in {tmp_path} (metrics.json holds the table's figures)"
     )
+
+
+def test_ctrl_c_in_compare_says_what_the_folder_holds_and_how_to_run_again(
+    tmp_path, capsys, monkeypatch
+):
+    """Ctrl-C in ``marlm compare``: at its first progress line nothing finished and the same
+    command starts again; after the first scheme's run, the line names the folder and
+    --overwrite, which the command needs then; before the folder is claimed, no advice."""
+    import marlm.cli.evaluation
+    import marlm.experiments.compare
+
+    def ctrl_c_at_line(k):
+        lines = []
+
+        def say(msg):
+            lines.append(msg)
+            if len(lines) == k:
+                raise KeyboardInterrupt
+
+        return say
+
+    out = tmp_path / "cmp"
+    argv = ["compare", "--schemes", "rules", "--steps", "20", "--spread-seeds", "0", "--out", out]
+    with monkeypatch.context() as m:
+        m.setattr(marlm.cli.evaluation, "_say", ctrl_c_at_line(1))  # "running rules ..."
+        code, err = run_main(argv, capsys)
+    assert code == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines() == [
+        f"marlm: interrupted; {out} holds no finished run; the same command starts again"
+    ]
+    with monkeypatch.context() as m:
+        m.setattr(marlm.cli.evaluation, "_say", ctrl_c_at_line(2))  # "rules: delivered ..."
+        code, err = run_main(argv, capsys)  # the same command, as the line said
+    assert code == 130, err
+    again = f"{out} holds the runs finished so far; --overwrite runs them all again"
+    assert err.strip().splitlines()[-1] == f"marlm: interrupted; {again}"
+    code, err = run_main(argv, capsys)  # without --overwrite the finished run is kept
+    assert code == 2 and "--overwrite" in err, err
+    code, err = run_main([*argv, "--overwrite"], capsys)
+    assert code == 0, err
+
+    def interrupt(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:  # stopped before the folder is claimed: nothing to advise
+        m.setattr(marlm.experiments.compare, "claim_run_folder", interrupt)
+        code, err = run_main([*argv[:-1], tmp_path / "other"], capsys)
+    assert code == 130 and err.strip().splitlines() == ["marlm: interrupted"], err

@@ -23,6 +23,7 @@ from .app import (
     llm_model_option,
     llm_option,
     llm_timeout_option,
+    on_interrupt,
     opt,
     progress_bar,
 )
@@ -158,7 +159,7 @@ def compare(
 
     Runs the same seeded orders and layout under each scheme; prints one table, writes plots.
     """
-    from marlm.experiments.compare import CompareConfig, run_comparison
+    from marlm.experiments.compare import CompareConfig, run_comparison, stopped_hint
 
     config = CompareConfig.from_options(
         scenario=scenario, schemes=schemes, layout=layout, orders=orders, robots=robots,
@@ -166,6 +167,7 @@ def compare(
         llm_timeout_s=llm_timeout, llm_only_steps=llm_only_steps, spread_seeds=spread_seeds,
         workers=workers, address=address,
     )  # fmt: skip
-    done = run_comparison(config, out, overwrite=overwrite, progress=_say)
+    with on_interrupt(lambda: stopped_hint(out)):
+        done = run_comparison(config, out, overwrite=overwrite, progress=_say)
     print(done.text())
     print(f"\nwritten: {done.written}", file=sys.stderr)

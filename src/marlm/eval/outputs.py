@@ -62,7 +62,9 @@ __all__ = [
     "holds_run",
     "is_output_of_kind",
     "is_run_marker",
+    "claimed_here",
     "release_claims",
+    "wrote_nothing",
 ]
 
 #: Files whose presence marks a folder as a marlm run: the trace and metrics of ``marlm demo``
@@ -216,6 +218,19 @@ def _write_claim(folder: Path, *, compare: bool) -> None:
     fd = os.open(folder / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(record, f)
+
+
+def claimed_here(path: str | Path) -> bool:
+    """Whether this process claimed the run folder ``path`` (:func:`claim_run_folder`) and has
+    not released it yet: a stopped command's hint may then speak of what it wrote there."""
+    p = Path(path).resolve()
+    return any(c.resolve() == p for c in _CLAIMED)
+
+
+def wrote_nothing(folder: str | Path) -> bool:
+    """Whether ``folder`` holds nothing but marlm's claim: its run stopped before writing anything,
+    and the same command takes the folder over (:func:`claim_run_folder`)."""
+    return _claim_only(Path(folder), ()) is not None
 
 
 def release_claims() -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from marlm.errors import InputError
-from marlm.eval.outputs import claim_run_folder
+from marlm.eval.outputs import claim_run_folder, claimed_here, wrote_nothing
 from marlm.experiments.settings import (
     SPREAD_SEEDS,
     check_rule_layer,
@@ -294,6 +294,17 @@ def run_comparison(
         shield_rule=s.shield_rule,
     )  # fmt: skip
     return Comparison(config, result)
+
+
+def stopped_hint(out: Path) -> str:
+    """What the ``marlm: interrupted`` line of a stopped ``marlm compare`` adds: what ``out`` holds
+    and how to run again; ``""`` before this process claimed ``out`` (the folder may be a
+    previous run's, which no advice should put at risk)."""
+    if not claimed_here(out):
+        return ""
+    if wrote_nothing(out):
+        return f"{out} holds no finished run; the same command starts again"
+    return f"{out} holds the runs finished so far; --overwrite runs them all again"
 
 
 def compare_schemes(
