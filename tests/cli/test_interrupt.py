@@ -90,11 +90,15 @@ class _CtrlCProgress:
             raise KeyboardInterrupt
 
 
+#: A 20-step demo without a model or pictures, for the Ctrl-C tests that stop it part way.
+_SHORT_DEMO = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif",
+               "--tick-ms", "0", "--steps", "20"]  # fmt: skip
+
+
 def test_ctrl_c_in_a_demo_says_what_the_run_folder_holds(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(marlm.cli.demo, "_progress", lambda console: _CtrlCProgress())
     out = tmp_path / "run"
-    argv = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif",
-            "--tick-ms", "0", "--steps", "20", "--out", out]  # fmt: skip
+    argv = [*_SHORT_DEMO, "--out", out]
     code, err = run_main(argv, capsys)
     assert code == 130 and "Traceback" not in err, err
     assert (
@@ -132,8 +136,7 @@ def test_ctrl_c_after_the_episode_does_not_say_the_run_did_not_finish(
     # said "no metrics.json: the run did not finish" beside the run's metrics.json.
     monkeypatch.setattr(marlm.cli.demo, "_progress", lambda console: _CtrlCInCounterfactual())
     out = tmp_path / "run"
-    argv = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif",
-            "--tick-ms", "0", "--steps", "20", "--out", out]  # fmt: skip
+    argv = [*_SHORT_DEMO, "--out", out]
     code, err = run_main(argv, capsys)
     assert code == 130 and "Traceback" not in err, err
     assert (out / "metrics.json").is_file()
