@@ -47,7 +47,7 @@ def parse_setting(text: str) -> dict:
     for item in filter(None, (t.strip() for t in text.split(","))):
         name, _, value = item.partition("=")
         try:
-            out[name] = int(value) if name in ("k", "horizon", "persist") else float(value)
+            out[name] = int(value) if name in ("k", "horizon", "persist", "keep", "boost") else float(value)
         except ValueError as e:
             raise ValueError(f"{item!r}: write NAME=NUMBER, e.g. k=8") from e
     return out

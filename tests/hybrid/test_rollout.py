@@ -61,8 +61,12 @@ def test_one_candidate_plays_the_wrapped_movers_moves_exactly(guidance):
     horizon=st.integers(1, 6),
     persist=st.integers(1, 4),
     learned_scheme=st.booleans(),
+    score_noise=st.sampled_from([0.0, 2.0]),
+    keep=st.booleans(),
 )
-def test_every_rollout_chosen_joint_move_is_safe(seed, n, k, horizon, persist, learned_scheme):
+def test_every_rollout_chosen_joint_move_is_safe(
+    seed, n, k, horizon, persist, learned_scheme, score_noise, keep
+):
     """Random maps (walls, dead ends, one-wide passages): every joint move the rollouts choose in
     30 lifelong steps has no vertex or swap conflict and no move into a wall."""
     rng = np.random.default_rng(seed)
@@ -70,7 +74,8 @@ def test_every_rollout_chosen_joint_move_is_safe(seed, n, k, horizon, persist, l
     n = min(n, int(free.sum()) - 2)
     inst = random_instance(free, n, 30, seed=seed)
     g = RolloutGuidance(learned() if learned_scheme else Guidance(),
-                        RolloutSetting(k=k, horizon=horizon, persist=persist, scale=6.0))  # fmt: skip
+                        RolloutSetting(k=k, horizon=horizon, persist=persist, scale=6.0,
+                                       score_noise=score_noise, keep=keep))  # fmt: skip
     mover = g.mover(free, n, seed)
     pos, idx, rows = inst.starts.copy(), np.zeros(n, dtype=np.int64), np.arange(n)
     for _ in range(inst.steps):
@@ -102,7 +107,16 @@ def test_rollouts_are_deterministic_and_change_the_run_on_a_crowded_map():
 
 
 @pytest.mark.parametrize(
-    "field, value", [("k", 0), ("horizon", 0), ("gamma", 0.0), ("scale", -1.0), ("persist", 0)]
+    "field, value",
+    [
+        ("k", 0),
+        ("horizon", 0),
+        ("gamma", 0.0),
+        ("scale", -1.0),
+        ("persist", 0),
+        ("score_noise", -1.0),
+        ("margin", -0.5),
+    ],
 )
 def test_a_knob_out_of_range_is_named(field, value):
     with pytest.raises(ValueError, match=f"rollout {field}="):

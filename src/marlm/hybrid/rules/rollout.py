@@ -2,7 +2,9 @@
 
 Each step the wrapped mover's PIBT proposes its joint move (candidate 0). Candidates 1 to K-1 are
 PIBT's joint moves from the same ranked cells under perturbed priorities: robot i's priority gains
-a draw from [0, ``scale``) steps, so robots that waited about as long decide in another order.
+a draw from [0, ``scale``) steps, so robots that waited about as long decide in another order
+(and, with ``score_noise``, each robot's moves are ranked under noisy scores, so a robot may
+take another cell first; with ``keep``, the last winning perturbation is one of them again).
 Every candidate is PIBT's output, so it has no vertex or swap conflict and no move into a wall
 (PIBT's guarantees, Okumura, Machida, Défago, Tamura, "Priority Inheritance with Backtracking for
 Iterative Multi-agent Path Finding", AIJ 310, 2022). Each distinct candidate is played, then
@@ -15,7 +17,8 @@ yet; a later target is never read). A rollout's value is
 
 where the last term sums, over the robots, how much nearer (in guided steps) the horizon leaves
 each to its target (a robot that reached it gained all of its start distance). The candidate of
-the largest value is played; ties go to the lower index, so to PIBT's own move. With K = 1 no
+the largest value is played (a perturbed one only if it beats PIBT's own by more than
+``margin``); ties go to the lower index, so to PIBT's own move. With K = 1 no
 rollout runs and the moves are the wrapped mover's exactly.
 
 Source: the rollout algorithm (Bertsekas, Tsitsiklis, Wu, "Rollout Algorithms for Combinatorial
@@ -24,7 +27,8 @@ Reinforcement Learning", arXiv:1910.00120, 2020): one step of lookahead over a b
 PIBT, which the rollout can only improve on the simulated value. The nearest relative is LaCAM3's
 use of PIBT as a configuration generator (Okumura, AAMAS 2024). Simplifications in the rollout
 (not in the played first move): costs are held as they are now (no online update), no
-tie-break by hindrance, no ``nested_behind`` order, no fresh priority noise.
+tie-break by hindrance, no ``nested_behind`` order; a mover's re-drawn tie-breaks
+(``priority_noise``) are drawn by the rollout's own generator, the same for every candidate.
 
 Cost: K PIBT decisions and at most K rollouts of ``horizon`` compiled steps per real step (the
 candidates that coincide are rolled out once). Needs only numpy (numba if present), so the POGEMA
@@ -42,6 +46,9 @@ from marlm.hybrid.acting.learned_guidance import RESOLUTION, hindrance
 from marlm.hybrid.rules.graph import COMPACT_MAX, UNREACHABLE, njit
 from marlm.hybrid.rules.pibt import _pibt_all, _rank
 
+BOOST = 1e6
+"""Priority added to a boosted robot: above any wait, below ``nested_behind``'s 1e12."""
+
 
 @njit(cache=True)
 def _togo(gpool, slot, cell, cap):  # pragma: no cover - compiled
@@ -52,7 +59,7 @@ def _togo(gpool, slot, cell, cap):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _rollout_value(first, pos0, goal0, gslot0, pslot0, elapsed0, eps, noise, delta, persist,
-                   horizon, gamma, progress, gpool, cap, cost, nbr, depth, ppool, swap,
+                   pnoise, horizon, gamma, progress, gpool, cap, cost, nbr, depth, ppool, swap,
                    narrow_bias, goal_priority, occ_now, occ_next):  # fmt: skip
     """Value of playing joint move ``first`` (``int64[n]`` next cells) then PIBT for
     ``horizon - 1`` steps with targets fixed; see the module docstring.
@@ -60,7 +67,9 @@ def _rollout_value(first, pos0, goal0, gslot0, pslot0, elapsed0, eps, noise, del
     ``pos0`` / ``goal0``: ``int64[n]`` cells and target cells now; ``gslot0`` / ``pslot0``:
     rows of the guidance's table ``gpool`` and of PIBT's BFS table ``ppool``; ``elapsed0``:
     PIBT's priorities now; ``eps`` / ``noise``: PIBT's fixed tie-breaks; ``delta``:
-    ``float64[n]`` priority perturbation of the first ``persist`` rollout steps; ``cost``:
+    ``float64[n]`` priority perturbation of the first ``persist`` rollout steps; ``pnoise``:
+    ``float64[horizon, n]`` the priority noise of each rollout step (the wrapped mover's
+    re-drawn tie-breaks, the same draws for every candidate); ``cost``:
     ``int32[V, 5]`` guidance costs; ``cap``: largest finite value of ``gpool``.
     """  # pragma: no cover - compiled
     n = pos0.shape[0]
@@ -88,6 +97,7 @@ def _rollout_value(first, pos0, goal0, gslot0, pslot0, elapsed0, eps, noise, del
                     prio[i] -= goal_priority * _togo(gpool, gslot[i], pos[i], cap) / RESOLUTION
                 if t < persist:
                     prio[i] += delta[i]
+                prio[i] += pnoise[t, i]
                 for a in range(5):
                     c = nbr[pos[i], a]
                     if c < 0:
@@ -126,6 +136,13 @@ class RolloutSetting:
         persist: rollout steps under the candidate's perturbation (1: its first move only).
         gamma: discount per step of a target reached in the rollout, in (0, 1].
         progress: weight of a guided step gained at the horizon against a target reached.
+        score_noise: each perturbed candidate's move scores gain a draw from [0, score_noise)
+            guided steps per robot and action, so a robot may rank another cell first (its
+            first move only; the rollout goes on with the unperturbed scores).
+        keep: the last step's winning priority perturbation is tried again as candidate 1.
+        margin: a perturbed candidate is played only if its value exceeds PIBT's own by more.
+        boost: in each perturbed candidate, this many of the robots that PIBT's own move keeps
+            waiting off their targets (drawn at random) decide before every other robot.
 
     Raises:
         ValueError: a knob outside its range (message names the field).
@@ -137,15 +154,23 @@ class RolloutSetting:
     persist: int = 1
     gamma: float = 0.9
     progress: float = 0.05
+    score_noise: float = 0.0
+    keep: bool = False
+    margin: float = 0.0
+    boost: int = 0
 
     def __post_init__(self) -> None:
         checks = {"k": self.k >= 1, "horizon": self.horizon >= 1, "scale": self.scale >= 0,
                   "persist": self.persist >= 1, "gamma": 0 < self.gamma <= 1,
-                  "progress": self.progress >= 0}  # fmt: skip
+                  "progress": self.progress >= 0,
+                  "score_noise": self.score_noise >= 0, "margin": self.margin >= 0,
+                  "boost": self.boost >= 0}  # fmt: skip
         for name, ok in checks.items():
             if not ok:
-                raise ValueError(f"rollout {name}={getattr(self, name)!r} is out of range: "
-                                 "k, horizon, persist >= 1; scale, progress >= 0; gamma in (0, 1]")  # fmt: skip
+                raise ValueError(
+                    f"rollout {name}={getattr(self, name)!r} is out of range: k, horizon, "
+                    "persist >= 1; scale, progress, score_noise, margin >= 0; gamma in (0, 1]"
+                )
 
 
 class RolloutMover:
@@ -169,9 +194,12 @@ class RolloutMover:
         self.layer = mover.layer
         self.width = mover.width
         v = self.layer.nbr.shape[0]
-        self.goal_priority = float(getattr(mover, "goal_priority", 0.0))  # read once, here
+        # read once, here: the nearest-first priority and re-drawn tie-breaks of a family's mover
+        self.goal_priority = float(getattr(mover, "goal_priority", 0.0))
+        self.priority_noise = float(getattr(mover, "priority_noise", 0.0))
         self.narrow_bias = np.zeros(v) if mover.bias is None else np.asarray(mover.bias, float)
         self.rollouts = self.changed = 0
+        self._kept: np.ndarray | None = None  # the last winning perturbation (``keep``)
 
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``int64[n]`` collision-free actions for robots at ``positions`` (``int[n, 2]``) with
@@ -190,7 +218,7 @@ class RolloutMover:
         step = layer.prepare(positions, scores, targets, bias)
         chosen = layer.decide(step)
         if self.setting.k > 1:
-            chosen = self._best(step, chosen, slots, bias)
+            chosen = self._best(step, chosen, slots, bias, scores)
         actions = layer.actions(step.pos, chosen)
         if m.online is not None:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
@@ -199,17 +227,34 @@ class RolloutMover:
                 m.tables.restale(guided_filler(layer.nbr, m.cost))
         return actions
 
-    def _best(self, step, first: np.ndarray, gslots: np.ndarray, bias) -> np.ndarray:
+    def _best(self, step, first: np.ndarray, gslots: np.ndarray, bias, scores) -> np.ndarray:
         """The first joint move of the best rollout among K candidates (``int64[n]`` cells)."""
         s, layer, n = self.setting, self.layer, len(first)
         prio = layer.elapsed + layer._eps + (0.0 if bias is None else bias)
         prio = np.where(layer.nested_behind(step.pos, step.goal_cells), prio - 1e12, prio)
         deltas = np.zeros((s.k, n))
         deltas[1:] = s.scale * self.rng.random((s.k - 1, n))
+        waiting = np.flatnonzero((first == step.pos) & (step.goal_cells >= 0)
+                                 & (step.goal_cells != step.pos))  # fmt: skip
+        if s.boost and len(waiting):  # PIBT's waiting robots, some first of all in turn
+            for k in range(1, s.k):
+                deltas[k, self.rng.choice(waiting, min(s.boost, len(waiting)), False)] += BOOST
+        if s.keep and self._kept is not None and s.k > 1:
+            deltas[1] = self._kept  # the last winner's perturbation, tried again
         moves = [first]
         for k in range(1, s.k):
             order = np.argsort(-(prio + deltas[k]), kind="stable")
-            moves.append(layer.decide(step._replace(order=order)))
+            cand = {}
+            if s.score_noise:  # another ranking of each robot's cells for this candidate
+                noisy = scores + s.score_noise * RESOLUTION * self.rng.random(scores.shape)
+                cand = {"cand": np.empty((n, 5), np.int64), "cand_key": np.empty((n, 5)),
+                        "n_cand": np.empty(n, np.int64)}  # fmt: skip
+                _rank(noisy, step.pos, layer.nbr, layer.depth, layer._noise, cand["cand"],
+                      cand["cand_key"], cand["n_cand"], layer._occ_now)  # fmt: skip
+            moves.append(layer.decide(step._replace(order=order, **cand)))
+        pnoise = np.zeros((s.horizon, n))
+        if self.priority_noise:  # common random numbers: one draw for every candidate
+            pnoise = self.priority_noise * self.rng.random((s.horizon, n))
         pool = self.mover.tables.pool
         cap = COMPACT_MAX if pool.dtype == np.uint16 else UNREACHABLE - 1
         best, best_value, seen = 0, -np.inf, {}
@@ -220,14 +265,15 @@ class RolloutMover:
             seen[key] = k
             value = _rollout_value(
                 move, step.pos, step.goal_cells, gslots, step.slots, layer.elapsed, layer._eps,
-                layer._noise, deltas[k], s.persist, s.horizon, s.gamma, s.progress, pool, cap,
-                self.mover.cost, layer.nbr, layer.depth, layer._pool, layer.swap,
+                layer._noise, deltas[k], s.persist, pnoise, s.horizon, s.gamma, s.progress, pool,
+                cap, self.mover.cost, layer.nbr, layer.depth, layer._pool, layer.swap,
                 self.narrow_bias, self.goal_priority, layer._occ_now, layer._occ_next,
             )  # fmt: skip
             self.rollouts += 1
             if value > best_value:
-                best, best_value = k, value
+                best, best_value = k, value + (s.margin if k == 0 else 0.0)
         self.changed += best > 0 and not np.array_equal(moves[best], first)
+        self._kept = deltas[best] if best > 0 else None
         return moves[best]
 
 
