@@ -36,6 +36,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import families as fam  # noqa: E402
 
+INTEGER_KNOBS = ("k", "horizon", "persist", "keep", "boost")
+
 
 def parse_setting(text: str) -> dict:
     """``"k=8,horizon=8,scale=4"`` -> ``{"k": 8, "horizon": 8, "scale": 4.0}``.
@@ -47,7 +49,7 @@ def parse_setting(text: str) -> dict:
     for item in filter(None, (t.strip() for t in text.split(","))):
         name, _, value = item.partition("=")
         try:
-            out[name] = int(value) if name in ("k", "horizon", "persist", "keep", "boost") else float(value)
+            out[name] = int(value) if name in INTEGER_KNOBS else float(value)
         except ValueError as e:
             raise ValueError(f"{item!r}: write NAME=NUMBER, e.g. k=8") from e
     return out
