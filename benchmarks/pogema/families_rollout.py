@@ -11,15 +11,16 @@ on seeds 128 and up), the base and each ``--settings`` entry: mean throughput, m
 base and CPU ms per step (``time.process_time``).
 
 ``report``: ``families.py``'s run (the same instances, rows and tables) with ``marlm`` = the
-family's rollout setting (``--setting FAMILY=k=8,horizon=8,...``) over the base; writes
+family's rollout setting (``--setting FAMILY=k=8,horizon=8,...``; default ``SETTINGS``) over
+the base; writes
 ``PREFIX.jsonl``, ``PREFIX-published.json`` and ``PREFIX.md`` (never over an existing file).
 
 Usage (POGEMA's venv)::
 
     families_rollout.py probe --families random,mazes,puzzles --train-maps 6 \
         --settings "k=4,horizon=4;k=8,horizon=8"
-    families_rollout.py report --families random --maps random=24 --seeds-per-map 2 \
-        --setting "random=k=8,horizon=8" --out docs/pogema/families-rollout
+    families_rollout.py report --families random,mazes,puzzles --maps random=24,mazes=24 \
+        --seeds-per-map 2 --out docs/pogema/families-rollout
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ sys.path.insert(0, str(HERE))
 import families as fam  # noqa: E402
 
 INTEGER_KNOBS = ("k", "horizon", "persist", "keep", "boost")
+
+SETTINGS = {
+    "random": "k=24,horizon=16,progress=0.2,scale=32,keep=1,boost=1",
+    "mazes": "k=8,horizon=16,progress=0.2,scale=32,keep=1,boost=1",
+    "puzzles": "k=16,horizon=16,progress=0.2,scale=32,keep=1,boost=1",
+}
+"""``report``'s default setting per family, chosen by ``probe`` on training instances only (the
+family's largest agent count; random and mazes: 6 of the training maps of ``families_train.py``
+on seeds 128-129; puzzles: its 16 maps on seeds 128-129), see ``docs/movement.md``."""
 
 
 def parse_setting(text: str) -> dict:
@@ -149,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="families whose rollouts run over the hand guidance, not what ships")  # fmt: skip
     ap.add_argument("--maps", default="", help="report: as families.py --maps")
     ap.add_argument("--seeds-per-map", type=int, default=0, help="report: as families.py")
-    ap.add_argument("--setting", default="", help="report: FAMILY=k=..,horizon=..;FAMILY=...")
+    ap.add_argument("--setting", default=";".join(f"{f}={t}" for f, t in SETTINGS.items()),
+                    help="report: FAMILY=k=..,horizon=..;FAMILY=... (default: SETTINGS)")  # fmt: skip
     ap.add_argument("--out", default="", help="report: PREFIX of the rows and tables")
     args = ap.parse_args(argv)
     if args.mode == "report" and not args.out:
