@@ -41,8 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from marlm.hybrid.acting.guidance import guided_filler
-from marlm.hybrid.acting.learned_guidance import RESOLUTION, hindrance
+from marlm.hybrid.acting.learned_guidance import RESOLUTION
 from marlm.hybrid.rules.graph import COMPACT_MAX, UNREACHABLE, njit
 from marlm.hybrid.rules.pibt import _pibt_all, _rank
 
@@ -200,32 +199,27 @@ class RolloutMover:
         self.narrow_bias = np.zeros(v) if mover.bias is None else np.asarray(mover.bias, float)
         self.rollouts = self.changed = 0
         self._kept: np.ndarray | None = None  # the last winning perturbation (``keep``)
+        if setting.k > 1:  # the mover's own PIBT, with the candidates' choice at its decision
+            self.layer.prepare, self.layer.decide = self._prepare, self._decide
 
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``int64[n]`` collision-free actions for robots at ``positions`` (``int[n, 2]``) with
-        targets ``targets`` (``int[n, 2]``, every robot has one): the wrapped mover's step with
-        PIBT's decision replaced by the best rollout's first joint move."""
-        m, layer = self.mover, self.layer
-        cells = positions[:, 0] * self.width + positions[:, 1]
-        goal_cells = targets[:, 0] * self.width + targets[:, 1]
-        slots = m.tables.slots(goal_cells)
-        nxt = layer.nbr[cells]
-        d = m.tables.distances(slots[:, None], np.maximum(nxt, 0)) + m.cost[cells]
-        scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
-        if m.hindrance:
-            scores -= hindrance(cells, nxt, scores) / 5.0
-        bias = m.priority(cells, slots)
-        step = layer.prepare(positions, scores, targets, bias)
-        chosen = layer.decide(step)
-        if self.setting.k > 1:
-            chosen = self._best(step, chosen, slots, bias, scores)
-        actions = layer.actions(step.pos, chosen)
-        if m.online is not None:
-            after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
-            if m.online.observe(cells, goal_cells, after):
-                m.cost = m.online.costs()
-                m.tables.restale(guided_filler(layer.nbr, m.cost))
-        return actions
+        targets ``targets`` (``int[n, 2]``, every robot has one): the wrapped mover's own step
+        (its scores, priorities and online update, unchanged), whose PIBT decision is the best
+        rollout's first joint move (:meth:`_decide`, hooked into its PIBT when K > 1)."""
+        return self.mover.act(positions, targets)
+
+    def _prepare(self, positions, scores, goals=None, bias=None):
+        """PIBT's ``prepare``, keeping the move scores and the priority bias for the candidates."""
+        self._scores, self._bias = np.asarray(scores, dtype=np.float64), bias
+        return type(self.layer).prepare(self.layer, positions, scores, goals, bias)
+
+    def _decide(self, step) -> np.ndarray:
+        """PIBT's ``decide``, then the rollouts' choice among K candidates (``int64[n]`` cells)."""
+        first = type(self.layer).decide(self.layer, step)
+        gslots = np.where(step.goal_cells >= 0,
+                          self.mover.tables.slot_of[np.maximum(step.goal_cells, 0)], -1)  # fmt: skip
+        return self._best(step, first, gslots, self._bias, self._scores)
 
     def _best(self, step, first: np.ndarray, gslots: np.ndarray, bias, scores) -> np.ndarray:
         """The first joint move of the best rollout among K candidates (``int64[n]`` cells)."""
@@ -251,7 +245,7 @@ class RolloutMover:
                         "n_cand": np.empty(n, np.int64)}  # fmt: skip
                 _rank(noisy, step.pos, layer.nbr, layer.depth, layer._noise, cand["cand"],
                       cand["cand_key"], cand["n_cand"], layer._occ_now)  # fmt: skip
-            moves.append(layer.decide(step._replace(order=order, **cand)))
+            moves.append(type(layer).decide(layer, step._replace(order=order, **cand)))
         pnoise = np.zeros((s.horizon, n))
         if self.priority_noise:  # common random numbers: one draw for every candidate
             pnoise = self.priority_noise * self.rng.random((s.horizon, n))
