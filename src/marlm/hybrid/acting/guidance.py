@@ -275,6 +275,62 @@ def guided_filler(nbr: np.ndarray, cost: np.ndarray):
     return fill
 
 
+@njit(cache=True)
+def table_scores(pool, slots, cells, nbr, cost, top, out):  # pragma: no cover - compiled
+    """``out[i, a] = -(cost[cells[i], a] + pool[slots[i], nbr[cells[i], a]])``, ``-inf`` for a
+    blocked move, a stored value above ``top`` read as :data:`UNREACHABLE`: in one pass, the
+    scores :class:`marlm.hybrid.acting.learned_guidance.GuidedMover` computes with numpy as
+    :meth:`marlm.hybrid.rules.graph.DistanceTables.distances` plus the cost (the same floats).
+
+    ``pool``: ``uint16|int32[rows, V]``; ``slots``, ``cells``: ``int64[n]``; ``nbr``:
+    ``int64[V, 5]``; ``cost``: ``int32[V, 5]``; ``top``: the pool's largest finite value
+    (:func:`marlm.hybrid.rules.graph.sentinels`); ``out``: ``float64[n, 5]``.
+    """
+    for i in range(cells.shape[0]):
+        c, s = cells[i], slots[i]
+        for a in range(5):
+            u = nbr[c, a]
+            if u < 0:
+                out[i, a] = -np.inf
+                continue
+            d = np.int64(pool[s, u])
+            if d > top:
+                d = UNREACHABLE
+            out[i, a] = -np.float64(d + cost[c, a])
+
+
+@njit(cache=True)
+def hindrance_into(cells, nbr, scores, want):  # pragma: no cover - compiled
+    """``scores -= hindrance / 5`` in place, compiled: the tie-break of
+    :func:`marlm.hybrid.acting.learned_guidance.hindrance` (the reference, the same floats).
+
+    ``cells``: ``int64[n]``; ``nbr``: ``int64[V, 5]``; ``scores``: ``float64[n, 5]`` (-inf
+    blocked); ``want``: ``float64[V]`` scratch of zeros (left zero).
+    """
+    n = cells.shape[0]
+    best = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        k = 0
+        for a in range(1, 5):
+            if scores[i, a] > scores[i, k]:
+                k = a
+        best[i] = nbr[cells[i], k]
+        if best[i] != cells[i]:
+            want[best[i]] += 1.0
+    for i in range(n):
+        c = cells[i]
+        moving = best[i] != c
+        scores[i, 0] -= want[c] / 5.0
+        for a in range(1, 5):
+            u = nbr[c, a]
+            h = want[max(u, 0)]
+            if moving and best[i] == u:
+                h -= 1.0
+            scores[i, a] -= h / 5.0
+    for i in range(n):
+        want[best[i]] = 0.0
+
+
 def guided_scores(
     cells: np.ndarray, tables: np.ndarray, nbr: np.ndarray, cost: np.ndarray
 ) -> np.ndarray:

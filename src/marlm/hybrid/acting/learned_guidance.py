@@ -33,8 +33,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
-from marlm.hybrid.acting.guidance import aisle_costs, guided_filler, traffic_costs
-from marlm.hybrid.rules.graph import DistanceTables
+from marlm.hybrid.acting.guidance import (
+    aisle_costs,
+    guided_filler,
+    hindrance_into,
+    table_scores,
+    traffic_costs,
+)
+from marlm.hybrid.rules.graph import DistanceTables, sentinels
 from marlm.hybrid.rules.pibt import Pibt, neighbour_table
 
 RESOLUTION = 4
@@ -355,6 +361,7 @@ class GuidedMover:
         self.tables = DistanceTables(nbr.shape[0], guided_filler(nbr, self.cost), max_tables)
         deg = (self.layer.nbr[:, 1:] >= 0).sum(axis=1)
         self.bias = narrow_priority * (deg <= 2) if narrow_priority else None  # float64[V]
+        self._want = np.zeros(nbr.shape[0], dtype=np.float64)  # hindrance_into's scratch
 
     def priority(self, cells: np.ndarray, slots: np.ndarray) -> np.ndarray | None:
         """``float64[n]`` added to PIBT's priority of the robots at ``cells`` (``int64[n]`` cell
@@ -368,11 +375,13 @@ class GuidedMover:
         cells = positions[:, 0] * self.width + positions[:, 1]
         goal_cells = targets[:, 0] * self.width + targets[:, 1]
         slots = self.tables.slots(goal_cells)
-        nxt = self.layer.nbr[cells]
-        d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
-        scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
+        # minus (cost of the move + guided distance after it), -inf blocked; then the
+        # tie-break: one compiled pass each (guided_scores and hindrance are the references)
+        scores = np.empty((len(cells), 5), dtype=np.float64)
+        pool = self.tables.pool
+        table_scores(pool, slots, cells, self.layer.nbr, self.cost, sentinels(pool)[1], scores)
         if self.hindrance:
-            scores -= hindrance(cells, nxt, scores) / 5.0
+            hindrance_into(cells, self.layer.nbr, scores, self._want)
         actions = self.layer.step(positions, scores, targets, self.priority(cells, slots))
         if self.online is not None:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
