@@ -41,7 +41,7 @@ def test_compiled_scores_and_hindrance_equal_the_numpy_references():
     mover = g.mover(free, 96, 3, targets)
     nbr, w = mover.layer.nbr, free.shape[1]
     pos, idx, rows = inst.starts.copy(), np.zeros(96, dtype=np.int64), np.arange(96)
-    want = np.zeros(nbr.shape[0])
+    want = np.zeros(nbr.shape[0], dtype=np.uint8)
     for _ in range(inst.steps):
         goals = inst.targets[rows, idx]
         cells, goal_cells = pos @ [w, 1], goals @ [w, 1]
@@ -78,6 +78,6 @@ def test_compiled_hindrance_on_the_hand_made_case():
     scores[0] = np.where(nxt[0] >= 0, 0.0, -np.inf)
     scores[1, 2] = scores[2, 4] = scores[3, 3] = 0.0
     expected = scores - hindrance(cells, nxt, scores) / 5.0
-    hindrance_into(cells, nbr, scores, np.zeros(9))
+    hindrance_into(cells, nbr, scores, np.zeros(9, dtype=np.uint8))
     np.testing.assert_array_equal(scores, expected)
     np.testing.assert_array_equal(scores[0], [-0.4, 0.0, -0.2, 0.0, 0.0])
