@@ -242,21 +242,40 @@ def grid_guided_fill(rcost, step, target, n_buckets, dist, head, entry, out, sen
     return store_row(dist, out, sentinel, cap)
 
 
+@njit(cache=True)
+def reverse_costs(nbr, cost, rcost):  # pragma: no cover - compiled
+    """``rcost[c, a]`` = ``cost[nbr[c, a], a']``, the cost of the move from ``nbr[c, a]`` into
+    ``c`` (``a'`` the opposite action), 0 where ``nbr[c, a] < 0`` and on STAY; returns the
+    smallest cost of an existing move (1 if none). ``nbr``: ``int[V, 5]``; ``cost``:
+    ``int32[V, 5]``; ``rcost``: ``int32[V, 5]``, filled."""
+    into = np.array([0, 2, 1, 4, 3])  # the action that moves nbr[c, a] into c
+    low = 1
+    first = True
+    for c in range(nbr.shape[0]):
+        rcost[c, 0] = 0
+        for a in range(1, 5):
+            u = nbr[c, a]
+            if u < 0:
+                rcost[c, a] = 0
+                continue
+            w = cost[u, into[a]]
+            rcost[c, a] = w
+            if first or w < low:
+                low, first = w, False
+    return low
+
+
 def guided_filler(nbr: np.ndarray, cost: np.ndarray):
     """``fill(target, out) -> int`` for :class:`marlm.hybrid.rules.graph.DistanceTables`: guided
     distances under ``cost`` (``int32[V, 5]``, positive on possible moves): on a grid's
     neighbour table :func:`grid_guided_fill`, else :func:`guided_fill` (the same distances)."""
     v = nbr.shape[0]
-    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
-    into = np.array([0, 2, 1, 4, 3])  # the action that moves nbr[c, a] into c
-    rcost = np.zeros((v, 5), dtype=np.int32)
-    for a in range(1, 5):
-        ok = nbr[:, a] >= 0
-        rcost[ok, a] = cost[nbr[ok, a], into[a]]
+    rcost = np.empty((v, 5), dtype=np.int32)
+    low = reverse_costs(nbr, np.ascontiguousarray(cost, dtype=np.int32), rcost)
     n_buckets = int(max(rcost.max(initial=1), 1)) + 1
     dist, head = np.empty(v, dtype=np.int32), np.empty(n_buckets, dtype=np.int32)
     steps = grid_steps(nbr)
-    if steps is not None and (rcost[:, 1:][nbr[:, 1:] >= 0] > 0).all():
+    if steps is not None and low > 0:
         small = np.uint8 if n_buckets <= 256 else np.int32
         moves = np.ascontiguousarray(rcost[:, 1:], dtype=small)  # 0: no move (costs are >= 1)
         entry = np.empty(2 * (4 * v + 1), dtype=np.int32)
@@ -266,6 +285,7 @@ def guided_filler(nbr: np.ndarray, cost: np.ndarray):
                                     *sentinels(out))  # fmt: skip
 
         return grid_fill
+    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
     link, cell = np.empty(4 * v + 1, dtype=np.int32), np.empty(4 * v + 1, dtype=np.int32)
 
     def fill(target: int, out: np.ndarray) -> int:

@@ -180,19 +180,27 @@ def grid_bfs_fill(moves, step, source, dist, queue, out, sentinel, cap):  # prag
     return store_row(dist, out, sentinel, cap)
 
 
+@njit(cache=True)
+def _offsets(nbr, steps):  # pragma: no cover - compiled
+    """True if every move ``a`` of ``nbr`` is ``c -> c + steps[a - 1]`` (``steps`` filled)."""
+    seen = np.zeros(4, dtype=np.bool_)
+    for c in range(nbr.shape[0]):
+        for k in range(4):
+            u = nbr[c, k + 1]
+            if u < 0:
+                continue
+            if not seen[k]:
+                seen[k], steps[k] = True, u - c
+            elif u - c != steps[k]:
+                return False
+    return True
+
+
 def grid_steps(nbr: np.ndarray) -> np.ndarray | None:
     """``int64[4]`` the cell-id offsets of up, down, left, right if every move of ``nbr``
     (:func:`neighbour_table`) is ``c -> c + offset``, else None."""
-    v = nbr.shape[0]
     steps = np.zeros(4, dtype=np.int64)
-    for k in range(4):
-        a = k + 1  # up, down, left, right
-        ok = np.flatnonzero(nbr[:, a] >= 0)
-        if len(ok):
-            steps[k] = nbr[ok[0], a] - ok[0]
-            if not (nbr[ok, a] - ok == steps[k]).all():
-                return None
-    return steps if v else None
+    return steps if nbr.shape[0] and _offsets(nbr, steps) else None
 
 
 def bfs_filler(nbr: np.ndarray):
