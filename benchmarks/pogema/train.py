@@ -100,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         help="start the search at the params of this result.json (refine a run)",
     )
     ap.add_argument(
+        "--search",
+        default=None,
+        help="comma-separated parameter names CMA-ES searches, the others fixed at --init "
+        "(e.g. online_gain,online_opposing,online_along,online_occupancy); default: all",
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -139,9 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         config = gt.TrainConfig(
             generations=args.generations, population=args.population, sigma0=args.sigma0,
             seed=args.seed, penalty=args.penalty, mean0=mean0,
+            search=tuple(args.search.split(",")) if args.search else None,
         )  # fmt: skip
     except ValueError as e:
-        return fail("--generations/--population/--sigma0/--init", str(e))
+        return fail("--generations/--population/--sigma0/--init/--search", str(e))
     pairs = [pogema_instance(n, s) for n in agents for s in seeds]
     instances = [p[0] for p in pairs]
     target_cells = pairs[0][1]
