@@ -11,7 +11,12 @@ import pytest
 
 pytest.importorskip("cmaes")
 
-from marlm.experiments.guidance_training import TrainConfig, throughputs, train  # noqa: E402
+from marlm.experiments.guidance_training import (  # noqa: E402
+    TrainConfig,
+    guidance_of,
+    throughputs,
+    train,
+)
 from marlm.hybrid.acting.learned_guidance import (  # noqa: E402
     N_PARAMS,
     PARAM_NAMES,
@@ -118,3 +123,13 @@ def test_candidates_simulated_as_ray_tasks_give_the_serial_run(tmp_path):
     for k in ("params", "score", "history", "hand", "learned"):
         assert parallel[k] == serial[k], k
     assert serial["score"] != 1.0  # a search that moved: the equality says something
+
+
+def test_a_search_can_score_the_shipped_pibt_order():
+    """``train.sh --shipped-order``: candidates run with the passage priority and the hindrance
+    tie-break, the hand guidance (None) with PIBT's own order, as ``--algorithms marlm`` does."""
+    cfg = TrainConfig(narrow_priority=32.0, hindrance=True)
+    g = guidance_of(np.zeros(N_PARAMS), cfg)
+    assert (g.narrow_priority, g.hindrance) == (32.0, True)
+    hand = guidance_of(None, cfg)
+    assert (hand.params, hand.narrow_priority, hand.hindrance) == (None, 0.0, False)

@@ -61,6 +61,8 @@ class TrainConfig:
         search: names of the parameters CMA-ES searches (:data:`PARAM_NAMES`), the others
             fixed at ``mean0`` (0 without it), e.g. the online update's weights alone around
             shipped move weights; None = every parameter.
+        narrow_priority, hindrance: of the learned guidance (:class:`Guidance`), so the search
+            can score the shipped scheme (0 and False: PIBT's own order, as before they existed).
     """
 
     generations: int = 20
@@ -72,6 +74,8 @@ class TrainConfig:
     bound: float = 2.0
     mean0: tuple[float, ...] | None = None
     search: tuple[str, ...] | None = None
+    narrow_priority: float = 0.0
+    hindrance: bool = False
 
     def __post_init__(self) -> None:
         if self.mean0 is not None and len(self.mean0) != N_PARAMS:
@@ -94,7 +98,12 @@ class TrainConfig:
 
 def guidance_of(params: np.ndarray | None, config: TrainConfig) -> Guidance:
     """The :class:`Guidance` of ``params`` (None = the hand rule) under ``config``."""
-    return Guidance(params, config.penalty, config.period, config.bound)
+    if params is None:
+        return Guidance(None, config.penalty, config.period, config.bound)
+    return Guidance(
+        params, config.penalty, config.period, config.bound,
+        narrow_priority=config.narrow_priority, hindrance=config.hindrance,
+    )  # fmt: skip
 
 
 def throughputs(
