@@ -13,10 +13,12 @@ throughput.
 
 Online adaptation (in the spirit of Zang et al., "Online Guidance Graph Optimization for Lifelong
 Multi-Agent Path Finding", AAAI 2025, which update the guidance every few steps from live
-traffic): every ``period`` steps the cost of entering a cell grows with the number of robots that
-waited there, clipped to ``bound`` steps. It only changes what robots *prefer*; PIBT still chooses
-the joint move, so its guarantees (no vertex or swap conflict, no move into a wall) hold whatever
-the costs, and since every cost stays positive and finite every target stays reachable.
+traffic): every ``period`` steps the cost of a move grows by a learned linear function of the
+traffic seen (robots that waited in the cell entered, head-on and same-way flow on the edge,
+robots standing in the cell entered; :class:`OnlineAdapter`), clipped to ``[0, bound]`` steps.
+It only changes what robots *prefer*; PIBT still chooses the joint move, so its guarantees (no
+vertex or swap conflict, no move into a wall) hold whatever the costs, and since every cost
+stays positive and finite every target stays reachable.
 
 Costs are integers in units of ``1 / RESOLUTION`` step, so Dial's algorithm
 (:func:`marlm.hybrid.acting.guidance.guided_distance`) stays exact; with zero weights they are
