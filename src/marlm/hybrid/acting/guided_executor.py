@@ -134,7 +134,7 @@ class GuidedExecutor:
 
     Args:
         layout: the warehouse; n_robots: robots on it (sets the density features).
-        params: ``float[N_PARAMS]`` learned weights (move features, then the online gain), or
+        params: ``float[N_PARAMS]`` learned weights (move features, then the online update's), or
             None: zero weights, the hand guidance (:func:`load_guidance_params` reads a file).
         penalty: the hand rule's extra cost against an aisle (0: every move costs 1).
         period, bound: of the online update (:class:`marlm.hybrid.acting.learned_guidance.OnlineAdapter`).
