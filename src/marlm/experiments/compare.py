@@ -40,6 +40,7 @@ from marlm.errors import InputError
 from marlm.eval.outputs import claim_run_folder, claimed_here, wrote_nothing
 from marlm.experiments.settings import (
     SPREAD_SEEDS,
+    check_input_file,
     check_rule_layer,
     check_server,
     comma_list,
@@ -193,7 +194,7 @@ class CompareConfig:
         Raises:
             InputError: naming the option: an unknown ``--shield`` or ``--scenario``, a bad
                 ``--schemes`` list, ``--orders`` with the notes-only scenario (it writes its
-                own), or a bad setting.
+                own), then an ``--orders`` path that is a folder or not there, or a bad setting.
         """
         check_rule_layer(shield)
         if scenario not in ("standard", "notes-only"):
@@ -209,6 +210,8 @@ class CompareConfig:
                 "out --orders or use --scenario standard",
                 field="--orders",
             )
+        if orders is not None:  # after its conflict: a missing file never hides it
+            check_input_file(orders, option="--orders", what="a JSONL order file")
         return cls.of(
             scenario=scenario, schemes=names, orders=orders, shield_rule=shield,
             n_robots=robots or (2 if notes else None), steps=steps or (600 if notes else 300),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
-from marlm.experiments.settings import check_rule_layer, warn_if_robots_drawn
+from marlm.experiments.settings import check_input_file, check_rule_layer, warn_if_robots_drawn
 from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
 from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 
@@ -75,8 +75,10 @@ class DemoConfig:
         Raises:
             InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``),
                 ``--policy`` with another executor than ``rl``, an unknown ``--shield`` or
-                ``--scenario``, ``--orders`` with the congested scenario,
-                or a run setting :func:`marlm.hybrid.controller.run_config` refuses.
+                ``--scenario``, ``--orders`` with the congested scenario, then (a conflict
+                first, so a missing file never hides it) an ``--orders`` or ``--policy`` path
+                that is a folder or not there, or a run setting
+                :func:`marlm.hybrid.controller.run_config` refuses.
         """
         if executor == "llm":
             raise InputError(
@@ -99,6 +101,12 @@ class DemoConfig:
                 "--scenario congested generates its orders; drop --orders or --scenario",
                 field="--orders",
             )
+        for path, option, what in (
+            (orders, "--orders", "a JSONL order file"),
+            (settings.get("policy"), "--policy", "a Q-table file (.npz) written by marlm train warehouse"),
+        ):  # fmt: skip
+            if path is not None:
+                check_input_file(path, option=option, what=what)
         own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
         config = run_config(
             layout=layout,
