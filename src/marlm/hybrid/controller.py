@@ -423,6 +423,7 @@ def run(
     run_facts = {
         "scheme": config.scheme,
         "executor": executor.name,
+        "shield_rule": rule,  # what ran: none without a shield
         "deadlock_breaks": shield.deadlock_breaks,
         "orders_total": len(env.orders),
         **(facts(ctl.events) if facts is not None else {}),
@@ -446,10 +447,12 @@ def _run_start(
     ``model`` name the planner's model (``None`` for the rule), ``executor`` the executor used
     (its ``name``: ``learned: <weights file>`` or ``learned: hand guidance`` says which guidance
     the learned executor ran). With an order file, the config's ``n_orders`` is the file's
-    count, not the unused default."""
+    count, not the unused default; without a shield its ``shield_rule`` is ``"none"`` (what ran),
+    not the unused default."""
     model = planner_model(planner)
     backend, model_name = backend_and_model(None if model is None else model.name)
     settings = config.model_dump()
+    settings["shield_rule"] = config.shield_rule if config.shield else "none"  # what ran
     if config.orders is not None:
         settings["n_orders"] = len(env.orders)
     return {
