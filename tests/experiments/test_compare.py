@@ -66,6 +66,17 @@ def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Pa
         assert f"shield {rule}" in format_table(result)
 
 
+def test_compare_names_the_guidance_its_learned_executor_ran(tmp_path: Path) -> None:
+    # compare.txt named the scheme learned_shield and no guidance, where metrics.json said
+    # "learned: hand guidance" (small has no learned weights of its own).
+    config = CompareConfig.of(steps=5, schemes=["rules", "learned_shield"], spread_seeds=0)
+    result = compare_schemes(config, tmp_path)
+    assert [r["executor"] for r in result["rows"]] == ["greedy", "learned: hand guidance"]
+    said = "learned_shield: the learned executor ran hand guidance"
+    assert [n for n in result["notes"] if "learned executor" in n] == [said]
+    assert f"note: {said}" in (tmp_path / "compare.txt").read_text(encoding="utf-8")
+
+
 def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown scheme"):
         CompareConfig.of(schemes=["rules", "magic"])

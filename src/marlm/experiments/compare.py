@@ -46,6 +46,7 @@ from marlm.experiments.settings import (
     comma_list,
     warn_if_robots_drawn,
 )
+from marlm.hybrid.acting.guided_executor import HAND_GUIDANCE
 from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
 from marlm.hybrid.build import (
     DEFAULT_TRAINING,
@@ -88,6 +89,17 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("wall_s", "wall s"),
     ("delivered_spread", "delivered over seeds"),
 )
+
+
+def _guidance_note(scheme: str, executor: str | None) -> str:
+    """The note that names the guidance a learned executor ran (``executor``: its name, as in
+    ``metrics.json``: ``learned: <weights file>`` or ``learned: hand guidance``); ``""`` for
+    another executor."""
+    kind, _, guidance = (executor or "").partition(": ")
+    if kind != "learned" or not guidance:
+        return ""
+    ran = guidance if guidance == HAND_GUIDANCE else f"the learned weights {guidance}"
+    return f"{scheme}: the learned executor ran {ran}"
 
 
 def _supported(field: str) -> set[str]:
@@ -396,6 +408,9 @@ def compare_schemes(
         m = result.metrics
         row = {key: m.get(key) for key, _ in COLUMNS if key in m}
         row.update(scheme=name, wall_s=wall, steps=m.get("steps"), step_limit=n_steps)
+        row["executor"] = m.get("executor")  # learned: which guidance ran (weights or hand)
+        if guidance := _guidance_note(name, row["executor"]):
+            notes.append(guidance)
         if move_executor is not None:  # the executor's calls are not in the controller's trace
             row["llm_calls"] = (row.get("llm_calls") or 0) + move_executor.calls
             row["tokens"] = (
