@@ -415,7 +415,7 @@ def run(
             plan_deadline_s=config.plan_deadline_s, seed=config.seed, clock=clock, dwell=dwell,
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
-        _warm_up(executor)
+        _warm_up(executor, rule)
         RunStartRecord(**_run_start(config, env, planner, executor)).emit_to(ctl.emit)
         ctl.record_env_events()
         reason = _episode(ctl, obs, config, frames, progress)
@@ -432,11 +432,12 @@ def run(
     return RunResult(metrics, out, {"trace": trace_path, **files})
 
 
-def _warm_up(executor: Executor) -> None:
-    """Compile-on-first-call work happens here, not inside the measured control steps: the rule
-    layers' kernels and the executor's own (``Executor.warm_up``; an executor that calls a model
-    does nothing there, it is never called outside the loop)."""
-    warm_up()
+def _warm_up(executor: Executor, rule: str) -> None:
+    """Compile-on-first-call work happens here, not inside the measured control steps: the
+    kernels of the run's rule layer ``rule`` (only its own: each costs CPU seconds on a first
+    run) and the executor's (``Executor.warm_up``; an executor that calls a model does nothing
+    there, it is never called outside the loop)."""
+    warm_up(rule)
     executor.warm_up()
 
 
