@@ -77,6 +77,15 @@ def test_compare_names_the_guidance_its_learned_executor_ran(tmp_path: Path) -> 
     assert f"note: {said}" in (tmp_path / "compare.txt").read_text(encoding="utf-8")
 
 
+def test_the_table_says_which_schemes_ran_without_a_rule_layer() -> None:
+    # The footer said "shield pibt" of every row, rl_no_shield's included.
+    rows = [{"scheme": "rules"}, {"scheme": "rl_no_shield"}]
+    result = {"rows": rows, "columns": ["scheme"], "setting": {"shield_rule": "pibt"}}
+    words = lambda result: " ".join(format_table(result).split())  # noqa: E731  (unwrapped)
+    assert words(result).endswith(", shield pibt (rl_no_shield: none)")
+    assert words({**result, "rows": rows[:1]}).endswith(", shield pibt")
+
+
 def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown scheme"):
         CompareConfig.of(schemes=["rules", "magic"])

@@ -533,12 +533,22 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     lines += textwrap.wrap(
         f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
         f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}, "
-        f"shield {s.get('shield_rule', 'pibt')}",
+        f"shield {s.get('shield_rule', 'pibt')}{_unshielded(result['rows'])}",
         width,
     )
     for n in result.get("notes", []):
         lines += textwrap.wrap(f"note: {n}", width, subsequent_indent="      ")
     return "\n".join(lines)
+
+
+def _unshielded(rows: Sequence[dict[str, Any]]) -> str:
+    """`` (rl_no_shield: none)``: the rows of the table that ran without a rule layer."""
+    names = [
+        str(r.get("scheme"))
+        for r in rows
+        if not SCHEMES.get(r.get("scheme"), {}).get("shield", True)
+    ]
+    return f" ({', '.join(names)}: none)" if names else ""
 
 
 def plot_comparison(
