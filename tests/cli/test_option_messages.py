@@ -273,3 +273,14 @@ def test_a_conflict_is_named_before_a_missing_file(tmp_path, capsys, argv, optio
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"marlm: error: field '{option}': ") and other in err, err
     assert "no such file" not in err and not (tmp_path / "out").exists()
+
+
+def test_order_every_without_the_congested_scenario_is_refused(tmp_path, capsys):
+    # --order-every paces the congested scenario's generated stream; without it the value was
+    # ignored without a word.
+    code, err = run_main(["demo", "--order-every", "5", "--out", tmp_path / "out"], capsys)
+    assert code == 2 and err.strip() == (
+        "marlm: error: field '--order-every': sets the pace of the congested scenario's generated "
+        "orders; add --scenario congested, or drop --order-every"
+    )
+    assert not (tmp_path / "out").exists()

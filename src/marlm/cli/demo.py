@@ -93,7 +93,8 @@ def demo(
     dwell: str = opt("points", DWELL_HELP),
     gif: bool = opt(True, "Write episode.gif."),
     scenario: str = opt("none", SCENARIO_HELP),
-    order_every: int = opt(3, "With --scenario congested: steps between orders.", at_least(1)),
+    order_every: int | None = opt(
+        None, "With --scenario congested: steps between orders (default 3).", at_least(1, example=3)),
     no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
 ) -> None:  # fmt: skip
     """Run the warehouse: LLM planner, learned executor, rule shield.

@@ -75,7 +75,8 @@ class DemoConfig:
         Raises:
             InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``),
                 ``--policy`` with another executor than ``rl``, an unknown ``--shield`` or
-                ``--scenario``, ``--orders`` with the congested scenario, then (a conflict
+                ``--scenario``, ``--orders`` with the congested scenario, ``--order-every``
+                without it (None: the default pace, 3), then (a conflict
                 first, so a missing file never hides it) an ``--orders`` or ``--policy`` path
                 that is a folder or not there, or a run setting
                 :func:`marlm.hybrid.controller.run_config` refuses.
@@ -96,6 +97,14 @@ class DemoConfig:
         rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
+        if scenario != "congested" and settings.get("order_every") is not None:
+            raise InputError(
+                "sets the pace of the congested scenario's generated orders; add --scenario "
+                "congested, or drop --order-every",
+                field="--order-every",
+            )
+        if settings.get("order_every") is None:
+            settings.pop("order_every", None)  # the congested scenario's default pace
         if scenario == "congested" and orders is not None:
             raise InputError(
                 "--scenario congested generates its orders; drop --orders or --scenario",
