@@ -284,3 +284,14 @@ def test_order_every_without_the_congested_scenario_is_refused(tmp_path, capsys)
         "orders; add --scenario congested, or drop --order-every"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_compare_shield_none_points_to_the_scheme_without_a_rule_layer(tmp_path, capsys):
+    # `demo --shield none` runs without a rule layer; `compare --shield none` said only
+    # "allowed: pibt, local", not where compare's run without one is.
+    code, err = run_main(["compare", "--shield", "none", "--out", tmp_path / "out"], capsys)
+    assert code == 2 and err.strip() == (
+        "marlm: error: field '--shield': got 'none'; allowed: pibt, local (the rule layer of the "
+        "schemes with a shield; the rl_no_shield scheme runs without one)"
+    )
+    assert not (tmp_path / "out").exists()

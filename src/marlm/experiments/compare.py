@@ -208,6 +208,12 @@ class CompareConfig:
                 ``--schemes`` list, ``--orders`` with the notes-only scenario (it writes its
                 own), then an ``--orders`` path that is a folder or not there, or a bad setting.
         """
+        if shield == "none":  # the demo takes it; here one scheme runs without a rule layer
+            raise InputError(
+                "got 'none'; allowed: pibt, local (the rule layer of the schemes with a shield; "
+                "the rl_no_shield scheme runs without one)",
+                field="--shield",
+            )
         check_rule_layer(shield)
         if scenario not in ("standard", "notes-only"):
             raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
