@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+import marlm.hybrid.acting.learned_guidance as lg
 from marlm.envs.warehouse.dynamics import MOVES
 from marlm.hybrid.acting.learned_guidance import (
     ONLINE_PARAMS,
@@ -98,6 +99,10 @@ class Clock:
         return timed
 
 
+TOP_PARTS = ("guidance tables", "swap tables", "PIBT", "scores", "hindrance", "online")
+"""The parts of a step :func:`time_episode` times apart (``rest``: the others)."""
+
+
 def time_episode(
     instance: LifelongInstance,
     guidance: Guidance,
@@ -106,17 +111,31 @@ def time_episode(
     refresh_cells: int | None = REFRESH_CELLS,
 ) -> tuple[float, list[float], dict[str, float], str, int]:
     """``(first step CPU ms, CPU ms of each later step, CPU ms by part after the first step,
-    the guidance tables' counts, targets reached)`` of ``guidance`` on ``instance``; parts: the
-    guidance's tables, PIBT's swap tables, PIBT's decision (compiled), and the rest (scores,
-    priorities, the online update). ``refresh_cells``: the guidance tables' refresh budget
-    (None: every stale table rebuilt)."""
+    the guidance tables' counts, targets reached)`` of ``guidance`` on ``instance``; parts
+    (:data:`TOP_PARTS`): the guidance's tables (of which new tables and stale ones rebuilt
+    within the refresh budget; the rest is the slot lookup), PIBT's swap tables, PIBT's decision
+    (compiled), the scores (the guided distances read out of the pool, plus the move's cost),
+    the hindrance tie-break, the online update (the waits counted, the new costs, their
+    filler, the tables marked stale), and the rest (PIBT's ranking, priorities and checks).
+    ``refresh_cells``: the guidance tables' refresh budget (None: every stale table rebuilt)."""
     n = len(instance.starts)
     mover = guidance.mover(instance.free, n, instance.seed, target_cells)
     mover.tables.refresh_cells = refresh_cells  # read at each change of the costs
     clock = Clock()
-    mover.tables.slots = clock.wrap("guidance tables", mover.tables.slots)
+    t = mover.tables
+    t.slots = clock.wrap("guidance tables", t.slots)
+    t._build = clock.wrap("new", t._build)  # within t.slots: new tables
+    t._refresh = clock.wrap("stale rebuilt", t._refresh)  # within t.slots: the refresh budget
     mover.layer.tables.slots = clock.wrap("swap tables", mover.layer.tables.slots)
     mover.layer.decide = clock.wrap("PIBT", mover.layer.decide)
+    saved = {k: getattr(lg, k) for k in ("table_scores", "hindrance_into", "guided_filler")}
+    lg.table_scores = clock.wrap("scores", lg.table_scores)  # the pool's distances read
+    lg.hindrance_into = clock.wrap("hindrance", lg.hindrance_into)
+    lg.guided_filler = clock.wrap("online", lg.guided_filler)  # the filler of the new costs
+    if mover.online is not None:
+        mover.online.observe = clock.wrap("online", mover.online.observe)
+        mover.online.costs = clock.wrap("online", mover.online.costs)
+        t.restale = clock.wrap("online", t.restale)
     pos = instance.starts.copy()
     idx = np.zeros(n, dtype=np.int64)
     rows = np.arange(n)
@@ -130,10 +149,15 @@ def time_episode(
             clock.ms.clear()
         pos = pos + MOVES[actions]
         idx += (pos == goals).all(axis=1)
-    parts = dict(clock.ms)
+    for k, f in saved.items():
+        setattr(lg, k, f)
+    parts = {k: clock.ms.get(k, 0.0) for k in TOP_PARTS}
     parts["rest"] = sum(times[1:]) - sum(parts.values())
-    del mover.tables.slots, mover.layer.tables.slots, mover.layer.decide  # cycles: free now
-    t = mover.tables
+    for k in ("new", "stale rebuilt"):  # parts of the guidance tables' time
+        parts[f"(of the guidance tables: {k})"] = clock.ms.get(k, 0.0)
+    del t.slots, t._build, t._refresh, mover.layer.tables.slots, mover.layer.decide
+    if mover.online is not None:  # cycles: free now
+        del mover.online.observe, mover.online.costs, t.restale
     counts = (f"guidance tables built {t.builds:,} (stale ones rebuilt {t.refreshed:,}, "
               f"served stale {t.deferred:,})")  # fmt: skip
     return times[0], times[1:], parts, counts, int(idx.sum())

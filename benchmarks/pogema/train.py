@@ -100,6 +100,18 @@ def main(argv: list[str] | None = None) -> int:
         help="start the search at the params of this result.json (refine a run)",
     )
     ap.add_argument(
+        "--search",
+        default=None,
+        help="comma-separated parameter names CMA-ES searches, the others fixed at --init "
+        "(e.g. online_gain,online_opposing,online_along,online_occupancy); default: all",
+    )
+    ap.add_argument(
+        "--shipped-order",
+        action="store_true",
+        help="score candidates with the shipped PIBT order (passage priority, hindrance "
+        "tie-break), as --algorithms marlm runs them; default: PIBT's own order",
+    )
+    ap.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -128,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         "marlm.experiments.guidance_training", "marlm/experiments/guidance_training.py"
     )
     mean0 = None
+    lg = sys.modules["marlm.hybrid.acting.learned_guidance"]
     if args.init:
-        lg = sys.modules["marlm.hybrid.acting.learned_guidance"]
         try:  # by name: a result from before a feature existed starts it at 0
             mean0 = tuple(lg.params_from(json.loads(Path(args.init).read_text())).tolist())
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -139,9 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         config = gt.TrainConfig(
             generations=args.generations, population=args.population, sigma0=args.sigma0,
             seed=args.seed, penalty=args.penalty, mean0=mean0,
+            search=tuple(args.search.split(",")) if args.search else None,
+            narrow_priority=lg.SHIPPED_NARROW_PRIORITY if args.shipped_order else 0.0,
+            hindrance=lg.SHIPPED_HINDRANCE and args.shipped_order,
         )  # fmt: skip
     except ValueError as e:
-        return fail("--generations/--population/--sigma0/--init", str(e))
+        return fail("--generations/--population/--sigma0/--init/--search", str(e))
     pairs = [pogema_instance(n, s) for n in agents for s in seeds]
     instances = [p[0] for p in pairs]
     target_cells = pairs[0][1]

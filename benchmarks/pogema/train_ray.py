@@ -32,6 +32,8 @@ def load(run_dir: Path) -> tuple[list[LifelongInstance], np.ndarray, TrainConfig
     config = json.loads((run_dir / "config.json").read_text())
     if config.get("mean0") is not None:
         config["mean0"] = tuple(config["mean0"])
+    if config.get("search") is not None:
+        config["search"] = tuple(config["search"])
     return instances, data["target_cells"], TrainConfig(**config)
 
 

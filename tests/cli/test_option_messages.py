@@ -35,7 +35,7 @@ def test_an_empty_or_repeated_list_item_is_named(tmp_path, capsys, argv, option,
 FILE_OPTIONS = [
     (["demo", "--planner", "rule"], "--orders"),
     (["demo", "--planner", "rule"], "--layout"),
-    (["demo", "--planner", "rule"], "--policy"),
+    (["demo", "--planner", "rule", "--executor", "rl"], "--policy"),
     (["compare", "--schemes", "rules"], "--orders"),
     (["compare", "--schemes", "rules"], "--layout"),
     (["train", "warehouse"], "--layout"),
@@ -251,3 +251,47 @@ def test_a_run_setting_pydantic_refuses_names_the_option_and_a_value_that_passes
     with pytest.raises(InputError) as e:
         run_config(**setting)
     assert str(e.value) == said
+
+
+CONFLICTS = [
+    (["demo", "--executor", "learned", "--policy", "missing.npz"], "--policy", "--executor rl"),
+    (["demo", "--executor", "greedy", "--policy", "missing.npz"], "--policy", "--executor rl"),
+    (["demo", "--scenario", "congested", "--orders", "missing.jsonl"], "--orders", "--scenario"),
+    (
+        ["compare", "--scenario", "notes-only", "--orders", "missing.jsonl"],
+        "--orders",
+        "--scenario",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv,option,other", CONFLICTS, ids=[" ".join(a) for a, _, _ in CONFLICTS])
+def test_a_conflict_is_named_before_a_missing_file(tmp_path, capsys, argv, option, other):
+    # `demo --executor learned --policy missing.npz` said "no such file" of the Q-table, and
+    # once the file was there, that the learned executor takes none.
+    code, err = run_main([*argv, "--out", tmp_path / "out"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"marlm: error: field '{option}': ") and other in err, err
+    assert "no such file" not in err and not (tmp_path / "out").exists()
+
+
+def test_order_every_without_the_congested_scenario_is_refused(tmp_path, capsys):
+    # --order-every paces the congested scenario's generated stream; without it the value was
+    # ignored without a word.
+    code, err = run_main(["demo", "--order-every", "5", "--out", tmp_path / "out"], capsys)
+    assert code == 2 and err.strip() == (
+        "marlm: error: field '--order-every': sets the pace of the congested scenario's generated "
+        "orders; add --scenario congested, or drop --order-every"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_shield_none_points_to_the_scheme_without_a_rule_layer(tmp_path, capsys):
+    # `demo --shield none` runs without a rule layer; `compare --shield none` said only
+    # "allowed: pibt, local", not where compare's run without one is.
+    code, err = run_main(["compare", "--shield", "none", "--out", tmp_path / "out"], capsys)
+    assert code == 2 and err.strip() == (
+        "marlm: error: field '--shield': got 'none'; allowed: pibt, local (the rule layer of the "
+        "schemes with a shield; the rl_no_shield scheme runs without one)"
+    )
+    assert not (tmp_path / "out").exists()

@@ -108,6 +108,20 @@ def test_report_is_self_contained_and_escapes_model_text(tmp_path: Path) -> None
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_report_names_the_guidance_the_learned_executor_ran(tmp_path: Path) -> None:
+    # The page said "Scheme rule+learned+shield" and not which guidance ran, where run_start
+    # and metrics.json said "learned: hand guidance" (small has no learned weights of its own).
+    from marlm.hybrid.build import build_planner
+    from marlm.hybrid.controller import run, run_config
+
+    config = run_config(
+        layout="small", steps=3, planner="rule", executor="learned", sync_planner=True, gif=False
+    )
+    result = run(config, tmp_path / "run", planner=build_planner("rule"))
+    html = write_report(result.out_dir)[0].read_text(encoding="utf-8")
+    assert "<b>rule+learned+shield</b>, executor <b>learned: hand guidance</b>, layout" in html
+
+
 def test_report_of_a_run_without_llm_calls_draws_no_llm_chart(tmp_path: Path) -> None:
     page, _ = write_report(_run_folder(tmp_path, llm=False))
     html = page.read_text(encoding="utf-8")

@@ -206,6 +206,21 @@ def test_nothing_usable_raises_input_error(tmp_path: Path, content: bytes, expec
         read_trace(path)
 
 
+def test_a_folder_of_runs_names_them_instead_of_demanding_a_demo_folder(tmp_path: Path) -> None:
+    # `marlm replay` of a `marlm compare` folder said "pass a run folder written by marlm demo",
+    # where each of its scheme folders is one.
+    for scheme in ("rules", "learned_shield"):
+        (tmp_path / scheme).mkdir()
+        (tmp_path / scheme / "trace.jsonl").write_text("")
+    (tmp_path / "compare.json").write_text("{}")
+    with pytest.raises(InputError) as e:
+        read_trace(tmp_path)
+    assert str(e.value) == (
+        f"{tmp_path}: holds no trace.jsonl of its own but 2 run folder(s) (learned_shield, "
+        f"rules); pass one of them, e.g. {tmp_path / 'learned_shield'}"
+    )
+
+
 def test_run_folder_without_trace_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="run folder has no trace.jsonl"):
         read_trace(tmp_path)

@@ -66,6 +66,26 @@ def test_compare_runs_the_shielded_schemes_on_the_chosen_rule_layer(tmp_path: Pa
         assert f"shield {rule}" in format_table(result)
 
 
+def test_compare_names_the_guidance_its_learned_executor_ran(tmp_path: Path) -> None:
+    # compare.txt named the scheme learned_shield and no guidance, where metrics.json said
+    # "learned: hand guidance" (small has no learned weights of its own).
+    config = CompareConfig.of(steps=5, schemes=["rules", "learned_shield"], spread_seeds=0)
+    result = compare_schemes(config, tmp_path)
+    assert [r["executor"] for r in result["rows"]] == ["greedy", "learned: hand guidance"]
+    said = "learned_shield: the learned executor ran hand guidance"
+    assert [n for n in result["notes"] if "learned executor" in n] == [said]
+    assert f"note: {said}" in (tmp_path / "compare.txt").read_text(encoding="utf-8")
+
+
+def test_the_table_says_which_schemes_ran_without_a_rule_layer() -> None:
+    # The footer said "shield pibt" of every row, rl_no_shield's included.
+    rows = [{"scheme": "rules"}, {"scheme": "rl_no_shield"}]
+    result = {"rows": rows, "columns": ["scheme"], "setting": {"shield_rule": "pibt"}}
+    words = lambda result: " ".join(format_table(result).split())  # noqa: E731  (unwrapped)
+    assert words(result).endswith(", shield pibt (rl_no_shield: none)")
+    assert words({**result, "rows": rows[:1]}).endswith(", shield pibt")
+
+
 def test_compare_rejects_unknown_schemes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown scheme"):
         CompareConfig.of(schemes=["rules", "magic"])

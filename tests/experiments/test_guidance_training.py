@@ -11,8 +11,17 @@ import pytest
 
 pytest.importorskip("cmaes")
 
-from marlm.experiments.guidance_training import TrainConfig, throughputs, train  # noqa: E402
-from marlm.hybrid.acting.learned_guidance import N_PARAMS, random_instance  # noqa: E402
+from marlm.experiments.guidance_training import (  # noqa: E402
+    TrainConfig,
+    guidance_of,
+    throughputs,
+    train,
+)
+from marlm.hybrid.acting.learned_guidance import (  # noqa: E402
+    N_PARAMS,
+    PARAM_NAMES,
+    random_instance,
+)
 
 SMALL = """
 !!!!!!!!!!!!!!!!!!
@@ -65,8 +74,9 @@ def test_learned_guidance_beats_the_hand_guidance_on_held_out_seeds(tmp_path):
     learned guidance delivers at least 1.10x the hand guidance's throughput (measured: 1.112x,
     1019 targets against 916)."""
     free, targets = small_map()
-    cfg = TrainConfig(generations=2, population=6, seed=1)
-    result = train(instances(40, 96, (1, 2)), tmp_path, cfg, targets)
+    cfg = TrainConfig(generations=2, population=6, seed=1, search=PARAM_NAMES[:16])
+    result = train(instances(40, 96, (1, 2)), tmp_path, cfg, targets)  # the online traffic
+    # weights (the last 3) stay 0: the 16 searched draw what a 16-parameter search drew
     assert result["score"] == pytest.approx(1.0514950166112957)  # on the training seeds
     held_out = instances(40, 96, (10, 11, 12))
     hand = throughputs(None, held_out, targets, cfg)
@@ -82,15 +92,20 @@ def test_a_search_started_at_a_previous_result_never_ends_below_it(tmp_path):
     free, targets = small_map()
     train_set = instances(40, 96, (1,))
     start = (0.0,) * 4 + (2.0,) + (0.0,) * (N_PARAMS - 5)  # into_narrow 2 steps
-    cfg = TrainConfig(generations=1, population=4, seed=3, sigma0=0.1, mean0=start)
+    searched = ("into_narrow", "online_gain", "online_opposing")
+    cfg = TrainConfig(generations=1, population=4, seed=3, sigma0=0.1, mean0=start, search=searched)
     result = train(train_set, tmp_path, cfg, targets)
+    fixed = [k for k, n in enumerate(PARAM_NAMES) if n not in searched]
+    assert [result["params"][k] for k in fixed] == [start[k] for k in fixed]  # not searched
     hand = throughputs(None, train_set, targets, cfg)
     at_start = throughputs(np.array(start), train_set, targets, cfg)
     assert at_start.tolist() != hand.tolist()  # the start is not the hand guidance
     assert result["score"] >= float(np.mean(at_start / hand))
     assert max(abs(p - s) for p, s in zip(result["params"], start, strict=True)) < 1.0
-    with pytest.raises(ValueError, match="mean0 must have 16 entries"):
+    with pytest.raises(ValueError, match=f"mean0 must have {N_PARAMS} entries"):
         TrainConfig(mean0=(1.0, 2.0))
+    with pytest.raises(ValueError, match="search must name"):
+        TrainConfig(search=("online_gain", "no_such_weight"))
 
 
 def test_candidates_simulated_as_ray_tasks_give_the_serial_run(tmp_path):
@@ -108,3 +123,13 @@ def test_candidates_simulated_as_ray_tasks_give_the_serial_run(tmp_path):
     for k in ("params", "score", "history", "hand", "learned"):
         assert parallel[k] == serial[k], k
     assert serial["score"] != 1.0  # a search that moved: the equality says something
+
+
+def test_a_search_can_score_the_shipped_pibt_order():
+    """``train.sh --shipped-order``: candidates run with the passage priority and the hindrance
+    tie-break, the hand guidance (None) with PIBT's own order, as ``--algorithms marlm`` does."""
+    cfg = TrainConfig(narrow_priority=32.0, hindrance=True)
+    g = guidance_of(np.zeros(N_PARAMS), cfg)
+    assert (g.narrow_priority, g.hindrance) == (32.0, True)
+    hand = guidance_of(None, cfg)
+    assert (hand.params, hand.narrow_priority, hand.hindrance) == (None, 0.0, False)

@@ -31,6 +31,8 @@ def test_a_robot_assigned_at_step_0_moves_towards_its_shelf_at_step_0(tmp_path: 
     assigned = next(e for e in events if e["type"] == "order" and e["event"] == "assigned")
     step0 = next(e for e in events if e["type"] == "step" and e["step"] == 0)
     assert assigned["step"] == 0 and start["positions"] == [[8, 1]]
+    # The rule layer that ran: under no shield the config said "pibt", its unused default.
+    assert start["config"]["shield_rule"] == result.metrics["shield_rule"] == shield
     assert step0["proposed"] != [0] and step0["positions"] != [[8, 1]]
     # Then straight to the shelf and the station: 9 moves, delivered at step 8 (was 9).
     delivered = next(e for e in events if e["type"] == "order" and e["event"] == "delivered")

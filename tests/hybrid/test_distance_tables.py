@@ -161,3 +161,52 @@ def test_a_cache_smaller_than_the_targets_in_use_gives_the_same_moves(learned):
     assert small.layer.tables.builds > big.layer.tables.builds  # dropped tables were rebuilt
     assert small.tables.deferred == 0 and (small.tables.refreshed > 0) == learned
     assert idx.sum() == (52 if learned else 53)  # as today's main computes on this instance
+
+
+def test_grid_kernels_give_the_reference_distances_and_the_generic_path_is_kept():
+    """The grid kernels (``uint8`` moves and costs, cell-id offsets instead of the neighbour
+    table) hold exactly the reference kernels' distances: on POGEMA's warehouse under learned
+    costs with an online extra, with costs above 255 (``int32`` costs), and on a neighbour table
+    that is not a grid's (a row that wraps around), where the generic kernels run."""
+    from marlm.hybrid.acting.guidance import grid_guided_fill
+    from marlm.hybrid.acting.learned_guidance import learned_costs, move_features
+    from marlm.hybrid.rules.graph import grid_bfs_fill, grid_steps
+
+    grid = np.array([list(r) for r in WFI.read_text().split()])
+    free, targets = grid != "#", grid == "$"
+    nbr = neighbour_table(free)
+    v, w = nbr.shape[0], free.shape[1]
+    assert grid_steps(nbr).tolist() == [-w, w, -1, 1]
+    hand = traffic_costs(free, 192, penalty=2)
+    base = learned_costs(move_features(free, 192, targets), hand, np.full(14, 0.37))
+    extra = np.where(nbr >= 0, (np.arange(v)[:, None] * 7 + np.arange(5)) % 9, 0)
+    online = (base + extra).astype(np.int32)
+    huge = np.where(nbr >= 0, online * 40, 0).astype(np.int32)  # up to 300 > 255: int32 costs
+    cells = np.flatnonzero(free.reshape(-1))[::151].tolist()
+    out = np.zeros(v, dtype=np.uint16)
+    for cost in (hand, online, huge):
+        fill = guided_filler(nbr, cost)
+        for t in cells:
+            fill(t, out)
+            ref = guided_distance(nbr, cost, t)
+            np.testing.assert_array_equal(
+                np.where(out > COMPACT_MAX, UNREACHABLE, out.astype(np.int64)), ref
+            )
+    assert guided_filler(nbr, hand).__name__ == "grid_fill" and huge.max() > 255
+    for t in cells:
+        bfs_filler(nbr)(t, out)
+        np.testing.assert_array_equal(np.where(out > COMPACT_MAX, UNREACHABLE, out.astype(np.int64)),
+                                      bfs_distance(nbr, t))  # fmt: skip
+    assert bfs_filler(nbr).__name__ == "grid_fill"
+    assert grid_guided_fill.signatures and grid_bfs_fill.signatures  # the grid kernels ran
+    wrap = neighbour_table(np.ones((3, 5), dtype=bool))
+    wrap[4, RIGHT], wrap[0, 3] = 0, 4  # (0, 4) -> (0, 0) and back: not one offset a move
+    cost = np.where(wrap >= 0, 1 + np.arange(15)[:, None] % 3, 0).astype(np.int32)
+    assert grid_steps(wrap) is None
+    small = np.zeros(15, dtype=np.uint16)
+    for t in range(15):
+        guided_filler(wrap, cost)(t, small)
+        np.testing.assert_array_equal(small, guided_distance(wrap, cost, t))
+        bfs_filler(wrap)(t, small)
+        np.testing.assert_array_equal(small, bfs_distance(wrap, t))
+    assert guided_filler(wrap, cost).__name__ == "fill" == bfs_filler(wrap).__name__

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from marlm.envs.warehouse.dynamics import MOVES, RIGHT, UP
+from marlm.envs.warehouse.dynamics import LEFT, MOVES, RIGHT, UP
 from marlm.hybrid.acting.guidance import guided_distance, traffic_costs
 from marlm.hybrid.acting.learned_guidance import (
     MOVE_FEATURES,
@@ -29,6 +29,7 @@ from marlm.hybrid.acting.learned_guidance import (
     hindrance,
     learned_costs,
     move_features,
+    online_adapter,
     params_from,
     random_instance,
     simulate,
@@ -114,6 +115,58 @@ def test_online_update_raises_the_cost_into_a_jam_within_its_bound():
         OnlineAdapter(base, nbr, period=0)
 
 
+def test_online_traffic_weights_price_head_on_flow_and_occupancy_within_the_bound():
+    free = np.ones((1, 5), dtype=bool)  # a corridor, cells 0..4
+    nbr = neighbour_table(free)
+    base = RESOLUTION * traffic_costs(free, 1, penalty=0)
+    ad = OnlineAdapter(base, nbr, period=2, bound=1.0, decay=0.0, opposing=0.5, along=0.25,
+                       occupancy=0.75)  # fmt: skip
+    cells, goals = np.array([1]), np.array([4])
+    assert not ad.observe(cells, goals, cells + 1)  # moves right from 1, twice: flow 1 per step
+    assert ad.observe(cells, goals, cells + 1)
+    assert ad.flow[1, RIGHT] == 1.0 and ad.occupied[1] == 1.0 and ad.rate.sum() == 0.0
+    extra = ad.costs().astype(np.int64) - base
+    assert extra[1, RIGHT] == RESOLUTION * 0.25  # along the flow: 0.25 step
+    assert extra[0, RIGHT] == RESOLUTION * 0.75  # into the occupied cell: 0.75 step
+    assert extra[2, LEFT] == RESOLUTION * 1.0  # head-on into it: 0.5 + 0.75, clipped at 1
+    assert extra[3, LEFT] == 0 and (extra[:, 0] == 0).all()
+    cheap = OnlineAdapter(base, nbr, period=1, decay=0.0, along=-1.0)
+    cheap.observe(cells, goals, cells + 1)
+    assert (cheap.costs() == base).all()  # a negative sum is clipped at 0: never below base
+    with pytest.raises(ValueError, match="finite"):
+        OnlineAdapter(base, nbr, opposing=float("nan"))
+
+
+def test_zero_traffic_weights_reproduce_the_wait_rule_exactly():
+    """The wait rule as it was before the flow and occupancy weights (written out here), against
+    the adapter with those weights 0, on 60 steps of random traffic with updates every 3."""
+    rng = np.random.default_rng(5)
+    free = random_map(rng, 7, 9, 0.25)
+    nbr = neighbour_table(free)
+    base = RESOLUTION * traffic_costs(free, 8, penalty=2)
+    ad = OnlineAdapter(base, nbr, gain=2.7, period=3, bound=1.25)
+    rate, waits = np.zeros(len(nbr)), np.zeros(len(nbr))
+    cells = rng.choice(np.flatnonzero(free.reshape(-1)), 8, replace=False)
+    for t in range(1, 61):
+        goals = np.where(rng.random(8) < 0.2, -1, rng.choice(cells, 8))
+        after = nbr[cells, rng.integers(0, 5, 8)]
+        after = np.where((after >= 0) & ~np.isin(after, cells), after, cells)
+        ad.observe(cells, goals, after)
+        waiting = (after == cells) & (goals >= 0) & (goals != cells)
+        np.add.at(waits, cells[waiting], 1)
+        if t % 3 == 0:
+            rate = 0.5 * rate + 0.5 * waits / 3
+            waits[:] = 0
+            into = np.rint(RESOLUTION * np.minimum(2.7 * rate, 1.25)).astype(np.int32)
+            extra = np.where(nbr >= 0, into[np.maximum(nbr, 0)], 0)
+            extra[:, 0] = 0
+            assert (ad.extra == extra).all()
+        cells = after
+    assert ad.extra.any()  # the rule acted
+    zero = np.zeros(N_PARAMS)
+    assert online_adapter(base, nbr, zero, rho=1.0) is None  # no online weight: no adapter
+
+
 def random_map(rng: np.random.Generator, h: int, w: int, p_wall: float) -> np.ndarray:
     """Random walls; the largest 4-connected component of the rest is the map."""
     free = rng.random((h, w)) >= p_wall
@@ -150,12 +203,13 @@ def random_map(rng: np.random.Generator, h: int, w: int, p_wall: float) -> np.nd
         st.floats(-2.0, 8.0), min_size=len(MOVE_FEATURES), max_size=len(MOVE_FEATURES)
     ),
     refresh_tables=st.sampled_from([None, 0, 1]),
+    traffic=st.lists(st.floats(-20.0, 40.0), min_size=3, max_size=3),
 )
 def test_online_update_never_makes_a_vertex_or_swap_conflict(
-    seed, n, period, gain, bound, narrow_priority, tie_break, weights, refresh_tables
+    seed, n, period, gain, bound, narrow_priority, tie_break, weights, refresh_tables, traffic
 ):
     """Random maps (walls, dead ends, one-wide passages), random learned weights, a strong online
-    update every 1-4 steps, stale distance tables rebuilt all, none or one per change: every
+    update every 1-4 steps (waits, opposing and same-way flow, occupancy, either sign), stale distance tables rebuilt all, none or one per change: every
     joint move of 40 lifelong steps is safe, and the adapted costs stay within [base, base +
     bound] on every possible move."""
     rng = np.random.default_rng(seed)
@@ -163,7 +217,7 @@ def test_online_update_never_makes_a_vertex_or_swap_conflict(
     if free.sum() < n + 2:
         n = max(2, int(free.sum()) - 2)
     inst = random_instance(free, n, 40, seed=seed)
-    params = np.array([*weights, gain, 0.0])  # online gain, its density twin
+    params = np.array([*weights, gain, 0.0, *traffic])  # gain, its twin, flow/occupancy weights
     g = Guidance(
         params, period=period, bound=bound, narrow_priority=narrow_priority, hindrance=tie_break
     )

@@ -15,7 +15,6 @@ from .app import (
     app,
     at_least,
     finite_at_least,
-    input_file,
     layout_value,
     llm_model_option,
     llm_option,
@@ -59,7 +58,6 @@ NO_COUNTERFACTUAL_HELP = (
     "figures the table shows beside this run's (metrics.json: counterfactual_rule)."
 )
 ORDERS_HELP = "JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
-POLICY_FILE = input_file("a Q-table file (.npz) written by marlm train warehouse")
 
 
 _progress = progress_bar  # the demo's bar (a test replaces it)
@@ -68,7 +66,7 @@ _progress = progress_bar  # the demo's bar (a test replaces it)
 @app.command()
 def demo(
     layout: str = opt("small", "Shipped layout name or a map file.", layout_value),
-    orders: str | None = opt(None, ORDERS_HELP, input_file("a JSONL order file")),
+    orders: str | None = opt(None, ORDERS_HELP),  # the file is checked after its conflicts
     robots: int | None = opt(None, ROBOTS_HELP, at_least(1)),
     steps: int = opt(600, "Time limit in control steps.", at_least(1)),
     seed: int = opt(0, "Seed of the environment, policy and shield.", SEED_BOUND),
@@ -91,11 +89,12 @@ def demo(
         finite_at_least(0, unit="milliseconds")),
     plan_deadline: float = opt(2.0, DEADLINE_HELP, finite_at_least(0, unit="seconds")),
     policy: Path | None = opt(
-        None, "With --executor rl: its Q-table (.npz); default: cached or trained now.", POLICY_FILE),
+        None, "With --executor rl: its Q-table (.npz); default: cached or trained now."),
     dwell: str = opt("points", DWELL_HELP),
     gif: bool = opt(True, "Write episode.gif."),
     scenario: str = opt("none", SCENARIO_HELP),
-    order_every: int = opt(3, "With --scenario congested: steps between orders.", at_least(1)),
+    order_every: int | None = opt(
+        None, "With --scenario congested: steps between orders (default 3).", at_least(1, example=3)),
     no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
 ) -> None:  # fmt: skip
     """Run the warehouse: LLM planner, learned executor, rule shield.

@@ -18,7 +18,6 @@ from .app import (
     SEED_BOUND,
     app,
     at_least,
-    input_file,
     layout_value,
     llm_model_option,
     llm_option,
@@ -130,8 +129,7 @@ def replay(
 def compare(
     layout: str = opt("small", "Shipped layout name or map file.", layout_value, "--layout"),
     orders: str | None = opt(
-        None, "JSONL order file (default: orders generated from --seed).",
-        input_file("a JSONL order file"), "--orders"),
+        None, "JSONL order file (default: orders generated from --seed).", None, "--orders"),
     robots: int | None = opt(None, ROBOTS_HELP, at_least(1), "--robots"),
     steps: int | None = opt(
         None, "Steps per run (default 300; notes-only: 600).", at_least(1), "--steps"),

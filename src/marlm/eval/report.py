@@ -179,6 +179,14 @@ def _replay_html(replay: dict[str, Any]) -> str:
     return body + notes
 
 
+def _executor_ran(start: dict[str, Any]) -> str:
+    """``, executor <b>learned: hand guidance</b>``: the executor the run's ``run_start`` names
+    (its ``executor``, for the learned one which guidance ran: its weights file or the hand
+    guidance, as ``metrics.json`` says); ``""`` for a trace without it."""
+    ran = start.get("executor")
+    return f", executor <b>{esc(ran)}</b>" if ran else ""
+
+
 def render_report(
     trace: TraceRead,
     *,
@@ -199,7 +207,8 @@ def render_report(
 
     parts = [
         *page_head(f"marlm run report: {run_dir.name}", run_dir),
-        f"<p>Scheme <b>{esc(start.get('scheme', '?'))}</b>, layout <b>{esc(start.get('layout', '?'))}</b>, "
+        f"<p>Scheme <b>{esc(start.get('scheme', '?'))}</b>{_executor_ran(start)}, layout "
+        f"<b>{esc(start.get('layout', '?'))}</b>, "
         f"{len(start.get('agents') or [])} agents. {esc(trace.summary_line())}. "
         f"Trace schema version {trace.version}.</p>",
     ]

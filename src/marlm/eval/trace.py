@@ -237,11 +237,24 @@ def resolve_trace_path(path: str | Path) -> Path:
     """Return the trace file for ``path``: the file itself, or ``path/trace.jsonl`` for a run folder.
 
     Raises:
-        InputError: the path does not exist, or the run folder holds no ``trace.jsonl``.
+        InputError: the path does not exist, or the run folder holds no ``trace.jsonl`` (one
+            that holds run folders, as ``marlm compare`` writes, is told to pass one of them).
     """
     p = Path(path)
     if p.is_dir():
         trace = p / TRACE_FILE
+        runs = (
+            []
+            if trace.is_file()
+            else sorted(d.name for d in p.iterdir() if (d / TRACE_FILE).is_file())
+        )
+        if runs:  # a folder of runs, as `marlm compare` writes: one scheme a folder
+            shown = ", ".join(runs[:4]) + (", ..." if len(runs) > 4 else "")
+            raise InputError(
+                f"holds no {TRACE_FILE} of its own but {len(runs)} run folder(s) ({shown}); pass "
+                f"one of them, e.g. {p / runs[0]}",
+                source=p,
+            )
         if not trace.is_file():
             raise InputError(
                 f"run folder has no {TRACE_FILE}; pass a run folder written by `marlm demo` "

@@ -40,11 +40,13 @@ from marlm.errors import InputError
 from marlm.eval.outputs import claim_run_folder, claimed_here, wrote_nothing
 from marlm.experiments.settings import (
     SPREAD_SEEDS,
+    check_input_file,
     check_rule_layer,
     check_server,
     comma_list,
     warn_if_robots_drawn,
 )
+from marlm.hybrid.acting.guided_executor import HAND_GUIDANCE
 from marlm.hybrid.acting.llm_executor import LLMMoveExecutor
 from marlm.hybrid.build import (
     DEFAULT_TRAINING,
@@ -87,6 +89,17 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("wall_s", "wall s"),
     ("delivered_spread", "delivered over seeds"),
 )
+
+
+def _guidance_note(scheme: str, executor: str | None) -> str:
+    """The note that names the guidance a learned executor ran (``executor``: its name, as in
+    ``metrics.json``: ``learned: <weights file>`` or ``learned: hand guidance``); ``""`` for
+    another executor."""
+    kind, _, guidance = (executor or "").partition(": ")
+    if kind != "learned" or not guidance:
+        return ""
+    ran = guidance if guidance == HAND_GUIDANCE else f"the learned weights {guidance}"
+    return f"{scheme}: the learned executor ran {ran}"
 
 
 def _supported(field: str) -> set[str]:
@@ -193,8 +206,14 @@ class CompareConfig:
         Raises:
             InputError: naming the option: an unknown ``--shield`` or ``--scenario``, a bad
                 ``--schemes`` list, ``--orders`` with the notes-only scenario (it writes its
-                own), or a bad setting.
+                own), then an ``--orders`` path that is a folder or not there, or a bad setting.
         """
+        if shield == "none":  # the demo takes it; here one scheme runs without a rule layer
+            raise InputError(
+                "got 'none'; allowed: pibt, local (the rule layer of the schemes with a shield; "
+                "the rl_no_shield scheme runs without one)",
+                field="--shield",
+            )
         check_rule_layer(shield)
         if scenario not in ("standard", "notes-only"):
             raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
@@ -209,6 +228,8 @@ class CompareConfig:
                 "out --orders or use --scenario standard",
                 field="--orders",
             )
+        if orders is not None:  # after its conflict: a missing file never hides it
+            check_input_file(orders, option="--orders", what="a JSONL order file")
         return cls.of(
             scenario=scenario, schemes=names, orders=orders, shield_rule=shield,
             n_robots=robots or (2 if notes else None), steps=steps or (600 if notes else 300),
@@ -393,6 +414,9 @@ def compare_schemes(
         m = result.metrics
         row = {key: m.get(key) for key, _ in COLUMNS if key in m}
         row.update(scheme=name, wall_s=wall, steps=m.get("steps"), step_limit=n_steps)
+        row["executor"] = m.get("executor")  # learned: which guidance ran (weights or hand)
+        if guidance := _guidance_note(name, row["executor"]):
+            notes.append(guidance)
         if move_executor is not None:  # the executor's calls are not in the controller's trace
             row["llm_calls"] = (row.get("llm_calls") or 0) + move_executor.calls
             row["tokens"] = (
@@ -515,12 +539,22 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     lines += textwrap.wrap(
         f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
         f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}, "
-        f"shield {s.get('shield_rule', 'pibt')}",
+        f"shield {s.get('shield_rule', 'pibt')}{_unshielded(result['rows'])}",
         width,
     )
     for n in result.get("notes", []):
         lines += textwrap.wrap(f"note: {n}", width, subsequent_indent="      ")
     return "\n".join(lines)
+
+
+def _unshielded(rows: Sequence[dict[str, Any]]) -> str:
+    """`` (rl_no_shield: none)``: the rows of the table that ran without a rule layer."""
+    names = [
+        str(r.get("scheme"))
+        for r in rows
+        if not SCHEMES.get(r.get("scheme"), {}).get("shield", True)
+    ]
+    return f" ({', '.join(names)}: none)" if names else ""
 
 
 def plot_comparison(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
-from marlm.experiments.settings import check_rule_layer, warn_if_robots_drawn
+from marlm.experiments.settings import check_input_file, check_rule_layer, warn_if_robots_drawn
 from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
 from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 
@@ -75,8 +75,11 @@ class DemoConfig:
         Raises:
             InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``),
                 ``--policy`` with another executor than ``rl``, an unknown ``--shield`` or
-                ``--scenario``, ``--orders`` with the congested scenario,
-                or a run setting :func:`marlm.hybrid.controller.run_config` refuses.
+                ``--scenario``, ``--orders`` with the congested scenario, ``--order-every``
+                without it (None: the default pace, 3), then (a conflict
+                first, so a missing file never hides it) an ``--orders`` or ``--policy`` path
+                that is a folder or not there, or a run setting
+                :func:`marlm.hybrid.controller.run_config` refuses.
         """
         if executor == "llm":
             raise InputError(
@@ -94,11 +97,25 @@ class DemoConfig:
         rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
+        if scenario != "congested" and settings.get("order_every") is not None:
+            raise InputError(
+                "sets the pace of the congested scenario's generated orders; add --scenario "
+                "congested, or drop --order-every",
+                field="--order-every",
+            )
+        if settings.get("order_every") is None:
+            settings.pop("order_every", None)  # the congested scenario's default pace
         if scenario == "congested" and orders is not None:
             raise InputError(
                 "--scenario congested generates its orders; drop --orders or --scenario",
                 field="--orders",
             )
+        for path, option, what in (
+            (orders, "--orders", "a JSONL order file"),
+            (settings.get("policy"), "--policy", "a Q-table file (.npz) written by marlm train warehouse"),
+        ):  # fmt: skip
+            if path is not None:
+                check_input_file(path, option=option, what=what)
         own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
         config = run_config(
             layout=layout,
@@ -142,7 +159,8 @@ def run_demo(
         config: the settings.
         say: called with one line of status text.
         stage: starts a progress stage (see :data:`Stage`): executor training, model warm-up,
-            ``"warehouse"`` (the run), the counterfactual.
+            the rule layer's compilation (:data:`COMPILE_STAGE`), ``"warehouse"`` (the run),
+            the counterfactual.
         on_claim: called with the run folder once it is claimed (from then on the trace is
             written there).
 
@@ -205,6 +223,7 @@ def run_demo(
         update = stage("warming up the model (triage pool, cached after)", None)
         warm(progress=update)
         update(1, 1)
+    compile_rule_layer(run_cfg, stage)
     result = run(
         run_cfg, out, planner=plan, policy=q, env=env,
         progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class),
@@ -219,6 +238,23 @@ def run_demo(
     if orders_dir is not None:
         orders_dir.cleanup()
     return DemoResult(result, run_cfg.layout)
+
+
+#: The stage of the rule layer's compilation: (the rule layer) -> its description.
+COMPILE_STAGE = "rule layer {}: compiled on a first run, cached after"
+
+
+def compile_rule_layer(config: RunConfig, stage: Stage) -> None:
+    """Compile the kernels of ``config``'s rule layer (only its own) as a stage of its own, so
+    a first run's compilation (about 20 CPU s for PIBT's on an empty numba cache, a fraction of
+    a second from the cache after) shows on screen instead of a silent pause before step 0."""
+    from marlm.hybrid.rules.shield import warm_up
+
+    rule = config.shield_rule if config.shield else "none"
+    if rule != "none":
+        update = stage(COMPILE_STAGE.format(rule), None)
+        warm_up(rule)
+        update(1, 1)
 
 
 def _facts(events: list, true_class: dict | None) -> dict:

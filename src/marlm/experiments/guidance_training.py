@@ -58,6 +58,11 @@ class TrainConfig:
         mean0: the search's initial mean (``N_PARAMS`` floats, e.g. a previous run's
         ``params`` to refine it; the result is never worse than it on the training instances);
         None = zeros, the hand guidance.
+        search: names of the parameters CMA-ES searches (:data:`PARAM_NAMES`), the others
+            fixed at ``mean0`` (0 without it), e.g. the online update's weights alone around
+            shipped move weights; None = every parameter.
+        narrow_priority, hindrance: of the learned guidance (:class:`Guidance`), so the search
+            can score the shipped scheme (0 and False: PIBT's own order, as before they existed).
     """
 
     generations: int = 20
@@ -68,10 +73,20 @@ class TrainConfig:
     period: int = 16
     bound: float = 2.0
     mean0: tuple[float, ...] | None = None
+    search: tuple[str, ...] | None = None
+    narrow_priority: float = 0.0
+    hindrance: bool = False
 
     def __post_init__(self) -> None:
         if self.mean0 is not None and len(self.mean0) != N_PARAMS:
             raise ValueError(f"mean0 must have {N_PARAMS} entries, got {len(self.mean0)}")
+        if self.search is not None:
+            unknown = sorted(set(self.search) - set(PARAM_NAMES))
+            if unknown or len(set(self.search)) < 2:
+                raise ValueError(
+                    f"search must name at least 2 distinct parameters of {', '.join(PARAM_NAMES)}"
+                    f"; unknown: {unknown}"
+                )
         for name in ("generations", "population"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -83,7 +98,12 @@ class TrainConfig:
 
 def guidance_of(params: np.ndarray | None, config: TrainConfig) -> Guidance:
     """The :class:`Guidance` of ``params`` (None = the hand rule) under ``config``."""
-    return Guidance(params, config.penalty, config.period, config.bound)
+    if params is None:
+        return Guidance(None, config.penalty, config.period, config.bound)
+    return Guidance(
+        params, config.penalty, config.period, config.bound,
+        narrow_priority=config.narrow_priority, hindrance=config.hindrance,
+    )  # fmt: skip
 
 
 def throughputs(
@@ -204,6 +224,15 @@ def train(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     ckpt = run_dir / "checkpoint.pkl"
+    full0 = np.zeros(N_PARAMS) if config.mean0 is None else np.array(config.mean0, dtype=float)
+    names = PARAM_NAMES if config.search is None else config.search
+    searched = np.array(sorted(PARAM_NAMES.index(n) for n in names))
+
+    def full(x: np.ndarray) -> np.ndarray:  # the searched entries into the fixed ones
+        out = np.clip(full0, LOWER, UPPER)
+        out[searched] = x
+        return out
+
     key = _key(instances, config)
     t0 = clock()
     if ckpt.is_file():
@@ -212,12 +241,11 @@ def train(
         if state["key"] != key:
             raise ValueError(f"{ckpt} is from another config or instance set; use a new run_dir")
     else:
-        bounds = np.tile([LOWER, UPPER], (N_PARAMS, 1))
-        mean0 = np.zeros(N_PARAMS) if config.mean0 is None else np.array(config.mean0)
+        bounds = np.tile([LOWER, UPPER], (len(searched), 1))
         state = {
             "key": key,
             "optimizer": CMA(
-                mean=np.clip(mean0, LOWER, UPPER),
+                mean=np.clip(full0, LOWER, UPPER)[searched],
                 sigma=config.sigma0,
                 bounds=bounds,
                 seed=config.seed,
@@ -251,13 +279,13 @@ def train(
         opt.reseed_rng(_generation_seed(config.seed, g))
         xs = [opt.ask() for _ in range(opt.population_size)]  # scoring draws nothing
         told = []
-        for x, (s, task_cpu_s) in zip(xs, score_many(xs), strict=True):
+        for x, (s, task_cpu_s) in zip(xs, score_many([full(x) for x in xs]), strict=True):
             told.append((x, -s))
             state["cpu_s"] += task_cpu_s  # spent by a Ray worker, not this process
             if s > state["best"][0]:
-                state["best"] = (s, x.copy())
+                state["best"] = (s, full(x))
         opt.tell(told)
-        mean_x = opt.mean.copy()
+        mean_x = full(opt.mean)
         mean_s = score(mean_x)
         if mean_s > state["best"][0]:
             state["best"] = (mean_s, mean_x)

@@ -415,7 +415,7 @@ def run(
             plan_deadline_s=config.plan_deadline_s, seed=config.seed, clock=clock, dwell=dwell,
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
-        _warm_up(executor)
+        _warm_up(executor, rule)
         RunStartRecord(**_run_start(config, env, planner, executor)).emit_to(ctl.emit)
         ctl.record_env_events()
         reason = _episode(ctl, obs, config, frames, progress)
@@ -423,6 +423,7 @@ def run(
     run_facts = {
         "scheme": config.scheme,
         "executor": executor.name,
+        "shield_rule": rule,  # what ran: none without a shield
         "deadlock_breaks": shield.deadlock_breaks,
         "orders_total": len(env.orders),
         **(facts(ctl.events) if facts is not None else {}),
@@ -431,11 +432,12 @@ def run(
     return RunResult(metrics, out, {"trace": trace_path, **files})
 
 
-def _warm_up(executor: Executor) -> None:
-    """Compile-on-first-call work happens here, not inside the measured control steps: the rule
-    layers' kernels and the executor's own (``Executor.warm_up``; an executor that calls a model
-    does nothing there, it is never called outside the loop)."""
-    warm_up()
+def _warm_up(executor: Executor, rule: str) -> None:
+    """Compile-on-first-call work happens here, not inside the measured control steps: the
+    kernels of the run's rule layer ``rule`` (only its own: each costs CPU seconds on a first
+    run) and the executor's (``Executor.warm_up``; an executor that calls a model does nothing
+    there, it is never called outside the loop)."""
+    warm_up(rule)
     executor.warm_up()
 
 
@@ -446,10 +448,12 @@ def _run_start(
     ``model`` name the planner's model (``None`` for the rule), ``executor`` the executor used
     (its ``name``: ``learned: <weights file>`` or ``learned: hand guidance`` says which guidance
     the learned executor ran). With an order file, the config's ``n_orders`` is the file's
-    count, not the unused default."""
+    count, not the unused default; without a shield its ``shield_rule`` is ``"none"`` (what ran),
+    not the unused default."""
     model = planner_model(planner)
     backend, model_name = backend_and_model(None if model is None else model.name)
     settings = config.model_dump()
+    settings["shield_rule"] = config.shield_rule if config.shield else "none"  # what ran
     if config.orders is not None:
         settings["n_orders"] = len(env.orders)
     return {

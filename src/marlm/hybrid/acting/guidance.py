@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, UP
-from marlm.hybrid.rules.graph import UNREACHABLE, sentinels, store_row
+from marlm.hybrid.rules.graph import UNREACHABLE, grid_steps, sentinels, store_row
 from marlm.hybrid.rules.pibt import neighbour_table
 
 try:
@@ -196,18 +196,96 @@ def guided_fill(nbr, rcost, target, n_buckets, dist, head, link, cell, out, sent
     return store_row(dist, out, sentinel, cap)
 
 
+@njit(cache=True)
+def grid_guided_fill(rcost, step, target, n_buckets, dist, head, entry, out, sentinel, cap):
+    """:func:`guided_fill` on a grid, with a smaller working set: the same distances.
+
+    ``rcost``: ``uint8|int32[V, 4]``, ``rcost[c, k]`` the cost of the move from ``c + step[k]``
+    into ``c`` (``step``: ``int64[4]``, the cell-id offsets of up, down, left, right), 0 where
+    there is no such move; so the neighbour table is not read (280 KB of ``uint8`` costs on a
+    500 x 140 map instead of 2.8 MB of ``int32`` neighbours and costs). Dial's buckets are linked
+    lists whose entries hold the cell and the next entry side by side (``entry``: ``int32[2 (4 V
+    + 1)]``), and a bucket is taken whole before its cells are expanded (every cost is at least 1,
+    so nothing enters the bucket being expanded). ``head``: ``int32[n_buckets]``, ``dist``:
+    ``int32[V]`` scratch; ``sentinel``, ``cap`` as in :func:`marlm.hybrid.rules.graph.bfs_fill`.
+    Returns the largest finite distance.
+    """  # pragma: no cover - compiled
+    dist[:] = UNREACHABLE
+    head[:] = -1
+    dist[target] = 0
+    entry[0], entry[1], head[0] = target, -1, 0
+    used, remaining, d, b = 1, 1, 0, 0
+    while remaining > 0:
+        e = head[b]
+        head[b] = -1
+        while e >= 0:
+            c, e = entry[2 * e], entry[2 * e + 1]
+            remaining -= 1
+            if dist[c] != d:
+                continue
+            for k in range(4):
+                w = rcost[c, k]
+                if w == 0:
+                    continue
+                u = c + step[k]
+                nd = d + w
+                if nd < dist[u]:
+                    dist[u] = nd
+                    nb = b + w
+                    if nb >= n_buckets:
+                        nb -= n_buckets
+                    entry[2 * used], entry[2 * used + 1], head[nb] = u, head[nb], used
+                    used += 1
+                    remaining += 1
+        d += 1
+        b = b + 1 if b + 1 < n_buckets else 0
+    return store_row(dist, out, sentinel, cap)
+
+
+@njit(cache=True)
+def reverse_costs(nbr, cost, rcost):  # pragma: no cover - compiled
+    """``rcost[c, a]`` = ``cost[nbr[c, a], a']``, the cost of the move from ``nbr[c, a]`` into
+    ``c`` (``a'`` the opposite action), 0 where ``nbr[c, a] < 0`` and on STAY; returns the
+    smallest cost of an existing move (1 if none). ``nbr``: ``int[V, 5]``; ``cost``:
+    ``int32[V, 5]``; ``rcost``: ``int32[V, 5]``, filled."""
+    into = np.array([0, 2, 1, 4, 3])  # the action that moves nbr[c, a] into c
+    low = 1
+    first = True
+    for c in range(nbr.shape[0]):
+        rcost[c, 0] = 0
+        for a in range(1, 5):
+            u = nbr[c, a]
+            if u < 0:
+                rcost[c, a] = 0
+                continue
+            w = cost[u, into[a]]
+            rcost[c, a] = w
+            if first or w < low:
+                low, first = w, False
+    return low
+
+
 def guided_filler(nbr: np.ndarray, cost: np.ndarray):
     """``fill(target, out) -> int`` for :class:`marlm.hybrid.rules.graph.DistanceTables`: guided
-    distances under ``cost`` (``int32[V, 5]``, positive on possible moves; :func:`guided_fill`)."""
+    distances under ``cost`` (``int32[V, 5]``, positive on possible moves): on a grid's
+    neighbour table :func:`grid_guided_fill`, else :func:`guided_fill` (the same distances)."""
     v = nbr.shape[0]
-    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
-    into = np.array([0, 2, 1, 4, 3])  # the action that moves nbr[c, a] into c
-    rcost = np.zeros((v, 5), dtype=np.int32)
-    for a in range(1, 5):
-        ok = nbr[:, a] >= 0
-        rcost[ok, a] = cost[nbr[ok, a], into[a]]
+    rcost = np.empty((v, 5), dtype=np.int32)
+    low = reverse_costs(nbr, np.ascontiguousarray(cost, dtype=np.int32), rcost)
     n_buckets = int(max(rcost.max(initial=1), 1)) + 1
     dist, head = np.empty(v, dtype=np.int32), np.empty(n_buckets, dtype=np.int32)
+    steps = grid_steps(nbr)
+    if steps is not None and low > 0:
+        small = np.uint8 if n_buckets <= 256 else np.int32
+        moves = np.ascontiguousarray(rcost[:, 1:], dtype=small)  # 0: no move (costs are >= 1)
+        entry = np.empty(2 * (4 * v + 1), dtype=np.int32)
+
+        def grid_fill(target: int, out: np.ndarray) -> int:
+            return grid_guided_fill(moves, steps, target, n_buckets, dist, head, entry, out,
+                                    *sentinels(out))  # fmt: skip
+
+        return grid_fill
+    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
     link, cell = np.empty(4 * v + 1, dtype=np.int32), np.empty(4 * v + 1, dtype=np.int32)
 
     def fill(target: int, out: np.ndarray) -> int:
@@ -215,6 +293,63 @@ def guided_filler(nbr: np.ndarray, cost: np.ndarray):
                            *sentinels(out))  # fmt: skip
 
     return fill
+
+
+@njit(cache=True)
+def table_scores(pool, slots, cells, nbr, cost, top, out):  # pragma: no cover - compiled
+    """``out[i, a] = -(cost[cells[i], a] + pool[slots[i], nbr[cells[i], a]])``, ``-inf`` for a
+    blocked move, a stored value above ``top`` read as :data:`UNREACHABLE`: in one pass, the
+    scores :class:`marlm.hybrid.acting.learned_guidance.GuidedMover` computes with numpy as
+    :meth:`marlm.hybrid.rules.graph.DistanceTables.distances` plus the cost (the same floats).
+
+    ``pool``: ``uint16|int32[rows, V]``; ``slots``, ``cells``: ``int64[n]``; ``nbr``:
+    ``int32|int64[V, 5]``; ``cost``: ``int32[V, 5]``; ``top``: the pool's largest finite value
+    (:func:`marlm.hybrid.rules.graph.sentinels`); ``out``: ``float64[n, 5]``.
+    """
+    for i in range(cells.shape[0]):
+        c, s = cells[i], slots[i]
+        for a in range(5):
+            u = nbr[c, a]
+            if u < 0:
+                out[i, a] = -np.inf
+                continue
+            d = np.int64(pool[s, u])
+            if d > top:
+                d = UNREACHABLE
+            out[i, a] = -np.float64(d + cost[c, a])
+
+
+@njit(cache=True)
+def hindrance_into(cells, nbr, scores, want):  # pragma: no cover - compiled
+    """``scores -= hindrance / 5`` in place, compiled: the tie-break of
+    :func:`marlm.hybrid.acting.learned_guidance.hindrance` (the reference, the same floats).
+
+    ``cells``: ``int64[n]``; ``nbr``: ``int32|int64[V, 5]``; ``scores``: ``float64[n, 5]``
+    (-inf blocked); ``want``: ``uint8[V]`` scratch of zeros, left zero (a cell is the best move
+    of at most its 4 neighbours; 70 KB on a 500 x 140 map, so it stays in cache).
+    """
+    n = cells.shape[0]
+    best = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        k = 0
+        for a in range(1, 5):
+            if scores[i, a] > scores[i, k]:
+                k = a
+        best[i] = nbr[cells[i], k]
+        if best[i] != cells[i]:
+            want[best[i]] += 1
+    for i in range(n):
+        c = cells[i]
+        moving = best[i] != c
+        scores[i, 0] -= np.float64(want[c]) / 5.0
+        for a in range(1, 5):
+            u = nbr[c, a]
+            h = np.float64(want[max(u, 0)])
+            if moving and best[i] == u:
+                h -= 1.0
+            scores[i, a] -= h / 5.0
+    for i in range(n):
+        want[best[i]] = 0
 
 
 def guided_scores(

@@ -33,12 +33,11 @@ from marlm.envs.warehouse.layout import Layout
 from marlm.errors import InputError
 from marlm.hybrid.acting.guidance import guided_filler, traffic_costs
 from marlm.hybrid.acting.learned_guidance import (
-    MOVE_FEATURES,
     N_PARAMS,
-    OnlineAdapter,
     density_feature,
     learned_costs,
     move_features,
+    online_adapter,
     params_from,
 )
 from marlm.hybrid.acting.preferences import StepView, one_hot
@@ -135,7 +134,7 @@ class GuidedExecutor:
 
     Args:
         layout: the warehouse; n_robots: robots on it (sets the density features).
-        params: ``float[N_PARAMS]`` learned weights (move features, then the online gain), or
+        params: ``float[N_PARAMS]`` learned weights (move features, then the online update's), or
             None: zero weights, the hand guidance (:func:`load_guidance_params` reads a file).
         penalty: the hand rule's extra cost against an aisle (0: every move costs 1).
         period, bound: of the online update (:class:`marlm.hybrid.acting.learned_guidance.OnlineAdapter`).
@@ -164,17 +163,15 @@ class GuidedExecutor:
             raise ValueError(f"params must have {N_PARAMS} entries, got {params.shape}")
         features = move_features(free, self.n_robots, demo_target_cells(self.layout))
         self.base = learned_costs(features, hand, params)
-        g0, g_dense = params[len(MOVE_FEATURES) :]  # as Guidance reads them
-        self.gain = max(float(g0 + density_feature(free, self.n_robots) * g_dense), 0.0)
+        self._params = params
         self.reset()
 
     def reset(self) -> None:
         """Start of an episode: the online update's memory and the distance tables cleared."""
-        self.online = None
-        if self.gain > 0:
-            self.online = OnlineAdapter(
-                self.base, self.nbr, gain=self.gain, period=self.period, bound=self.bound
-            )
+        rho = density_feature(self.layout.free, self.n_robots)  # as Guidance reads them
+        self.online = online_adapter(
+            self.base, self.nbr, self._params, rho, self.period, self.bound
+        )
         self.cost = self.base if self.online is None else self.online.costs()
         # the table store GuidedMover uses: built once per goal, rebuilt when the costs change
         self.tables = DistanceTables(self.nbr.shape[0], guided_filler(self.nbr, self.cost))

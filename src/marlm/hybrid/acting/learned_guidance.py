@@ -13,10 +13,12 @@ throughput.
 
 Online adaptation (in the spirit of Zang et al., "Online Guidance Graph Optimization for Lifelong
 Multi-Agent Path Finding", AAAI 2025, which update the guidance every few steps from live
-traffic): every ``period`` steps the cost of entering a cell grows with the number of robots that
-waited there, clipped to ``bound`` steps. It only changes what robots *prefer*; PIBT still chooses
-the joint move, so its guarantees (no vertex or swap conflict, no move into a wall) hold whatever
-the costs, and since every cost stays positive and finite every target stays reachable.
+traffic): every ``period`` steps the cost of a move grows by a learned linear function of the
+traffic seen (robots that waited in the cell entered, head-on and same-way flow on the edge,
+robots standing in the cell entered; :class:`OnlineAdapter`), clipped to ``[0, bound]`` steps.
+It only changes what robots *prefer*; PIBT still chooses the joint move, so its guarantees (no
+vertex or swap conflict, no move into a wall) hold whatever the costs, and since every cost
+stays positive and finite every target stays reachable.
 
 Costs are integers in units of ``1 / RESOLUTION`` step, so Dial's algorithm
 (:func:`marlm.hybrid.acting.guidance.guided_distance`) stays exact; with zero weights they are
@@ -32,9 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, UP
-from marlm.hybrid.acting.guidance import aisle_costs, guided_filler, traffic_costs
-from marlm.hybrid.rules.graph import DistanceTables
+from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP
+from marlm.hybrid.acting.guidance import (
+    aisle_costs,
+    guided_filler,
+    hindrance_into,
+    table_scores,
+    traffic_costs,
+)
+from marlm.hybrid.rules.graph import DistanceTables, sentinels
 from marlm.hybrid.rules.pibt import Pibt, neighbour_table
 
 RESOLUTION = 4
@@ -67,9 +75,16 @@ MOVE_FEATURES = (
 feature of the same name without it times ``rho``: every feature has a density-scaled twin, so
 a move's learned cost ``w + rho * w_dense`` can differ between a busy and a packed floor."""
 
-ONLINE_PARAMS = ("online_gain", "online_gain_dense")
-"""Learned parameters after the move weights: the online update's gain, extra cost (steps) per
-robot-wait per step, is ``online_gain + rho * online_gain_dense`` (clipped at 0)."""
+ONLINE_PARAMS = (
+    "online_gain",  # steps per robot-wait per step in the cell entered
+    "online_gain_dense",  # online_gain x rho
+    "online_opposing",  # steps per robot per step crossing the same edge the other way
+    "online_along",  # steps per robot per step making the same move
+    "online_occupancy",  # steps per robot per step standing on the cell entered
+)
+"""Learned parameters after the move weights, the weights of the online update's traffic
+features (:class:`OnlineAdapter`): the gain on waits is ``online_gain + rho *
+online_gain_dense`` (clipped at 0); the flow and occupancy weights may have either sign."""
 
 PARAM_NAMES = MOVE_FEATURES + ONLINE_PARAMS
 """Names of the entries of a parameter vector, in order."""
@@ -239,25 +254,47 @@ def learned_costs(
     return cost.astype(np.int32)
 
 
+ONLINE_FEATURES = ("waits", "opposing", "along", "occupancy")
+"""The online update's traffic features of a move from cell ``c`` in direction ``a`` into cell
+``d``, each an exponential average of robots per step: robots that waited on ``d`` (their
+target elsewhere), robots that moved from ``d`` in the opposite direction (head-on flow on the
+edge), robots that made the same move ``c -> d`` (the lane's own flow), robots that stood on
+``d`` (any reason)."""
+
+_OPPOSITE = np.array([STAY, DOWN, UP, RIGHT, LEFT])
+"""The action opposite each action (STAY's is STAY)."""
+
+
 @dataclass
 class OnlineAdapter:
-    """Bounded online update of the guidance costs from the waits observed.
+    """Bounded online update of the guidance costs from the traffic observed.
 
-    Every ``period`` steps, the extra cost of entering cell ``d`` becomes
-    ``min(bound, gain * wait_rate[d])`` steps (in cost units, rounded), where ``wait_rate`` is an
-    exponential average (factor ``decay`` per period) of the robots per step that stood on ``d``
-    with a target elsewhere. The extra cost is never negative and never above ``bound`` steps, so
-    costs stay positive and finite: every target stays reachable, and PIBT's choice of the joint
-    move (no vertex or swap conflict) is untouched.
+    After Zang et al., "Online Guidance Graph Optimization for Lifelong Multi-Agent Path
+    Finding" (AAAI 2025), where a small learned model maps live traffic to guidance costs every
+    few steps; here the model is linear in :data:`ONLINE_FEATURES`. Every ``period`` steps, the
+    extra cost of the move from ``c`` in direction ``a`` into ``d`` becomes::
+
+        clip(gain * waits[d] + opposing * flow[d, opposite(a)] + along * flow[c, a]
+             + occupancy * occupied[d], 0, bound)  steps
+
+    (in cost units, rounded), where each rate is an exponential average (factor ``decay`` per
+    period) of robots per step over the period. The extra cost is never negative and never
+    above ``bound`` steps, so costs stay positive and finite: every target stays reachable, and
+    PIBT's choice of the joint move (no vertex or swap conflict) is untouched. With ``opposing
+    = along = occupancy = 0`` the update is the wait rule alone, exactly as before those
+    weights existed.
 
     Args:
         base: ``int32[V, 5]`` costs to adapt (:func:`learned_costs`); nbr: the neighbour table.
-        gain: extra steps per robot-wait per step (0 = no adaptation).
+        gain: extra steps per robot-wait per step (0 = no adaptation to waits).
         period: steps between updates; bound: largest extra cost of a move, in steps;
-        decay: weight of the past in the wait rate, in [0, 1).
+        decay: weight of the past in the rates, in [0, 1).
+        opposing, along, occupancy: extra steps per robot per step of those features (any
+            sign; the sum is clipped at 0).
 
     Raises:
-        ValueError: ``period`` < 1, ``bound`` or ``gain`` negative, ``decay`` outside [0, 1).
+        ValueError: ``period`` < 1, ``bound`` or ``gain`` negative, ``decay`` outside [0, 1),
+            or a weight not finite.
     """
 
     base: np.ndarray
@@ -266,6 +303,9 @@ class OnlineAdapter:
     period: int = 16
     bound: float = 2.0
     decay: float = 0.5
+    opposing: float = 0.0
+    along: float = 0.0
+    occupancy: float = 0.0
     rate: np.ndarray = field(init=False)
     extra: np.ndarray = field(init=False)
 
@@ -275,10 +315,17 @@ class OnlineAdapter:
                 "period must be >= 1, bound and gain >= 0, decay in [0, 1); got "
                 f"period={self.period}, bound={self.bound}, gain={self.gain}, decay={self.decay}"
             )
+        if not np.isfinite([self.gain, self.opposing, self.along, self.occupancy]).all():
+            raise ValueError("gain, opposing, along and occupancy must be finite numbers")
         v = self.nbr.shape[0]
-        self.rate = np.zeros(v, dtype=np.float64)
+        self.rate = np.zeros(v, dtype=np.float64)  # waits per step
+        self.flow = np.zeros((v, 5), dtype=np.float64)  # moves per step from a cell, by action
+        self.occupied = np.zeros(v, dtype=np.float64)  # robots per step on a cell
         self.extra = np.zeros((v, 5), dtype=np.int32)
         self._waits = np.zeros(v, dtype=np.int64)
+        self._moves = np.zeros((v, 5), dtype=np.int64)
+        self._stood = np.zeros(v, dtype=np.int64)
+        self._flows = bool(self.opposing or self.along)
         self._t = 0
 
     def costs(self) -> np.ndarray:
@@ -286,7 +333,7 @@ class OnlineAdapter:
         return np.where(self.base > 0, self.base + self.extra, 0).astype(np.int32)
 
     def observe(self, cells: np.ndarray, goal_cells: np.ndarray, next_cells: np.ndarray) -> bool:
-        """Count one step's waits; every ``period`` steps update the extra costs.
+        """Count one step's traffic; every ``period`` steps update the extra costs.
 
         Args:
             cells, goal_cells, next_cells: ``int64[n]`` each robot's cell, target cell (-1 idle)
@@ -297,18 +344,61 @@ class OnlineAdapter:
         """
         waiting = (next_cells == cells) & (goal_cells >= 0) & (goal_cells != cells)
         np.add.at(self._waits, cells[waiting], 1)
+        if self._flows:
+            hit = self.nbr[cells] == next_cells[:, None]  # the action taken (STAY: column 0)
+            moved = hit[:, 1:].any(axis=1)
+            np.add.at(self._moves, (cells[moved], hit[moved].argmax(axis=1)), 1)
+        if self.occupancy:
+            np.add.at(self._stood, cells, 1)
         self._t += 1
         if self._t % self.period:
             return False
-        self.rate = self.decay * self.rate + (1 - self.decay) * self._waits / self.period
+        d = self.decay
+        self.rate = d * self.rate + (1 - d) * self._waits / self.period
         self._waits[:] = 0
-        steps = np.minimum(self.gain * self.rate, self.bound)
-        into = np.rint(RESOLUTION * steps).astype(np.int32)
-        extra = np.where(self.nbr >= 0, into[np.maximum(self.nbr, 0)], 0)
+        into = np.maximum(self.nbr, 0)  # the cell each move enters
+        steps = self.gain * self.rate[into]
+        if self._flows:
+            self.flow = d * self.flow + (1 - d) * self._moves / self.period
+            self._moves[:] = 0
+            if self.opposing:
+                steps = steps + self.opposing * self.flow[into, _OPPOSITE]
+            if self.along:
+                steps = steps + self.along * self.flow
+        if self.occupancy:
+            self.occupied = d * self.occupied + (1 - d) * self._stood / self.period
+            self._stood[:] = 0
+            steps = steps + self.occupancy * self.occupied[into]
+        steps = np.clip(steps, 0.0, self.bound)
+        extra = np.where(self.nbr >= 0, np.rint(RESOLUTION * steps), 0).astype(np.int32)
         extra[:, 0] = 0  # waiting costs what it costs
         changed = not np.array_equal(extra, self.extra)
-        self.extra = extra.astype(np.int32)
+        self.extra = extra
         return changed
+
+
+def online_adapter(
+    base: np.ndarray,
+    nbr: np.ndarray,
+    params: np.ndarray,
+    rho: float,
+    period: int = 16,
+    bound: float = 2.0,
+) -> OnlineAdapter | None:
+    """The :class:`OnlineAdapter` of a parameter vector, or None when every online weight is 0.
+
+    Args:
+        base: ``int32[V, 5]`` costs; nbr: the neighbour table; params: ``float[N_PARAMS]``
+            (the last ``len(ONLINE_PARAMS)`` are read); rho: :func:`density_feature`.
+    """
+    g0, g_dense, opposing, along, occupancy = np.asarray(params, float)[len(MOVE_FEATURES) :]
+    gain = max(float(g0 + rho * g_dense), 0.0)
+    if not (gain or opposing or along or occupancy):
+        return None
+    return OnlineAdapter(
+        base, nbr, gain=gain, period=period, bound=bound,
+        opposing=float(opposing), along=float(along), occupancy=float(occupancy),
+    )  # fmt: skip
 
 
 class GuidedMover:
@@ -355,6 +445,8 @@ class GuidedMover:
         self.tables = DistanceTables(nbr.shape[0], guided_filler(nbr, self.cost), max_tables)
         deg = (self.layer.nbr[:, 1:] >= 0).sum(axis=1)
         self.bias = narrow_priority * (deg <= 2) if narrow_priority else None  # float64[V]
+        self._want = np.zeros(nbr.shape[0], dtype=np.uint8)  # hindrance_into's scratch
+        self._nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)  # half the cache lines
 
     def priority(self, cells: np.ndarray, slots: np.ndarray) -> np.ndarray | None:
         """``float64[n]`` added to PIBT's priority of the robots at ``cells`` (``int64[n]`` cell
@@ -368,11 +460,13 @@ class GuidedMover:
         cells = positions[:, 0] * self.width + positions[:, 1]
         goal_cells = targets[:, 0] * self.width + targets[:, 1]
         slots = self.tables.slots(goal_cells)
-        nxt = self.layer.nbr[cells]
-        d = self.tables.distances(slots[:, None], np.maximum(nxt, 0)) + self.cost[cells]
-        scores = np.where(nxt >= 0, -d.astype(np.float64), -np.inf)
+        # minus (cost of the move + guided distance after it), -inf blocked; then the
+        # tie-break: one compiled pass each (guided_scores and hindrance are the references)
+        scores = np.empty((len(cells), 5), dtype=np.float64)
+        pool = self.tables.pool
+        table_scores(pool, slots, cells, self._nbr32, self.cost, sentinels(pool)[1], scores)
         if self.hindrance:
-            scores -= hindrance(cells, nxt, scores) / 5.0
+            hindrance_into(cells, self._nbr32, scores, self._want)
         actions = self.layer.step(positions, scores, targets, self.priority(cells, slots))
         if self.online is not None:
             after = cells + np.array([0, -self.width, self.width, -1, 1])[actions]
@@ -477,12 +571,9 @@ class Guidance:
         if params.shape != (N_PARAMS,):
             raise ValueError(f"params must have {N_PARAMS} entries, got {params.shape}")
         base = learned_costs(move_features(free, n_robots, target_cells), hand, params)
-        g0, g_dense = params[len(MOVE_FEATURES) :]
-        gain = max(float(g0 + density_feature(free, n_robots) * g_dense), 0.0)
-        online = None
-        if gain > 0:
-            nbr = neighbour_table(free)
-            online = OnlineAdapter(base, nbr, gain=gain, period=self.period, bound=self.bound)
+        rho = density_feature(free, n_robots)
+        nbr = neighbour_table(free)
+        online = online_adapter(base, nbr, params, rho, self.period, self.bound)
         return GuidedMover(
             free,
             n_robots,

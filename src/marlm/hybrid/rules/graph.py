@@ -153,11 +153,70 @@ def sentinels(out: np.ndarray) -> tuple[int, int]:
     return UNREACHABLE, UNREACHABLE - 1
 
 
+@njit(cache=True)
+def grid_bfs_fill(moves, step, source, dist, queue, out, sentinel, cap):  # pragma: no cover
+    """:func:`bfs_fill` on a grid, with a smaller working set: the same distances.
+
+    ``moves``: ``uint8[V, 4]``, 1 where the move from ``c`` to ``c + step[k]`` exists (``step``:
+    ``int64[4]``, the cell-id offsets of up, down, left, right; :func:`grid_steps`), so the
+    neighbour table is not read (280 KB instead of 1.4 MB on a 500 x 140 map). ``dist``,
+    ``queue``: ``int32[V]`` scratch; returns the largest finite distance.
+    """
+    dist[:] = UNREACHABLE
+    dist[source] = 0
+    queue[0] = source
+    head, tail = 0, 1
+    while head < tail:
+        c = queue[head]
+        head += 1
+        dc = dist[c] + 1
+        for k in range(4):
+            if moves[c, k]:
+                u = c + step[k]
+                if dist[u] == UNREACHABLE:
+                    dist[u] = dc
+                    queue[tail] = u
+                    tail += 1
+    return store_row(dist, out, sentinel, cap)
+
+
+@njit(cache=True)
+def _offsets(nbr, steps):  # pragma: no cover - compiled
+    """True if every move ``a`` of ``nbr`` is ``c -> c + steps[a - 1]`` (``steps`` filled)."""
+    seen = np.zeros(4, dtype=np.bool_)
+    for c in range(nbr.shape[0]):
+        for k in range(4):
+            u = nbr[c, k + 1]
+            if u < 0:
+                continue
+            if not seen[k]:
+                seen[k], steps[k] = True, u - c
+            elif u - c != steps[k]:
+                return False
+    return True
+
+
+def grid_steps(nbr: np.ndarray) -> np.ndarray | None:
+    """``int64[4]`` the cell-id offsets of up, down, left, right if every move of ``nbr``
+    (:func:`neighbour_table`) is ``c -> c + offset``, else None."""
+    steps = np.zeros(4, dtype=np.int64)
+    return steps if nbr.shape[0] and _offsets(nbr, steps) else None
+
+
 def bfs_filler(nbr: np.ndarray):
-    """``fill(target, out) -> int`` for :class:`DistanceTables`: BFS steps (:func:`bfs_fill`)."""
+    """``fill(target, out) -> int`` for :class:`DistanceTables`: BFS steps (on a grid's
+    neighbour table :func:`grid_bfs_fill`, else :func:`bfs_fill`: the same distances)."""
     v = nbr.shape[0]
-    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
     dist, queue = np.empty(v, dtype=np.int32), np.empty(v, dtype=np.int32)
+    steps = grid_steps(nbr)
+    if steps is not None:
+        moves = np.ascontiguousarray(nbr[:, 1:] >= 0, dtype=np.uint8)
+
+        def grid_fill(target: int, out: np.ndarray) -> int:
+            return grid_bfs_fill(moves, steps, target, dist, queue, out, *sentinels(out))
+
+        return grid_fill
+    nbr32 = np.ascontiguousarray(nbr, dtype=np.int32)
 
     def fill(target: int, out: np.ndarray) -> int:
         return bfs_fill(nbr32, target, dist, queue, out, *sentinels(out))

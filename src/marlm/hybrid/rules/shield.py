@@ -581,22 +581,28 @@ def is_safe(positions: np.ndarray, actions: np.ndarray, free: np.ndarray) -> tup
     return True, ""
 
 
-def warm_up() -> None:
-    """Compile the shield's kernels now rather than inside the first control steps.
+def warm_up(rule: str | None = None) -> None:
+    """Compile the kernels of the rule layer ``rule`` (``"pibt"``, ``"local"``; ``"none"``:
+    nothing; None: both) now rather than inside the first control steps.
 
     numba compiles a kernel on its first call (then caches it on disk), which once put 0.3-0.7 s
     into step 0 and into the first deadlock break of a run. A two-robot swap on a 1x3 map with
-    ``deadlock_steps=1`` runs every kernel: static check, conflict resolution, yield search.
+    ``deadlock_steps=1`` runs every kernel of the local shield: static check, conflict
+    resolution, yield search; the same swap on a 2x3 map every PIBT kernel, swap included.
+    Compiling costs CPU seconds on a first run (PIBT's the most), so a run compiles the layer it
+    uses only.
     """
-    shield = Shield(np.ones((1, 3), dtype=bool), 2, deadlock_steps=1, seed=0)
     positions = np.array([[0, 0], [0, 1]])
-    for _ in range(2):
-        shield.filter(positions, np.array([RIGHT, LEFT]))
-    pibt = PibtShield(np.ones((2, 3), dtype=bool), 2, seed=0)  # PIBT kernels, swap included
-    pibt.filter(
-        positions, np.array([RIGHT, LEFT]), np.array([1.0, 0.0]),
-        scores=np.eye(5)[[RIGHT, LEFT]], goals=np.array([[0, 2], [-1, -1]]),
-    )  # fmt: skip
+    if rule in (None, "local"):
+        shield = Shield(np.ones((1, 3), dtype=bool), 2, deadlock_steps=1, seed=0)
+        for _ in range(2):
+            shield.filter(positions, np.array([RIGHT, LEFT]))
+    if rule in (None, "pibt"):
+        pibt = PibtShield(np.ones((2, 3), dtype=bool), 2, seed=0)
+        pibt.filter(
+            positions, np.array([RIGHT, LEFT]), np.array([1.0, 0.0]),
+            scores=np.eye(5)[[RIGHT, LEFT]], goals=np.array([[0, 2], [-1, -1]]),
+        )  # fmt: skip
 
 
 @dataclass
