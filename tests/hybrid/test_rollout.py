@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 from test_learned_guidance import random_map
 
 from marlm.envs.warehouse.dynamics import MOVES
-from marlm.hybrid.acting.learned_guidance import N_PARAMS, Guidance, random_instance, simulate
+from marlm.hybrid.acting.learned_guidance import (
+    N_PARAMS,
+    PARAM_NAMES,
+    Guidance,
+    random_instance,
+    simulate,
+)
 from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutMover, RolloutSetting
 from marlm.hybrid.rules.shield import is_safe
 
@@ -29,7 +35,8 @@ def learned() -> Guidance:
     """A learned scheme with every input of the mover in use: weights, a strong online update,
     the passage priority and the hindrance tie-break."""
     params = np.zeros(N_PARAMS)
-    params[4], params[-2] = 1.5, 6.0  # into_narrow, online_gain
+    params[PARAM_NAMES.index("into_narrow")] = 1.5
+    params[PARAM_NAMES.index("online_gain")] = 6.0
     return Guidance(params, period=2, narrow_priority=32.0, hindrance=True)
 
 
