@@ -82,7 +82,8 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
 
     Raises:
         InputError: an unreadable notes or pool file, ``folds`` outside 2 .. the number of
-            notes (cross-validation), ``per_class`` < 1, a backend the factory refuses.
+            notes (cross-validation), ``per_class`` < 1, a backend the factory refuses, a
+            model that answered none of the notes (``--llm``; nothing is written).
     """
     from marlm.hybrid.build import cache_dir
     from marlm.llm.backends import make_backend
@@ -107,6 +108,14 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
             select=c.select, shots=c.shots, per_class=c.per_class, seed=c.seed,
             cache_dir=cache_dir(),
         )  # fmt: skip
+    if result["calls"]["fallbacks"] >= result["n_notes"] > 0:
+        raise InputError(
+            f"the model answered none of the {result['n_notes']} notes (each fell back to its "
+            "listed priority), so there is no accuracy of it to report; check that the model "
+            "at this --llm answers (a server that is up, serving --llm-model), or pass --llm "
+            "embedded",
+            source="--llm",
+        )
     result["warnings"] = [str(w.message) for w in caught]
     result["notes_file"] = str(c.notes)
     if c.examples is not None:
