@@ -1,4 +1,4 @@
-"""``marlm eval triage`` on a model that answers no note."""
+"""``marlm eval triage`` on a model that answers no note, and on notes of one class."""
 
 from __future__ import annotations
 
@@ -34,3 +34,17 @@ def test_a_model_that_answers_no_note_is_one_line_exit_2_and_no_result(
     (line,) = err.strip().splitlines()
     assert line.startswith("marlm: error: field '--llm': the model answered none of the 4 notes")
     assert "--llm embedded" in line and not out.exists()
+
+
+def test_notes_of_one_class_are_one_line_naming_the_file_and_the_fix(tmp_path, capsys):
+    # Four urgent notes ended with "field 'fallback': fallback 'normal' is not one of
+    # ['urgent']", an option nobody can set; four normal ones measured a one-class "accuracy".
+    lines = dev_notes_path().read_text().splitlines(True)
+    for label in ("urgent", "normal"):
+        notes = tmp_path / f"{label}.jsonl"
+        notes.write_text("".join([x for x in lines if f'"{label}"' in x][:4]))
+        code, err = run_main(["eval", "triage", "--notes", notes], capsys)
+        assert code == 2 and "Traceback" not in err, err
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"marlm: error: {notes}: field 'priority': every note is ")
+        assert "two classes or more" in line and "order_notes_dev.jsonl" in line
