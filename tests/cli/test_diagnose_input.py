@@ -50,3 +50,15 @@ def test_replay_of_a_folder_without_a_trace_is_one_line_before_any_progress(tmp_
     code, err = run_main(["replay", tmp_path / "empty", "--scheme", "rule"], capsys)
     assert code == 2 and err.startswith(f"marlm: error: {tmp_path / 'empty'}"), err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_an_episodes_file_that_is_no_npz_is_named_not_called_pickled_data(tmp_path, capsys):
+    # numpy's own message came through: "This file contains pickled (object) data. If you
+    # trust the file you can load it unsafely using the `allow_pickle=` keyword argument".
+    p = tmp_path / "run"
+    p.mkdir()
+    (p / "metrics.json").write_text('{"env": "gridworld_v0", "config": {}, "episodes": 1}')
+    (p / "episodes.npz").write_text("junk\n")
+    code, err = run_main(["diagnose", p], capsys)
+    assert code == 2 and "pickle" not in err, err
+    assert "episodes.npz is not a NumPy .npz archive" in err and "give the --out folder" in err

@@ -167,6 +167,39 @@ def test_corrupt_middle_lines_are_skipped_with_line_numbers(tmp_path: Path) -> N
         assert f"trace.jsonl:{line_no}: " in joined and what in joined
 
 
+WRONG_TYPES = {
+    "step": b'{"v": 1, "type": "step", "step": "x", "actions": [0]}',
+    "latency_ms": b'{"v": 1, "type": "step", "step": 9, "actions": [0], "latency_ms": "x"}',
+    "rewards": b'{"v": 1, "type": "step", "step": 9, "actions": [0], "rewards": "a"}',
+    "assignments": b'{"v": 1, "type": "plan", "step": 5, "source": "model", "assignments": "x"}',
+    "prompt_tokens": b'{"v": 1, "type": "llm_call", "call_id": 9, "valid": true, '
+    b'"latency_ms": null, "prompt_tokens": "x"}',
+}
+
+
+@pytest.mark.parametrize("field", sorted(WRONG_TYPES))
+def test_a_field_of_the_wrong_type_skips_its_line_and_the_report_still_reads(
+    tmp_path: Path, field: str
+) -> None:
+    # A step "x" ended `marlm report` and `marlm replay` with a TypeError from sorting the
+    # steps; a latency or token count "x" with a ValueError from float()/int().
+    from marlm.eval.metrics import reward_curves, summarise
+    from marlm.eval.recovery import recoveries
+
+    path = tmp_path / "trace.jsonl"
+    _write_sample(path)
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(2, WRONG_TYPES[field])
+    path.write_bytes(b"\n".join(lines))
+    read = read_trace(path)
+    assert [e["type"] for e in read.events] == ["run_start", "step", "llm_call", "run_end"]
+    (warning,) = read.warnings
+    assert warning.startswith(f"{path}:3: ") and f"field '{field}' is not " in warning
+    summarise(read.events)
+    reward_curves(read.events)
+    recoveries(read.events)
+
+
 def test_unknown_event_type_is_kept_with_one_warning(tmp_path: Path) -> None:
     path = tmp_path / "trace.jsonl"
     path.write_text(
@@ -226,6 +259,19 @@ def test_run_folder_without_trace_and_missing_file(tmp_path: Path) -> None:
         read_trace(tmp_path)
     with pytest.raises(InputError, match="no such trace file"):
         read_trace(tmp_path / "nope.jsonl")
+
+
+def test_a_compare_folder_names_its_scheme_folders_that_hold_a_trace(tmp_path: Path) -> None:
+    # `marlm replay COMPARE_FOLDER` said only "pass a run folder written by `marlm demo`".
+    for scheme in ("hybrid", "rules"):
+        _write_sample(tmp_path / scheme / "trace.jsonl")
+    (tmp_path / "compare.json").write_text("{}")
+    with pytest.raises(InputError, match="run folder has no trace.jsonl") as e:
+        read_trace(tmp_path)
+    assert (
+        f"scheme folders hold one each (hybrid, rules): pass one of them, e.g. {tmp_path}/hybrid"
+        in str(e.value)
+    )
 
 
 def test_writer_rejects_reserved_field_names(tmp_path: Path) -> None:

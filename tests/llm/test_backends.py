@@ -343,8 +343,11 @@ def test_a_server_that_refuses_the_connection_is_said_at_once(capsys):
     from faultserver import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    with pytest.warns(RuntimeWarning, match=r"did not answer \(ConnectError.*refused"):
+    with pytest.warns(RuntimeWarning, match=r"did not answer \(ConnectError.*refused") as said:
         backend = make_backend(url, timeout_s=2.0, max_retries=0)
+    # It said "the rule plans until the server answers" to every user of a backend, also to
+    # a ToolAgent or an LLM reward, where no rule plans.
+    assert "fail until the server answers (a planner falls back" in str(said[0].message)
     assert isinstance(backend, OpenAICompatible)
 
 

@@ -519,6 +519,23 @@ def test_a_timed_out_probe_call_is_recorded_with_its_real_duration_not_zero():
     assert a.latency_s == b.latency_s == 5.0
 
 
+def test_warm_up_asks_a_silent_server_for_one_note_first_not_sixteen():
+    # An HTTP request may take the call's timeout per note it embeds; the pool went out 16
+    # notes at a time, so a server that never answered held `marlm demo` at "warming up" for
+    # 16 timeouts (32 s at --llm-timeout 2; 16 minutes at the default 60 s).
+    sizes: list[int] = []
+
+    class Silent(_SlowTimeout):
+        def embed(self, texts):
+            sizes.append(len(texts))
+            return super().embed(texts)
+
+    now = [0.0]
+    triage = Triage(Silent(now, 10.0), mode="probe", clock=lambda: now[0])
+    triage.warm_up()
+    assert sizes[0] == 1 and triage.mode == "probe"
+
+
 def test_a_damaged_pool_cache_is_computed_again_and_replaced(embedded_model, tmp_path):
     # A cache file cut short gave a BadZipFile traceback, an empty one a bare "Aborted!", and
     # every later run failed until the user deleted it.

@@ -30,6 +30,7 @@ A training run writes its findings to ``findings.json`` (one :meth:`Finding.to_d
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -305,6 +306,14 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
         InputError: the folder or its ``episodes.npz`` / ``metrics.json`` is missing or unreadable.
     """
     folder = Path(folder)
+    npz = folder / "episodes.npz"
+    if npz.is_file() and not zipfile.is_zipfile(npz):  # numpy would call it pickled data
+        raise InputError(
+            "episodes.npz is not a NumPy .npz archive, so not the one marlm train writes; give "
+            "the --out folder of a marlm train gridworld or race run",
+            source=folder,
+            field="RUN_FOLDER",
+        )
     try:
         metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8-sig"))
         with np.load(folder / "episodes.npz") as data:

@@ -55,6 +55,36 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "run_end": ("step", "reason"),
 }
 
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: Fields of the known event types whose JSON type the readers rely on (steps sorted, latencies
+#: and tokens summed), with what they must be: a line whose value is of another type is skipped
+#: with a warning, as one that lacks a required field, instead of failing the whole report.
+FIELD_TYPES: dict[str, tuple[str, Any]] = {
+    "step": ("a whole number", _whole),
+    "call_id": ("a whole number", _whole),
+    "latency_ms": ("a number or null", lambda v: v is None or _number(v)),
+    "planning_ms": ("a number or null", lambda v: v is None or _number(v)),
+    "prompt_tokens": ("a whole number or null", lambda v: v is None or _whole(v)),
+    "completion_tokens": ("a whole number or null", lambda v: v is None or _whole(v)),
+    "actions": ("a list of whole numbers", lambda v: isinstance(v, list) and all(map(_whole, v))),
+    "rewards": (
+        "a list of numbers or nulls",
+        lambda v: isinstance(v, list) and all(x is None or _number(x) for x in v),
+    ),
+    "assignments": (
+        "a list of objects",
+        lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    ),
+}
+
 #: The enumerated fields (``order.event``, ``plan.source``, ``plan.outcome``, ``llm_call.status``,
 #: ``failure.kind``, ``run_end.reason`` ...) take the values of :mod:`marlm.outcomes`.
 
@@ -256,9 +286,19 @@ def resolve_trace_path(path: str | Path) -> Path:
                 source=p,
             )
         if not trace.is_file():
+            try:  # a `marlm compare` folder: one trace in each scheme's folder
+                inner = sorted(d.name for d in p.iterdir() if (d / TRACE_FILE).is_file())
+            except OSError:
+                inner = []
+            which = (
+                f"; its scheme folders hold one each ({', '.join(inner)}): pass one of them, "
+                f"e.g. {p / inner[0]}"
+                if inner
+                else ""
+            )
             raise InputError(
                 f"run folder has no {TRACE_FILE}; pass a run folder written by `marlm demo` "
-                "or the path of a trace file",
+                f"or the path of a trace file{which}",
                 source=p,
             )
         return trace
@@ -275,7 +315,8 @@ def read_trace(path: str | Path) -> TraceRead:
 
     Returns:
         A :class:`TraceRead`. Lines that are not valid UTF-8 JSON objects with an integer ``v`` and a
-        string ``type``, or that lack a required field of a known type (:data:`EVENT_FIELDS`), are
+        string ``type``, that lack a required field of a known type (:data:`EVENT_FIELDS`), or
+        whose field has another JSON type than readers rely on (:data:`FIELD_TYPES`), are
         skipped with a warning naming the line. Unknown event types are kept (one warning).
 
     Raises:
@@ -351,6 +392,16 @@ def read_trace(path: str | Path) -> TraceRead:
                 n_skipped += 1
                 warnings.append(
                     f"{p}:{line_no}: '{etype}' event lacks field(s) {', '.join(missing)}; skipped"
+                )
+                continue
+            wrong = next(
+                (f for f, (_, ok) in FIELD_TYPES.items() if f in event and not ok(event[f])), None
+            )
+            if wrong is not None:
+                n_skipped += 1
+                warnings.append(
+                    f"{p}:{line_no}: '{etype}' event field '{wrong}' is not "
+                    f"{FIELD_TYPES[wrong][0]} (got {json.dumps(event[wrong])[:40]}); skipped"
                 )
                 continue
         events.append(event)
@@ -433,6 +484,7 @@ def read_parquet(path: str | Path) -> list[dict[str, Any]]:
 
 __all__ = [
     "EVENT_FIELDS",
+    "FIELD_TYPES",
     "SCHEMA_VERSION",
     "TRACE_FILE",
     "TraceRead",

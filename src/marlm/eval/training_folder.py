@@ -87,6 +87,13 @@ class TrainingOutputs:
         ck, out = self.checkpoint, self.out
         ours = ck is not None and ck.is_file()
         ours = ours and (ck.stat().st_mtime >= started or ck == self.resume)
+        if not ours and ck is not None:  # asked for, but the run stopped before the first
+            return (
+                f"no checkpoint was written yet ({ck} is written every --checkpoint-every "
+                f"{self.chunk}, and the run stopped before the first), so the run cannot "
+                f"resume (the run folder {out} is incomplete); a smaller --checkpoint-every "
+                "saves one sooner"
+            )
         if not ours:
             return (
                 f"no checkpoint was written, so the run cannot resume (the run folder {out} is "

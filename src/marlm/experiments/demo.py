@@ -212,6 +212,8 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
+    if run_cfg.planner == "rule" and config.llm != "embedded":
+        say(f"note: --planner rule asks no model: --llm {config.llm} is not used.")
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
     if rl and q is None:
         episodes = DEFAULT_TRAINING["episodes"]

@@ -70,7 +70,8 @@ def llm_reward(samples: int, llm: str, model_name: str, timeout_s: float) -> Any
 
     Raises:
         InputError: ``samples`` < 1 (``--llm-samples``), the LLM extra missing (``--reward``),
-            or a backend the factory refuses (``--llm``).
+            or a backend the factory refuses (``--llm``). The reward returned raises it too,
+            naming ``--llm``, when its backend fails during training.
     """
     try:
         from marlm.llm.backends import make_backend
@@ -82,7 +83,32 @@ def llm_reward(samples: int, llm: str, model_name: str, timeout_s: float) -> Any
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
         )
     model = make_backend(llm, model=model_name, timeout_s=timeout_s)
-    return LLMReward(model, task="reach the goal cell in as few steps as possible", k=samples)
+    return _command_reward(LLMReward)(
+        model, task="reach the goal cell in as few steps as possible", k=samples
+    )
+
+
+def _command_reward(base: type) -> type:
+    """``base`` (:class:`marlm.llm.reward.LLMReward`) for a command: a backend that fails (a
+    server that is down, refuses the connection or never answers) ends the run with one
+    ``marlm: error:`` line naming ``--llm`` and the fix, not a traceback of the HTTP client."""
+    from marlm.llm.errors import BackendError
+
+    class CommandReward(base):  # type: ignore[misc, valid-type]
+        def __call__(self, state_text: str) -> float:
+            try:
+                return super().__call__(state_text)
+            except BackendError as e:
+                fix = (
+                    "start the server (or check the URL and --llm-model), or pass --llm embedded"
+                    if getattr(e, "url", "")
+                    else "pass another --llm: 'embedded', a .gguf file or a server URL"
+                )
+                raise InputError(
+                    f"the LLM reward's model failed: {e}; {fix}", source="--llm"
+                ) from e
+
+    return CommandReward
 
 
 def require_torch() -> None:

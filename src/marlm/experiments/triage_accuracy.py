@@ -81,8 +81,10 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
         ``pool.file``.
 
     Raises:
-        InputError: an unreadable notes or pool file, ``folds`` outside 2 .. the number of
-            notes (cross-validation), ``per_class`` < 1, a backend the factory refuses.
+        InputError: an unreadable notes or pool file, notes of one class only, ``folds``
+            outside 2 .. the number of notes (cross-validation), ``per_class`` < 1, a backend
+            the factory refuses, a model that answered none of the notes (``--llm``; nothing
+            is written).
     """
     from marlm.hybrid.build import cache_dir
     from marlm.llm.backends import make_backend
@@ -91,6 +93,15 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
 
     c = config
     labelled = load_labelled_notes(c.notes)
+    labels = sorted({n.label for n in labelled})
+    if len(labels) < 2:  # the classes measured are the notes' own: one class is no task
+        raise InputError(
+            f"every note is labelled {labels[0]!r}; an accuracy needs notes of two classes or "
+            "more (the classes measured are the labels the notes hold), e.g. urgent and "
+            "normal as in src/marlm/data/triage/order_notes_dev.jsonl",
+            source=c.notes,
+            field="priority",
+        )
     pool = load_labelled_notes(c.examples) if c.examples is not None else None
     if c.protocol == "cross-validation" and not 2 <= c.folds <= len(labelled):
         raise InputError(
@@ -107,6 +118,14 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
             select=c.select, shots=c.shots, per_class=c.per_class, seed=c.seed,
             cache_dir=cache_dir(),
         )  # fmt: skip
+    if result["calls"]["fallbacks"] >= result["n_notes"] > 0:
+        raise InputError(
+            f"the model answered none of the {result['n_notes']} notes (each fell back to its "
+            "listed priority), so there is no accuracy of it to report; check that the model "
+            "at this --llm answers (a server that is up, serving --llm-model), or pass --llm "
+            "embedded",
+            source="--llm",
+        )
     result["warnings"] = [str(w.message) for w in caught]
     result["notes_file"] = str(c.notes)
     if c.examples is not None:

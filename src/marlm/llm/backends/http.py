@@ -445,7 +445,8 @@ class OpenAICompatible:
             cause = e.__cause__ or e
             warnings.warn(
                 f"{self.base_url} did not answer ({type(cause).__name__}: {cause}); every model "
-                "call will try again, and the rule plans until the server answers",
+                "call will try it again and fail until the server answers (a planner falls back "
+                "to the rule meanwhile)",
                 RuntimeWarning,
                 stacklevel=2,
             )

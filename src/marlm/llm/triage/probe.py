@@ -10,6 +10,7 @@ under ``cache_dir``. Needs a backend that embeds (:class:`~marlm.llm.backends.Em
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -109,11 +110,14 @@ class ProbeMode(Mode):
         missing = [t for t in dict.fromkeys(inputs) if t not in memo]
         if missing:
             self.probe_source = "computed"
-        chunk = 16
-        for k in range(0, len(missing), chunk):
+        # One note first, then 16 a request: a request may take the call's timeout per note, so
+        # a server that never answers costs one timeout here, not 16 (16 minutes at the default
+        # 60 s, before the run starts, and again at every note a --sync run meets).
+        bounds = [0, *range(1, len(missing), 16), len(missing)] if missing else []
+        for k, end in itertools.pairwise(bounds):
             if progress is not None:
                 progress(k, len(missing))
-            part = missing[k : k + chunk]
+            part = missing[k:end]
             vectors = np.asarray(self.model.embed(part), dtype=np.float64)
             self.stats.prior_calls += len(part)
             memo.update(zip(part, vectors, strict=True))
