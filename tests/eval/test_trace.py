@@ -261,19 +261,6 @@ def test_run_folder_without_trace_and_missing_file(tmp_path: Path) -> None:
         read_trace(tmp_path / "nope.jsonl")
 
 
-def test_a_compare_folder_names_its_scheme_folders_that_hold_a_trace(tmp_path: Path) -> None:
-    # `marlm replay COMPARE_FOLDER` said only "pass a run folder written by `marlm demo`".
-    for scheme in ("hybrid", "rules"):
-        _write_sample(tmp_path / scheme / "trace.jsonl")
-    (tmp_path / "compare.json").write_text("{}")
-    with pytest.raises(InputError, match="run folder has no trace.jsonl") as e:
-        read_trace(tmp_path)
-    assert (
-        f"scheme folders hold one each (hybrid, rules): pass one of them, e.g. {tmp_path}/hybrid"
-        in str(e.value)
-    )
-
-
 def test_writer_rejects_reserved_field_names(tmp_path: Path) -> None:
     with TraceWriter(tmp_path / "t.jsonl") as trace, pytest.raises(ValueError, match="'v'"):
         trace.write("step", v=2)

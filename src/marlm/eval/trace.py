@@ -286,19 +286,9 @@ def resolve_trace_path(path: str | Path) -> Path:
                 source=p,
             )
         if not trace.is_file():
-            try:  # a `marlm compare` folder: one trace in each scheme's folder
-                inner = sorted(d.name for d in p.iterdir() if (d / TRACE_FILE).is_file())
-            except OSError:
-                inner = []
-            which = (
-                f"; its scheme folders hold one each ({', '.join(inner)}): pass one of them, "
-                f"e.g. {p / inner[0]}"
-                if inner
-                else ""
-            )
             raise InputError(
                 f"run folder has no {TRACE_FILE}; pass a run folder written by `marlm demo` "
-                f"or the path of a trace file{which}",
+                "or the path of a trace file",
                 source=p,
             )
         return trace
