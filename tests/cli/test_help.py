@@ -93,7 +93,10 @@ def test_llm_model_and_timeout_reach_the_backend_factory(tmp_path, capsys, monke
         argv[1] = _demo_trace(tmp_path, capsys)
     if command == "eval triage":
         notes = tmp_path / "notes.jsonl"
-        notes.write_text('{"id": "n1", "note": "Soon.", "priority": "urgent"}\n')
+        notes.write_text(
+            '{"id": "n1", "note": "Soon.", "priority": "urgent"}\n'
+            '{"id": "n2", "note": "Whenever.", "priority": "normal"}\n'
+        )
         argv[3] = notes
     code, err = run_main(argv, capsys)
     assert code == 2 and "stop here" in err, err
