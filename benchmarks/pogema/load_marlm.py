@@ -26,7 +26,8 @@ def _load(name: str, path: Path) -> types.ModuleType:
 
 
 def load_pibt(src: Path = SRC) -> types.ModuleType:
-    """``marlm.hybrid.rules.pibt`` (with ``guidance`` and ``learned_guidance``) loaded from ``src``."""
+    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance`` and ``window``) loaded
+    from ``src``."""
     if (
         "marlm.hybrid.acting.learned_guidance" in sys.modules
     ):  # once per process: keep compiled kernels
@@ -41,6 +42,7 @@ def load_pibt(src: Path = SRC) -> types.ModuleType:
     pibt = _load("marlm.hybrid.rules.pibt", src / "marlm/hybrid/rules/pibt.py")
     _load("marlm.hybrid.acting.guidance", src / "marlm/hybrid/acting/guidance.py")
     _load("marlm.hybrid.acting.learned_guidance", src / "marlm/hybrid/acting/learned_guidance.py")
+    _load("marlm.hybrid.rules.window", src / "marlm/hybrid/rules/window.py")
     return pibt
 
 
