@@ -45,18 +45,21 @@ BASELINE = HERE.parents[1] / "docs" / "pogema" / "families.jsonl"
 
 
 def parse_setting(text: str) -> tuple[int, int, int]:
-    """``"4:16:4"`` -> ``(window, iterations, group)``.
+    """``"4:16:4"`` -> ``(window, iterations, group, False)``; ``"4:16:4:warm"``: warm True
+    (the search starts from the last step's plan when cheaper).
 
     Raises:
         ValueError: not three integers, window or group below 1, iterations below 0.
     """
     parts = text.split(":")
+    warm = parts[3:] == ["warm"]
+    parts = parts[:3] if warm else parts
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{text!r}: write WINDOW:ITERATIONS:GROUP, e.g. 4:16:4")
+        raise ValueError(f"{text!r}: write WINDOW:ITERATIONS:GROUP[:warm], e.g. 4:16:4")
     w, it, g = map(int, parts)
     if w < 1 or g < 1:
         raise ValueError(f"{text!r}: window and group must be at least 1")
-    return w, it, g
+    return w, it, g, warm
 
 
 def shipped(family: str):
@@ -92,11 +95,12 @@ def probe(source, families: list[str], settings: list[tuple[int, int, int]]) -> 
         print(json.dumps({"family": family, "agents": n, "instances": len(instances),
                           "scheme": "shipped", "mean": round(float(ref.mean()), 4),
                           "cpu_ms_per_step": round(ms, 2)}), flush=True)  # fmt: skip
-        for w, it, g in settings:
+        for w, it, g, warm in settings:
             c0 = time.process_time()
-            got = np.array([simulate(i, WindowScheme(base, w, it, g), c) for i, c in instances])
+            scheme = WindowScheme(base, w, it, g, warm)
+            got = np.array([simulate(i, scheme, c) for i, c in instances])
             ms = 1000 * (time.process_time() - c0) / steps
-            print(json.dumps({"family": family, "agents": n, "scheme": f"{w}:{it}:{g}",
+            print(json.dumps({"family": family, "agents": n, "scheme": f"{w}:{it}:{g}" + ":warm" * warm,
                               "mean": round(float(got.mean()), 4),
                               "x_shipped": round(float(got.mean() / ref.mean()), 4),
                               "won_tied_lost": [int((got > ref).sum()), int((got == ref).sum()),
@@ -192,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             seeds = setting["seeds"][: args.seeds_per_map or None]
             scheme = WindowScheme(shipped(family), *settings[family])
             fam.run_family(family, setting, maps, seeds, args, lambda _m, s=scheme: s, fh)
-    label = {f: ":".join(map(str, settings[f])) for f in families}
+    label = {f: ":".join(map(str, settings[f][:3])) + ":warm" * settings[f][3] for f in families}
     with rows_file.open("w") as fh:
         for ln in tmp.read_text().splitlines():
             r = json.loads(ln)

@@ -16,7 +16,7 @@ first step of each plan to PIBT as a strongly preferred move (the score seam):
    (Jiang, Zhang, Chen, Li, Koenig et al., "Scaling Lifelong Multi-Agent Path Finding to More
    Realistic Settings", SoCS 2024; League of Robot Runners 2023): ``unit * t`` if it reaches
    its target first at step ``t <= window``, else ``unit * window`` plus its guided
-   distance-to-go from where the window ends (``unit``: the mover's cost of one step), so the
+   distance-to-go from where the window ends (``unit``: the mover's cheapest move), so the
    progress of every robot counts, not only the first arrival.
 3. The first step of each improved path becomes a bonus on that robot's score; PIBT (without
    LaCAM3's swap in this pass: the preferred moves already form a conflict-free joint move)
@@ -161,6 +161,7 @@ class WindowedMover:
         iterations: LNS iterations per step (0 = the PIBT rollout alone).
         group: robots replanned together in one LNS iteration (>= 1).
         seed: seed of the LNS draws (groups, replanning orders).
+        warm: start the search from the last step's plan when it is cheaper than the rollout.
 
     Attributes:
         changed: steps at which the plan changed PIBT's own joint move.
@@ -170,7 +171,7 @@ class WindowedMover:
     """
 
     def __init__(self, mover, window: int = 4, iterations: int = 8, group: int = 4,
-                 seed: int = 0) -> None:  # fmt: skip
+                 seed: int = 0, warm: bool = False) -> None:  # fmt: skip
         if window < 1 or group < 1 or iterations < 0:
             raise ValueError(
                 f"window and group must be >= 1 and iterations >= 0, got window={window}, "
@@ -180,8 +181,11 @@ class WindowedMover:
         self.window, self.iterations, self.group = window, iterations, group
         self.rng = np.random.default_rng(seed)
         self.changed = 0
-        free_cells = np.flatnonzero(self.layer.nbr[:, 0] >= 0)
-        self.unit = int(mover.cost[free_cells[0], 0])  # the cost of one step (waiting)
+        self.warm, self._last = warm, None
+        # the cost of one step: the cheapest move, so that a step waited and a step not gained
+        # towards the target cost the same (a family setting makes moves dearer than waits)
+        moves = np.asarray(mover.cost)[:, 1:][self.layer.nbr[:, 1:] >= 0]
+        self.unit = int(moves.min()) if moves.size else 1
         h, w = self.layer.height, self.layer.width
         self.rc = np.stack(np.divmod(np.arange(h * w), w), axis=1)  # cell -> (row, col)
         mover.layer = _PlannedLayer(self)
@@ -200,8 +204,10 @@ class WindowedMover:
             return layer.actions(step.pos, nxt)
         paths = self._rollout(step.pos, step.goal_cells, nxt)
         togo = self._togo(step.goal_cells)
+        paths = self._warm(paths, step.goal_cells, togo)
         if self.iterations:
             self._improve(paths, step.goal_cells, togo)
+        self._last = paths
         plan = paths[1]
         if not np.array_equal(plan, nxt):
             self.changed += 1
@@ -217,6 +223,22 @@ class WindowedMover:
                             step.slots, layer._pool, layer.nbr, False, layer._occ_now,
                             layer._occ_next)  # fmt: skip
         return layer.actions(step.pos, nxt)
+
+    def _warm(self, paths: np.ndarray, goals: np.ndarray, togo: np.ndarray) -> np.ndarray:
+        """The cheaper of the fresh rollout ``paths`` and the last step's searched plan moved on
+        one step (every robot waits at its last cell in the step added: still conflict-free),
+        so the search's gains carry over from step to step (as WPPL keeps its plan). The old
+        plan is used only where the robots stand at its step 1 (it was played)."""
+        last = self._last
+        if last is None or not self.warm or not np.array_equal(last[1], paths[0]):
+            return paths
+        moved = np.concatenate([last[1:], last[-1:]], axis=0)
+        if (
+            window_costs(moved, goals, togo, self.unit).sum()
+            < window_costs(paths, goals, togo, self.unit).sum()
+        ):
+            return moved
+        return paths
 
     def _togo(self, goal_cells: np.ndarray) -> np.ndarray:
         """``int64[n, V]`` the mover's guided distance of every cell to each robot's target."""
@@ -292,10 +314,12 @@ class WindowScheme:
     :class:`WindowedMover` of ``window``, ``iterations`` and ``group`` (the LNS seeded with the
     instance's seed), for :func:`marlm.hybrid.acting.learned_guidance.simulate`."""
 
-    def __init__(self, base, window: int = 4, iterations: int = 8, group: int = 4) -> None:
+    def __init__(self, base, window: int = 4, iterations: int = 8, group: int = 4,
+                 warm: bool = False) -> None:  # fmt: skip
         self.base, self.window, self.iterations, self.group = base, window, iterations, group
+        self.warm = warm
 
     def mover(self, free, n_robots, seed, target_cells=None, swap=True) -> WindowedMover:
         """The wrapped base mover on ``free`` (``bool[H, W]``) with ``n_robots``."""
         base = self.base.mover(free, n_robots, seed, target_cells, swap)
-        return WindowedMover(base, self.window, self.iterations, self.group, seed)
+        return WindowedMover(base, self.window, self.iterations, self.group, seed, self.warm)
