@@ -12,8 +12,9 @@ first step of each plan to PIBT as a strongly preferred move (the score seam):
    plan: ``iterations`` times, a group of ``group`` robots (one drawn by its delay, and the
    robots nearest to it) is removed and replanned one by one, in a random order, with a
    space-time search against the others' window paths (:func:`_window_path`); the change is kept
-   when it lowers the group's window cost. The window cost of a robot is the recipe of WPPL
-   (Jiang, Zhang, Chen, Li, Koenig et al., "Scaling Lifelong Multi-Agent Path Finding to More
+   when it lowers the group's window cost. The robot first in PIBT's order is never replanned:
+   it keeps PIBT's path, so, as in PIBT, the robot that waited longest makes its way. The
+   window cost of a robot is the recipe of WPPL (Jiang, Zhang, Chen, Li, Koenig et al., "Scaling Lifelong Multi-Agent Path Finding to More
    Realistic Settings", SoCS 2024; League of Robot Runners 2023): ``unit * t`` if it reaches
    its target first at step ``t <= window``, else ``unit * window`` plus its guided
    distance-to-go from where the window ends (``unit``: the mover's cheapest move), so the
@@ -206,7 +207,7 @@ class WindowedMover:
         togo = self._togo(step.goal_cells)
         paths = self._warm(paths, step.goal_cells, togo)
         if self.iterations:
-            self._improve(paths, step.goal_cells, togo)
+            self._improve(paths, step.goal_cells, togo, int(step.order[0]))
         self._last = paths
         plan = paths[1]
         if not np.array_equal(plan, nxt):
@@ -264,8 +265,11 @@ class WindowedMover:
         layer.elapsed, layer._last_goal = saved
         return paths
 
-    def _improve(self, paths: np.ndarray, goals: np.ndarray, togo: np.ndarray) -> None:
-        """MAPF-LNS over the window, in place: replan groups, keep what lowers the cost."""
+    def _improve(self, paths: np.ndarray, goals: np.ndarray, togo: np.ndarray, top: int) -> None:
+        """MAPF-LNS over the window, in place: replan groups, keep what lowers the cost. The
+        robot first in PIBT's order (``top``) keeps PIBT's path: the others plan around it, so
+        as in PIBT the robot that waited longest makes its way (without it, a robot that must
+        step aside for another's long trip is planned to stay, and a 5 x 5 puzzle deadlocks)."""
         w, n = paths.shape[0] - 1, paths.shape[1]
         v = self.layer.nbr.shape[0]
         occ = np.full((w + 1, v), -1, dtype=np.int64)
@@ -279,11 +283,13 @@ class WindowedMover:
         out = np.empty(w + 1, dtype=np.int64)
         for _ in range(self.iterations):
             delay = np.maximum(cost - start_togo, 0).astype(np.float64)
+            delay[top] = 0.0
             if delay.sum() <= 0:
                 return  # every robot on a path as cheap as alone: nothing to gain
             seed_robot = self.rng.choice(n, p=delay / delay.sum())
             near = np.abs(xy - xy[seed_robot]).sum(axis=1)
-            members = np.argsort(near, kind="stable")[:k]
+            near[top] = np.iinfo(np.int64).max
+            members = np.argsort(near, kind="stable")[: min(k, n - 1)]
             old_paths, old_cost = paths[:, members].copy(), int(cost[members].sum())
             for i in members:
                 occ[ts, paths[:, i]] = -1
