@@ -45,21 +45,23 @@ BASELINE = HERE.parents[1] / "docs" / "pogema" / "families.jsonl"
 
 
 def parse_setting(text: str) -> tuple[int, int, int]:
-    """``"4:16:4"`` -> ``(window, iterations, group, False)``; ``"4:16:4:warm"``: warm True
-    (the search starts from the last step's plan when cheaper).
+    """``"4:16:4"`` -> ``(window, iterations, group, warm, patience)`` = ``(4, 16, 4, False, 0)``;
+    ``:warm``: the search starts from the last step's plan when cheaper; ``:p16``: patience 16
+    (:class:`marlm.hybrid.rules.window.WindowedMover`).
 
     Raises:
         ValueError: not three integers, window or group below 1, iterations below 0.
     """
     parts = text.split(":")
-    warm = parts[3:] == ["warm"]
-    parts = parts[:3] if warm else parts
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"{text!r}: write WINDOW:ITERATIONS:GROUP[:warm], e.g. 4:16:4")
+    extra, parts = parts[3:], parts[:3]
+    warm = "warm" in extra
+    pat = [int(x[1:]) for x in extra if x[:1] == "p" and x[1:].isdigit()]
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or len(extra) != warm + len(pat):
+        raise ValueError(f"{text!r}: write WINDOW:ITERATIONS:GROUP[:warm][:pPATIENCE], e.g. 4:16:4")
     w, it, g = map(int, parts)
     if w < 1 or g < 1:
         raise ValueError(f"{text!r}: window and group must be at least 1")
-    return w, it, g, warm
+    return w, it, g, warm, (pat or [0])[0]
 
 
 def shipped(family: str):
@@ -95,12 +97,12 @@ def probe(source, families: list[str], settings: list[tuple[int, int, int]]) -> 
         print(json.dumps({"family": family, "agents": n, "instances": len(instances),
                           "scheme": "shipped", "mean": round(float(ref.mean()), 4),
                           "cpu_ms_per_step": round(ms, 2)}), flush=True)  # fmt: skip
-        for w, it, g, warm in settings:
+        for w, it, g, warm, pat in settings:
             c0 = time.process_time()
-            scheme = WindowScheme(base, w, it, g, warm)
+            scheme = WindowScheme(base, w, it, g, warm, pat)
             got = np.array([simulate(i, scheme, c) for i, c in instances])
             ms = 1000 * (time.process_time() - c0) / steps
-            print(json.dumps({"family": family, "agents": n, "scheme": f"{w}:{it}:{g}" + ":warm" * warm,
+            print(json.dumps({"family": family, "agents": n, "scheme": f"{w}:{it}:{g}" + ":warm" * warm + f":p{pat}",
                               "mean": round(float(got.mean()), 4),
                               "x_shipped": round(float(got.mean() / ref.mean()), 4),
                               "won_tied_lost": [int((got > ref).sum()), int((got == ref).sum()),
@@ -196,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             seeds = setting["seeds"][: args.seeds_per_map or None]
             scheme = WindowScheme(shipped(family), *settings[family])
             fam.run_family(family, setting, maps, seeds, args, lambda _m, s=scheme: s, fh)
-    label = {f: ":".join(map(str, settings[f][:3])) + ":warm" * settings[f][3] for f in families}
+    label = {f: ":".join(map(str, settings[f][:3])) + ":warm" * settings[f][3]
+             + f":p{settings[f][4]}" for f in families}  # fmt: skip
     with rows_file.open("w") as fh:
         for ln in tmp.read_text().splitlines():
             r = json.loads(ln)

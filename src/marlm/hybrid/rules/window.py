@@ -12,8 +12,9 @@ first step of each plan to PIBT as a strongly preferred move (the score seam):
    plan: ``iterations`` times, a group of ``group`` robots (one drawn by its delay, and the
    robots nearest to it) is removed and replanned one by one, in a random order, with a
    space-time search against the others' window paths (:func:`_window_path`); the change is kept
-   when it lowers the group's window cost. The robot first in PIBT's order is never replanned:
-   it keeps PIBT's path, so, as in PIBT, the robot that waited longest makes its way. The
+   when it lowers the group's window cost. The robot first in PIBT's order, once it has waited
+   ``patience`` steps for its target, is not replanned: it keeps PIBT's path, so, as in PIBT,
+   the robot that waited longest makes its way. The
    window cost of a robot is the recipe of WPPL (Jiang, Zhang, Chen, Li, Koenig et al., "Scaling Lifelong Multi-Agent Path Finding to More
    Realistic Settings", SoCS 2024; League of Robot Runners 2023): ``unit * t`` if it reaches
    its target first at step ``t <= window``, else ``unit * window`` plus its guided
@@ -163,6 +164,8 @@ class WindowedMover:
         group: robots replanned together in one LNS iteration (>= 1).
         seed: seed of the LNS draws (groups, replanning orders).
         warm: start the search from the last step's plan when it is cheaper than the rollout.
+        patience: steps since its last target from which the robot first in PIBT's order keeps
+            PIBT's path (0: always).
 
     Attributes:
         changed: steps at which the plan changed PIBT's own joint move.
@@ -172,7 +175,7 @@ class WindowedMover:
     """
 
     def __init__(self, mover, window: int = 4, iterations: int = 8, group: int = 4,
-                 seed: int = 0, warm: bool = False) -> None:  # fmt: skip
+                 seed: int = 0, warm: bool = False, patience: int = 0) -> None:  # fmt: skip
         if window < 1 or group < 1 or iterations < 0:
             raise ValueError(
                 f"window and group must be >= 1 and iterations >= 0, got window={window}, "
@@ -182,7 +185,7 @@ class WindowedMover:
         self.window, self.iterations, self.group = window, iterations, group
         self.rng = np.random.default_rng(seed)
         self.changed = 0
-        self.warm, self._last = warm, None
+        self.warm, self._last, self.patience = warm, None, patience
         # the cost of one step: the cheapest move, so that a step waited and a step not gained
         # towards the target cost the same (a family setting makes moves dearer than waits)
         moves = np.asarray(mover.cost)[:, 1:][self.layer.nbr[:, 1:] >= 0]
@@ -207,7 +210,9 @@ class WindowedMover:
         togo = self._togo(step.goal_cells)
         paths = self._warm(paths, step.goal_cells, togo)
         if self.iterations:
-            self._improve(paths, step.goal_cells, togo, int(step.order[0]))
+            top = int(step.order[0])
+            keep = top if layer.elapsed[top] >= self.patience else -1
+            self._improve(paths, step.goal_cells, togo, keep)
         self._last = paths
         plan = paths[1]
         if not np.array_equal(plan, nxt):
@@ -267,9 +272,9 @@ class WindowedMover:
 
     def _improve(self, paths: np.ndarray, goals: np.ndarray, togo: np.ndarray, top: int) -> None:
         """MAPF-LNS over the window, in place: replan groups, keep what lowers the cost. The
-        robot first in PIBT's order (``top``) keeps PIBT's path: the others plan around it, so
-        as in PIBT the robot that waited longest makes its way (without it, a robot that must
-        step aside for another's long trip is planned to stay, and a 5 x 5 puzzle deadlocks)."""
+        robot ``top`` (-1: none) keeps PIBT's path: the others plan around it, so as in PIBT the
+        robot that waited longest makes its way (without it, a robot that must step aside for
+        another's long trip can be planned to stay every step, and a 5 x 5 puzzle deadlocks)."""
         w, n = paths.shape[0] - 1, paths.shape[1]
         v = self.layer.nbr.shape[0]
         occ = np.full((w + 1, v), -1, dtype=np.int64)
@@ -283,13 +288,15 @@ class WindowedMover:
         out = np.empty(w + 1, dtype=np.int64)
         for _ in range(self.iterations):
             delay = np.maximum(cost - start_togo, 0).astype(np.float64)
-            delay[top] = 0.0
+            if top >= 0:
+                delay[top] = 0.0
             if delay.sum() <= 0:
                 return  # every robot on a path as cheap as alone: nothing to gain
             seed_robot = self.rng.choice(n, p=delay / delay.sum())
             near = np.abs(xy - xy[seed_robot]).sum(axis=1)
-            near[top] = np.iinfo(np.int64).max
-            members = np.argsort(near, kind="stable")[: min(k, n - 1)]
+            if top >= 0:
+                near[top] = np.iinfo(np.int64).max
+            members = np.argsort(near, kind="stable")[: min(k, n - (top >= 0))]
             old_paths, old_cost = paths[:, members].copy(), int(cost[members].sum())
             for i in members:
                 occ[ts, paths[:, i]] = -1
@@ -321,11 +328,12 @@ class WindowScheme:
     instance's seed), for :func:`marlm.hybrid.acting.learned_guidance.simulate`."""
 
     def __init__(self, base, window: int = 4, iterations: int = 8, group: int = 4,
-                 warm: bool = False) -> None:  # fmt: skip
+                 warm: bool = False, patience: int = 0) -> None:  # fmt: skip
         self.base, self.window, self.iterations, self.group = base, window, iterations, group
-        self.warm = warm
+        self.warm, self.patience = warm, patience
 
     def mover(self, free, n_robots, seed, target_cells=None, swap=True) -> WindowedMover:
         """The wrapped base mover on ``free`` (``bool[H, W]``) with ``n_robots``."""
         base = self.base.mover(free, n_robots, seed, target_cells, swap)
-        return WindowedMover(base, self.window, self.iterations, self.group, seed, self.warm)
+        return WindowedMover(base, self.window, self.iterations, self.group, seed, self.warm,
+                             self.patience)  # fmt: skip
