@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--maps", default="", metavar="FAMILY=K,...", help="as families.py")
     ap.add_argument("--seeds-per-map", type=int, default=0, metavar="S", help="as families.py")
+    ap.add_argument("--largest-only", default="", metavar="FAMILY,...",
+                    help="run only the largest agent count of these families")  # fmt: skip
     ap.add_argument(
         "--baseline",
         default=str(BASELINE),
@@ -196,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             setting = fam.family_setting(source, family)
             maps = fam.spread_pick(setting["map_names"], counts.get(family, 10**6))
             seeds = setting["seeds"][: args.seeds_per_map or None]
+            if family in args.largest_only.split(","):
+                setting = setting | {"agents": [max(setting["agents"])]}
             scheme = WindowScheme(shipped(family), *settings[family])
             fam.run_family(family, setting, maps, seeds, args, lambda _m, s=scheme: s, fh)
     label = {f: ":".join(map(str, settings[f][:3])) + ":warm" * settings[f][3]
