@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds-per-map", type=int, default=0, metavar="S", help="as families.py")
     ap.add_argument("--largest-only", default="", metavar="FAMILY,...",
                     help="run only the largest agent count of these families")  # fmt: skip
+    ap.add_argument("--but-largest", default="", metavar="FAMILY,...",
+                    help="run every agent count but the largest of these families")  # fmt: skip
     ap.add_argument(
         "--baseline",
         default=str(BASELINE),
@@ -200,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             seeds = setting["seeds"][: args.seeds_per_map or None]
             if family in args.largest_only.split(","):
                 setting = setting | {"agents": [max(setting["agents"])]}
+            elif family in args.but_largest.split(","):
+                setting = setting | {"agents": sorted(setting["agents"])[:-1]}
             scheme = WindowScheme(shipped(family), *settings[family])
             fam.run_family(family, setting, maps, seeds, args, lambda _m, s=scheme: s, fh)
     label = {f: ":".join(map(str, settings[f][:3])) + ":warm" * settings[f][3]
