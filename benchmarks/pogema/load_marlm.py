@@ -26,8 +26,8 @@ def _load(name: str, path: Path) -> types.ModuleType:
 
 
 def load_pibt(src: Path = SRC) -> types.ModuleType:
-    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance`` and ``rollout``)
-    loaded from ``src``."""
+    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance``, ``rollout`` and
+    ``window``) loaded from ``src``."""
     if (
         "marlm.hybrid.acting.learned_guidance" in sys.modules
     ):  # once per process: keep compiled kernels
@@ -43,6 +43,7 @@ def load_pibt(src: Path = SRC) -> types.ModuleType:
     _load("marlm.hybrid.acting.guidance", src / "marlm/hybrid/acting/guidance.py")
     _load("marlm.hybrid.acting.learned_guidance", src / "marlm/hybrid/acting/learned_guidance.py")
     _load("marlm.hybrid.rules.rollout", src / "marlm/hybrid/rules/rollout.py")
+    _load("marlm.hybrid.rules.window", src / "marlm/hybrid/rules/window.py")
     return pibt
 
 
