@@ -590,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds = setting["seeds"][: args.seeds_per_map or None]
         plans[family] = (setting, maps, seeds)
 
-    from families_scheme import family_file, read_family
+    from families_scheme import family_file, read_family, shipped_scheme, window_settings
 
     def read(path: Path):
         return params_from(json.loads(path.read_text()))  # by name, as evaluate.py
@@ -600,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         own = {m: read(weights_file(m)) for _, ms, _ in plans.values() for m in ms
                if weights_file(m).is_file()}  # fmt: skip
         per_family = {f: read_family(family_file(f)) for f in plans if family_file(f).is_file()}
+        windows = window_settings()
+        per_family = {f: shipped_scheme(f, per_family.get(f), windows) for f in plans}
     except (OSError, ValueError, KeyError) as e:
         return fail("--guidance", f"cannot read learned weights ({e})")
     family_of = {m: f for f, (_, ms, _) in plans.items() for m in ms}

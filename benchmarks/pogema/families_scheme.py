@@ -104,3 +104,50 @@ def read_family(path: Path) -> FamilyGuidance:
     s = data.get("setting", {})
     return scheme_guidance(params_from(data), s.get("goal_priority", 0.0), s.get("period", 16),
                            s.get("bound", 2.0), 2, s.get("priority_noise", 0.0))  # fmt: skip
+
+
+def parse_setting(text: str) -> tuple[int, int, int]:
+    """``"4:16:4"`` -> ``(window, iterations, group, warm, patience)`` = ``(4, 16, 4, False, 0)``;
+    ``:warm``: the search starts from the last step's plan when cheaper; ``:p16``: patience 16
+    (:class:`marlm.hybrid.rules.window.WindowedMover`).
+
+    Raises:
+        ValueError: not three integers, window or group below 1, iterations below 0.
+    """
+    parts = text.split(":")
+    extra, parts = parts[3:], parts[:3]
+    warm = "warm" in extra
+    pat = [int(x[1:]) for x in extra if x[:1] == "p" and x[1:].isdigit()]
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or len(extra) != warm + len(pat):
+        raise ValueError(f"{text!r}: write WINDOW:ITERATIONS:GROUP[:warm][:pPATIENCE], e.g. 4:16:4")
+    w, it, g = map(int, parts)
+    if w < 1 or g < 1:
+        raise ValueError(f"{text!r}: window and group must be at least 1")
+    return w, it, g, warm, (pat or [0])[0]
+
+
+WINDOW_FILE = HERE / "data" / "window-families.json"
+"""Each family's window setting (``WINDOW:ITERATIONS:GROUP[:pPATIENCE]``), chosen by
+``families_window.py --probe`` on training instances only; a family it does not name ships
+without the window."""
+
+
+def window_settings(path: Path = WINDOW_FILE) -> dict:
+    """``{family: (window, iterations, group, warm, patience)}`` from ``path``.
+
+    Raises:
+        ValueError: a setting that :func:`parse_setting` refuses; OSError: unreadable.
+    """
+    data = json.loads(Path(path).read_text())
+    return {family: parse_setting(text) for family, text in data["settings"].items()}
+
+
+def shipped_scheme(family: str, base, windows: dict):
+    """What ships on ``family``: ``base`` (its family setting, else None for the hand
+    guidance) wrapped in a :class:`marlm.hybrid.rules.window.WindowScheme` of the family's
+    entry in ``windows`` (:func:`window_settings`), if any; else ``base`` itself."""
+    if family not in windows:
+        return base
+    from marlm.hybrid.rules.window import WindowScheme
+
+    return WindowScheme(Guidance(None) if base is None else base, *windows[family])

@@ -40,28 +40,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import families as fam  # noqa: E402
+from families_scheme import parse_setting  # noqa: E402, F401  (re-exported)
 
 BASELINE = HERE.parents[1] / "docs" / "pogema" / "families.jsonl"
-
-
-def parse_setting(text: str) -> tuple[int, int, int]:
-    """``"4:16:4"`` -> ``(window, iterations, group, warm, patience)`` = ``(4, 16, 4, False, 0)``;
-    ``:warm``: the search starts from the last step's plan when cheaper; ``:p16``: patience 16
-    (:class:`marlm.hybrid.rules.window.WindowedMover`).
-
-    Raises:
-        ValueError: not three integers, window or group below 1, iterations below 0.
-    """
-    parts = text.split(":")
-    extra, parts = parts[3:], parts[:3]
-    warm = "warm" in extra
-    pat = [int(x[1:]) for x in extra if x[:1] == "p" and x[1:].isdigit()]
-    if len(parts) != 3 or not all(p.isdigit() for p in parts) or len(extra) != warm + len(pat):
-        raise ValueError(f"{text!r}: write WINDOW:ITERATIONS:GROUP[:warm][:pPATIENCE], e.g. 4:16:4")
-    w, it, g = map(int, parts)
-    if w < 1 or g < 1:
-        raise ValueError(f"{text!r}: window and group must be at least 1")
-    return w, it, g, warm, (pat or [0])[0]
 
 
 def shipped(family: str):

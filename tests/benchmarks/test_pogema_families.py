@@ -172,3 +172,19 @@ def test_the_shipped_puzzles_setting_on_the_published_puzzle_00(families, scheme
     assert shipped.priority_noise > 0
     assert simulate(instance, shipped, free, check=True) == 0.4375
     assert simulate(instance, shipped, free, check=True) == 0.4375  # the same run every time
+
+
+def test_the_window_ships_per_family_from_its_settings_file(families, scheme):
+    """What ``families.py`` ships on a family: its window setting around its family setting (the
+    hand guidance where it has none); a family the file does not name (movingai) ships as
+    before."""
+    from marlm.hybrid.rules.window import WindowScheme
+
+    windows = scheme.window_settings()
+    assert windows == {"random": (8, 64, 8, False, 0), "mazes": (8, 64, 8, False, 0),
+                       "puzzles": (16, 64, 8, False, 24)}  # fmt: skip
+    random = scheme.shipped_scheme("random", None, windows)
+    assert isinstance(random, WindowScheme) and random.base.params is None  # the hand guidance
+    assert scheme.shipped_scheme("movingai", None, windows) is None
+    with pytest.raises(ValueError, match="WINDOW:ITERATIONS:GROUP"):
+        scheme.parse_setting("8:64")
