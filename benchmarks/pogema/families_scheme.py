@@ -42,8 +42,6 @@ class NearestFirstMover(GuidedMover):
     priority gains ``-goal_priority`` per step of guided distance to its target, and a draw from
     [0, ``priority_noise``) of ``rng`` every step (set by :meth:`FamilyGuidance.mover`)."""
 
-    goal_priority = 0.0
-    priority_noise = 0.0
     rng: np.random.Generator | None = None
 
     def priority(self, cells: np.ndarray, slots: np.ndarray) -> np.ndarray:

@@ -421,7 +421,15 @@ class GuidedMover:
             (0 = PIBT's own order; any value keeps PIBT's guarantees, it only reorders).
         hindrance: break ties between moves of equal guided cost by :func:`hindrance` (it
             only reorders a robot's equal-scored moves, so PIBT's guarantees hold).
+
+    Attributes:
+        goal_priority, priority_noise: 0 here; a subclass that reorders PIBT by distance to go
+            or draws its tie-breaks again every step sets them (read by the rollouts of
+            :mod:`marlm.hybrid.rules.rollout`).
     """
+
+    goal_priority = 0.0
+    priority_noise = 0.0
 
     def __init__(
         self,

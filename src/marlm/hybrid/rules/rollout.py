@@ -167,7 +167,7 @@ class RolloutSetting:
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(
-                    f"rollout {name}={getattr(self, name)!r} is out of range: k, horizon, "
+                    f"rollout {name}={vars(self)[name]!r} is out of range: k, horizon, "
                     "persist >= 1; scale, progress, score_noise, margin >= 0; gamma in (0, 1]"
                 )
 
@@ -178,7 +178,7 @@ class RolloutMover:
 
     Args:
         mover: the wrapped mover; its scores, priorities, online update and PIBT are used as
-            they are (an attribute ``goal_priority`` is read once here, 0 if absent).
+            they are (its ``goal_priority`` and ``priority_noise`` are read once here).
         setting: the rollout's knobs.
         seed: seed of the priority perturbations (a generator of its own: the wrapped mover's
             draws are the same with and without rollouts).
@@ -194,8 +194,8 @@ class RolloutMover:
         self.width = mover.width
         v = self.layer.nbr.shape[0]
         # read once, here: the nearest-first priority and re-drawn tie-breaks of a family's mover
-        self.goal_priority = float(getattr(mover, "goal_priority", 0.0))
-        self.priority_noise = float(getattr(mover, "priority_noise", 0.0))
+        self.goal_priority = float(mover.goal_priority)
+        self.priority_noise = float(mover.priority_noise)
         self.narrow_bias = np.zeros(v) if mover.bias is None else np.asarray(mover.bias, float)
         self.rollouts = self.changed = 0
         self._kept: np.ndarray | None = None  # the last winning perturbation (``keep``)

@@ -136,20 +136,6 @@ def window_costs(paths: np.ndarray, goals: np.ndarray, togo: np.ndarray, unit: i
     return np.where(first >= 0, unit * first, unit * w + end).astype(np.int64)
 
 
-class _PlannedLayer:
-    """The wrapped mover's PIBT layer as the mover sees it: ``step`` goes through the planner,
-    every other attribute is the layer's own."""
-
-    def __init__(self, planner: WindowedMover) -> None:
-        self._planner = planner
-
-    def __getattr__(self, name: str):
-        return getattr(self._planner.layer, name)
-
-    def step(self, positions, scores, goals=None, bias=None) -> np.ndarray:
-        return self._planner.decide(positions, scores, goals, bias)
-
-
 class WindowedMover:
     """A guided mover whose moves come from a window plan improved by LNS (module docstring).
 
@@ -158,7 +144,7 @@ class WindowedMover:
     priorities and online update; its PIBT call goes through :meth:`decide`.
 
     Args:
-        mover: the guided mover (its layer is replaced by a view through this planner).
+        mover: the guided mover (its layer's ``step`` is this planner's :meth:`decide`).
         window: steps planned ahead (>= 1).
         iterations: LNS iterations per step (0 = the PIBT rollout alone).
         group: robots replanned together in one LNS iteration (>= 1).
@@ -192,7 +178,7 @@ class WindowedMover:
         self.unit = int(moves.min()) if moves.size else 1
         h, w = self.layer.height, self.layer.width
         self.rc = np.stack(np.divmod(np.arange(h * w), w), axis=1)  # cell -> (row, col)
-        mover.layer = _PlannedLayer(self)
+        self.layer.step = self.decide  # the mover's PIBT call, through the plan
 
     def act(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """``int64[n]`` collision-free actions (``positions``, ``targets``: ``int[n, 2]``)."""
