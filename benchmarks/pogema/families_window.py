@@ -40,7 +40,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import families as fam  # noqa: E402
-from families_scheme import parse_setting  # noqa: E402, F401  (re-exported)
 
 BASELINE = HERE.parents[1] / "docs" / "pogema" / "families.jsonl"
 
@@ -148,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     for f in families:
         if f not in fam.FAMILIES:
             return fam.fail("--families", f"unknown {f!r}; choose from {', '.join(fam.FAMILIES)}")
+    from load_marlm import load_pibt
+
+    load_pibt()  # before families_scheme, which imports marlm's rule files
+    from families_scheme import parse_setting
+
     try:
         source = fam.Source(args.source)
         counts = fam.parse_counts(args.maps)
@@ -160,9 +164,6 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("give FAMILY=W:I:G for every family in --families")
     except ValueError as e:
         return fam.fail("--settings, --maps or --source", str(e))
-    from load_marlm import load_pibt
-
-    load_pibt()
     if args.probe:
         probe(source, families, settings)
         return 0
