@@ -48,6 +48,19 @@ def read_map(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return free, np.isin(grid, ["@", "."]), np.isin(grid, ["$", "."])
 
 
+def lifelong_steps(inst, mover):
+    """Yield ``(pos, goals, actions)`` at each step of ``mover`` on the lifelong ``inst``, before
+    the move is made (as ``simulate`` steps it: a robot on its target gets its next one)."""
+    n = len(inst.starts)
+    pos, idx, rows = inst.starts.copy(), np.zeros(n, dtype=np.int64), np.arange(n)
+    for _ in range(inst.steps):
+        goals = inst.targets[rows, idx]
+        actions = mover.act(pos, goals)
+        yield pos, goals, actions
+        pos = pos + MOVES[actions]
+        idx += (pos == goals).all(axis=1)
+
+
 def test_features_name_the_hand_rule_lanes():
     free, _, targets = read_map(WFI.read_text())
     f = move_features(free, 192, targets)
@@ -71,18 +84,13 @@ def test_zero_weights_reproduce_the_hand_guidance_exactly(n_robots):
     by_hand = GuidedMover(free, n_robots, hand, seed=3)
     learned = Guidance(np.zeros(N_PARAMS)).mover(free, n_robots, 3, targets)
     assert learned.online is None  # zero online gain: no adaptation
-    pos = inst.starts.copy()
-    idx = np.zeros(n_robots, dtype=np.int64)
-    rows = np.arange(n_robots)
-    for _ in range(inst.steps):
-        goals = inst.targets[rows, idx]
-        a = by_hand.act(pos, goals)
+    reached = 0
+    for pos, goals, a in lifelong_steps(inst, by_hand):
         np.testing.assert_array_equal(learned.act(pos, goals), a)
-        pos = pos + MOVES[a]
-        idx += (pos == goals).all(axis=1)
+        reached += int((pos + MOVES[a] == goals).all(axis=1).sum())
     hand_thr = simulate(inst, Guidance(None), targets)
     assert simulate(inst, Guidance(np.zeros(N_PARAMS)), targets) == hand_thr
-    assert hand_thr == idx.sum() / inst.steps
+    assert hand_thr == reached / inst.steps
 
 
 def test_learned_costs_stay_positive_and_bounded():
@@ -226,17 +234,10 @@ def test_online_update_never_makes_a_vertex_or_swap_conflict(
     if refresh_tables is not None:  # a budget of 0 or 1 table's cells per change of the costs
         mover.tables.refresh_cells = refresh_tables * free.size
     base = mover.online.base
-    pos = inst.starts.copy()
-    idx = np.zeros(n, dtype=np.int64)
-    rows = np.arange(n)
-    for _ in range(inst.steps):
-        goals = inst.targets[rows, idx]
-        a = mover.act(pos, goals)
+    for pos, _, a in lifelong_steps(inst, mover):
         ok, why = is_safe(pos, a, free)
         assert ok, why
-        pos = pos + MOVES[a]
-        assert len({tuple(p) for p in pos.tolist()}) == n  # no vertex conflict
-        idx += (pos == goals).all(axis=1)
+        assert len({tuple(p) for p in (pos + MOVES[a]).tolist()}) == n  # no vertex conflict
         costs = mover.online.costs()
         extra = costs.astype(np.int64) - base
         assert (extra[base > 0] >= 0).all()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_learned_guidance import random_map
+from test_learned_guidance import lifelong_steps, random_map
 
 from marlm.envs.warehouse.dynamics import MOVES
 from marlm.hybrid.acting.learned_guidance import (
@@ -47,13 +47,8 @@ def test_one_candidate_plays_the_wrapped_movers_moves_exactly(guidance):
     inst = random_instance(FREE, n, 60, seed=5)
     plain = guidance.mover(FREE, n, 5)
     wrapped = RolloutGuidance(guidance, RolloutSetting(k=1)).mover(FREE, n, 5)
-    pos, idx, rows = inst.starts.copy(), np.zeros(n, dtype=np.int64), np.arange(n)
-    for _ in range(inst.steps):
-        goals = inst.targets[rows, idx]
-        a = plain.act(pos, goals)
+    for pos, goals, a in lifelong_steps(inst, plain):
         assert np.array_equal(wrapped.act(pos, goals), a)
-        pos = pos + MOVES[a]
-        idx += (pos == goals).all(axis=1)
     assert wrapped.rollouts == 0
     assert simulate(inst, RolloutGuidance(guidance, RolloutSetting(k=1))) == simulate(
         inst, guidance
@@ -84,15 +79,10 @@ def test_every_rollout_chosen_joint_move_is_safe(
                         RolloutSetting(k=k, horizon=horizon, persist=persist, scale=6.0,
                                        score_noise=score_noise, keep=keep))  # fmt: skip
     mover = g.mover(free, n, seed)
-    pos, idx, rows = inst.starts.copy(), np.zeros(n, dtype=np.int64), np.arange(n)
-    for _ in range(inst.steps):
-        goals = inst.targets[rows, idx]
-        a = mover.act(pos, goals)
+    for pos, _, a in lifelong_steps(inst, mover):
         ok, why = is_safe(pos, a, free)
         assert ok, why
-        pos = pos + MOVES[a]
-        assert len({tuple(p) for p in pos.tolist()}) == n  # no vertex conflict
-        idx += (pos == goals).all(axis=1)
+        assert len({tuple(p) for p in (pos + MOVES[a]).tolist()}) == n  # no vertex conflict
     assert simulate(inst, g, check=True) >= 0  # the simulator's own checks agree
 
 
@@ -104,11 +94,8 @@ def test_rollouts_are_deterministic_and_change_the_run_on_a_crowded_map():
     first = simulate(inst, g, check=True)
     assert simulate(inst, g, check=True) == first
     mover = g.mover(FREE, 20, 3)
-    pos, idx, rows = inst.starts.copy(), np.zeros(20, dtype=np.int64), np.arange(20)
-    for _ in range(inst.steps):
-        goals = inst.targets[rows, idx]
-        pos = pos + MOVES[mover.act(pos, goals)]
-        idx += (pos == goals).all(axis=1)
+    for _ in lifelong_steps(inst, mover):
+        pass
     assert mover.changed > 0
     assert (simulate(inst, Guidance()), first) == (1.0625, 1.35)
 

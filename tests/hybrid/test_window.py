@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_learned_guidance import lifelong_steps
 
 from marlm.hybrid.acting.learned_guidance import Guidance, random_instance, simulate
 from marlm.hybrid.rules.pibt import neighbour_table
@@ -29,18 +30,8 @@ def grid(text: str = MAP) -> np.ndarray:
 
 def moves(scheme, instance) -> list[list[int]]:
     """Every step's actions of ``scheme``'s mover on ``instance`` (lifelong, as ``simulate``)."""
-    from marlm.envs.warehouse.dynamics import MOVES
-
-    n = len(instance.starts)
-    mover = scheme.mover(instance.free, n, instance.seed)
-    pos, idx, out = instance.starts.copy(), np.zeros(n, dtype=np.int64), []
-    for _ in range(instance.steps):
-        goals = instance.targets[np.arange(n), idx]
-        actions = mover.act(pos, goals)
-        out.append(actions.tolist())
-        pos = pos + MOVES[actions]
-        idx += (pos == goals).all(axis=1)
-    return out
+    mover = scheme.mover(instance.free, len(instance.starts), instance.seed)
+    return [actions.tolist() for _, _, actions in lifelong_steps(instance, mover)]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
