@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
-from marlm.experiments.settings import check_input_file, check_rule_layer, warn_if_robots_drawn
+from marlm.experiments.settings import (
+    LLM_DEFAULT,
+    LLM_TIMEOUT_S,
+    check_input_file,
+    check_rule_layer,
+    unused_options_note,
+    warn_if_robots_drawn,
+)
 from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
 from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 
@@ -27,6 +34,9 @@ if TYPE_CHECKING:
 #: The executors ``marlm demo --executor`` takes (``llm`` runs in ``marlm compare``).
 DEMO_EXECUTORS = ("rl", "learned", "greedy", "random")
 _USE = "use rl, learned, greedy or random"
+
+#: The default of ``--plan-deadline`` in seconds (:mod:`marlm.cli.demo`; a test keeps them equal).
+PLAN_DEADLINE_S = 2.0
 
 #: ``stage(description, total)`` starts a stage of the command's progress (``total`` None: not
 #: known) and returns its ``update(done, total)``.
@@ -58,7 +68,7 @@ class DemoConfig:
     overwrite: bool = False
     llm: str = "embedded"
     llm_model: str = "local"
-    llm_timeout_s: float = 60.0
+    llm_timeout_s: float = LLM_TIMEOUT_S
     policy: Path | None = None
     scenario: str = "none"
     order_every: int = 3
@@ -212,8 +222,12 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
-    if run_cfg.planner == "rule" and config.llm != "embedded":
-        say(f"note: --planner rule asks no model: --llm {config.llm} is not used.")
+    note = run_cfg.planner == "rule" and unused_options_note("--planner rule asks no model", (
+        ("--llm", config.llm, LLM_DEFAULT), ("--llm-timeout", config.llm_timeout_s, LLM_TIMEOUT_S),
+        ("--plan-deadline", run_cfg.plan_deadline_s, PLAN_DEADLINE_S),
+    ))  # fmt: skip
+    if note:
+        say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
     if rl and q is None:
         episodes = DEFAULT_TRAINING["episodes"]

@@ -222,6 +222,24 @@ def check_server(llm: str, model_name: str, timeout_s: float) -> None:
         make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
 
 
+#: The defaults of the model options the commands share (``--llm``, ``--llm-timeout`` in
+#: :mod:`marlm.cli.app`; a test keeps them equal).
+LLM_DEFAULT, LLM_TIMEOUT_S = "embedded", 60.0
+
+
+def unused_options_note(why: str, given: Sequence[tuple[str, object, object]]) -> str | None:
+    """The one-line note of options a run does not use, ``note: {why}: --llm URL and
+    --llm-timeout 5 are not used.`` (``why``: e.g. ``--planner rule asks no model``), naming
+    those of ``given`` (``(option, value, default)``) whose value is not the default; ``None``
+    when every one is. A value left at its default is never named: only what the user set."""
+    unused = [f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
+              for option, value, default in given if value != default]  # fmt: skip
+    if not unused:
+        return None
+    listed = unused[0] if len(unused) == 1 else ", ".join(unused[:-1]) + " and " + unused[-1]
+    return f"note: {why}: {listed} {'is' if len(unused) == 1 else 'are'} not used."
+
+
 #: The command-line option of each setting the library's checks name by its own field name
 #: (``GridWorldConfig.epsilon_start`` is ``--epsilon``): an error shows the option the user typed.
 OPTION_OF_FIELD = {
@@ -250,6 +268,8 @@ def as_option_error(error: InputError) -> InputError:
 
 
 __all__ = [
+    "LLM_DEFAULT",
+    "LLM_TIMEOUT_S",
     "OPTION_OF_FIELD",
     "SPREAD_SEEDS",
     "Bound",
@@ -258,5 +278,6 @@ __all__ = [
     "check_rule_layer",
     "check_server",
     "comma_list",
+    "unused_options_note",
     "warn_if_robots_drawn",
 ]
