@@ -23,6 +23,7 @@ CASES = [
     (["demo"], "--llm-timeout", "0"),
     (["demo"], "--tick-ms", "-5"),
     (["demo"], "--tick-ms", "inf"),
+    (["demo"], "--tick-ms", "1e308"),  # was an OverflowError traceback from the tick's sleep
     (["demo"], "--plan-deadline", "nan"),
     (["compare"], "--robots", "0"),
     (["compare"], "--steps", "0"),

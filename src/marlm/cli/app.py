@@ -266,9 +266,9 @@ def in_range(low: int, high: int) -> Callable:
     return _bounded(low=low, high=high)
 
 
-def finite_at_least(minimum: float, *, exclusive: bool = False, unit: str = "") -> Callable:
-    """A typer option callback: a finite number >= ``minimum`` (> with ``exclusive``)."""
-    return _bounded(low=minimum, whole=False, exclusive=exclusive, unit=unit)
+def finite_at_least(minimum: float, **kw: Any) -> Callable:
+    """A typer option callback: a finite number >= ``minimum`` (``kw``: ``exclusive``, ``high``)."""
+    return _bounded(low=minimum, whole=False, **kw)
 
 
 def input_file(what: str) -> Callable[[Any, Any, Any], Any]:

@@ -19,8 +19,8 @@ from marlm.errors import InputError
 @dataclass(frozen=True)
 class Bound:
     """The bounds of a numeric option: a whole number >= ``low`` (and <= ``high`` when set), or
-    with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; ``inf`` and ``nan``
-    refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
+    with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; <= ``high`` when set;
+    ``inf`` and ``nan`` refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
     is added to the error in brackets, ``example`` is the value the error suggests. ``off``, when
     set, is one more value allowed below ``low`` that turns the option off (``--spread-seeds 0``:
     none; 1 is refused, a spread needs 2 seeds)."""
@@ -54,8 +54,10 @@ class Bound:
             )
         else:
             bad = not math.isfinite(value) or value < low or (self.exclusive and value == low)
+            bad = bad or (high is not None and value > high)
             unit = f" of {self.unit}" if self.unit else ""
             what = f"a finite number{unit} {'>' if self.exclusive else '>='} {_show(low)}"
+            what += f" and <= {_show(high)}" if high is not None else ""
         if not bad:
             return
         example = self.example
