@@ -218,10 +218,10 @@ def llm_model_option() -> Any:
 
 def llm_timeout_option() -> Any:
     """``--llm-timeout`` (default 60): seconds one model call may take, for every backend
-    (finite, > 0)."""
+    (> 0, at most a day: 1e308 overflowed the wait)."""
     return opt(
         60.0, "Seconds one model call may take, waiting for the model included (any backend).",
-        finite_at_least(0, exclusive=True, unit="seconds"), "--llm-timeout",
+        finite_at_least(0, exclusive=True, high=86_400, unit="seconds"), "--llm-timeout",
     )  # fmt: skip
 
 
