@@ -317,9 +317,8 @@ def _is_episode_log(path: Path) -> bool:
         return False
 
 
-#: Outputs written from a run into its folder under any name (``marlm report RUN --out
-#: RUN/other.html``, ``marlm replay RUN --out RUN/r.json``), recognised by content
-#: (:func:`is_output_of_kind`): in a run folder they are the run's files, replaced with it.
+#: Outputs of a run written into its folder under any name (``report RUN --out RUN/other.html``,
+#: ``replay``), recognised by content (:func:`is_output_of_kind`): the run's files there.
 _RUN_OUTPUT_KINDS = ("report", "replay")
 
 
@@ -352,8 +351,7 @@ def _only_run_files(folder: Path, depth: int) -> bool:
 
 
 def foreign_entries(folder: str | Path, keep: Iterable[str | Path | None] = ()) -> list[Path]:
-    """The entries of ``folder`` that are not files of its run, which ``--overwrite`` must not
-    delete.
+    """The entries of ``folder`` that are not its run's, which ``--overwrite`` must not delete.
 
     Files are marlm's by name (:data:`RUN_FILES`), and a report or replay of the run by content
     under any name, only in a folder with a marker (:func:`is_run_marker`); without one, only
