@@ -21,9 +21,13 @@ def test_a_model_given_to_the_rule_planner_is_said_to_be_unused(tmp_path, capsys
 def test_every_model_option_given_to_the_rule_planner_is_named_in_one_note(tmp_path, capsys):
     # `--planner rule --plan-deadline 5 --llm-timeout 9` ran without a word that neither was used.
     argv = [*FAST, "--sync", "--no-gif", "--no-counterfactual", "--out", tmp_path / "run"]
-    code, err = run_main([*argv, "--plan-deadline", "5", "--llm-timeout", "9"], capsys)
+    given = ["--plan-deadline", "5", "--llm-timeout", "9", "--llm-model", "qwen"]
+    code, err = run_main([*argv, *given], capsys)
     assert code == 0, err
-    note = "note: --planner rule asks no model: --llm-timeout 9 and --plan-deadline 5 are not used."
+    note = (
+        "note: --planner rule asks no model: --llm-model qwen, --llm-timeout 9 and "
+        "--plan-deadline 5 are not used."
+    )
     assert note in " ".join(err.split()), err  # the console wraps the line at its width
     assert err.count("note: --planner rule") == 1, err
 
@@ -34,12 +38,13 @@ def test_the_notes_know_the_commands_defaults():
 
     from marlm.cli import app
     from marlm.experiments.demo import PLAN_DEADLINE_S
-    from marlm.experiments.settings import LLM_DEFAULT, LLM_TIMEOUT_S
+    from marlm.experiments.settings import LLM_DEFAULT, LLM_MODEL_DEFAULT, LLM_TIMEOUT_S
 
     commands = typer.main.get_command(app).commands
     for name in ("demo", "compare"):
         params = {p.name: p.default for p in commands[name].params}
-        assert (params["llm"], params["llm_timeout"]) == (LLM_DEFAULT, LLM_TIMEOUT_S), name
+        given = (params["llm"], params["llm_model"], params["llm_timeout"])
+        assert given == (LLM_DEFAULT, LLM_MODEL_DEFAULT, LLM_TIMEOUT_S), name
     assert {p.name: p.default for p in commands["demo"].params}["plan_deadline"] == PLAN_DEADLINE_S
 
 

@@ -39,13 +39,14 @@ from typing import Any, get_args
 from marlm.errors import InputError
 from marlm.eval.outputs import claim_run_folder, claimed_here, wrote_nothing
 from marlm.experiments.settings import (
-    LLM_DEFAULT,
+    LLM_MODEL_DEFAULT,
     LLM_TIMEOUT_S,
     SPREAD_SEEDS,
     check_input_file,
     check_rule_layer,
     check_server,
     comma_list,
+    model_options,
     unused_options_note,
     warn_if_robots_drawn,
 )
@@ -158,7 +159,7 @@ class CompareConfig:
     schemes: tuple[str, ...] | None = None
     scenario: str = "standard"
     llm: str = "embedded"
-    llm_model: str = "local"
+    llm_model: str = LLM_MODEL_DEFAULT
     llm_timeout_s: float = LLM_TIMEOUT_S
     llm_only_steps: int | None = 30
     spread_seeds: int = 5
@@ -240,14 +241,13 @@ class CompareConfig:
         )  # fmt: skip
 
     def unused_options_note(self) -> str | None:
-        """The note naming ``--llm`` and ``--llm-timeout`` when the user set them and no scheme
-        asks the model (:func:`marlm.experiments.settings.unused_options_note`); else None."""
+        """The note naming ``--llm``, ``--llm-model`` and ``--llm-timeout`` the user set when no
+        scheme asks the model (:func:`marlm.experiments.settings.unused_options_note`); else None."""
         if self.uses_model:
             return None
         names = ",".join(self.schemes or ())
-        return unused_options_note(f"--schemes {names} ask no model", (
-            ("--llm", self.llm, LLM_DEFAULT), ("--llm-timeout", self.llm_timeout_s, LLM_TIMEOUT_S),
-        ))  # fmt: skip
+        options = model_options(self.llm, self.llm_model, self.llm_timeout_s)
+        return unused_options_note(f"--schemes {names} ask no model", options)
 
     @property
     def uses_model(self) -> bool:

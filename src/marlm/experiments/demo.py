@@ -18,10 +18,11 @@ from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
 from marlm.experiments.settings import (
-    LLM_DEFAULT,
+    LLM_MODEL_DEFAULT,
     LLM_TIMEOUT_S,
     check_input_file,
     check_rule_layer,
+    model_options,
     unused_options_note,
     warn_if_robots_drawn,
 )
@@ -67,7 +68,7 @@ class DemoConfig:
     out: Path
     overwrite: bool = False
     llm: str = "embedded"
-    llm_model: str = "local"
+    llm_model: str = LLM_MODEL_DEFAULT
     llm_timeout_s: float = LLM_TIMEOUT_S
     policy: Path | None = None
     scenario: str = "none"
@@ -222,10 +223,10 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
-    note = run_cfg.planner == "rule" and unused_options_note("--planner rule asks no model", (
-        ("--llm", config.llm, LLM_DEFAULT), ("--llm-timeout", config.llm_timeout_s, LLM_TIMEOUT_S),
+    note = run_cfg.planner == "rule" and unused_options_note("--planner rule asks no model", [
+        *model_options(config.llm, config.llm_model, config.llm_timeout_s),
         ("--plan-deadline", run_cfg.plan_deadline_s, PLAN_DEADLINE_S),
-    ))  # fmt: skip
+    ])  # fmt: skip
     if note:
         say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))

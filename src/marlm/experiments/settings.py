@@ -224,9 +224,17 @@ def check_server(llm: str, model_name: str, timeout_s: float) -> None:
         make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
 
 
-#: The defaults of the model options the commands share (``--llm``, ``--llm-timeout`` in
-#: :mod:`marlm.cli.app`; a test keeps them equal).
-LLM_DEFAULT, LLM_TIMEOUT_S = "embedded", 60.0
+#: The defaults of the model options the commands share (``--llm``, ``--llm-model``,
+#: ``--llm-timeout`` in :mod:`marlm.cli.app`; a test keeps them equal).
+LLM_DEFAULT, LLM_MODEL_DEFAULT, LLM_TIMEOUT_S = "embedded", "local", 60.0
+
+
+def model_options(
+    llm: str, llm_model: str, llm_timeout_s: float
+) -> list[tuple[str, object, object]]:
+    """``(option, value, default)`` of the model options, for :func:`unused_options_note`."""
+    return [("--llm", llm, LLM_DEFAULT), ("--llm-model", llm_model, LLM_MODEL_DEFAULT),
+            ("--llm-timeout", llm_timeout_s, LLM_TIMEOUT_S)]  # fmt: skip
 
 
 def unused_options_note(why: str, given: Sequence[tuple[str, object, object]]) -> str | None:
@@ -271,6 +279,7 @@ def as_option_error(error: InputError) -> InputError:
 
 __all__ = [
     "LLM_DEFAULT",
+    "LLM_MODEL_DEFAULT",
     "LLM_TIMEOUT_S",
     "OPTION_OF_FIELD",
     "SPREAD_SEEDS",
@@ -280,6 +289,7 @@ __all__ = [
     "check_rule_layer",
     "check_server",
     "comma_list",
+    "model_options",
     "unused_options_note",
     "warn_if_robots_drawn",
 ]
