@@ -6,7 +6,8 @@ The same episodes as ``harness.py`` (POGEMA 1.4.0's own starts and target sequen
 exactly as chosen, so the moves and the throughput are POGEMA's (checked: ``--check-harness K``
 also runs the first K seeds of every robot count through the harness and fails, exit 1, on any
 difference), at about a tenth of the CPU. That is what makes all 128 published seeds affordable
-on a shared machine. Rows: ``algorithm``, ``num_agents``, ``seed``, ``avg_throughput``,
+on a shared machine. ``marlm`` is what ships, as ``harness.guidance_of`` builds it for the
+warehouse (the window planner inside ``harness.window_band``'s robot counts). Rows: ``algorithm``, ``num_agents``, ``seed``, ``avg_throughput``,
 ``reverted_moves`` (0: nothing is reverted in-process), ``ms_per_step`` / ``cpu_ms_per_step``
 (the whole simulated step, decision and bookkeeping), ``steps``, ``engine`` (``"in-process"``).
 
@@ -38,15 +39,20 @@ from load_marlm import load_pibt  # noqa: E402
 SCHEMES = ("marlm", "marlm_hand", "marlm_learned", "free_flow")
 
 
-def simulate_one(algorithm: str, instance, target_cells, params, penalty: int) -> dict:
-    """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode)."""
+def simulate_one(
+    algorithm: str, instance, target_cells, params, penalty: int, warehouse: bool = False
+) -> dict:
+    """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode);
+    ``warehouse``: the episode is the warehouse's, so ``marlm`` runs the window planner inside
+    its band of robot counts (``harness.window_band``)."""
     from marlm.hybrid.acting.learned_guidance import free_flow_bound, simulate
 
     c0, t0 = time.process_time(), time.perf_counter()
     if algorithm == "free_flow":
         value = free_flow_bound(instance)
     else:
-        value = simulate(instance, guidance_of(algorithm, params, penalty), target_cells)
+        agents = len(instance.starts) if warehouse else None
+        value = simulate(instance, guidance_of(algorithm, params, penalty, agents), target_cells)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     steps = instance.steps
     return {
@@ -97,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             for n in agents:
                 instance, target_cells = pogema_instance(n, seed)
                 for algorithm in algorithms:
-                    row = simulate_one(algorithm, instance, target_cells, params, args.penalty)
+                    row = simulate_one(
+                        algorithm, instance, target_cells, params, args.penalty, warehouse=True
+                    )
                     if k < args.check_harness and algorithm != "free_flow":
                         ref = run_one(algorithm, n, seed, args.penalty, True, params)
                         row["harness_throughput"] = ref["avg_throughput"]

@@ -9,7 +9,8 @@ num_agents, seed) it prints one JSON line:
   ``marlm.hybrid.acting.guidance``), ``marlm_learned`` (PIBT over the learned guidance of
   ``marlm.hybrid.acting.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
   learned guidance from ``SHIPPED_MIN_DENSITY`` robots per free cell up, 112 robots here, the hand
-  one below), ``pogema_a_star``
+  one below, and inside the band of robot counts of ``data/window-wfi.json``, 120-144, the
+  window planner of ``marlm.hybrid.rules.window`` around it: :func:`window_band`), ``pogema_a_star``
   (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run) or ``free_flow`` (the
   bound: each agent alone on shortest paths through its own targets; no policy runs);
 - ``avg_throughput``: POGEMA's own metric, targets reached per step;
@@ -31,9 +32,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pogema.a_star_policy import BatchAStarAgent
-
-from pogema import GridConfig, pogema_v0
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_marlm import load_pibt  # noqa: E402
@@ -45,10 +43,15 @@ MAP_FILE = HERE / "data" / "wfi_warehouse.txt"
 LEARNED = HERE / "data" / "guidance-wfi_warehouse.json"
 """The shipped learned guidance for ``wfi_warehouse`` (``train.sh --copy-to``)."""
 
+WINDOW_FILE = HERE / "data" / "window-wfi.json"
+"""Where what ships on the warehouse runs the window planner, and its setting
+(:func:`window_band`; chosen with ``window_wfi.py`` on training seeds only)."""
+
 VARIANTS = {
     # what ships: the learned guidance from learned_guidance.SHIPPED_MIN_DENSITY robots per free
     # cell up (112 robots here) with SHIPPED_NARROW_PRIORITY and SHIPPED_HINDRANCE, the hand one
-    # below (chosen on training seeds 128 and up)
+    # below, the window planner around it in window_band's robot counts (chosen on training
+    # seeds 128 and up)
     "marlm": "marlm_shipped",
     "marlm_hand": "marlm_hand",
     "marlm_learned": "marlm_learned",
@@ -77,7 +80,11 @@ def parse_ints(text: str) -> list[int]:
     return out
 
 
-def grid_config(num_agents: int, seed: int) -> GridConfig:
+def grid_config(num_agents: int, seed: int):
+    """POGEMA's ``GridConfig`` of the warehouse episode (POGEMA imported here, not at the top:
+    the tests read this file's variants without POGEMA)."""
+    from pogema import GridConfig
+
     return GridConfig(
         map=MAP_FILE.read_text(),
         map_name="wfi_warehouse",
@@ -91,7 +98,7 @@ def grid_config(num_agents: int, seed: int) -> GridConfig:
     )
 
 
-def target_mask(gc: GridConfig, free: np.ndarray) -> np.ndarray:
+def target_mask(gc, free: np.ndarray) -> np.ndarray:
     """``bool[H, W]`` cells where POGEMA draws targets: the ``$`` cells, or on a map without any
     (every map of POGEMA's random, mazes, movingai and puzzles families) every free cell, of
     which POGEMA picks one in the agent's connected component."""
@@ -103,12 +110,13 @@ def target_mask(gc: GridConfig, free: np.ndarray) -> np.ndarray:
     return cells
 
 
-def pogema_instance(num_agents: int, seed: int, gc: GridConfig | None = None):
+def pogema_instance(num_agents: int, seed: int, gc=None):
     """``(LifelongInstance, target_cells)`` of POGEMA's episode: starts and every agent's target
     sequence from POGEMA's own generator, enough for the episode (each agent's sequence runs until
     its Manhattan length reaches the episode length, which no agent can outrun). ``gc``: another
     map or setting (default: :func:`grid_config`, the warehouse)."""
     from marlm.hybrid.acting.learned_guidance import LifelongInstance
+    from pogema import pogema_v0
 
     gc = grid_config(num_agents, seed) if gc is None else gc
     env = pogema_v0(grid_config=gc)
@@ -124,26 +132,66 @@ def pogema_instance(num_agents: int, seed: int, gc: GridConfig | None = None):
     return instance, target_mask(gc, free)
 
 
-def guidance_of(algorithm: str, params, penalty: int):
-    """The ``Guidance`` of a marlm variant: the hand rule (``marlm_hand``), ``params`` at every
-    density (``marlm_learned``) or what ships (``marlm``: ``params`` from the switch density up,
-    with the passage priority and the hindrance tie-break)."""
+def window_band(path: Path | None = None) -> tuple[int, int, tuple, Path | None]:
+    """``(lowest, highest, setting, weights)`` of ``data/window-wfi.json`` (or ``path``): the
+    robot counts, inclusive, at which what ships on the warehouse runs the window planner, its
+    setting ``(window, iterations, group, warm, patience)``
+    (:class:`marlm.hybrid.rules.window.WindowedMover`), and the learned weights under it there
+    (a file beside ``path``; None: the shipped ones, ``LEARNED``).
+
+    Raises:
+        ValueError: a setting ``families_scheme.parse_setting`` refuses, or a band that is not
+            two counts, lowest first; KeyError: a field missing; OSError: unreadable.
+    """
+    from families_scheme import parse_setting
+
+    path = WINDOW_FILE if path is None else Path(path)
+    data = json.loads(path.read_text())
+    lo, hi = data["agents"]
+    if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
+        raise ValueError(f"agents: {data['agents']!r}; write [LOWEST, HIGHEST], lowest first")
+    weights = data.get("weights")
+    return (
+        lo,
+        hi,
+        parse_setting(data["setting"]),
+        None if weights is None else path.parent / weights,
+    )
+
+
+def guidance_of(algorithm: str, params, penalty: int, agents: int | None = None):
+    """The scheme of a marlm variant: the hand rule (``marlm_hand``), ``params`` at every density
+    (``marlm_learned``) or what ships (``marlm``: ``params`` from the switch density up, with
+    the passage priority and the hindrance tie-break; on the warehouse with ``agents`` robots
+    inside :func:`window_band`, the band's weights instead of ``params`` if it names any, wrapped
+    in the window planner, :class:`marlm.hybrid.rules.window.WindowScheme`). ``agents``: None
+    off the warehouse (no window). Returns a ``Guidance`` or a ``WindowScheme`` (both have
+    ``mover``)."""
     from marlm.hybrid.acting.learned_guidance import (
         SHIPPED_HINDRANCE,
         SHIPPED_MIN_DENSITY,
         SHIPPED_NARROW_PRIORITY,
         Guidance,
+        params_from,
     )
 
     scheme = VARIANTS[algorithm]
     shipped = scheme == "marlm_shipped"
-    return Guidance(
+    band = window_band() if shipped and agents is not None else None
+    if band is not None and band[0] <= agents <= band[1] and band[3] is not None:
+        params = params_from(json.loads(band[3].read_text()))
+    guidance = Guidance(
         None if scheme == "marlm_hand" else params,
         penalty=penalty,
         min_density=SHIPPED_MIN_DENSITY if shipped else 0.0,
         narrow_priority=SHIPPED_NARROW_PRIORITY if shipped else 0.0,
         hindrance=SHIPPED_HINDRANCE and shipped,
     )
+    if band is not None and band[0] <= agents <= band[1]:
+        from marlm.hybrid.rules.window import WindowScheme
+
+        return WindowScheme(guidance, *band[2])
+    return guidance
 
 
 def run_one(
@@ -151,6 +199,11 @@ def run_one(
 ) -> dict:
     """One episode of ``algorithm``; ``params``: the learned guidance's (``marlm_learned``);
     ``gc``: another map or setting (a ``GridConfig``; default the warehouse's)."""
+    from pogema.a_star_policy import BatchAStarAgent
+
+    from pogema import GridConfig, pogema_v0
+
+    warehouse = gc is None
     gc = grid_config(num_agents, seed) if gc is None else gc
     if algorithm == "free_flow":
         load_pibt()
@@ -167,7 +220,7 @@ def run_one(
     if marlm:
         load_pibt()
         target_cells = target_mask(env.unwrapped.grid_config, free)
-        guidance = guidance_of(algorithm, params, penalty)
+        guidance = guidance_of(algorithm, params, penalty, num_agents if warehouse else None)
         policy = guidance.mover(free, num_agents, seed, target_cells, swap)
     else:
         policy = BatchAStarAgent()
