@@ -1,6 +1,7 @@
 """Checks shared by the experiments' configs: the rule layer's name, a comma-separated list of
-names, a robot count drawn from the seed, the form of a ``--llm`` value and a ``--llm`` server
-that answers (the two checks of ``--llm`` before the backend is built, kept together here).
+names, a robot count drawn from the seed, orders that arrive when the run is over, the form of
+a ``--llm`` value and a ``--llm`` server that answers (the two checks of ``--llm`` before the
+backend is built, kept together here).
 
 Each error names the command-line option (``field '--shield'``) and what is allowed.
 """
@@ -183,6 +184,34 @@ def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
         f"--layout {layout}: the map has no 'R' cells and no 'robots:' line, so {lay.default_robots} "
         "robots (RWARE's default) start on free cells drawn from --seed; pass --robots N to "
         "choose how many",
+        stacklevel=1,
+    )
+
+
+def warn_if_orders_after_the_end(orders: str | Path | None, layout: str, steps: int) -> None:
+    """One warning (``marlm: warning:`` on the command line) when orders of an ``--orders`` file
+    arrive at or after the time limit (``arrival >= steps``): no robot can take them, yet they
+    count in the run's orders total (``orders delivered 0 / 1``) and the table does not say why.
+    Call after the map and the file are checked (:func:`marlm.hybrid.controller.make_env`).
+
+    Args:
+        orders: the order file; None (generated orders) warns of nothing.
+        layout: the map the orders' shelves are on (a shipped name or a map file).
+        steps: the run's time limit in control steps (``--steps``).
+    """
+    if orders is None:
+        return
+    from marlm.envs.warehouse.layout import load_layout
+    from marlm.envs.warehouse.orders import load_orders
+
+    late = [o for o in load_orders(orders, load_layout(layout)) if o.arrival >= steps]
+    if not late:
+        return
+    last = max(late, key=lambda o: o.arrival)
+    warnings.warn(
+        f"--orders {orders}: {len(late)} order(s) arrive at step {steps} or later, when the run "
+        f"is over (--steps {steps}), so no robot can take them (the latest, {last.id!r}, at step "
+        f"{last.arrival}); pass --steps above {last.arrival} to include them",
         stacklevel=1,
     )
 
