@@ -94,7 +94,7 @@ def replay(
     llm_model: str = llm_model_option(),
     llm_timeout: float = llm_timeout_option(),
     limit: int | None = opt(None, "Replay at most this many decisions.", at_least(1), "--limit"),
-    sweeps: int = opt(20, "rl: passes over the data.", at_least(1), "--sweeps"),
+    sweeps: int | None = opt(None, "rl: passes over the data (default 20).", at_least(1)),
     out: Path | None = opt(
         None, "Write the full replay report as JSON here (a new file).", None, "--out"),
     overwrite: bool = opt(False, OVERWRITE_FILE, None, "--overwrite"),
