@@ -30,4 +30,3 @@ def test_an_option_the_scheme_would_not_read_is_refused(
         f"marlm: error: field '{option}': --scheme {scheme} would ignore it (it is read by "
         f"--scheme {readers}); drop {option} {value}, or pass such a --scheme"
     )
-
