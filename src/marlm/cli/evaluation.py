@@ -139,9 +139,9 @@ def compare(
     llm_timeout: float = llm_timeout_option(),
     schemes: str | None = opt(
         None, "Comma-separated subset of the schemes (default: all).", None, "--schemes"),
-    llm_only_steps: int = opt(
-        30, "Cap steps for the LLM-only scheme (it calls the model every step).", at_least(1),
-        "--llm-only-steps"),
+    llm_only_steps: int | None = opt(
+        None, "Cap steps for the LLM-only scheme (it calls the model every step; default 30).",
+        at_least(1), "--llm-only-steps"),
     spread_seeds: int = opt(5, SPREAD_HELP, SPREAD_BOUND, "--spread-seeds"),
     out: Path = opt(
         Path("runs/compare"), "Folder for the runs, table and plots: new or empty.", None, "--out"),

@@ -201,11 +201,12 @@ class CompareConfig:
         """The config of ``marlm compare``'s options: ``schemes`` comma-separated (None: all of
         the scenario's); ``robots`` and ``steps`` None take the scenario's defaults (standard:
         the map's robots and 300 steps; notes-only: 2 robots, 600 steps, 40 orders);
-        ``shield`` is the rule layer; the others as in :meth:`of`.
+        ``shield`` is the rule layer; ``llm_only_steps`` None: 30; the others as in :meth:`of`.
 
         Raises:
             InputError: naming the option: an unknown ``--shield`` or ``--scenario``, a bad
-                ``--schemes`` list, ``--orders`` with the notes-only scenario (it writes its
+                ``--schemes`` list, ``--llm-only-steps`` without the ``llm_only`` scheme (it
+                would be ignored), ``--orders`` with the notes-only scenario (it writes its
                 own), then an ``--orders`` path that is a folder or not there, or a bad setting.
         """
         if shield == "none":  # the demo takes it; here one scheme runs without a rule layer
@@ -222,6 +223,15 @@ class CompareConfig:
         names = list(allowed)
         if schemes is not None:  # before --overwrite empties anything
             names = comma_list(schemes, allowed, option="--schemes", what="scheme")
+        cap = settings.get("llm_only_steps")
+        if cap is not None and "llm_only" not in names:
+            fix = "" if notes else ", or add llm_only to --schemes"
+            raise InputError(
+                f"caps the llm_only scheme's steps, and this comparison runs no llm_only "
+                f"({', '.join(names)}); drop --llm-only-steps {cap}{fix}",
+                field="--llm-only-steps",
+            )
+        settings["llm_only_steps"] = 30 if cap is None else cap
         if notes and orders is not None:
             raise InputError(
                 "the notes-only scenario writes its own orders (every one listed normal); leave "
