@@ -251,10 +251,7 @@ class CompareConfig:
         """Whether a scheme of this comparison calls the model."""
         if self.scenario != "standard":
             return any(n != "rule" for n in self.schemes or _notes_only_planners())
-        return any(
-            SCHEMES[n]["planner"] != "rule" or SCHEMES[n]["executor"] == "llm"
-            for n in self.schemes or SCHEMES
-        )
+        return any(_asks_model(n) for n in self.schemes or SCHEMES)
 
 
 def _setting(**settings: Any) -> RunConfig:
@@ -545,9 +542,11 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
             if k == 0:
                 lines.append("  ".join("-" * col_w[c] for c in [key, *block]))
     s = result.get("setting", {})
+    asked = any(_asks_model(r.get("scheme")) for r in result["rows"])
+    llm = f"LLM {s.get('llm')}" if asked else "no scheme asks a model"
     lines.append("")
     lines += textwrap.wrap(
-        f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
+        f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, {llm}, "
         f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}, "
         f"shield {s.get('shield_rule', 'pibt')}{_unshielded(result['rows'])}",
         width,
@@ -555,6 +554,13 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     for n in result.get("notes", []):
         lines += textwrap.wrap(f"note: {n}", width, subsequent_indent="      ")
     return "\n".join(lines)
+
+
+def _asks_model(scheme: str | None) -> bool:
+    """Whether a scheme of the table asks the model (a planner other than the rule, or the LLM
+    executor); a name the table does not know is taken to ask it."""
+    kind = SCHEMES.get(scheme or "")
+    return kind is None or kind["planner"] != "rule" or kind["executor"] == "llm"
 
 
 def _unshielded(rows: Sequence[dict[str, Any]]) -> str:
