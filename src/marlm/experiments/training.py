@@ -290,7 +290,9 @@ def check_race_learner(learner: str, reward: str = "shared", **given: Any) -> di
     Returns:
         The settings of a table's :class:`marlm.rl.configs.RaceConfig`: ``learner``,
         ``reward``, ``mix_weight``, ``counterfactual``, ``alpha``, ``epsilon_start``,
-        ``epsilon_decay``, ``epsilon_floor`` (the config's defaults where not given).
+        ``epsilon_decay``, ``epsilon_floor`` (the config's defaults where not given); for a
+        network learner ``learner`` and ``reward`` only. A table's numpy is imported here, on
+        one BLAS thread (:func:`import_numpy_without_blas_threads`).
 
     Raises:
         InputError: another learner, listing both kinds; an option the run would not read,
@@ -334,6 +336,9 @@ def check_race_learner(learner: str, reward: str = "shared", **given: Any) -> di
                 f"{value}, or {fix}",
                 field=option,
             )
+    if deep:  # the network learners' settings are gridrace_deep's
+        return {"learner": learner, "reward": reward}
+    import_numpy_without_blas_threads()  # before the config imports numpy (a table's BLAS: 1)
     from marlm.rl.configs import RaceConfig
 
     table = {"epsilon_start": given.get("epsilon"), **given}
