@@ -37,3 +37,41 @@ def test_llm_only_steps_left_out_is_the_documented_cap():
         shield="pibt", llm_only_steps=None,
     )  # fmt: skip
     assert config.llm_only_steps == 30
+
+
+NOTES = "the notes-only scenario runs every planner on one seed, with no spread"
+NO_SPREAD = "the Ray tasks run the spread's seeds, and --spread-seeds 0 runs none"
+
+
+@pytest.mark.parametrize(
+    "extra,option,value,said",
+    [
+        (["--scenario", "notes-only"], "--spread-seeds", "3", NOTES),
+        (["--scenario", "notes-only"], "--workers", "2", NOTES),
+        (["--scenario", "notes-only"], "--address", "127.0.0.1:1", NOTES),
+        (["--spread-seeds", "0"], "--workers", "2", NO_SPREAD),
+        (["--spread-seeds", "0"], "--address", "127.0.0.1:1", NO_SPREAD),
+    ],
+)
+def test_the_spread_options_where_no_spread_runs_are_refused(
+    tmp_path, capsys, extra, option, value, said
+):
+    # They ran nothing as Ray tasks and said nothing (the notes-only scenario has no spread).
+    out = tmp_path / "cmp"
+    code, err = run_main(["compare", *extra, option, value, "--out", out], capsys)
+    fix = "" if "notes-only" in extra else ", or pass --spread-seeds 2 or more"
+    assert code == 2, err
+    assert err.strip() == f"marlm: error: field '{option}': {said}; drop {option} {value}{fix}"
+    assert not out.exists()
+
+
+def test_the_spread_left_out_is_5_and_none_in_the_notes_only_scenario():
+    from marlm.experiments.compare import CompareConfig
+
+    def spread(scenario: str) -> int:
+        return CompareConfig.from_options(
+            scenario=scenario, schemes=None, orders=None, robots=None, steps=None, shield="pibt",
+            spread_seeds=None,
+        ).spread_seeds  # fmt: skip
+
+    assert (spread("standard"), spread("notes-only")) == (5, 0)
