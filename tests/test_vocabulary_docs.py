@@ -14,6 +14,7 @@ from typing import get_args
 import pytest
 
 from marlm import outcomes
+from marlm.eval import metrics
 from marlm.eval.metrics import REAL_PLAN_SOURCES, summarise
 from marlm.eval.records import RECORD_TYPES
 from marlm.eval.trace import EVENT_FIELDS
@@ -174,6 +175,10 @@ def test_call_statuses_in_llm_use_are_the_enumerations():
     table = rows(section(METRICS, "## LLM use"))
     (invalid,) = [r for r in table if r[0] == "`llm_invalid`"]
     (unanswered,) = [r for r in table if r[0] == "`llm_unanswered`"]
-    counted = values(invalid[1].split("status` is", 1)[1])
-    assert counted | {"answered", "unanswered"} == codes(outcomes.CallStatus)
-    assert values(unanswered[1]) >= {"unanswered"}
+    # The answered, the invalid and the unanswered calls split the statuses, as the code does.
+    invalid_codes = values(invalid[1].split("status` is", 1)[1])
+    unanswered_codes = values(unanswered[1].split("status` is", 1)[1].split(")", 1)[0])
+    assert invalid_codes == set(metrics.INVALID)
+    assert unanswered_codes == set(metrics.UNANSWERED)
+    assert not invalid_codes & unanswered_codes
+    assert invalid_codes | unanswered_codes | {"answered"} == codes(outcomes.CallStatus)

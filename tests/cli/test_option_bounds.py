@@ -23,6 +23,7 @@ CASES = [
     (["demo"], "--llm-timeout", "0"),
     (["demo"], "--tick-ms", "-5"),
     (["demo"], "--tick-ms", "inf"),
+    (["demo"], "--tick-ms", "1e308"),  # was an OverflowError traceback from the tick's sleep
     (["demo"], "--plan-deadline", "nan"),
     (["compare"], "--robots", "0"),
     (["compare"], "--steps", "0"),
@@ -64,6 +65,7 @@ CASES = [
     (["eval", "triage", "--notes", "NOTES"], "--per-class", "0"),
     (["eval", "triage", "--notes", "NOTES"], "--seed", "-1"),
     (["eval", "triage", "--notes", "NOTES"], "--llm-timeout", "0"),
+    (["eval", "triage", "--notes", "NOTES"], "--llm-timeout", "1e308"),  # overflowed the wait
     (["llm", "serve"], "--port", "0"),
     (["llm", "serve"], "--port", "70000"),
     (["llm", "serve"], "--n-ctx", "-1"),

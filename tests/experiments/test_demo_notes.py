@@ -1,4 +1,4 @@
-"""What ``marlm demo`` says before the run about the options it was given."""
+"""What ``marlm demo`` (and ``marlm compare``) say before the run about the options given."""
 
 from __future__ import annotations
 
@@ -16,3 +16,44 @@ def test_a_model_given_to_the_rule_planner_is_said_to_be_unused(tmp_path, capsys
     assert f"note: --planner rule asks no model: --llm {url} is not used." in err
     code, err = run_main([*argv[:-2], "--out", tmp_path / "run2"], capsys)
     assert code == 0 and "asks no model" not in err, err
+
+
+def test_every_model_option_given_to_the_rule_planner_is_named_in_one_note(tmp_path, capsys):
+    # `--planner rule --plan-deadline 5 --llm-timeout 9` ran without a word that neither was used.
+    argv = [*FAST, "--sync", "--no-gif", "--no-counterfactual", "--out", tmp_path / "run"]
+    given = ["--plan-deadline", "5", "--llm-timeout", "9", "--llm-model", "qwen"]
+    code, err = run_main([*argv, *given], capsys)
+    assert code == 0, err
+    note = (
+        "note: --planner rule asks no model: --llm-model qwen, --llm-timeout 9 and "
+        "--plan-deadline 5 are not used."
+    )
+    assert note in " ".join(err.split()), err  # the console wraps the line at its width
+    assert err.count("note: --planner rule") == 1, err
+
+
+def test_the_notes_know_the_commands_defaults():
+    # A default compared with another number would name an option the user never set.
+    import typer.main
+
+    from marlm.cli import app
+    from marlm.experiments.demo import PLAN_DEADLINE_S
+    from marlm.experiments.settings import LLM_DEFAULT, LLM_MODEL_DEFAULT, LLM_TIMEOUT_S
+
+    commands = typer.main.get_command(app).commands
+    for name in ("demo", "compare"):
+        params = {p.name: p.default for p in commands[name].params}
+        given = (params["llm"], params["llm_model"], params["llm_timeout"])
+        assert given == (LLM_DEFAULT, LLM_MODEL_DEFAULT, LLM_TIMEOUT_S), name
+    assert {p.name: p.default for p in commands["demo"].params}["plan_deadline"] == PLAN_DEADLINE_S
+
+
+def test_compare_without_a_model_scheme_names_the_model_options_the_user_set():
+    from marlm.experiments.compare import CompareConfig
+
+    config = CompareConfig.of(schemes=["rules"], spread_seeds=0, llm_timeout_s=5.0)
+    assert config.unused_options_note() == (
+        "note: --schemes rules ask no model: --llm-timeout 5 is not used."
+    )
+    assert CompareConfig.of(schemes=["rules"], spread_seeds=0).unused_options_note() is None
+    assert CompareConfig.of(schemes=["llm_only"], llm_timeout_s=5.0).unused_options_note() is None

@@ -21,6 +21,18 @@ def test_a_model_that_answers_no_note_is_one_line_exit_2_and_no_result(
             raise BackendError("failed after 3 attempts: connection refused", url="http://x/v1")
 
     monkeypatch.setattr(backends, "make_backend", lambda *a, **k: Down())
+    notes = _four_notes(tmp_path)
+    out = tmp_path / "triage.json"
+    url = ["--llm", "http://127.0.0.1:9/v1"]
+    code, err = run_main(["eval", "triage", "--notes", notes, *url, "--out", out], capsys)
+    assert code == 2 and "Traceback" not in err, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("marlm: error: field '--llm': the model answered none of the 4 notes")
+    assert "the first: " in line and "connection refused)" in line, line
+    assert "pass --llm embedded" in line and not out.exists()
+
+
+def _four_notes(tmp_path):
     notes = tmp_path / "notes.jsonl"
     lines = dev_notes_path().read_text().splitlines(True)
     notes.write_text(
@@ -28,12 +40,31 @@ def test_a_model_that_answers_no_note_is_one_line_exit_2_and_no_result(
             [x for x in lines if '"urgent"' in x][:2] + [x for x in lines if '"normal"' in x][:2]
         )
     )
-    out = tmp_path / "triage.json"
-    code, err = run_main(["eval", "triage", "--notes", notes, "--out", out], capsys)
+    return notes
+
+
+def test_the_embedded_model_answering_no_note_says_why_not_to_pass_itself(
+    tmp_path, capsys, monkeypatch
+):
+    # --per-class 30 made every prompt longer than the embedded model's context; the error
+    # said only "check that the model at this --llm answers ... or pass --llm embedded".
+    import marlm.llm.backends as backends
+    from marlm.llm.errors import ContextLengthExceeded
+
+    class Short:  # a fault injector: the context error of the embedded model, for every note
+        name = "embedded:short"
+
+        def embed(self, texts):
+            raise ContextLengthExceeded(
+                "the prompt has at least 2834 tokens and does not fit the context of 2048 tokens"
+            )
+
+    monkeypatch.setattr(backends, "make_backend", lambda *a, **k: Short())
+    code, err = run_main(["eval", "triage", "--notes", _four_notes(tmp_path)], capsys)
     assert code == 2 and "Traceback" not in err, err
     (line,) = err.strip().splitlines()
-    assert line.startswith("marlm: error: field '--llm': the model answered none of the 4 notes")
-    assert "--llm embedded" in line and not out.exists()
+    assert "the first: " in line and "context of 2048 tokens)" in line, line
+    assert "a smaller --per-class or --shots" in line and "--llm embedded" not in line, line
 
 
 def test_notes_of_one_class_are_one_line_naming_the_file_and_the_fix(tmp_path, capsys):

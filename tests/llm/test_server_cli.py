@@ -127,3 +127,15 @@ def test_serve_says_its_url_answers_marlms_first_request_and_stops_on_ctrl_c():
             proc.kill()
     assert proc.returncode == 130 and out == ""
     assert err == "marlm: interrupted\n"  # no FastAPI traceback, no uvicorn log
+
+
+def test_a_context_over_the_models_training_is_refused_before_llama_cpp_tries():
+    # --n-ctx 1000000000: llama.cpp's "Failed to create llama_context" traceback, then the
+    # process hung freeing the model until it was killed.
+    pytest.importorskip("llama_cpp.server")
+    with pytest.raises(InputError) as e:
+        build_app(n_ctx=100_000)
+    assert str(e.value) == (
+        "field '--n-ctx': must be at most 8192, the context SmolLM2-135M-Instruct.Q4_1.gguf was "
+        "trained with (0: that context), got 100000"
+    )

@@ -218,10 +218,10 @@ def llm_model_option() -> Any:
 
 def llm_timeout_option() -> Any:
     """``--llm-timeout`` (default 60): seconds one model call may take, for every backend
-    (finite, > 0)."""
+    (> 0, at most a day: 1e308 overflowed the wait)."""
     return opt(
         60.0, "Seconds one model call may take, waiting for the model included (any backend).",
-        finite_at_least(0, exclusive=True, unit="seconds"), "--llm-timeout",
+        finite_at_least(0, exclusive=True, high=86_400, unit="seconds"), "--llm-timeout",
     )  # fmt: skip
 
 
@@ -266,9 +266,9 @@ def in_range(low: int, high: int) -> Callable:
     return _bounded(low=low, high=high)
 
 
-def finite_at_least(minimum: float, *, exclusive: bool = False, unit: str = "") -> Callable:
-    """A typer option callback: a finite number >= ``minimum`` (> with ``exclusive``)."""
-    return _bounded(low=minimum, whole=False, exclusive=exclusive, unit=unit)
+def finite_at_least(minimum: float, **kw: Any) -> Callable:
+    """A typer option callback: a finite number >= ``minimum`` (``kw``: ``exclusive``, ``high``)."""
+    return _bounded(low=minimum, whole=False, **kw)
 
 
 def input_file(what: str) -> Callable[[Any, Any, Any], Any]:

@@ -47,9 +47,29 @@ __all__ = [
     "UP",
     "GridRace",
     "GridWorld",
+    "check_size",
     "move_table",
     "race_transition",
 ]
+
+
+def check_size(size: object) -> int:
+    """``size``, the side of a square grid in cells, if it is a whole number >= 2 (the start,
+    the top-left cell, and the goal, the bottom-right one, must differ).
+
+    Raises:
+        ValueError: naming ``size`` and the bound, for anything else (a float, a string, a bool,
+            0, 1 or a negative number).
+    """
+    import numbers
+
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 2:
+        raise ValueError(
+            f"size must be a whole number >= 2 (cells on a side; the start and the goal must "
+            f"differ), got {size!r}"
+        )
+    return int(size)
+
 
 # --------------------------------------------------------------------------------------------
 # GridWorld
@@ -84,6 +104,7 @@ class GridWorld(gym.Env):
 
     ## Arguments
     ``GridWorld(size=4, max_steps=100, render_mode=None)``; ``render_mode`` may be ``"ansi"``.
+    ``size``: a whole number >= 2, else ``ValueError`` (:func:`check_size`).
 
     ## References
     Sutton & Barto 2018, *Reinforcement Learning: An Introduction*, example 6.5-6.6 (grid worlds).
@@ -96,8 +117,7 @@ class GridWorld(gym.Env):
     INFO_KEYS = ("row", "col")
 
     def __init__(self, size: int = 4, max_steps: int = 100, render_mode: str | None = None) -> None:
-        if size < 2:
-            raise ValueError(f"size must be >= 2, got {size}")
+        size = check_size(size)
         self.size = size
         self.max_steps = max_steps
         self.render_mode = render_mode
@@ -204,7 +224,8 @@ class GridRace(ParallelEnv):
     ## Arguments
     ``GridRace(size=4, end="any", reward="shared", max_steps=50, render_mode=None)``;
     ``render_mode`` may be ``"ansi"`` (a text picture: ``0``/``1`` the agents, ``B`` both in one
-    cell, ``G`` the goal).
+    cell, ``G`` the goal). ``size``: a whole number >= 2, else ``ValueError`` (:func:`check_size`);
+    ``end``, ``reward`` and ``render_mode`` outside their values raise ``ValueError`` too.
 
     ## References
     Sunehag et al. 2018, "Value-Decomposition Networks for Cooperative Multi-Agent Learning"
@@ -227,6 +248,7 @@ class GridRace(ParallelEnv):
         max_steps: int = 50,
         render_mode: str | None = None,
     ) -> None:
+        size = check_size(size)
         if end not in ("any", "all"):
             raise ValueError(f"end must be 'any' or 'all', got {end!r}")
         if reward not in ("shared", "individual"):

@@ -34,6 +34,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -297,13 +298,71 @@ def _gridworld_findings(metrics: dict) -> list[Finding]:
     return detect_goal_not_reached(length, limit, reward_source=source)
 
 
+#: The JSON name of a decoded value's type, for the messages of :func:`check_run_metrics`.
+_JSON_TYPE = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+              bool: "true/false", type(None): "null"}  # fmt: skip
+
+
+def _got(holder: dict, key: str) -> str:
+    """What ``holder`` has at ``key``, for a message: ``is missing`` or ``is <value>``."""
+    return "is missing" if key not in holder else f"is {json.dumps(holder[key])[:60]}"
+
+
+def check_run_metrics(metrics: Any, episodes: dict[str, np.ndarray], path: Path) -> None:
+    """Refuse a ``metrics.json`` (``metrics``, read from ``path``) or ``episodes.npz``
+    (``episodes``) without the fields :func:`diagnose_run` reads, naming the file, the field and
+    what is wrong, rather than diagnose it as nothing: ``metrics`` is an object with ``env`` (a
+    string); a GridWorld run's (``env`` ``gridworld_v0``) holds ``greedy_path_length`` and
+    ``config.max_steps`` (whole numbers); another run's ``episodes.npz`` holds ``own_return``
+    (``float[episodes, agents]``) and ``team_return``, and its ``agents``, when given, name
+    one agent per column of ``own_return``.
+
+    Raises:
+        InputError: naming ``path`` (or the ``episodes.npz`` beside it) and the field.
+    """
+
+    def refuse(field: str, what: str, source: Path = path) -> None:
+        raise InputError(
+            f"{what}: not the {source.name} marlm train writes; give the --out folder of a marlm "
+            "train gridworld, race or env run",
+            source=source,
+            field=field,
+        )
+
+    if not isinstance(metrics, dict):
+        refuse("metrics", f"holds a JSON {_JSON_TYPE.get(type(metrics), 'value')}, not an object")
+    if not isinstance(metrics.get("env"), str):
+        refuse("env", f"{_got(metrics, 'env')}; a training run names its environment here")
+    if metrics["env"] == "gridworld_v0":
+        config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
+        for field, holder, key in (
+            ("greedy_path_length", metrics, "greedy_path_length"),
+            ("config.max_steps", config, "max_steps"),
+        ):
+            value = holder.get(key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                refuse(field, f"{_got(holder, key)}, not a whole number (the detector reads it)")
+        return
+    npz = path.with_name("episodes.npz")
+    for key in ("own_return", "team_return"):
+        if key not in episodes:
+            refuse(key, "is missing (the multi-agent detectors read it)", npz)
+    own = episodes["own_return"]
+    if own.ndim != 2:
+        refuse("own_return", f"has shape {own.shape}, not (episodes, agents)", npz)
+    agents = metrics.get("agents")
+    if agents is not None and (not isinstance(agents, list) or len(agents) != own.shape[1]):
+        refuse("agents", f"{_got(metrics, 'agents')}, not the {own.shape[1]} agents of own_return")
+
+
 def diagnose_run(folder: str | Path) -> list[Finding]:
     """Re-read a run folder written by ``marlm train`` and run the detectors that apply: on a
     GridWorld run :func:`detect_goal_not_reached`, on a GridRace run :func:`detect_lazy_agent`
     and (with ``fixed_partner.npz``) :func:`detect_non_stationarity`, as the run itself did.
 
     Raises:
-        InputError: the folder or its ``episodes.npz`` / ``metrics.json`` is missing or unreadable.
+        InputError: the folder or its ``episodes.npz`` / ``metrics.json`` is missing, unreadable
+            or not what ``marlm train`` writes (:func:`check_run_metrics`).
     """
     folder = Path(folder)
     npz = folder / "episodes.npz"
@@ -324,9 +383,10 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
             source=folder,
             field="RUN_FOLDER",
         ) from e
+    check_run_metrics(metrics, episodes, folder / "metrics.json")
     if metrics.get("env") == "gridworld_v0":
         return _gridworld_findings(metrics)
-    if "own_return" not in episodes or episodes["own_return"].shape[1] < 2:
+    if episodes["own_return"].shape[1] < 2:
         # single-agent run: nothing multi-agent to diagnose
         return []
     n_agents = episodes["own_return"].shape[1]

@@ -147,10 +147,27 @@ def call_status(call: dict[str, Any]) -> CallStatus:
     return CallStatus.INVALID_ANSWER
 
 
-#: What became of a call the model never answered: the backend failed, or its timeout passed
-#: (``llm_no_answer``). With ``unanswered`` (the run ended first), their time is not a latency
-#: of the model: it is the backend's timeout or the run's end.
+#: The three ends of a call, which split :class:`CallStatus` (docs/metrics.md, "LLM use"; every
+#: count of calls reads these, nowhere else): ``answered``; *invalid*, the model answered and the
+#: answer failed validation (``llm_invalid``); *unanswered*, no answer came (``llm_unanswered``).
+INVALID = frozenset({CallStatus.INVALID_ANSWER})
+#: Unanswered because the backend failed or its timeout passed (``llm_no_answer``).
 NO_ANSWER = frozenset({CallStatus.BACKEND_ERROR, CallStatus.TIMEOUT})
+#: Unanswered: the backend failed, its timeout passed, or the run ended first (``unanswered``).
+#: Their time is not a latency of the model: it is the backend's timeout or the run's end.
+UNANSWERED = NO_ANSWER | {CallStatus.UNANSWERED}
+
+
+def call_counts(calls: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How the ``llm_call`` events ``calls`` ended: ``llm_invalid`` (:data:`INVALID`),
+    ``llm_unanswered`` (:data:`UNANSWERED`, a timeout included) and ``llm_no_answer``
+    (:data:`NO_ANSWER`, a part of ``llm_unanswered``), each an ``int``."""
+    ends = [call_status(c) for c in calls]
+    return {
+        "llm_invalid": sum(1 for s in ends if s in INVALID),
+        "llm_unanswered": sum(1 for s in ends if s in UNANSWERED),
+        "llm_no_answer": sum(1 for s in ends if s in NO_ANSWER),
+    }
 
 
 def _timed(call: dict[str, Any]) -> bool:
@@ -158,7 +175,7 @@ def _timed(call: dict[str, Any]) -> bool:
     answered (``answered`` or ``invalid_answer``), not a failed, timed-out or unanswered call."""
     if call.get("latency_ms") is None:
         return False
-    return call_status(call) not in NO_ANSWER | {CallStatus.UNANSWERED}
+    return call_status(call) not in UNANSWERED
 
 
 def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -172,7 +189,7 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ``decided_by_model_share``, ``decided_by_rule_stand_in_share`` (deadline),
         ``decided_by_fallback_share`` (backend error, invalid answer, planner error): shares of
         the plans that took effect in a run whose planner is not the rule (``None`` otherwise),
-        ``llm_unanswered`` (calls the run ended without an answer to), ``llm_first_answer_s``
+        ``llm_unanswered`` (calls no answer came to, :func:`call_counts`), ``llm_first_answer_s``
         (wall seconds from the first model request to the first model plan taking effect,
         from ``plan.t_s`` and ``t_requested_s``; ``None`` without those fields or without an
         answer) and ``llm_first_answer_step`` (control step at which it took effect).
@@ -217,7 +234,7 @@ def decisions(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "decided_by_model_share": share(counts[PlanOutcome.ANSWERED]),
         "decided_by_rule_stand_in_share": share(counts[PlanOutcome.DEADLINE]),
         "decided_by_fallback_share": share(sum(counts[k] for k in FALLBACK_OUTCOMES)),
-        "llm_unanswered": sum(1 for c in calls if call_status(c) == CallStatus.UNANSWERED),
+        "llm_unanswered": call_counts(calls)["llm_unanswered"],
         "llm_first_answer_s": first_s,
         "llm_first_answer_step": int(first["step"]) if first is not None else None,
     }
@@ -382,12 +399,8 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "shield_overrides": int(sum(overrides_by_robot.values())),
         "shield_overrides_by_robot": dict(sorted(overrides_by_robot.items())),
         "llm_calls": len(calls),
-        # Unanswered calls (the run ended first) are counted apart, in llm_unanswered.
-        "llm_invalid": sum(
-            1 for c in calls if call_status(c) not in (CallStatus.ANSWERED, CallStatus.UNANSWERED)
-        ),
+        **call_counts(calls),  # llm_invalid, llm_unanswered (decisions() agrees), llm_no_answer
         "llm_fallbacks": fallbacks,
-        "llm_no_answer": sum(1 for c in calls if call_status(c) in NO_ANSWER),
         "llm_latency_mean_ms": _mean(llm_lat),
         "llm_latency_p50_ms": percentile(llm_lat, 50),
         "llm_latency_p95_ms": percentile(llm_lat, 95),
@@ -572,11 +585,14 @@ class OnlineSignals:
 
 
 __all__ = [
+    "INVALID",
     "NO_ANSWER",
     "REAL_PLAN_SOURCES",
     "OnlineSignals",
     "PRIORITIES",
     "Recovery",
+    "UNANSWERED",
+    "call_counts",
     "call_status",
     "deliveries_over_time",
     "order_table",

@@ -317,14 +317,23 @@ def _is_episode_log(path: Path) -> bool:
         return False
 
 
+#: Outputs of a run written into its folder under any name (``report RUN --out RUN/other.html``,
+#: ``replay``), recognised by content (:func:`is_output_of_kind`): the run's files there.
+_RUN_OUTPUT_KINDS = ("report", "replay")
+
+
 def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
-    """Whether the file ``path`` is one marlm writes into a run folder."""
+    """Whether the file ``path`` is one marlm writes into a run folder: by name (``names``,
+    empty outside a run folder), a report or replay of the run by content (in a run folder),
+    or a checkpoint or its episode log by content (anywhere)."""
     if path.is_symlink() or not path.is_file():
         return False
     name = path.name
     if name in names:
         return True
     if name.endswith(".tmp") and (name[: -len(".tmp")] in names or _CHECKPOINT_TMP.fullmatch(name)):
+        return True
+    if names and any(is_output_of_kind(path, kind) for kind in _RUN_OUTPUT_KINDS):
         return True
     return _is_checkpoint(path) or _is_episode_log(path)
 
@@ -342,13 +351,14 @@ def _only_run_files(folder: Path, depth: int) -> bool:
 
 
 def foreign_entries(folder: str | Path, keep: Iterable[str | Path | None] = ()) -> list[Path]:
-    """The entries of ``folder`` that marlm did not write, which ``--overwrite`` must not delete.
+    """The entries of ``folder`` that are not its run's, which ``--overwrite`` must not delete.
 
-    Files are marlm's by name (:data:`RUN_FILES`) only in a folder with a marker
-    (:func:`is_run_marker`); without one, only marlm checkpoints are. In a compare run (a compare
-    table at the top, recognised by content) a subfolder is marlm's when it holds only marlm run
-    files (one more level for ``spread/``); elsewhere every subfolder is foreign (a separate run,
-    or the user's). ``keep`` entries (inputs of this run) are left out.
+    Files are marlm's by name (:data:`RUN_FILES`), and a report or replay of the run by content
+    under any name, only in a folder with a marker (:func:`is_run_marker`); without one, only
+    marlm checkpoints are. In a compare run (a compare table at the top, recognised by content)
+    a subfolder is marlm's when it holds only marlm run files (one more level for ``spread/``);
+    elsewhere every subfolder is foreign (a separate run, or the user's). ``keep`` entries
+    (inputs of this run) are left out.
     """
     p = Path(folder)
     entries = _entries(p, keep)
@@ -395,7 +405,7 @@ def check_run_folder(
 
     Raises:
         InputError: ``path`` is a file; it is a non-empty folder and ``overwrite`` is false; it
-            holds an entry marlm did not write (:func:`foreign_entries`; refused even with
+            holds an entry that is not a file of its run (:func:`foreign_entries`; refused even with
             ``overwrite``); it holds only the claim (:data:`CLAIM_FILE`) of a stopped run of
             another command and ``overwrite`` is false (the same command's is taken over by
             :func:`claim_run_folder`, with a warning).
@@ -441,7 +451,7 @@ def check_run_folder(
         )
     if foreign:
         raise InputError(
-            f"holds a marlm run and entries marlm did not write ({_listing(foreign)}); "
+            f"holds a marlm run and entries that are not its files ({_listing(foreign)}); "
             "--overwrite replaces a marlm run and nothing else, so nothing here is deleted: "
             "move those entries out, or give a new or empty folder",
             source=p,
@@ -615,8 +625,8 @@ def check_output_file(
     if not is_output_of_kind(p, kind):
         raise InputError(
             f"already exists and is not {OUTPUT_KINDS[kind]}; --overwrite replaces only such a "
-            "file, never one marlm did not write of that kind, so nothing was changed: give a "
-            "new path",
+            "file (marlm's own, of the kind this command writes), so nothing was changed: give "
+            "a new path",
             source=p,
             field=option,
         )

@@ -488,18 +488,22 @@ def plot_llm_timeline(
     """LLM calls on the control-step timeline: when each was asked, how long it took, how it ended.
 
     Each call is a marker at its ``step_requested`` (x) and its ``latency_ms`` (y, log scale),
-    green when valid, red when invalid, orange when the planner fell back to the rule after it; a
-    thin line runs on to ``step_applied`` when the plan took effect later than it was asked for.
+    green when valid, red when the answer was invalid, grey when no answer came (a timeout, a
+    failed backend, the run's end: :data:`marlm.eval.metrics.UNANSWERED`), orange when the
+    planner fell back to the rule after it; a thin line runs on to ``step_applied`` when the
+    plan took effect later than it was asked for.
 
     Args:
-        calls: dicts with ``step_requested``, ``step_applied`` (may be ``None``: never applied),
-            ``latency_ms``, ``valid`` and ``fallback``.
+        calls: ``llm_call`` events: dicts with ``step_requested``, ``step_applied`` (may be
+            ``None``: never applied), ``latency_ms``, ``status`` (or ``valid``) and ``fallback``.
         n_steps: the run length, for the x-axis.
         failures: ``(step, kind)`` pairs drawn as faint red vertical lines.
 
     With no call, the chart says "no LLM calls" and has no legend.
     """
     from matplotlib.lines import Line2D
+
+    from marlm.eval.metrics import INVALID, UNANSWERED, call_status
 
     fig = _figure((8, 3.4))
     ax = fig.subplots()
@@ -513,7 +517,10 @@ def plot_llm_timeline(
         latency = float(c.get("latency_ms") or 0.0)
         y = max(latency, 1e-3)
         any_latency = any_latency or latency > 0
-        color = "tab:green" if c.get("valid") else "tab:red"
+        end_of = call_status(c)
+        color = (
+            "tab:red" if end_of in INVALID else "tab:gray" if end_of in UNANSWERED else "tab:green"
+        )
         if c.get("fallback"):
             color = "tab:orange"
         end = c.get("step_applied")
@@ -534,6 +541,7 @@ def plot_llm_timeline(
     handles = [
         Line2D([], [], color="tab:green", marker="o", linestyle="none", label="valid"),
         Line2D([], [], color="tab:red", marker="o", linestyle="none", label="invalid"),
+        Line2D([], [], color="tab:gray", marker="o", linestyle="none", label="unanswered"),
         Line2D([], [], color="tab:orange", marker="o", linestyle="none", label="then fallback"),
         Line2D([], [], color="red", alpha=0.4, label="failure event"),
     ]

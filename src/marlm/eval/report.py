@@ -33,7 +33,7 @@ from typing import Any
 
 from marlm.errors import InputError
 from marlm.eval import plots
-from marlm.eval.metrics import deliveries_over_time, reward_curves, summarise
+from marlm.eval.metrics import call_status, deliveries_over_time, reward_curves, summarise
 from marlm.eval.outputs import is_run_marker
 from marlm.eval.page import esc, fmt, img, load_json, page_head, table
 from marlm.eval.run_reports import (
@@ -43,6 +43,7 @@ from marlm.eval.run_reports import (
     render_training_report,
 )
 from marlm.eval.trace import TRACE_FILE, TraceRead, read_trace
+from marlm.outcomes import CallStatus
 
 REPORT_FILE = "report.html"
 
@@ -57,8 +58,9 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("collisions", "collisions"),
     ("shield_overrides", "shield overrides"),
     ("llm_calls", "LLM calls"),
-    ("llm_invalid", "LLM calls failed (invalid answer, backend error, timeout)"),
-    ("llm_no_answer", "LLM calls without an answer (backend error, timeout)"),
+    ("llm_invalid", "LLM calls answered invalidly (the answer failed validation)"),
+    ("llm_unanswered", "LLM calls unanswered (timeout, backend error, run ended)"),
+    ("llm_no_answer", "  of those, the backend failed or timed out"),
     ("llm_fallbacks", "LLM fallbacks to the rule"),
     ("tokens", "LLM tokens (prompt + completion)"),
     ("llm_latency_mean_ms", "LLM latency mean (ms, calls answered)"),
@@ -118,13 +120,23 @@ def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tu
     return out
 
 
+#: How an LLM call ended, in words (:data:`marlm.eval.metrics.INVALID`, ``UNANSWERED``).
+_CALL_END = {
+    CallStatus.ANSWERED: "valid",
+    CallStatus.INVALID_ANSWER: "invalid answer",
+    CallStatus.BACKEND_ERROR: "unanswered (backend error)",
+    CallStatus.TIMEOUT: "unanswered (timeout)",
+    CallStatus.UNANSWERED: "unanswered (the run ended first)",
+}
+
+
 def _llm_calls_html(events: list[dict[str, Any]], limit: int = 50) -> str:
     calls = [e for e in events if e.get("type") == "llm_call"]
     if not calls:
         return '<p class="muted">No LLM call in this run.</p>'
     parts = []
     for c in calls[:limit]:
-        status = "valid" if c.get("valid") else f"invalid: {c.get('error')}"
+        status = _CALL_END[call_status(c)] + ("" if c.get("valid") else f": {c.get('error')}")
         if c.get("fallback"):
             status += " → fallback to the rule"
         prompt = "\n\n".join(

@@ -39,11 +39,15 @@ from typing import Any, get_args
 from marlm.errors import InputError
 from marlm.eval.outputs import claim_run_folder, claimed_here, wrote_nothing
 from marlm.experiments.settings import (
+    LLM_MODEL_DEFAULT,
+    LLM_TIMEOUT_S,
     SPREAD_SEEDS,
     check_input_file,
     check_rule_layer,
     check_server,
     comma_list,
+    model_options,
+    unused_options_note,
     warn_if_robots_drawn,
 )
 from marlm.hybrid.acting.guided_executor import HAND_GUIDANCE
@@ -155,8 +159,8 @@ class CompareConfig:
     schemes: tuple[str, ...] | None = None
     scenario: str = "standard"
     llm: str = "embedded"
-    llm_model: str = "local"
-    llm_timeout_s: float = 30.0
+    llm_model: str = LLM_MODEL_DEFAULT
+    llm_timeout_s: float = LLM_TIMEOUT_S
     llm_only_steps: int | None = 30
     spread_seeds: int = 5
     workers: int = 1
@@ -249,6 +253,15 @@ class CompareConfig:
             n_orders=40 if notes else 24, **settings,
         )  # fmt: skip
 
+    def unused_options_note(self) -> str | None:
+        """The note naming ``--llm``, ``--llm-model`` and ``--llm-timeout`` the user set when no
+        scheme asks the model (:func:`marlm.experiments.settings.unused_options_note`); else None."""
+        if self.uses_model:
+            return None
+        names = ",".join(self.schemes or ())
+        options = model_options(self.llm, self.llm_model, self.llm_timeout_s)
+        return unused_options_note(f"--schemes {names} ask no model", options)
+
     @property
     def uses_model(self) -> bool:
         """Whether a scheme of this comparison calls the model."""
@@ -339,6 +352,8 @@ def run_comparison(
     make_env(s)  # checks the map, orders and robots; each scheme's run builds its own
     if config.uses_model:
         check_server(config.llm, config.llm_model, config.llm_timeout_s)
+    elif progress is not None and (note := config.unused_options_note()):
+        progress(note)
     if config.scenario == "standard":  # notes-only runs 2 robots unless told otherwise
         warn_if_robots_drawn(s.layout, s.n_robots)
         if any(SCHEMES[n]["executor"] == "rl" for n in config.schemes or SCHEMES):

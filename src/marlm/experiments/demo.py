@@ -18,8 +18,12 @@ from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
 from marlm.experiments.settings import (
+    LLM_MODEL_DEFAULT,
+    LLM_TIMEOUT_S,
     check_input_file,
     check_rule_layer,
+    model_options,
+    unused_options_note,
     warn_if_orders_after_the_end,
     warn_if_robots_drawn,
 )
@@ -32,6 +36,9 @@ if TYPE_CHECKING:
 #: The executors ``marlm demo --executor`` takes (``llm`` runs in ``marlm compare``).
 DEMO_EXECUTORS = ("rl", "learned", "greedy", "random")
 _USE = "use rl, learned, greedy or random"
+
+#: The default of ``--plan-deadline`` in seconds (:mod:`marlm.cli.demo`; a test keeps them equal).
+PLAN_DEADLINE_S = 2.0
 
 #: ``stage(description, total)`` starts a stage of the command's progress (``total`` None: not
 #: known) and returns its ``update(done, total)``.
@@ -62,8 +69,8 @@ class DemoConfig:
     out: Path
     overwrite: bool = False
     llm: str = "embedded"
-    llm_model: str = "local"
-    llm_timeout_s: float = 60.0
+    llm_model: str = LLM_MODEL_DEFAULT
+    llm_timeout_s: float = LLM_TIMEOUT_S
     policy: Path | None = None
     scenario: str = "none"
     order_every: int = 3
@@ -219,8 +226,12 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
-    if run_cfg.planner == "rule" and config.llm != "embedded":
-        say(f"note: --planner rule asks no model: --llm {config.llm} is not used.")
+    note = run_cfg.planner == "rule" and unused_options_note("--planner rule asks no model", [
+        *model_options(config.llm, config.llm_model, config.llm_timeout_s),
+        ("--plan-deadline", run_cfg.plan_deadline_s, PLAN_DEADLINE_S),
+    ])  # fmt: skip
+    if note:
+        say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
     if rl and q is None:
         episodes = DEFAULT_TRAINING["episodes"]

@@ -20,8 +20,8 @@ from marlm.errors import InputError
 @dataclass(frozen=True)
 class Bound:
     """The bounds of a numeric option: a whole number >= ``low`` (and <= ``high`` when set), or
-    with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; ``inf`` and ``nan``
-    refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
+    with ``whole=False`` a finite number >= ``low`` (> with ``exclusive``; <= ``high`` when set;
+    ``inf`` and ``nan`` refused: a time limit of ``inf`` overflowed). ``unit`` names what the number counts, ``why``
     is added to the error in brackets, ``example`` is the value the error suggests. ``off``, when
     set, is one more value allowed below ``low`` that turns the option off (``--spread-seeds 0``:
     none; 1 is refused, a spread needs 2 seeds)."""
@@ -55,8 +55,10 @@ class Bound:
             )
         else:
             bad = not math.isfinite(value) or value < low or (self.exclusive and value == low)
+            bad = bad or (high is not None and value > high)
             unit = f" of {self.unit}" if self.unit else ""
             what = f"a finite number{unit} {'>' if self.exclusive else '>='} {_show(low)}"
+            what += f" and <= {_show(high)}" if high is not None else ""
         if not bad:
             return
         example = self.example
@@ -251,6 +253,32 @@ def check_server(llm: str, model_name: str, timeout_s: float) -> None:
         make_backend(llm, model=model_name, timeout_s=timeout_s, check=True).close()
 
 
+#: The defaults of the model options the commands share (``--llm``, ``--llm-model``,
+#: ``--llm-timeout`` in :mod:`marlm.cli.app`; a test keeps them equal).
+LLM_DEFAULT, LLM_MODEL_DEFAULT, LLM_TIMEOUT_S = "embedded", "local", 60.0
+
+
+def model_options(
+    llm: str, llm_model: str, llm_timeout_s: float
+) -> list[tuple[str, object, object]]:
+    """``(option, value, default)`` of the model options, for :func:`unused_options_note`."""
+    return [("--llm", llm, LLM_DEFAULT), ("--llm-model", llm_model, LLM_MODEL_DEFAULT),
+            ("--llm-timeout", llm_timeout_s, LLM_TIMEOUT_S)]  # fmt: skip
+
+
+def unused_options_note(why: str, given: Sequence[tuple[str, object, object]]) -> str | None:
+    """The one-line note of options a run does not use, ``note: {why}: --llm URL and
+    --llm-timeout 5 are not used.`` (``why``: e.g. ``--planner rule asks no model``), naming
+    those of ``given`` (``(option, value, default)``) whose value is not the default; ``None``
+    when every one is. A value left at its default is never named: only what the user set."""
+    unused = [f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
+              for option, value, default in given if value != default]  # fmt: skip
+    if not unused:
+        return None
+    listed = unused[0] if len(unused) == 1 else ", ".join(unused[:-1]) + " and " + unused[-1]
+    return f"note: {why}: {listed} {'is' if len(unused) == 1 else 'are'} not used."
+
+
 #: The command-line option of each setting the library's checks name by its own field name
 #: (``GridWorldConfig.epsilon_start`` is ``--epsilon``): an error shows the option the user typed.
 OPTION_OF_FIELD = {
@@ -279,6 +307,9 @@ def as_option_error(error: InputError) -> InputError:
 
 
 __all__ = [
+    "LLM_DEFAULT",
+    "LLM_MODEL_DEFAULT",
+    "LLM_TIMEOUT_S",
     "OPTION_OF_FIELD",
     "SPREAD_SEEDS",
     "Bound",
@@ -287,5 +318,7 @@ __all__ = [
     "check_rule_layer",
     "check_server",
     "comma_list",
+    "model_options",
+    "unused_options_note",
     "warn_if_robots_drawn",
 ]

@@ -8,12 +8,14 @@ GridRace with diagnostics ``fixed_partner.npz``).
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from marlm.errors import InputError
 from marlm.eval.diagnose import detect_goal_not_reached, detect_lazy_agent, detect_non_stationarity
 from marlm.eval.plots import PlotProcess
 from marlm.eval.runs import plot_race_curves, save_gridworld_run, save_race_run
@@ -30,6 +32,20 @@ from marlm.rl.train import (
 )
 
 
+@contextmanager
+def _episodes_in_memory(episodes: int) -> Iterator[None]:
+    """A ``MemoryError`` inside (numpy's, allocating the per-episode logs of a tabular run:
+    ``--episodes 1000000000000`` asked for 14.6 TiB) as one error naming ``--episodes``."""
+    try:
+        yield
+    except MemoryError as e:
+        raise InputError(
+            f"the per-episode logs of {episodes} episodes do not fit in memory ({e}); pass "
+            "fewer, e.g. --episodes 30000",
+            field="--episodes",
+        ) from None
+
+
 def run_gridworld(
     config: GridWorldConfig, out: str | Path, *, plot: bool = True, **kwargs: Any
 ) -> tuple[GridWorldResult, dict[str, Any]]:
@@ -37,7 +53,8 @@ def run_gridworld(
 
     ``plot``: write ``curves.png`` (matplotlib is imported only then). ``kwargs`` go to :func:`train_gridworld` (engine, progress, checkpoint, resume, reward_fn).
     """
-    res = train_gridworld(config, **kwargs)
+    with _episodes_in_memory(config.episodes):
+        res = train_gridworld(config, **kwargs)
     source = "llm" if kwargs.get("reward_fn") is not None else "env"
     findings = detect_goal_not_reached(
         res.greedy_path_length, config.max_steps, reward_source=source
@@ -69,7 +86,8 @@ def run_race(
     out = Path(out)
     own_plotter = PlotProcess() if plot is True else nullcontext(plot or None)
     with own_plotter as plotter:
-        res = train_race(config, **kwargs)
+        with _episodes_in_memory(config.episodes):
+            res = train_race(config, **kwargs)
         if plotter is not None:
             out.mkdir(parents=True, exist_ok=True)
             plot_race_curves(res, out, plotter)

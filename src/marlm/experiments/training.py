@@ -211,8 +211,10 @@ def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
 
     Raises:
         InputError: naming ``ENV`` or ``--env-kwargs``: not of the form ``module:name``, a module
-            that does not import, a missing or non-callable name, a factory that raises or
-            returns something that is not a PettingZoo ParallelEnv.
+            that does not import, a missing or non-callable name, a factory that raises (naming
+            ``--env-kwargs`` for a ``ValueError`` or ``TypeError`` with keyword arguments given,
+            e.g. ``GridRace`` with ``size`` 0) or returns something that is not a PettingZoo
+            ParallelEnv.
     """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -237,8 +239,9 @@ def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
     env_fn = functools.partial(factory, **kwargs)
     try:
         env = env_fn()
-    except Exception as e:
-        raise InputError(f"{spec}(**{kwargs}) raised {type(e).__name__}: {e}", field="ENV") from e
+    except Exception as e:  # a bad argument (ValueError, TypeError) is the --env-kwargs' fault
+        field = "--env-kwargs" if kwargs and isinstance(e, ValueError | TypeError) else "ENV"
+        raise InputError(f"{spec}(**{kwargs}) raised {type(e).__name__}: {e}", field=field) from e
     # The ParallelEnv contract checked on the object (PettingZoo declares no protocol for it).
     missing = [m for m in ("possible_agents", "reset", "step", "observation_space", "action_space")
                if not hasattr(env, m)]  # fmt: skip

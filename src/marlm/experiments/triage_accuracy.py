@@ -136,11 +136,14 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
             cache_dir=cache_dir(),
         )  # fmt: skip
     if result["calls"]["fallbacks"] >= result["n_notes"] > 0:
+        first = next((p["reason"] for p in result["predictions"] if p.get("reason")), None)
+        other = "" if c.llm == "embedded" else ", or pass --llm embedded"
         raise InputError(
             f"the model answered none of the {result['n_notes']} notes (each fell back to its "
-            "listed priority), so there is no accuracy of it to report; check that the model "
-            "at this --llm answers (a server that is up, serving --llm-model), or pass --llm "
-            "embedded",
+            f"listed priority{f'; the first: {first}' if first else ''}), so there is no "
+            "accuracy of it to report; check that the model at this --llm answers (a server "
+            "that is up, serving --llm-model), and that the prompt fits its context (fewer "
+            f"few-shot examples: a smaller --per-class or --shots){other}",
             source="--llm",
         )
     result["warnings"] = [str(w.message) for w in caught]

@@ -186,7 +186,9 @@ def build_app(
 
     Raises:
         InputError: non-loopback host, bad port, missing model file or one that is not GGUF,
-            or the ``[server]`` extra not installed (one line with the install command).
+            an ``n_ctx`` over the context the model was trained with (:func:`trained_context`;
+            llama.cpp failed on 10**9 and hung freeing the model), or the ``[server]`` extra not
+            installed (one line with the install command).
     """
     check_loopback(host)
     if not 0 < port < 65536:
@@ -213,6 +215,13 @@ def build_app(
             f"{path} is not a GGUF model file (it does not start with 'GGUF'); pass a .gguf file",
             field="--model",
         )
+    trained = trained_context(path)
+    if trained is not None and n_ctx > trained:  # llama.cpp failed, then hung freeing it
+        raise InputError(
+            f"must be at most {trained}, the context {path.name} was trained with "
+            f"(0: that context), got {n_ctx}",
+            field="--n-ctx",
+        )
     app = create_app(
         server_settings=ServerSettings(host=host, port=port, interrupt_requests=False),
         model_settings=[ModelSettings(**model_kwargs)],
@@ -224,6 +233,34 @@ def build_app(
         EmbeddingsEndpoint, model_path=path, model_alias=model_alias, n_threads=n_threads
     )
     return app
+
+
+def trained_context(path: Path) -> int | None:
+    """The context length in tokens the GGUF model ``path`` was trained with (its
+    ``<architecture>.context_length`` entry, read with the vocabulary only), or None when the
+    file does not say."""
+    import ctypes
+
+    import llama_cpp as lc
+    from llama_cpp._utils import suppress_stdout_stderr  # as Llama(verbose=False) loads
+
+    params = lc.llama_model_default_params()
+    params.vocab_only = True  # the metadata, no weights and no context (which would warn)
+    with suppress_stdout_stderr(disable=False):
+        model = lc.llama_model_load_from_file(str(path).encode(), params)
+    if not model:
+        return None
+    try:
+        buf = ctypes.create_string_buffer(256)
+
+        def meta(key: str) -> str:
+            n = lc.llama_model_meta_val_str(model, key.encode(), buf, len(buf))
+            return buf.value.decode() if n >= 0 else ""
+
+        value = meta(f"{meta('general.architecture')}.context_length")
+    finally:
+        lc.llama_model_free(model)
+    return int(value) if value.isdigit() else None
 
 
 def stop_generation_on(llama: Any, stop: threading.Event) -> None:

@@ -219,6 +219,7 @@ def evaluate_triage(
                 "label": notes[i].label,
                 "predicted": predicted[i].label,
                 "source": predicted[i].source,
+                "reason": predicted[i].reason,
                 "mode": predicted[i].mode,
                 "scores": predicted[i].scores,
                 "examples": list(predicted[i].examples),
