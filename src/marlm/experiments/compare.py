@@ -47,6 +47,7 @@ from marlm.experiments.settings import (
     check_server,
     comma_list,
     model_options,
+    spread_seeds,
     unused_options_note,
     warn_if_robots_drawn,
 )
@@ -211,7 +212,8 @@ class CompareConfig:
         Raises:
             InputError: naming the option: an unknown ``--shield`` or ``--scenario``, a bad
                 ``--schemes`` list, ``--llm-only-steps`` without the ``llm_only`` scheme, or
-                the spread's options where no spread runs (:func:`_spread_seeds`), each of which
+                the spread's options where no spread runs
+                (:func:`marlm.experiments.settings.spread_seeds`), each of which
                 would be ignored, ``--orders`` with the notes-only scenario (it writes its
                 own), then an ``--orders`` path that is a folder or not there, or a bad setting.
         """
@@ -238,7 +240,7 @@ class CompareConfig:
                 field="--llm-only-steps",
             )
         settings["llm_only_steps"] = 30 if cap is None else cap
-        settings["spread_seeds"] = _spread_seeds(notes, **settings)
+        settings["spread_seeds"] = spread_seeds(notes, **settings)
         if notes and orders is not None:
             raise InputError(
                 "the notes-only scenario writes its own orders (every one listed normal); leave "
@@ -268,36 +270,6 @@ class CompareConfig:
         if self.scenario != "standard":
             return any(n != "rule" for n in self.schemes or _notes_only_planners())
         return any(_asks_model(n) for n in self.schemes or SCHEMES)
-
-
-def _spread_seeds(notes: bool, **settings: Any) -> int:
-    """The spread's seeds of ``marlm compare`` (``settings``: ``spread_seeds``, None where not
-    given, ``workers``, ``address``): 5 by default, 0 in the notes-only scenario, which runs
-    every planner on one seed.
-
-    Raises:
-        InputError: ``--spread-seeds``, ``--workers`` or ``--address`` given in the notes-only
-            scenario, or ``--workers``/``--address`` with ``--spread-seeds 0`` (the Ray tasks run
-            the spread's seeds only), naming the option.
-    """
-    spread = settings.get("spread_seeds")
-    ray = (
-        ("--workers", settings.get("workers", 1), 1),
-        ("--address", settings.get("address"), None),
-    )
-    given = [(o, v) for o, v, default in ray if v != default]
-    if notes and spread is not None:
-        given.insert(0, ("--spread-seeds", spread))
-    if given and (notes or spread == 0):
-        option, value = given[0]
-        why = (
-            "the notes-only scenario runs every planner on one seed, with no spread"
-            if notes
-            else "the Ray tasks run the spread's seeds, and --spread-seeds 0 runs none"
-        )
-        fix = "" if notes else ", or pass --spread-seeds 2 or more"
-        raise InputError(f"{why}; drop {option} {value}{fix}", field=option)
-    return (0 if notes else 5) if spread is None else spread
 
 
 def _setting(**settings: Any) -> RunConfig:
