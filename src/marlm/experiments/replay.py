@@ -201,13 +201,15 @@ class ReplayConfig:
             raise InputError(
                 f"got {self.scheme!r}; allowed: {', '.join(SCHEMES)}", field="--scheme"
             )
+        from marlm.experiments.settings import LLM_DEFAULT, LLM_MODEL_DEFAULT
+
         model = self.scheme in ("llm", "team")
         unread = (  # option, value, read by this scheme, the schemes that read it
             ("--sweeps", self.sweeps, self.scheme == "rl", "rl"),
             ("--limit", self.limit, self.scheme != "rl", "llm, rule or team"),
-            ("--llm", None if self.llm == "embedded" else self.llm, model, "llm or team"),
-            ("--llm-model", None if self.llm_model == "local" else self.llm_model, model,
-             "llm or team"),
+            ("--llm", None if self.llm == LLM_DEFAULT else self.llm, model, "llm or team"),
+            ("--llm-model", None if self.llm_model == LLM_MODEL_DEFAULT else self.llm_model,
+             model, "llm or team"),
         )  # fmt: skip
         for option, value, read, readers in unread:
             if value is not None and not read:

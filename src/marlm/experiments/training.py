@@ -75,7 +75,9 @@ def check_gridworld_reward(reward: str, **given: Any) -> None:
     """
     if reward not in ("env", "llm"):
         raise InputError(f"unknown reward {reward!r}; allowed: env, llm", field="--reward")
-    defaults = {"llm_samples": None, "llm": "embedded", "llm_model": "local"}
+    from marlm.experiments.settings import LLM_DEFAULT, LLM_MODEL_DEFAULT
+
+    defaults = {"llm_samples": None, "llm": LLM_DEFAULT, "llm_model": LLM_MODEL_DEFAULT}
     for name, value in given.items():
         if reward == "env" and value not in (None, defaults[name]):
             option = "--" + name.replace("_", "-")
