@@ -40,10 +40,10 @@ def triage(
     overwrite: bool = opt(False, "Replace an existing --out file.", None, "--overwrite"),
     examples: Path | None = opt(None, EXAMPLES_HELP, NOTES_FILE, "--examples"),
     protocol: str = opt("held-out", PROTOCOL_HELP, None, "--protocol"),
-    folds: int = opt(5, "k of the cross-validation.", at_least(2), "--folds"),
+    folds: int | None = opt(None, "k of the cross-validation (default 5).", at_least(2)),
     select: str = opt("balanced", SELECT_HELP, None, "--select"),
-    shots: int = opt(2, "Similar few-shot examples per class and note.", at_least(1), "--shots"),
-    per_class: int = opt(4, "Few-shot examples per class (balanced).", at_least(1), "--per-class"),
+    shots: int | None = opt(None, "similar: examples per class and note (default 2).", at_least(1)),
+    per_class: int | None = opt(None, "balanced: examples per class (default 4).", at_least(1)),
     seed: int = opt(0, "Seed of the folds and the example draw.", SEED_BOUND, "--seed"),
 ) -> None:  # fmt: skip
     """Urgency triage accuracy on labelled notes.

@@ -44,9 +44,9 @@ SHIELD_HELP = (
     "Rule layer of every run with a shield: pibt (PIBT over the executor's action scores) or "
     "local (the earlier shield)."
 )
-SPREAD_HELP = "Run the schemes without a model on this many seeds in all (mean±sd); 0: none."
+SPREAD_HELP = "Run the model-free schemes on this many seeds in all (mean±sd; default 5); 0: none."
 RAY_WORKERS = at_least(1, why="1 runs serially without Ray")
-SPREAD_BOUND = at_least(2, why="a spread needs 2 seeds, the table's and one more", off=0)
+SPREAD_BOUND = at_least(2, why="a spread needs 2 seeds, the table's and one more", off=0, example=5)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -94,7 +94,7 @@ def replay(
     llm_model: str = llm_model_option(),
     llm_timeout: float = llm_timeout_option(),
     limit: int | None = opt(None, "Replay at most this many decisions.", at_least(1), "--limit"),
-    sweeps: int = opt(20, "rl: passes over the data.", at_least(1), "--sweeps"),
+    sweeps: int | None = opt(None, "rl: passes over the data (default 20).", at_least(1)),
     out: Path | None = opt(
         None, "Write the full replay report as JSON here (a new file).", None, "--out"),
     overwrite: bool = opt(False, OVERWRITE_FILE, None, "--overwrite"),
@@ -139,10 +139,10 @@ def compare(
     llm_timeout: float = llm_timeout_option(),
     schemes: str | None = opt(
         None, "Comma-separated subset of the schemes (default: all).", None, "--schemes"),
-    llm_only_steps: int = opt(
-        30, "Cap steps for the LLM-only scheme (it calls the model every step).", at_least(1),
-        "--llm-only-steps"),
-    spread_seeds: int = opt(5, SPREAD_HELP, SPREAD_BOUND, "--spread-seeds"),
+    llm_only_steps: int | None = opt(
+        None, "Cap steps for the LLM-only scheme (it calls the model every step; default 30).",
+        at_least(1), "--llm-only-steps"),
+    spread_seeds: int | None = opt(None, SPREAD_HELP, SPREAD_BOUND, "--spread-seeds"),
     out: Path = opt(
         Path("runs/compare"), "Folder for the runs, table and plots: new or empty.", None, "--out"),
     overwrite: bool = opt(

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from marlm.errors import InputError
 from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: the tests' name)
     BLAS_THREAD_VARIABLES,
     DEEP_CHUNK,
     DEEP_LEARNERS,
+    check_gridworld_reward,
     check_race_learner,
     gridrace_deep,
     import_numpy_without_blas_threads,
@@ -79,8 +79,8 @@ DEEP_LR = opt(
     None, "Deep learners: Adam's step size (default 0.001); halved when every agent gets the "
     "shared team reward.", finite_at_least(0.0, exclusive=True), "--lr")  # fmt: skip
 DEEP_ENVS = opt(
-    8, "Deep learners: copies of the environment stepped together.", at_least(1), "--envs"
-)
+    None, "Deep learners: copies of the environment stepped together (default 8).", at_least(1),
+    "--envs")  # fmt: skip
 WORKERS = opt(
     1, "Deep learners: Ray actors holding the environment's copies (1: this process). Same "
     "result for any number; pays when one step of the environment is slow.", at_least(1),
@@ -88,7 +88,8 @@ WORKERS = opt(
 RACE_LEARNERS = (
     "iql, vdn or jal (tables); mappo, ippo, qmix, dqn-vdn or dqn (networks, the deep extra)."
 )
-COUNTERFACTUAL = "difference: absent (agent removed), stay or average."
+COUNTERFACTUAL = "--reward difference: absent (agent removed; the default), stay or average."
+MIX_WEIGHT = "--reward mixed: weight of the individual part (default 0.5)."
 SHARED_REWARD = (
     "Every agent gets the team reward (the step size is halved; QMIX and VDN take it once, not "
     "summed) or each agent its own."
@@ -139,9 +140,9 @@ def _outputs(out: Path, checkpoint: Path | None, resume: Path | None, overwrite:
 def train_gridworld_cmd(
     learner: str = opt("q", "q (tabular Q-learning).", None, "--learner"),
     reward: str = opt("env", "env (the env's reward) or llm (LLMReward).", None, "--reward"),
-    llm_samples: int = opt(
-        3, "With --reward llm: paraphrased prompts per distinct state.", at_least(1),
-        "--llm-samples"),
+    llm_samples: int | None = opt(
+        None, "With --reward llm: paraphrased prompts per distinct state (default 3).",
+        at_least(1), "--llm-samples"),
     llm: str = llm_option("With --reward llm: " + LLM_HELP),
     llm_model: str = llm_model_option(),
     llm_timeout: float = llm_timeout_option(),
@@ -166,10 +167,7 @@ def train_gridworld_cmd(
     from marlm.experiments.training import llm_reward
     from marlm.rl.train import GridWorldConfig
 
-    if reward not in ("env", "llm"):
-        raise InputError(
-            f"unknown reward {reward!r}; allowed: env, llm", source="--reward", field="reward"
-        )
+    check_gridworld_reward(reward, llm_samples=llm_samples, llm=llm, llm_model=llm_model)
     config = GridWorldConfig(
         learner=learner, episodes=3000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
@@ -192,16 +190,16 @@ def train_gridworld_cmd(
 def train_race_cmd(
     learner: str = opt("iql", RACE_LEARNERS, None, "--learner"),
     reward: str = opt("shared", "shared, individual, mixed or difference.", None, "--reward"),
-    mix_weight: float = opt(0.5, "Weight of the individual part (mixed).", None, "--mix-weight"),
-    counterfactual: str = opt("absent", COUNTERFACTUAL, None, "--counterfactual"),
+    mix_weight: float | None = opt(None, MIX_WEIGHT, None, "--mix-weight"),
+    counterfactual: str | None = opt(None, COUNTERFACTUAL, None, "--counterfactual"),
     episodes: int = EPISODES,
     seed: int = SEED,
     end: str = opt("any", "any (classic) or all: when the episode ends.", None, "--end"),
-    alpha: float = opt(0.05, "Learning rate.", None, "--alpha"),
+    alpha: float | None = opt(None, "Tables: learning rate (default 0.05).", None, "--alpha"),
     gamma: float = opt(0.95, GAMMA, None, "--gamma"),
-    epsilon: float = opt(0.6, "Initial exploration rate.", None, "--epsilon"),
-    epsilon_decay: float = opt(0.999, "Multiplier per episode.", None, "--epsilon-decay"),
-    epsilon_floor: float = opt(0.02, "Lowest exploration rate.", None, "--epsilon-floor"),
+    epsilon: float | None = opt(None, "Tables: initial exploration (default 0.6).", None),
+    epsilon_decay: float | None = opt(None, "Tables: its multiplier per episode (default 0.999)."),
+    epsilon_floor: float | None = opt(None, "Tables: lowest exploration (default 0.02)."),
     out: Path = opt(Path("runs/race"), RUN_FOLDER, None, "--out"),
     overwrite: bool = OVERWRITE,
     diagnose: bool = DIAGNOSE,
@@ -221,7 +219,11 @@ def train_race_cmd(
     mappo, ippo, qmix, dqn-vdn, dqn (docs/deep-rl.md), which count --steps, not --episodes.
     """
     outputs = _outputs(out, checkpoint, resume, overwrite, chunk)
-    check_race_learner(learner, workers)
+    table = check_race_learner(
+        learner, reward, workers=workers, steps=steps, lr=lr, envs=envs, mix_weight=mix_weight,
+        counterfactual=counterfactual, alpha=alpha, epsilon=epsilon, epsilon_decay=epsilon_decay,
+        epsilon_floor=epsilon_floor,
+    )  # fmt: skip
     if learner in DEEP_LEARNERS:
         deep = gridrace_deep(
             learner=learner, reward=reward, end=end, episodes=episodes, steps=steps, seed=seed,
@@ -236,12 +238,8 @@ def train_race_cmd(
         from marlm.experiments.tabular import run_race
         from marlm.rl.train import RaceConfig
 
-        config = RaceConfig(
-            learner=learner, reward=reward, mix_weight=mix_weight, counterfactual=counterfactual,
-            episodes=30000 if episodes is None else episodes, alpha=alpha, gamma=gamma,
-            epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor,
-            seed=seed, end=end,
-        )  # fmt: skip
+        episodes = 30000 if episodes is None else episodes
+        config = RaceConfig(**table, episodes=episodes, gamma=gamma, seed=seed, end=end)
         outputs.check(kind="race", engine=engine)
         show = _train(outputs, lambda update: run_race(
             config, out, diagnose=diagnose, engine=engine, progress=update, checkpoint=checkpoint,

@@ -47,6 +47,7 @@ from marlm.experiments.settings import (
     check_server,
     comma_list,
     model_options,
+    spread_seeds,
     unused_options_note,
     warn_if_robots_drawn,
 )
@@ -205,11 +206,15 @@ class CompareConfig:
         """The config of ``marlm compare``'s options: ``schemes`` comma-separated (None: all of
         the scenario's); ``robots`` and ``steps`` None take the scenario's defaults (standard:
         the map's robots and 300 steps; notes-only: 2 robots, 600 steps, 40 orders);
-        ``shield`` is the rule layer; the others as in :meth:`of`.
+        ``shield`` is the rule layer; ``llm_only_steps`` None: 30; ``spread_seeds`` None: 5
+        (standard), 0 (notes-only); the others as in :meth:`of`.
 
         Raises:
             InputError: naming the option: an unknown ``--shield`` or ``--scenario``, a bad
-                ``--schemes`` list, ``--orders`` with the notes-only scenario (it writes its
+                ``--schemes`` list, ``--llm-only-steps`` without the ``llm_only`` scheme, or
+                the spread's options where no spread runs
+                (:func:`marlm.experiments.settings.spread_seeds`), each of which
+                would be ignored, ``--orders`` with the notes-only scenario (it writes its
                 own), then an ``--orders`` path that is a folder or not there, or a bad setting.
         """
         if shield == "none":  # the demo takes it; here one scheme runs without a rule layer
@@ -226,6 +231,16 @@ class CompareConfig:
         names = list(allowed)
         if schemes is not None:  # before --overwrite empties anything
             names = comma_list(schemes, allowed, option="--schemes", what="scheme")
+        cap = settings.get("llm_only_steps")
+        if cap is not None and "llm_only" not in names:
+            fix = "" if notes else ", or add llm_only to --schemes"
+            raise InputError(
+                f"caps the llm_only scheme's steps, and this comparison runs no llm_only "
+                f"({', '.join(names)}); drop --llm-only-steps {cap}{fix}",
+                field="--llm-only-steps",
+            )
+        settings["llm_only_steps"] = 30 if cap is None else cap
+        settings["spread_seeds"] = spread_seeds(notes, **settings)
         if notes and orders is not None:
             raise InputError(
                 "the notes-only scenario writes its own orders (every one listed normal); leave "
@@ -254,10 +269,7 @@ class CompareConfig:
         """Whether a scheme of this comparison calls the model."""
         if self.scenario != "standard":
             return any(n != "rule" for n in self.schemes or _notes_only_planners())
-        return any(
-            SCHEMES[n]["planner"] != "rule" or SCHEMES[n]["executor"] == "llm"
-            for n in self.schemes or SCHEMES
-        )
+        return any(_asks_model(n) for n in self.schemes or SCHEMES)
 
 
 def _setting(**settings: Any) -> RunConfig:
@@ -550,9 +562,11 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
             if k == 0:
                 lines.append("  ".join("-" * col_w[c] for c in [key, *block]))
     s = result.get("setting", {})
+    asked = any(_asks_model(r.get("scheme")) for r in result["rows"])
+    llm = f"LLM {s.get('llm')}" if asked else "no scheme asks a model"
     lines.append("")
     lines += textwrap.wrap(
-        f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, LLM {s.get('llm')}, "
+        f"layout {s.get('layout')}, seed {s.get('seed')}, {s.get('steps')} steps, {llm}, "
         f"planner {'in-step (reproducible)' if s.get('sync_planner') else 'on its own thread'}, "
         f"shield {s.get('shield_rule', 'pibt')}{_unshielded(result['rows'])}",
         width,
@@ -560,6 +574,13 @@ def format_table(result: dict[str, Any], width: int = TABLE_WIDTH) -> str:
     for n in result.get("notes", []):
         lines += textwrap.wrap(f"note: {n}", width, subsequent_indent="      ")
     return "\n".join(lines)
+
+
+def _asks_model(scheme: str | None) -> bool:
+    """Whether a scheme of the table asks the model (a planner other than the rule, or the LLM
+    executor); a name the table does not know is taken to ask it."""
+    kind = SCHEMES.get(scheme or "")
+    return kind is None or kind["planner"] != "rule" or kind["executor"] == "llm"
 
 
 def _unshielded(rows: Sequence[dict[str, Any]]) -> str:

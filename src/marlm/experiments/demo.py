@@ -24,6 +24,7 @@ from marlm.experiments.settings import (
     check_rule_layer,
     model_options,
     unused_options_note,
+    warn_if_orders_after_the_end,
     warn_if_robots_drawn,
 )
 from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
@@ -198,6 +199,8 @@ def run_demo(
         true_class, notes = stream.true_class, stream.notes
     env = make_env(run_cfg)
     warn_if_robots_drawn(run_cfg.layout, run_cfg.n_robots)
+    if config.scenario == "none" and run_cfg.orders != default_orders(run_cfg.layout):
+        warn_if_orders_after_the_end(run_cfg.orders, run_cfg.layout, run_cfg.steps)
     check_run_folder(config.out, overwrite=config.overwrite)
     rl = run_cfg.executor == "rl"
     q = QExecutor.load(config.policy) if rl and config.policy is not None else None

@@ -168,13 +168,16 @@ class ReplayConfig:
         scheme: ``llm``, ``rule``, ``team`` or ``rl`` (see :func:`replay_trace`).
         llm, llm_model, llm_timeout_s: the backend of ``llm``/``team``, the model name sent to a
             server and the seconds one call may take.
-        limit: replay at most this many decisions (None: all).
-        sweeps: ``rl``: passes over the data.
+        limit: replay at most this many decisions (None: all; not ``rl``, which learns from
+            every recorded transition).
+        sweeps: ``rl``: passes over the data (None: 20).
         out: write the full replay report as JSON here (a new file unless ``overwrite``).
 
     Raises:
         InputError: a trace that cannot be found, an ``out`` file marlm may not replace, an
-            unknown scheme (naming ``--scheme``).
+            unknown scheme (naming ``--scheme``), an option the scheme would not read
+            (``--sweeps`` but with ``rl``, ``--limit`` with ``rl``, ``--llm`` or ``--llm-model``
+            with ``rule`` or ``rl``), naming it.
     """
 
     trace: Path
@@ -183,7 +186,7 @@ class ReplayConfig:
     llm_model: str = "local"
     llm_timeout_s: float = 30.0
     limit: int | None = None
-    sweeps: int = 20
+    sweeps: int | None = None
     out: Path | None = None
     overwrite: bool = False
 
@@ -198,6 +201,23 @@ class ReplayConfig:
             raise InputError(
                 f"got {self.scheme!r}; allowed: {', '.join(SCHEMES)}", field="--scheme"
             )
+        from marlm.experiments.settings import LLM_DEFAULT, LLM_MODEL_DEFAULT
+
+        model = self.scheme in ("llm", "team")
+        unread = (  # option, value, read by this scheme, the schemes that read it
+            ("--sweeps", self.sweeps, self.scheme == "rl", "rl"),
+            ("--limit", self.limit, self.scheme != "rl", "llm, rule or team"),
+            ("--llm", None if self.llm == LLM_DEFAULT else self.llm, model, "llm or team"),
+            ("--llm-model", None if self.llm_model == LLM_MODEL_DEFAULT else self.llm_model,
+             model, "llm or team"),
+        )  # fmt: skip
+        for option, value, read, readers in unread:
+            if value is not None and not read:
+                raise InputError(
+                    f"--scheme {self.scheme} would ignore it (it is read by --scheme {readers}); "
+                    f"drop {option} {value}, or pass such a --scheme",
+                    field=option,
+                )
 
 
 @dataclass
@@ -292,7 +312,7 @@ def run_replay(
     c = config
     report, warnings = replay_trace(
         c.trace, scheme=c.scheme, llm=c.llm, llm_model=c.llm_model, llm_timeout_s=c.llm_timeout_s,
-        limit=c.limit, sweeps=c.sweeps, say=say, progress=progress,
+        limit=c.limit, sweeps=20 if c.sweeps is None else c.sweeps, say=say, progress=progress,
     )  # fmt: skip
     if c.out is not None:
         c.out.parent.mkdir(parents=True, exist_ok=True)

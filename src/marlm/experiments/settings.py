@@ -1,6 +1,7 @@
 """Checks shared by the experiments' configs: the rule layer's name, a comma-separated list of
-names, a robot count drawn from the seed, the form of a ``--llm`` value and a ``--llm`` server
-that answers (the two checks of ``--llm`` before the backend is built, kept together here).
+names, a robot count drawn from the seed, orders that arrive when the run is over, the seeds
+of a comparison's spread, the form of a ``--llm`` value and a ``--llm`` server that answers (the two checks of ``--llm`` before the
+backend is built, kept together here).
 
 Each error names the command-line option (``field '--shield'``) and what is allowed.
 """
@@ -12,6 +13,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from marlm.errors import InputError
 
@@ -187,6 +189,64 @@ def warn_if_robots_drawn(layout: str, robots: int | None) -> None:
         "choose how many",
         stacklevel=1,
     )
+
+
+def warn_if_orders_after_the_end(orders: str | Path | None, layout: str, steps: int) -> None:
+    """One warning (``marlm: warning:`` on the command line) when orders of an ``--orders`` file
+    arrive at or after the time limit (``arrival >= steps``): no robot can take them, yet they
+    count in the run's orders total (``orders delivered 0 / 1``) and the table does not say why.
+    Call after the map and the file are checked (:func:`marlm.hybrid.controller.make_env`).
+
+    Args:
+        orders: the order file; None (generated orders) warns of nothing.
+        layout: the map the orders' shelves are on (a shipped name or a map file).
+        steps: the run's time limit in control steps (``--steps``).
+    """
+    if orders is None:
+        return
+    from marlm.envs.warehouse.layout import load_layout
+    from marlm.envs.warehouse.orders import load_orders
+
+    late = [o for o in load_orders(orders, load_layout(layout)) if o.arrival >= steps]
+    if not late:
+        return
+    last = max(late, key=lambda o: o.arrival)
+    warnings.warn(
+        f"--orders {orders}: {len(late)} order(s) arrive at step {steps} or later, when the run "
+        f"is over (--steps {steps}), so no robot can take them (the latest, {last.id!r}, at step "
+        f"{last.arrival}); pass --steps above {last.arrival} to include them",
+        stacklevel=1,
+    )
+
+
+def spread_seeds(notes: bool, **settings: Any) -> int:
+    """The spread's seeds of ``marlm compare`` (``settings``: ``spread_seeds``, None where not
+    given, ``workers``, ``address``): 5 by default, 0 in the notes-only scenario, which runs
+    every planner on one seed.
+
+    Raises:
+        InputError: ``--spread-seeds``, ``--workers`` or ``--address`` given in the notes-only
+            scenario, or ``--workers``/``--address`` with ``--spread-seeds 0`` (the Ray tasks run
+            the spread's seeds only), naming the option.
+    """
+    spread = settings.get("spread_seeds")
+    ray = (
+        ("--workers", settings.get("workers", 1), 1),
+        ("--address", settings.get("address"), None),
+    )
+    given = [(o, v) for o, v, default in ray if v != default]
+    if notes and spread is not None:
+        given.insert(0, ("--spread-seeds", spread))
+    if given and (notes or spread == 0):
+        option, value = given[0]
+        why = (
+            "the notes-only scenario runs every planner on one seed, with no spread"
+            if notes
+            else "the Ray tasks run the spread's seeds, and --spread-seeds 0 runs none"
+        )
+        fix = "" if notes else ", or pass --spread-seeds 2 or more"
+        raise InputError(f"{why}; drop {option} {value}{fix}", field=option)
+    return (0 if notes else 5) if spread is None else spread
 
 
 def check_llm_form(spec: str, *, option: str = "--llm") -> None:

@@ -64,9 +64,33 @@ def metrics_table(title: str, metrics: dict[str, Any], drop: tuple[str, ...] = (
     return table
 
 
-def llm_reward(samples: int, llm: str, model_name: str, timeout_s: float) -> Any:
+def check_gridworld_reward(reward: str, **given: Any) -> None:
+    """``marlm train gridworld --reward``: ``env`` or ``llm``; the model's options (``given``:
+    ``llm_samples``, ``llm``, ``llm_model``, as parsed, None or their defaults where not
+    given) only with ``llm``, which reads them (``--reward env`` would ignore them).
+
+    Raises:
+        InputError: another reward (``--reward``), or a model option given with ``--reward env``,
+            naming it and the fix.
+    """
+    if reward not in ("env", "llm"):
+        raise InputError(f"unknown reward {reward!r}; allowed: env, llm", field="--reward")
+    from marlm.experiments.settings import LLM_DEFAULT, LLM_MODEL_DEFAULT
+
+    defaults = {"llm_samples": None, "llm": LLM_DEFAULT, "llm_model": LLM_MODEL_DEFAULT}
+    for name, value in given.items():
+        if reward == "env" and value not in (None, defaults[name]):
+            option = "--" + name.replace("_", "-")
+            raise InputError(
+                f"is the LLM reward's option and --reward env asks no model, so it would be "
+                f"ignored; drop {option} {value}, or pass --reward llm",
+                field=option,
+            )
+
+
+def llm_reward(samples: int | None, llm: str, model_name: str, timeout_s: float) -> Any:
     """The LLM reward function (:class:`marlm.llm.reward.LLMReward`, ``samples`` paraphrased
-    prompts per distinct state) on the ``--llm`` backend, for GridWorld's task.
+    prompts per distinct state, None: 3) on the ``--llm`` backend, for GridWorld's task.
 
     Raises:
         InputError: ``samples`` < 1 (``--llm-samples``), the LLM extra missing (``--reward``),
@@ -78,6 +102,7 @@ def llm_reward(samples: int, llm: str, model_name: str, timeout_s: float) -> Any
         from marlm.llm.reward import LLMReward
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         raise InputError(f"the LLM reward is not available: {e}", source="--reward") from e
+    samples = 3 if samples is None else samples
     if samples < 1:
         raise InputError(
             f"must be a whole number >= 1, got {samples}", source="--llm-samples", field="k"
@@ -129,9 +154,11 @@ def require_torch() -> None:
 
 
 def deep_config(learner: str, steps: int, lr: float | None, **settings: Any) -> Any:
-    """A :class:`marlm.rl.deep.common.DeepConfig` (``lr`` None: its default)."""
+    """A :class:`marlm.rl.deep.common.DeepConfig` (``lr`` None, or a setting None such as
+    ``num_envs``: its default)."""
     from marlm.rl.deep.common import DeepConfig
 
+    settings = {k: v for k, v in settings.items() if v is not None}
     return DeepConfig(
         learner=learner, steps=steps, lr=DeepConfig.lr if lr is None else lr, **settings
     )
@@ -246,27 +273,95 @@ def _env_kwargs(kwargs_json: str) -> dict[str, Any]:
     return kwargs
 
 
-def check_race_learner(learner: str, workers: int = 1) -> None:
-    """A ``marlm train race --learner`` value: a tabular learner (the config knows only those)
-    or a network one; ``--workers`` above 1 only with a network one (its copies of the
-    environment go to Ray actors, :mod:`marlm.rl.deep.copies`; a table trains in this process).
+#: The options of ``marlm train race`` that only one kind of run reads: option -> (what reads
+#: it, the ``(learner kind, reward)`` test of a run that reads it, the fix for another run).
+_TABLES_ONLY = "a table's (iql, vdn, jal)"
+_NETWORKS_ONLY = f"a network learner's ({', '.join(DEEP_LEARNERS)})"
+
+
+def check_race_learner(learner: str, reward: str = "shared", **given: Any) -> dict[str, Any]:
+    """``marlm train race``'s ``--learner`` and the options only one kind of run reads, each
+    refused where it would be silently ignored: ``--workers`` above 1, ``--steps``, ``--lr``
+    and ``--envs`` with a table (a network learner's), ``--alpha`` and the ``--epsilon`` schedule
+    with a network learner (a table's), ``--mix-weight`` without ``--reward mixed`` and
+    ``--counterfactual`` without ``--reward difference``.
+
+    Args:
+        learner, reward: the ``--learner`` and ``--reward`` values.
+        given: the options as parsed, None where not given: ``workers`` (1 by default),
+            ``steps``, ``lr``, ``envs``, ``mix_weight``, ``counterfactual``, ``alpha``,
+            ``epsilon``, ``epsilon_decay``, ``epsilon_floor``.
+
+    Returns:
+        The settings of a table's :class:`marlm.rl.configs.RaceConfig`: ``learner``,
+        ``reward``, ``mix_weight``, ``counterfactual``, ``alpha``, ``epsilon_start``,
+        ``epsilon_decay``, ``epsilon_floor`` (the config's defaults where not given); for a
+        network learner ``learner`` and ``reward`` only. A table's numpy is imported here, on
+        one BLAS thread (:func:`import_numpy_without_blas_threads`).
 
     Raises:
-        InputError: another learner, listing both kinds; ``workers`` above 1 with a table.
+        InputError: another learner, listing both kinds; an option the run would not read,
+            naming it and the fix.
     """
     if learner not in ("iql", "vdn", "jal", *DEEP_LEARNERS):
         allowed = ", ".join(("iql", "vdn", "jal", *DEEP_LEARNERS))
         raise InputError(f"unknown learner {learner!r}; allowed: {allowed}", field="--learner")
-    if workers != 1 and learner not in DEEP_LEARNERS:
+    deep = learner in DEEP_LEARNERS
+    workers = given.pop("workers", 1)
+    if workers != 1 and not deep:
         raise InputError(
             f"--workers {workers} runs the copies of a network learner's environment in Ray "
             f"actors; the table of --learner {learner} trains in this process: drop --workers "
             f"or pass a network --learner ({', '.join(DEEP_LEARNERS)})",
             field="--workers",
         )
+    explore = "pass a table --learner (a network learner explores by its own policy)"
+    readers = {  # option: (read by this run, whose option it is, the other fix)
+        "steps": (deep, _NETWORKS_ONLY, "pass a network --learner (a table counts --episodes)"),
+        "lr": (deep, _NETWORKS_ONLY, "use --alpha, a table's step size"),
+        "envs": (deep, _NETWORKS_ONLY, "pass a network --learner (a table steps one copy)"),
+        "alpha": (not deep, _TABLES_ONLY, "use --lr, a network learner's step size"),
+        "epsilon": (not deep, _TABLES_ONLY, explore),
+        "epsilon_decay": (not deep, _TABLES_ONLY, explore),
+        "epsilon_floor": (not deep, _TABLES_ONLY, explore),
+        "mix_weight": (reward == "mixed", "--reward mixed's", "pass --reward mixed"),
+        "counterfactual": (
+            reward == "difference",
+            "--reward difference's",
+            "pass --reward difference",
+        ),
+    }
+    for name, (read, whose, fix) in readers.items():
+        value = given.get(name)
+        if value is not None and not read:
+            option = "--" + name.replace("_", "-")
+            run = f"--reward {reward}" if whose.startswith("--") else f"--learner {learner}"
+            raise InputError(
+                f"is {whose} option and this run ({run}) would ignore it; drop {option} "
+                f"{value}, or {fix}",
+                field=option,
+            )
+    if deep:  # the network learners' settings are gridrace_deep's
+        return {"learner": learner, "reward": reward}
+    import_numpy_without_blas_threads()  # before the config imports numpy (a table's BLAS: 1)
+    from marlm.rl.configs import RaceConfig
+
+    table = {"epsilon_start": given.get("epsilon"), **given}
+    own = (
+        "mix_weight",
+        "counterfactual",
+        "alpha",
+        "epsilon_start",
+        "epsilon_decay",
+        "epsilon_floor",
+    )
+    settings = {k: RaceConfig.__dataclass_fields__[k].default for k in own}
+    settings.update({k: table[k] for k in own if table.get(k) is not None})
+    return {"learner": learner, "reward": reward, **settings}
 
 
 __all__ = [
+    "check_gridworld_reward",
     "check_race_learner",
     "BLAS_THREAD_VARIABLES",
     "DEEP_CHUNK",

@@ -29,14 +29,17 @@ class TriageEvalConfig:
             shipped pool the demo uses).
         protocol: ``held-out`` or ``cross-validation``
             (:data:`marlm.llm.triage_eval.PROTOCOLS`).
-        folds: k of the cross-validation (2 .. the number of notes).
+        folds: k of the cross-validation (2 .. the number of notes; None: 5).
         select: ``balanced`` or ``similar`` few-shot examples.
-        shots, per_class: similar examples per class and note; balanced examples per class (>= 1).
+        shots, per_class: similar examples per class and note (None: 2); balanced examples per
+            class (>= 1; None: 4).
         seed: seed of the folds and the example draw.
 
     Raises:
-        InputError: an unknown mode, protocol or selection, ``shots`` < 1, or an ``out`` file
-            marlm may not replace, naming the option.
+        InputError: an unknown mode, protocol or selection, ``shots`` < 1, an option the
+            evaluation would not read (``folds`` but with cross-validation, ``shots`` but with
+            ``similar``, ``per_class`` but with ``balanced``), or an ``out`` file marlm may not
+            replace, naming the option.
     """
 
     notes: Path
@@ -48,10 +51,10 @@ class TriageEvalConfig:
     overwrite: bool = False
     examples: Path | None = None
     protocol: str = "held-out"
-    folds: int = 5
+    folds: int | None = None
     select: str = "balanced"
-    shots: int = 2
-    per_class: int = 4
+    shots: int | None = None
+    per_class: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -66,8 +69,19 @@ class TriageEvalConfig:
         ):
             if value not in allowed:
                 raise InputError(f"use one of {', '.join(allowed)}, got {value!r}", source=option)
-        if self.shots < 1:
+        if self.shots is not None and self.shots < 1:
             raise InputError(f"must be 1 or more, got {self.shots}", source="--shots")
+        for option, value, reader in (
+            ("--folds", self.folds, ("--protocol", self.protocol, "cross-validation")),
+            ("--shots", self.shots, ("--select", self.select, "similar")),
+            ("--per-class", self.per_class, ("--select", self.select, "balanced")),
+        ):
+            if value is not None and reader[1] != reader[2]:
+                raise InputError(
+                    f"is read with {reader[0]} {reader[2]} only, so {reader[0]} {reader[1]} would "
+                    f"ignore it; drop {option} {value}, or pass {reader[0]} {reader[2]}",
+                    field=option,
+                )
         if self.out is not None:
             check_output_file(self.out, kind="triage-eval", overwrite=self.overwrite)
 
@@ -89,9 +103,12 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
     from marlm.hybrid.build import cache_dir
     from marlm.llm.backends import make_backend
     from marlm.llm.triage import load_labelled_notes
+    from marlm.llm.triage.pool import DEFAULT_SHOTS
     from marlm.llm.triage_eval import evaluate_triage, write_json
 
     c = config
+    folds, per_class = 5 if c.folds is None else c.folds, 4 if c.per_class is None else c.per_class
+    shots = DEFAULT_SHOTS if c.shots is None else c.shots
     labelled = load_labelled_notes(c.notes)
     labels = sorted({n.label for n in labelled})
     if len(labels) < 2:  # the classes measured are the notes' own: one class is no task
@@ -103,19 +120,19 @@ def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
             field="priority",
         )
     pool = load_labelled_notes(c.examples) if c.examples is not None else None
-    if c.protocol == "cross-validation" and not 2 <= c.folds <= len(labelled):
+    if c.protocol == "cross-validation" and not 2 <= folds <= len(labelled):
         raise InputError(
-            f"must be between 2 and {len(labelled)} (the number of notes), got {c.folds}",
+            f"must be between 2 and {len(labelled)} (the number of notes), got {folds}",
             source="--folds",
         )
-    if c.per_class < 1:
-        raise InputError(f"must be 1 or more, got {c.per_class}", source="--per-class")
+    if per_class < 1:
+        raise InputError(f"must be 1 or more, got {per_class}", source="--per-class")
     model = make_backend(c.llm, model=c.llm_model, timeout_s=c.llm_timeout_s)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = evaluate_triage(
-            labelled, model, c.mode, examples=pool, protocol=c.protocol, folds=c.folds,
-            select=c.select, shots=c.shots, per_class=c.per_class, seed=c.seed,
+            labelled, model, c.mode, examples=pool, protocol=c.protocol, folds=folds,
+            select=c.select, shots=shots, per_class=per_class, seed=c.seed,
             cache_dir=cache_dir(),
         )  # fmt: skip
     if result["calls"]["fallbacks"] >= result["n_notes"] > 0:

@@ -52,7 +52,8 @@ class WarehouseTrainingConfig:
             learned guidance, each under PIBT; :class:`DenseSetting`, 3 held-out seeds by default).
 
     Raises:
-        InputError: an unknown ``shield`` (naming ``--shield``).
+        InputError: an unknown ``shield`` (naming ``--shield``), a map that is not there or
+            that the map reader refuses (naming ``--layout``), before any training.
     """
 
     layout: str = "small"
@@ -68,7 +69,10 @@ class WarehouseTrainingConfig:
     dense: DenseSetting = field(default_factory=lambda: DenseSetting(seeds=(100, 101, 102)))
 
     def __post_init__(self) -> None:
+        from marlm.envs.warehouse.layout import load_layout
+
         check_rule_layer(self.shield)
+        load_layout(self.layout)  # a map that is not there, or bad, before any progress bar
 
     @property
     def per_seed(self) -> bool:

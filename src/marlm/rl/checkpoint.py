@@ -253,7 +253,9 @@ def load_checkpoint(path: str | Path, *, kind: str) -> tuple[dict[str, Any], dic
         raise InputError(f"is not a {FORMAT} file; {expected}", source=path, field="checkpoint")
     if meta.get("kind") != kind:
         raise InputError(
-            f"checkpoint is for {meta.get('kind')!r}, this run trains {kind!r}",
+            f"checkpoint is for {meta.get('kind')!r}, this run trains {kind!r}; resume it with "
+            f"the command that wrote it (marlm train {meta.get('kind')}), or give a checkpoint of "
+            f"marlm train {kind}",
             source=path,
             field="checkpoint",
         )

@@ -243,7 +243,9 @@ def _check_resume_config(meta: dict[str, Any], config: Any, path: Path) -> None:
             )
     if meta["episode"] > config.episodes:
         raise InputError(
-            f"checkpoint already has {meta['episode']} episodes, more than --episodes {config.episodes}",
+            f"checkpoint already has {meta['episode']} episodes, more than --episodes "
+            f"{config.episodes}; pass --episodes above {meta['episode']} (the total to reach), "
+            "or start a new run without --resume",
             source=path,
             field="episodes",
         )

@@ -152,7 +152,8 @@ def _train(
         step = meta["episode"]  # the checkpoint format's counter: joint steps here
         if step > config.steps:
             raise InputError(
-                f"checkpoint already has {step} steps, more than --steps {config.steps}",
+                f"checkpoint already has {step} steps, more than --steps {config.steps}; pass "
+                f"--steps above {step} (the total to reach), or start a new run without --resume",
                 source=resume,
                 field="steps",
             )
