@@ -1,8 +1,7 @@
 """Seeds as Ray tasks: same results as the serial run, and clear errors before any work.
 
-One local Ray with 2 CPUs for the whole module (starting Ray takes seconds): the one
-test_compare_workers.py's command started, when it ran before, else one started here; it is shut
-down at the end of the folder (``package_ray`` in conftest.py).
+One local Ray with 2 CPUs for the whole module (starting Ray takes seconds), shut down after the
+module's last test (``no_ray_after_the_file`` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ TINY = {"layout": "small", "episodes": 2, "max_steps": 40, "n_orders": 6}
 
 
 @pytest.fixture(scope="module")
-def local_ray(package_ray):
+def local_ray():
     if not ray.is_initialized():
         ray.init(
             num_cpus=2,
