@@ -57,3 +57,23 @@ def test_compare_without_a_model_scheme_names_the_model_options_the_user_set():
     )
     assert CompareConfig.of(schemes=["rules"], spread_seeds=0).unused_options_note() is None
     assert CompareConfig.of(schemes=["llm_only"], llm_timeout_s=5.0).unused_options_note() is None
+
+
+def _demo_config(tmp_path, **options):
+    from marlm.experiments.demo import DemoConfig
+
+    settings = dict(layout="small", orders=None, robots=None, shield="pibt", scenario="none",
+                    executor="greedy", sync=True, plan_deadline=2.0, steps=3, out=tmp_path / "r")  # fmt: skip
+    return DemoConfig.from_options(**{**settings, **options})
+
+
+def test_a_model_name_given_to_the_embedded_model_is_said_to_be_unused(tmp_path):
+    # `marlm demo --llm-model qwen` ran the embedded model without a word that the name was unread.
+    config = _demo_config(tmp_path, planner="llm", llm_model="qwen")
+    assert config.unused_options_note() == (
+        "note: --llm embedded runs its model in process, without a server: --llm-model qwen is "
+        "not used."
+    )
+    assert _demo_config(tmp_path, planner="llm").unused_options_note() is None
+    served = _demo_config(tmp_path, planner="team", llm="http://127.0.0.1:9/v1", llm_model="qwen")
+    assert served.unused_options_note() is None

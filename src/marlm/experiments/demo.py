@@ -138,6 +138,29 @@ class DemoConfig:
         )  # fmt: skip
         return cls(run=config, scenario=scenario, **own)
 
+    def unused_options_note(self) -> str | None:
+        """The one-line note of the options this run does not read
+        (:func:`marlm.experiments.settings.unused_options_note`), or None: with ``--planner
+        rule``, the model options and ``--plan-deadline`` the user set; with a model run in
+        process (``--llm embedded`` or a ``.gguf`` file), a ``--llm-model`` the user set (it
+        names the model a ``--llm`` server serves).
+
+        Raises:
+            InputError: a ``--llm`` value :meth:`marlm.llm.backends.BackendSpec.parse`
+                refuses (naming ``--llm``).
+        """
+        from marlm.llm.backends import BackendSpec
+
+        if self.run.planner == "rule":
+            return unused_options_note("--planner rule asks no model", [
+                *model_options(self.llm, self.llm_model, self.llm_timeout_s),
+                ("--plan-deadline", self.run.plan_deadline_s, PLAN_DEADLINE_S),
+            ])  # fmt: skip
+        if BackendSpec.parse(self.llm, timeout_s=self.llm_timeout_s).kind == "http":
+            return None
+        why = f"--llm {self.llm} runs its model in process, without a server"
+        return unused_options_note(why, [("--llm-model", self.llm_model, LLM_MODEL_DEFAULT)])
+
 
 @dataclass
 class DemoResult:
@@ -226,10 +249,7 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
-    note = run_cfg.planner == "rule" and unused_options_note("--planner rule asks no model", [
-        *model_options(config.llm, config.llm_model, config.llm_timeout_s),
-        ("--plan-deadline", run_cfg.plan_deadline_s, PLAN_DEADLINE_S),
-    ])  # fmt: skip
+    note = config.unused_options_note()
     if note:
         say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
