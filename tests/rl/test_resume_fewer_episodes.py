@@ -22,5 +22,5 @@ def test_resuming_past_the_episodes_asked_names_the_fix(tmp_path, capsys):
         "--episodes 3; pass --episodes above 6 (the total to reach), or start a new run without "
         "--resume"
     )
-    # Not checked here: the folder b keeps its claim (.marlm-run), as the check runs in the
-    # learner, after the claim; a rerun into b takes the claim over with a warning.
+    # The refusal leaves no folder b behind (it kept a claim, b/.marlm-run, made before the check).
+    assert not (tmp_path / "b").exists()

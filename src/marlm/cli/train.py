@@ -163,7 +163,7 @@ def train_gridworld_cmd(
 ) -> None:  # fmt: skip
     """Tabular Q-learning on the 4x4 GridWorld."""
     import_numpy_without_blas_threads()
-    from marlm.experiments.tabular import run_gridworld
+    from marlm.experiments.tabular import check_tabular_run, run_gridworld
     from marlm.experiments.training import llm_reward
     from marlm.rl.train import GridWorldConfig
 
@@ -173,7 +173,7 @@ def train_gridworld_cmd(
         epsilon_start=epsilon, epsilon_decay=epsilon_decay, epsilon_floor=epsilon_floor, seed=seed,
     )  # fmt: skip
     outputs = _outputs(out, checkpoint, resume, overwrite, chunk)
-    outputs.check(kind="gridworld", engine=engine)
+    check_tabular_run(outputs, config, engine=engine)
     reward_fn = llm_reward(llm_samples, llm, llm_model, llm_timeout) if reward == "llm" else None
 
     def work(update: Callable[[int, int], None]) -> tuple[dict, list]:
@@ -235,12 +235,12 @@ def train_race_cmd(
 
     # Forked first (before numba and the bar's thread): it imports matplotlib while we train.
     with PlotProcess() if plot else nullcontext() as plotter:
-        from marlm.experiments.tabular import run_race
+        from marlm.experiments.tabular import check_tabular_run, run_race
         from marlm.rl.train import RaceConfig
 
         episodes = 30000 if episodes is None else episodes
         config = RaceConfig(**table, episodes=episodes, gamma=gamma, seed=seed, end=end)
-        outputs.check(kind="race", engine=engine)
+        check_tabular_run(outputs, config, engine=engine)
         show = _train(outputs, lambda update: run_race(
             config, out, diagnose=diagnose, engine=engine, progress=update, checkpoint=checkpoint,
             resume=resume, chunk=chunk, plot=plotter or False)[1:])  # fmt: skip

@@ -19,6 +19,7 @@ from marlm.errors import InputError
 from marlm.eval.diagnose import detect_goal_not_reached, detect_lazy_agent, detect_non_stationarity
 from marlm.eval.plots import PlotProcess
 from marlm.eval.runs import plot_race_curves, save_gridworld_run, save_race_run
+from marlm.eval.training_folder import TrainingOutputs
 from marlm.rl.train import (
     GridWorldConfig,
     GridWorldResult,
@@ -44,6 +45,38 @@ def _episodes_in_memory(episodes: int) -> Iterator[None]:
             "fewer, e.g. --episodes 30000",
             field="--episodes",
         ) from None
+
+
+def check_tabular_run(
+    outputs: TrainingOutputs, config: GridWorldConfig | RaceConfig, *, engine: str
+) -> None:
+    """Every refusal of a tabular run (``marlm train gridworld|race``) before its run folder is
+    claimed, so that a refused command leaves the folder as it found it: the outputs
+    (:meth:`marlm.eval.training_folder.TrainingOutputs.check`), the ``--resume`` checkpoint
+    against ``config`` (its kind, settings and episode count), and the per-episode logs of
+    ``config.episodes`` against the memory (allocated, untouched, and dropped at once).
+
+    Raises:
+        InputError: naming ``--engine``, ``--checkpoint-every``, ``--resume``, ``--out``,
+            ``--checkpoint`` or ``--episodes``, and the fix.
+    """
+    from marlm.rl.checkpoint import load_checkpoint
+    from marlm.rl.train import RaceLog, _check_resume_config
+
+    kind = "gridworld" if isinstance(config, GridWorldConfig) else "race"
+    outputs.check(kind=kind, engine=engine)
+    if outputs.resume is not None:
+        meta, _ = load_checkpoint(outputs.resume, kind=kind)
+        _check_resume_config(meta, config, Path(outputs.resume))
+    n = config.episodes
+    if kind == "gridworld":  # GridWorldResult's returns float64[n] and lengths int64[n]
+        logs = [((n,), np.float64), ((n,), np.int64)]
+    else:  # the fields of RaceLog.zeros(n, max_steps)
+        one = RaceLog.zeros(1, config.max_steps).arrays().values()
+        logs = [((n, *a.shape[1:]), a.dtype) for a in one]
+    with _episodes_in_memory(n):
+        held = [np.empty(shape, dtype) for shape, dtype in logs]
+    del held
 
 
 def run_gridworld(
