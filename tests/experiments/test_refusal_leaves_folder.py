@@ -34,3 +34,15 @@ def test_episodes_beyond_memory_leave_no_run_folder(tmp_path, capsys):
         "fit in memory"
     ), err
     assert not out.exists()
+
+
+def test_a_network_learners_resume_of_other_settings_leaves_no_run_folder(tmp_path, capsys):
+    ck = save_checkpoint(
+        tmp_path / "deep.npz", kind="deep", config={"gamma": 0.5}, episode=1,
+        rng=np.random.default_rng(0), arrays={},
+    )  # fmt: skip
+    out = tmp_path / "ippo"
+    argv = ["train", "race", "--learner", "ippo", "--steps", "64", "--no-plot", "--resume", ck]
+    code, err = run_main([*argv, "--out", out], capsys)
+    assert code == 2 and f"marlm: error: {ck}: field '--resume': checkpoint has" in err, err
+    assert not out.exists()

@@ -277,10 +277,10 @@ def _train_deep(
 ) -> None:
     """A network learner (:func:`marlm.eval.deep_runs.run_deep`): check the outputs (every
     ``config.chunk`` joint steps) and PyTorch, then train as :func:`_train` does."""
-    from marlm.experiments.training import require_torch
+    from marlm.experiments.training import check_deep_run, require_torch
 
     outputs = dataclasses.replace(outputs, chunk=config.chunk)
-    outputs.check(kind="deep")
+    check_deep_run(outputs, config)
     require_torch()
     from marlm.eval.deep_runs import run_deep
 

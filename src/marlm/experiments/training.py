@@ -153,6 +153,26 @@ def require_torch() -> None:
         )
 
 
+def check_deep_run(outputs: Any, config: Any) -> None:
+    """Every refusal of a network learner's run before its run folder is claimed, so that a
+    refused command leaves the folder as it found it: the outputs
+    (:meth:`marlm.eval.training_folder.TrainingOutputs.check`, a ``TrainingOutputs``) and the
+    settings of the ``--resume`` checkpoint against ``config`` (a
+    :class:`marlm.rl.deep.common.DeepConfig`). The environment and its agents are checked
+    against the checkpoint once the learner builds them, after the claim.
+
+    Raises:
+        InputError: naming ``--checkpoint-every``, ``--resume``, ``--out`` or ``--checkpoint``.
+    """
+    from marlm.rl.checkpoint import load_checkpoint
+    from marlm.rl.deep.common import check_resume_config
+
+    outputs.check(kind="deep")
+    if outputs.resume is not None:
+        meta, _ = load_checkpoint(outputs.resume, kind="deep")
+        check_resume_config(meta["config"], config, outputs.resume)
+
+
 def deep_config(learner: str, steps: int, lr: float | None, **settings: Any) -> Any:
     """A :class:`marlm.rl.deep.common.DeepConfig` (``lr`` None, or a setting None such as
     ``num_envs``: its default)."""
