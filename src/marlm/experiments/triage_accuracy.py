@@ -36,7 +36,8 @@ class TriageEvalConfig:
         seed: seed of the folds and the example draw.
 
     Raises:
-        InputError: an unknown mode, protocol or selection, ``shots`` < 1, an option the
+        InputError: an order file given as ``notes`` or ``examples`` (:func:`refuse_order_file`),
+            an unknown mode, protocol or selection, ``shots`` < 1, an option the
             evaluation would not read (``folds`` but with cross-validation, ``shots`` but with
             ``similar``, ``per_class`` but with ``balanced``), or an ``out`` file marlm may not
             replace, naming the option.
@@ -58,6 +59,9 @@ class TriageEvalConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        for path, option in ((self.notes, "--notes"), (self.examples, "--examples")):
+            if path is not None:  # before the classifiers' imports (about a CPU second, scipy)
+                refuse_order_file(Path(path), option=option)
         from marlm.eval.outputs import check_output_file
         from marlm.llm.triage import MODES, SELECTIONS
         from marlm.llm.triage_eval import PROTOCOLS
@@ -84,6 +88,44 @@ class TriageEvalConfig:
                 )
         if self.out is not None:
             check_output_file(self.out, kind="triage-eval", overwrite=self.overwrite)
+
+
+#: The fields of an order (:mod:`marlm.envs.warehouse.orders`) that no labelled note carries.
+ORDER_ONLY_FIELDS = ("shelf", "arrival", "deadline")
+
+
+def refuse_order_file(path: Path, *, option: str) -> None:
+    """Refuse an order file given as labelled notes: its lines carry ``id``, ``note`` and
+    ``priority`` too, so :func:`marlm.llm.triage.load_labelled_notes` reads them, but an order's
+    ``priority`` is what its sender set, not a label of the note's urgency (the demo's orders
+    hide urgency in notes of ``normal`` orders). A file that cannot be read, or a line that is
+    not a JSON object, is left to the notes' loader to refuse.
+
+    Raises:
+        InputError: naming the file, its first line with a field of :data:`ORDER_ONLY_FIELDS`,
+            the field ``priority``, ``option`` and the fix.
+    """
+    import json
+
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return
+    for n, line in enumerate(lines, start=1):
+        try:
+            row = json.loads(line) if line.strip() else {}
+        except json.JSONDecodeError:
+            return
+        found = [k for k in ORDER_ONLY_FIELDS if isinstance(row, dict) and k in row]
+        if found:
+            raise InputError(
+                f"is an order file (its lines have {', '.join(found)}), and an order's priority "
+                f"is its sender's, not a label of its note; give {option} a JSONL of labelled "
+                "notes (id, note, priority, lang), e.g. src/marlm/data/triage/order_notes_dev.jsonl",
+                source=path,
+                line=n,
+                field="priority",
+            )
 
 
 def run_triage_eval(config: TriageEvalConfig) -> dict[str, Any]:
