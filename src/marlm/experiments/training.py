@@ -175,8 +175,24 @@ def check_deep_run(outputs: Any, config: Any) -> None:
 
 def deep_config(learner: str, steps: int, lr: float | None, **settings: Any) -> Any:
     """A :class:`marlm.rl.deep.common.DeepConfig` (``lr`` None, or a setting None such as
-    ``num_envs``: its default)."""
+    ``num_envs``: its default).
+
+    Raises:
+        InputError: naming ``--learner``: a tabular learner (``iql``, ``vdn``, ``jal``, whose
+            command is ``marlm train race``; ``q``, ``marlm train gridworld``), or a setting
+            :class:`DeepConfig` refuses.
+    """
+    from marlm.rl.configs import RACE_LEARNERS
     from marlm.rl.deep.common import DeepConfig
+
+    if learner in (*RACE_LEARNERS, "q"):
+        env, command = ("GridWorld", "gridworld") if learner == "q" else ("GridRace", "race")
+        raise InputError(
+            f"{learner!r} is a tabular learner of {env}: run it with marlm train {command} "
+            f"--learner {learner}; this command takes a network learner: "
+            f"{', '.join(DEEP_LEARNERS[:-1])} or {DEEP_LEARNERS[-1]}",
+            field="--learner",
+        )
 
     settings = {k: v for k, v in settings.items() if v is not None}
     return DeepConfig(
