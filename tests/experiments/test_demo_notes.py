@@ -77,3 +77,15 @@ def test_a_model_name_given_to_the_embedded_model_is_said_to_be_unused(tmp_path)
     assert _demo_config(tmp_path, planner="llm").unused_options_note() is None
     served = _demo_config(tmp_path, planner="team", llm="http://127.0.0.1:9/v1", llm_model="qwen")
     assert served.unused_options_note() is None
+
+
+def test_compare_names_a_model_name_the_embedded_model_does_not_read():
+    from marlm.experiments.compare import CompareConfig
+
+    config = CompareConfig.of(schemes=["llm_only"], llm_model="qwen")
+    assert config.unused_options_note() == (
+        "note: --llm embedded runs its model in process, without a server: --llm-model qwen is "
+        "not used."
+    )
+    served = CompareConfig.of(schemes=["llm_only"], llm="http://127.0.0.1:9/v1", llm_model="qwen")
+    assert served.unused_options_note() is None

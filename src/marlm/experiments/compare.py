@@ -46,6 +46,7 @@ from marlm.experiments.settings import (
     check_rule_layer,
     check_server,
     comma_list,
+    model_name_note,
     model_options,
     spread_seeds,
     unused_options_note,
@@ -257,9 +258,10 @@ class CompareConfig:
 
     def unused_options_note(self) -> str | None:
         """The note naming ``--llm``, ``--llm-model`` and ``--llm-timeout`` the user set when no
-        scheme asks the model (:func:`marlm.experiments.settings.unused_options_note`); else None."""
+        scheme asks the model (:func:`marlm.experiments.settings.unused_options_note`), else a
+        ``--llm-model`` set for a model run in process (:func:`model_name_note`), else None."""
         if self.uses_model:
-            return None
+            return model_name_note(self.llm, self.llm_model)
         names = ",".join(self.schemes or ())
         options = model_options(self.llm, self.llm_model, self.llm_timeout_s)
         return unused_options_note(f"--schemes {names} ask no model", options)
@@ -324,7 +326,7 @@ def run_comparison(
     make_env(s)  # checks the map, orders and robots; each scheme's run builds its own
     if config.uses_model:
         check_server(config.llm, config.llm_model, config.llm_timeout_s)
-    elif progress is not None and (note := config.unused_options_note()):
+    if progress is not None and (note := config.unused_options_note()):
         progress(note)
     if config.scenario == "standard":  # notes-only runs 2 robots unless told otherwise
         warn_if_robots_drawn(s.layout, s.n_robots)

@@ -22,6 +22,7 @@ from marlm.experiments.settings import (
     LLM_TIMEOUT_S,
     check_input_file,
     check_rule_layer,
+    model_name_note,
     model_options,
     unused_options_note,
     warn_if_orders_after_the_end,
@@ -146,20 +147,14 @@ class DemoConfig:
         names the model a ``--llm`` server serves).
 
         Raises:
-            InputError: a ``--llm`` value :meth:`marlm.llm.backends.BackendSpec.parse`
-                refuses (naming ``--llm``).
+            InputError: a ``--llm`` value :func:`model_name_note` refuses (naming ``--llm``).
         """
-        from marlm.llm.backends import BackendSpec
-
         if self.run.planner == "rule":
             return unused_options_note("--planner rule asks no model", [
                 *model_options(self.llm, self.llm_model, self.llm_timeout_s),
                 ("--plan-deadline", self.run.plan_deadline_s, PLAN_DEADLINE_S),
             ])  # fmt: skip
-        if BackendSpec.parse(self.llm, timeout_s=self.llm_timeout_s).kind == "http":
-            return None
-        why = f"--llm {self.llm} runs its model in process, without a server"
-        return unused_options_note(why, [("--llm-model", self.llm_model, LLM_MODEL_DEFAULT)])
+        return model_name_note(self.llm, self.llm_model)
 
 
 @dataclass

@@ -310,6 +310,22 @@ def unused_options_note(why: str, given: Sequence[tuple[str, object, object]]) -
     return f"note: {why}: {listed} {'is' if len(unused) == 1 else 'are'} not used."
 
 
+def model_name_note(llm: str, llm_model: str) -> str | None:
+    """The note of a ``--llm-model`` the user set for a model run in process (``--llm
+    embedded`` or a ``.gguf`` file, which read no model name: the name is sent to a server
+    only), by :func:`unused_options_note`; None for a server or the default name.
+
+    Raises:
+        InputError: a ``--llm`` value :meth:`marlm.llm.backends.BackendSpec.parse` refuses.
+    """
+    from marlm.llm.backends import BackendSpec
+
+    if BackendSpec.parse(llm).kind == "http":
+        return None
+    why = f"--llm {llm} runs its model in process, without a server"
+    return unused_options_note(why, [("--llm-model", llm_model, LLM_MODEL_DEFAULT)])
+
+
 #: The command-line option of each setting the library's checks name by its own field name
 #: (``GridWorldConfig.epsilon_start`` is ``--epsilon``): an error shows the option the user typed.
 OPTION_OF_FIELD = {
@@ -349,6 +365,7 @@ __all__ = [
     "check_rule_layer",
     "check_server",
     "comma_list",
+    "model_name_note",
     "model_options",
     "unused_options_note",
     "warn_if_robots_drawn",
