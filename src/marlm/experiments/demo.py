@@ -226,10 +226,13 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
+    deadline = ("--plan-deadline", run_cfg.plan_deadline_s, PLAN_DEADLINE_S)
     note = run_cfg.planner == "rule" and unused_options_note("--planner rule asks no model", [
-        *model_options(config.llm, config.llm_model, config.llm_timeout_s),
-        ("--plan-deadline", run_cfg.plan_deadline_s, PLAN_DEADLINE_S),
-    ])  # fmt: skip
+        *model_options(config.llm, config.llm_model, config.llm_timeout_s), deadline])  # fmt: skip
+    if run_cfg.planner.startswith("triage"):  # its classes are applied whenever they arrive
+        note = unused_options_note(
+            f"--planner {run_cfg.planner} applies every answer, however late", [deadline]
+        )
     if note:
         say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
