@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from marlm.eval.outputs import fresh_folder
-from marlm.hybrid.defaults import DEFAULT_TRAINING, DEMO_EXECUTOR, EXECUTOR_HELP
+from marlm.hybrid.defaults import DEFAULT_TRAINING, DEMO_EXECUTOR, EXECUTOR_HELP, MAX_TICK_MS
 from marlm.stops import console as rich_console
 
 from .app import (
@@ -86,7 +86,7 @@ def demo(
     sync: bool = opt(False, "Wait for the planner inside the step (reproducible trace)."),
     tick_ms: float = opt(
         40.0, "Control period in ms (0 = as fast as possible).",
-        finite_at_least(0, high=60_000, unit="milliseconds")),
+        finite_at_least(0, high=MAX_TICK_MS, unit="milliseconds")),
     plan_deadline: float = opt(2.0, DEADLINE_HELP, finite_at_least(0, unit="seconds")),
     policy: Path | None = opt(
         None, "With --executor rl: its Q-table (.npz); default: cached or trained now."),

@@ -24,6 +24,7 @@ from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: 
     gridrace_deep,
     import_numpy_without_blas_threads,
 )
+from marlm.rl.deep import MAX_ENVS
 from marlm.stops import console as rich_console
 
 from .app import (
@@ -78,9 +79,8 @@ DEEP_STEPS = opt(
 DEEP_LR = opt(
     None, "Deep learners: Adam's step size (default 0.001); halved when every agent gets the "
     "shared team reward.", finite_at_least(0.0, exclusive=True), "--lr")  # fmt: skip
-DEEP_ENVS = opt(
-    None, "Deep learners: copies of the environment stepped together (default 8).", at_least(1),
-    "--envs")  # fmt: skip
+DEEP_ENVS = opt(None, "Deep learners: copies of the environment stepped together (default 8, "
+    f"at most {MAX_ENVS}).", at_least(1, high=MAX_ENVS, example=8), "--envs")  # fmt: skip
 WORKERS = opt(
     1, "Deep learners: Ray actors holding the environment's copies (1: this process). Same "
     "result for any number; pays when one step of the environment is slow.", at_least(1),

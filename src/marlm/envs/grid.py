@@ -47,6 +47,7 @@ __all__ = [
     "UP",
     "GridRace",
     "GridWorld",
+    "check_max_steps",
     "check_size",
     "move_table",
     "race_transition",
@@ -69,6 +70,23 @@ def check_size(size: object) -> int:
             f"differ), got {size!r}"
         )
     return int(size)
+
+
+def check_max_steps(max_steps: object) -> int:
+    """``max_steps``, the steps after which an episode is truncated, if it is a whole number >= 1.
+
+    Raises:
+        ValueError: naming ``max_steps`` and the bound, for anything else (0 or a negative number,
+            a float, a string, a bool): 0 was taken and -3 was a Box error about ``high``.
+    """
+    import numbers
+
+    if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or max_steps < 1:
+        raise ValueError(
+            f"max_steps must be a whole number >= 1 (steps before the episode is truncated), "
+            f"got {max_steps!r}"
+        )
+    return int(max_steps)
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,7 +122,8 @@ class GridWorld(gym.Env):
 
     ## Arguments
     ``GridWorld(size=4, max_steps=100, render_mode=None)``; ``render_mode`` may be ``"ansi"``.
-    ``size``: a whole number >= 2, else ``ValueError`` (:func:`check_size`).
+    ``size``: a whole number >= 2, else ``ValueError`` (:func:`check_size`); ``max_steps``: a
+    whole number >= 1, else ``ValueError`` (:func:`check_max_steps`).
 
     ## References
     Sutton & Barto 2018, *Reinforcement Learning: An Introduction*, example 6.5-6.6 (grid worlds).
@@ -117,7 +136,7 @@ class GridWorld(gym.Env):
     INFO_KEYS = ("row", "col")
 
     def __init__(self, size: int = 4, max_steps: int = 100, render_mode: str | None = None) -> None:
-        size = check_size(size)
+        size, max_steps = check_size(size), check_max_steps(max_steps)
         self.size = size
         self.max_steps = max_steps
         self.render_mode = render_mode
@@ -225,6 +244,7 @@ class GridRace(ParallelEnv):
     ``GridRace(size=4, end="any", reward="shared", max_steps=50, render_mode=None)``;
     ``render_mode`` may be ``"ansi"`` (a text picture: ``0``/``1`` the agents, ``B`` both in one
     cell, ``G`` the goal). ``size``: a whole number >= 2, else ``ValueError`` (:func:`check_size`);
+    ``max_steps``: a whole number >= 1, else ``ValueError`` (:func:`check_max_steps`);
     ``end``, ``reward`` and ``render_mode`` outside their values raise ``ValueError`` too.
 
     ## References
@@ -248,7 +268,7 @@ class GridRace(ParallelEnv):
         max_steps: int = 50,
         render_mode: str | None = None,
     ) -> None:
-        size = check_size(size)
+        size, max_steps = check_size(size), check_max_steps(max_steps)
         if end not in ("any", "all"):
             raise ValueError(f"end must be 'any' or 'all', got {end!r}")
         if reward not in ("shared", "individual"):

@@ -140,9 +140,10 @@ class DemoConfig:
         return cls(run=config, scenario=scenario, **own)
 
     def unused_options_note(self) -> str | None:
-        """The one-line note of the options this run does not read
+        """The note (a line per reason) of the options this run does not read
         (:func:`marlm.experiments.settings.unused_options_note`), or None: with ``--planner
-        rule``, the model options and ``--plan-deadline`` the user set; with a model run in
+        rule``, the model options and ``--plan-deadline`` the user set; with ``--planner triage*``,
+        a ``--plan-deadline`` the user set (its answers apply however late); with a model run in
         process (``--llm embedded`` or a ``.gguf`` file), a ``--llm-model`` the user set (it
         names the model a ``--llm`` server serves).
 
@@ -154,7 +155,13 @@ class DemoConfig:
                 *model_options(self.llm, self.llm_model, self.llm_timeout_s),
                 ("--plan-deadline", self.run.plan_deadline_s, PLAN_DEADLINE_S),
             ])  # fmt: skip
-        return model_name_note(self.llm, self.llm_model)
+        notes = [model_name_note(self.llm, self.llm_model)]
+        if self.run.planner.startswith("triage"):  # its classes are applied whenever they arrive
+            deadline = ("--plan-deadline", self.run.plan_deadline_s, PLAN_DEADLINE_S)
+            notes.insert(0, unused_options_note(
+                f"--planner {self.run.planner} applies every answer, however late", [deadline]
+            ))  # fmt: skip
+        return "\n".join(n for n in notes if n) or None
 
 
 @dataclass

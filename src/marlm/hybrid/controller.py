@@ -52,6 +52,7 @@ from marlm.eval.trace import TraceWriter
 from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.acting.guided_executor import learned_executor
 from marlm.hybrid.acting.preferences import Executor, step_view
+from marlm.hybrid.defaults import MAX_TICK_MS
 from marlm.hybrid.planning.capabilities import planner_model, prompt_version
 from marlm.hybrid.planning.dwell import DwellExecutor, DwellPolicy
 from marlm.hybrid.planning.planner import Planner, PlannerName
@@ -89,8 +90,10 @@ class RunConfig(BaseModel):
         sync_planner: wait for the planner inside the step (reproducible traces) instead of
             running it on its own thread (real-time behaviour).
         tick_ms: control period in milliseconds; the loop sleeps out the rest of each tick
-            (0 runs as fast as possible; finite). Real robots have a control period; so does the
-            demo.
+            (0 runs as fast as possible; finite and at most
+            :data:`marlm.hybrid.defaults.MAX_TICK_MS`, 60,000, as ``marlm demo --tick-ms``; else
+            a ``pydantic.ValidationError``, a ``ValueError``, naming ``tick_ms``). Real robots
+            have a control period; so does the demo.
         plan_deadline_s: with an asynchronous assigning planner (``llm``, ``team``), the oldest
             model answer still applied, in seconds from its request (0: any age; finite). No
             robot waits for the model: the rule assigns at once.
@@ -118,7 +121,7 @@ class RunConfig(BaseModel):
     shield: bool = True
     shield_rule: Literal["pibt", "local"] = "pibt"
     sync_planner: bool = False
-    tick_ms: float = Field(0.0, ge=0, allow_inf_nan=False)
+    tick_ms: float = Field(0.0, ge=0, le=MAX_TICK_MS, allow_inf_nan=False)
     plan_deadline_s: float = Field(0.0, ge=0, allow_inf_nan=False)
     dwell: DwellName = "points"
     gif: bool = True

@@ -18,3 +18,7 @@ EXECUTOR_HELP = (
     "(shortest path) or random. The LLM moving every robot (executor llm) runs in marlm compare "
     "--schemes llm_only."
 )
+
+#: ``RunConfig.tick_ms`` and ``marlm demo --tick-ms`` at most, in milliseconds: one minute a
+#: control step (``1e308`` overflowed the tick's sleep).
+MAX_TICK_MS = 60_000

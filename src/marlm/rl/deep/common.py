@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from marlm.errors import InputError
+from marlm.rl.deep import MAX_ENVS
 from marlm.rl.deep.copies import LocalCopies, RayCopies, check_workers
 
 PPO_LEARNERS = ("mappo", "ippo")
@@ -71,7 +72,8 @@ class DeepConfig:
     the QMIX mixer.
 
     Raises:
-        InputError: an unknown learner, a non-positive count, gamma or a fraction outside [0, 1],
+        InputError: an unknown learner, a non-positive count, ``num_envs`` over
+            :data:`marlm.rl.deep.MAX_ENVS`, gamma or a fraction outside [0, 1],
             a learning rate <= 0; the message names the option.
     """
 
@@ -121,6 +123,11 @@ class DeepConfig:
             ("mixer_embed", "--mixer-embed", 32),
         ):  # fmt: skip
             _positive_int(getattr(self, name), option, name, example)
+        if self.num_envs > MAX_ENVS:  # each copy is held in memory: see MAX_ENVS
+            raise InputError(
+                f"must be a whole number in 1..{MAX_ENVS} (copies held in memory at once), got "
+                f"{self.num_envs!r}; pass e.g. --envs 8", source="--envs", field="num_envs",
+            )  # fmt: skip
         if not isinstance(self.seed, int) or self.seed < 0:
             raise InputError(
                 f"must be a whole number >= 0, got {self.seed!r}", source="--seed", field="seed"
