@@ -61,13 +61,13 @@ def check_tabular_run(
             ``--checkpoint`` or ``--episodes``, and the fix.
     """
     from marlm.rl.checkpoint import load_checkpoint
-    from marlm.rl.train import RaceLog, _check_resume_config
+    from marlm.rl.train import RaceLog, check_resume_config
 
     kind = "gridworld" if isinstance(config, GridWorldConfig) else "race"
     outputs.check(kind=kind, engine=engine)
     if outputs.resume is not None:
         meta, _ = load_checkpoint(outputs.resume, kind=kind)
-        _check_resume_config(meta, config, Path(outputs.resume))
+        check_resume_config(meta, config, Path(outputs.resume))
     n = config.episodes
     if kind == "gridworld":  # GridWorldResult's returns float64[n] and lengths int64[n]
         logs = [((n,), np.float64), ((n,), np.int64)]

@@ -227,8 +227,17 @@ def _config_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
-def _check_resume_config(meta: dict[str, Any], config: Any, path: Path) -> None:
-    """The checkpoint must come from the same setup (except the number of episodes)."""
+def check_resume_config(meta: dict[str, Any], config: Any, path: Path) -> None:
+    """A tabular checkpoint's settings (``meta["config"]``, as :func:`marlm.rl.checkpoint.
+    load_checkpoint` returns them) against ``config``'s, every one but ``episodes``: the run
+    resumes only the setup it was saved from (the table's shape and its learning rule), and
+    only up to ``config.episodes`` (a checkpoint saved past them is refused).
+    The network learners' counterpart is :func:`marlm.rl.deep.common.check_resume_config`.
+
+    Raises:
+        InputError: the first setting that differs, or a checkpoint past ``config.episodes``,
+            naming the checkpoint file (``path``) and the fix.
+    """
     saved = meta["config"]
     for key, value in _config_dict(config).items():
         if key == "episodes":
@@ -313,7 +322,7 @@ def train_gridworld(
     )  # fmt: skip
     if resume is not None:
         meta, arrays = load_checkpoint(resume, kind="gridworld")
-        _check_resume_config(meta, config, Path(resume))
+        check_resume_config(meta, config, Path(resume))
         if arrays["q"].shape != res.q.shape:
             raise InputError(
                 f"checkpoint Q-table has shape {arrays['q'].shape}, this run needs {res.q.shape}",
@@ -546,7 +555,7 @@ def train_race(
     )  # fmt: skip
     if resume is not None:
         meta, arrays = load_checkpoint(resume, kind="race")
-        _check_resume_config(meta, config, Path(resume))
+        check_resume_config(meta, config, Path(resume))
         for name, table in res.tables.items():
             saved = arrays.get(f"table_{name}")
             if saved is None or saved.shape != table.shape:
