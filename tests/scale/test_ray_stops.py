@@ -35,8 +35,8 @@ def _marlm(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 def test_an_actor_killed_mid_training_ends_in_one_line_naming_the_checkpoint(tmp_path):
     pytest.importorskip("torch")
     ck, out = tmp_path / "ck.npz", tmp_path / "run"
-    args = ["train", "env", "ray_faults:DyingRace", "--env-kwargs", '{"die_at": 250, "size": 3}']
-    args += ["--learner", "mappo", "--steps", "600", "--checkpoint-every", "200", "--envs", "2"]
+    args = ["train", "env", "ray_faults:DyingRace", "--env-kwargs", '{"die_at": 150, "size": 3}']
+    args += ["--learner", "mappo", "--steps", "300", "--checkpoint-every", "100", "--envs", "2"]
     args += ["--workers", "2", "--checkpoint", str(ck), "--out", str(out)]
     proc = _marlm(args, tmp_path)
     assert proc.returncode == 1, proc.stderr[-3000:]
@@ -47,7 +47,7 @@ def test_an_actor_killed_mid_training_ends_in_one_line_naming_the_checkpoint(tmp
     line = mine[0]
     assert line.startswith("marlm: error: a Ray actor holding copies of the environment died")
     assert f"the last checkpoint is {ck}; resume with: marlm train env" in line
-    assert f"--resume {ck}" in line and ck.is_file()  # written after the first 200 steps
+    assert f"--resume {ck}" in line and ck.is_file()  # written after the first 100 steps
 
 
 class _NotRay:
