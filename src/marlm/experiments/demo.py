@@ -425,16 +425,18 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
 
 
 def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) -> str:
-    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line.
+    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line,
+    and, when it holds files, that running the same command again needs ``--overwrite``.
 
     ``gif`` and ``counterfactual``: whether the run was to write ``episode.gif`` and the rule
     counterfactual (``metrics.json``: ``counterfactual_rule``), which come after the metrics."""
     if not (out / "trace.jsonl").is_file():  # stopped while the model or the policy loaded
         return f"the run stopped before its first step; nothing but its claim is in {out}"
+    again = "; the same command again needs --overwrite to replace it (or another --out)"
     if not (out / "metrics.json").is_file():
         return (
             f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the "
-            "run did not finish)"
+            f"run did not finish){again}"
         )
     # the episode ended (metrics.json is written first): stopped in what comes after it
     missing = [] if (out / "reward_curves.png").is_file() else ["reward_curves.png"]
@@ -448,9 +450,12 @@ def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) ->
         if not has_cf:
             missing.append("the rule counterfactual (metrics.json: counterfactual_rule)")
     if not missing:
-        return f"the run finished; its files are in {out} (metrics.json holds the table's figures)"
+        return (
+            f"the run finished; its files are in {out} (metrics.json holds the table's "
+            f"figures){again}"
+        )
     lacks = ", ".join(missing)
-    return f"the run finished: {out} holds its trace.jsonl and metrics.json, not {lacks}"
+    return f"the run finished: {out} holds its trace.jsonl and metrics.json, not {lacks}{again}"
 
 
 __all__ = ["DemoConfig", "DemoResult", "Stage", "metrics_table", "run_demo"]
