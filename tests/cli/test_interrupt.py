@@ -142,13 +142,16 @@ class _CtrlCInCounterfactual(_CtrlCProgress):
 
 
 def test_ctrl_c_after_the_episode_does_not_say_the_run_did_not_finish(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, refused_url
 ):
     # Ctrl-C during the rule counterfactual (or the pictures), after metrics.json was written,
     # said "no metrics.json: the run did not finish" beside the run's metrics.json.
     monkeypatch.setattr(marlm.cli.demo, "_progress", lambda console: _CtrlCInCounterfactual())
     out = tmp_path / "run"
-    argv = [*_SHORT_DEMO, "--out", out]
+    # A planner other than the rule (a rule planner has no rule counterfactual), whose server
+    # refuses every connection: it falls back to the rule at once, without a model.
+    model = ["--planner", "triage", "--llm", refused_url, "--llm-timeout", "1"]
+    argv = [*_SHORT_DEMO, *model, "--out", out]
     code, err = run_main(argv, capsys)
     assert code == 130 and "Traceback" not in err, err
     assert (out / "metrics.json").is_file()

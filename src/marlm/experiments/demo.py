@@ -190,7 +190,8 @@ def run_demo(
     run's environment, then used by the run), the folder, the Q-table, the policy cache and the
     planner's backend. With ``config.counterfactual``, the rule planner's run on the same
     seed and orders (without a model, in a temporary folder) is added to ``metrics.json`` as
-    ``counterfactual_rule`` after the run.
+    ``counterfactual_rule`` after the run; not when the planner is the rule itself (the run
+    would repeat this one), which ``say`` tells.
 
     Args:
         config: the settings.
@@ -255,6 +256,9 @@ def run_demo(
     if note:
         say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
+    counterfactual = config.counterfactual and run_cfg.planner != "rule"
+    if config.counterfactual and not counterfactual:
+        say("no rule counterfactual: the planner is the rule (it would repeat this run)")
     if rl and q is None:
         episodes = DEFAULT_TRAINING["episodes"]
         update = stage("training executor (cached after)", episodes)
@@ -270,7 +274,7 @@ def run_demo(
         run_cfg, out, planner=plan, policy=q, env=env,
         progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class),
     )  # fmt: skip
-    if config.counterfactual:  # after the run: its folder is whole whatever happens here
+    if counterfactual:  # after the run: its folder is whole whatever happens here
         update = stage("counterfactual: rule planner, same orders", run_cfg.steps)
         cf = _counterfactual(run_cfg, q, true_class, progress=update)
         result.metrics["counterfactual_rule"] = cf
