@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
-from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
 from marlm.experiments.settings import (
     LLM_MODEL_DEFAULT,
     LLM_TIMEOUT_S,
@@ -28,11 +27,14 @@ from marlm.experiments.settings import (
     warn_if_orders_after_the_end,
     warn_if_robots_drawn,
 )
-from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
-from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 
+# The run's modules (the controller, the planners, the congested scenario: numba, scipy, the
+# environment) are imported where they are used, not here: `marlm demo --executor nope` and
+# the other option checks answer before them, in a fraction of the time.
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from marlm.hybrid.controller import RunConfig, RunResult
 
 #: The executors ``marlm demo --executor`` takes (``llm`` runs in ``marlm compare``).
 DEMO_EXECUTORS = ("rl", "learned", "greedy", "random")
@@ -107,7 +109,6 @@ class DemoConfig:
                 "add --executor rl, or drop --policy",
                 field="--policy",
             )
-        rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
         if scenario != "congested" and settings.get("order_every") is not None:
@@ -129,7 +130,11 @@ class DemoConfig:
         ):  # fmt: skip
             if path is not None:
                 check_input_file(path, option=option, what=what)
+        rule = check_rule_layer(shield, allow_none=True)  # imports the rule layer (numba)
         own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
+        from marlm.hybrid.build import default_orders
+        from marlm.hybrid.controller import run_config
+
         config = run_config(
             layout=layout,
             orders=orders if orders is not None or scenario != "none" else default_orders(layout),
@@ -206,9 +211,19 @@ def run_demo(
         InputError: a bad map, order file, robot count, run folder, Q-table, cache folder or
             backend, naming the file or option.
     """
+    from marlm.experiments.congested import DEFAULT_ORDERS
     from marlm.hybrid.acting.executor import QExecutor
-    from marlm.hybrid.build import cached_policy, check_policy_cache
-    from marlm.hybrid.controller import run  # looked up per call: a test stops it with Ctrl-C
+    from marlm.hybrid.build import (
+        DEFAULT_TRAINING,
+        build_planner,
+        cached_policy,
+        check_policy_cache,
+        default_orders,
+    )
+    from marlm.hybrid.controller import (
+        make_env,
+        run,  # looked up per call: a test stops it with Ctrl-C
+    )
 
     run_cfg, true_class, notes, orders_dir = config.run, None, (), None
     if config.scenario == "congested":
@@ -307,6 +322,8 @@ def _facts(events: list, true_class: dict | None) -> dict:
     """The demo's figures beyond the metrics: this run by true class (the note's label in a
     generated scenario, else the listed priority). The rule counterfactual's figures
     (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
+    from marlm.experiments.congested import latency_by_true_class
+
     out = {
         "by_true_class": latency_by_true_class(events, true_class),
         "true_class_source": "the note's label" if true_class else "listed priority",
@@ -320,6 +337,7 @@ def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress
     """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
     possible, without a model or a GIF, in a temporary folder removed after; its figures by
     true class and its idle robot-steps."""
+    from marlm.experiments.congested import latency_by_true_class
     from marlm.hybrid.controller import run
     from marlm.hybrid.planning.planner import RulePlanner
 
