@@ -506,17 +506,23 @@ class OpenAICompatible:
                 )
             with ctx as response:
                 chunks: list[bytes] = []
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    if self.clock.now() > deadline:
-                        raise BackendTimeout(
-                            f"{self.name} kept sending without finishing an answer "
-                            f"within {self.timeout_s} s",
-                            url=url,
-                        )
-                    stop = self._guard.stopped(self.name)
-                    if stop is not None:
-                        raise stop
+                kept_sending = BackendTimeout(
+                    f"{self.name} kept sending without finishing an answer within "
+                    f"{self.timeout_s} s",
+                    url=url,
+                )
+                try:
+                    for chunk in response.iter_bytes():
+                        chunks.append(chunk)
+                        if self.clock.now() > deadline:
+                            raise kept_sending
+                        stop = self._guard.stopped(self.name)
+                        if stop is not None:
+                            raise stop
+                except self._timeouts as e:  # the deadline fell while the body came in
+                    if any(chunks):
+                        raise kept_sending from e
+                    raise
         except openai.APITimeoutError as e:
             raise BackendTimeout(
                 f"{self.name} did not answer within {self.timeout_s} s", url=url
