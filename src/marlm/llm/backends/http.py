@@ -402,6 +402,9 @@ class OpenAICompatible:
         :func:`marlm.llm.server_embed.request_embeddings`.
 
         Raises:
+            InputError: ``texts`` is not a non-empty list of non-empty strings (nothing sent).
+            ContextLengthExceeded, RequestRefused: the server refused a text as too long, or
+                the request as malformed (HTTP 400, 413, 422; not counted by the breaker).
             EmbeddingsUnavailable: the server serves no embeddings (a 404, 405, 501, or an error
                 saying so; not retried).
             BackendTimeout, BackendHTTPError, CircuitOpen, BackendClosed, BackendError: as for
