@@ -5,7 +5,10 @@ Modes by the first path segment of the base URL: hang (accepts, never answers), 
 picky (rejects both structured-output shapes), deep (answers 3000 nested arrays), ctxlen (400 "maximum context length exceeded" once,
 then an answer), ratelimit (429 with ``Retry-After: 1`` once, then an answer), ratelimit_long (429
 with ``Retry-After: 120`` always), noembed (``/embeddings`` answered 501 as llama.cpp's
-server without ``--embeddings`` does). A segment ``mode~tag`` behaves as ``mode`` with its own request
+server without ``--embeddings`` does), trickle (the status line, then a header a byte every
+50 ms for :data:`TRICKLE_S`, then the connection closed: no answer ever), silent_body (the
+headers of a 200, then nothing for :data:`TRICKLE_S`, then closed); these two answer every
+endpoint so, ``GET .../v1/models`` too. A segment ``mode~tag`` behaves as ``mode`` with its own request
 count, so a test gets a fresh sequence. A path without ``/v1/`` is answered 404 (a base URL without
 ``/v1``); ``GET .../v1/models`` lists one model. The fixtures that start it are in conftest.py.
 """
@@ -18,6 +21,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+#: Seconds the trickle and silent_body modes hold a request before they close the connection.
+TRICKLE_S = 20.0
 
 
 def free_port() -> int:
@@ -89,7 +95,33 @@ class FaultHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _stall(self, mode: str) -> bool:
+        """Answer as the trickle or silent_body mode does; False for another mode."""
+        if mode not in ("trickle", "silent_body"):
+            return False
+        self.close_connection = True
+        end = time.monotonic() + TRICKLE_S
+        try:
+            if mode == "trickle":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            else:
+                self.wfile.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 400\r\n\r\n"
+                )
+            self.wfile.flush()
+            while not self.server.stop.is_set() and time.monotonic() < end:
+                if mode == "trickle":
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass
+        return True
+
     def do_GET(self) -> None:
+        if self._stall(self.path.strip("/").split("/")[0].split("~")[0]):
+            return
         if "/v1/" not in self.path:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -108,6 +140,8 @@ class FaultHandler(BaseHTTPRequestHandler):
             return
         if mode == "hang":
             self.server.stop.wait(600)
+            return
+        if self._stall(mode):
             return
         if mode == "noembed" and self.path.endswith("/embeddings"):  # llama.cpp's own answer
             message = "This server does not support embeddings. Start it with `--embeddings`"

@@ -90,6 +90,9 @@ class _CtrlCProgress:
             raise KeyboardInterrupt
 
 
+#: What the interrupted line of a demo that left files adds: how to run the same command again.
+AGAIN = "; the same command again needs --overwrite to replace it (or another --out)"
+
 #: A 20-step demo without a model or pictures, for the Ctrl-C tests that stop it part way.
 _SHORT_DEMO = ["demo", "--planner", "rule", "--executor", "greedy", "--sync", "--no-gif",
                "--tick-ms", "0", "--steps", "20"]  # fmt: skip
@@ -107,6 +110,15 @@ def test_ctrl_c_in_a_demo_says_what_the_run_folder_holds(tmp_path, capsys, monke
         .startswith(f"marlm: interrupted; the run folder {out} holds the trace up to here")
     ), err
     assert (out / "trace.jsonl").is_file() and not (out / "metrics.json").exists()
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith("the same command again needs --overwrite to replace it (or another --out)")
+    ), err
+    code, again = run_main(argv, capsys)  # the same command is refused, as the line said
+    assert code == 2 and "--overwrite" in again
+    code, _ = run_main([*argv, "--overwrite"], capsys)
+    assert code == 130  # replaced (and stopped again by the same progress bar)
 
 
 def test_a_demo_stopped_before_its_first_step_does_not_name_a_trace(tmp_path):
@@ -130,19 +142,22 @@ class _CtrlCInCounterfactual(_CtrlCProgress):
 
 
 def test_ctrl_c_after_the_episode_does_not_say_the_run_did_not_finish(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, refused_url
 ):
     # Ctrl-C during the rule counterfactual (or the pictures), after metrics.json was written,
     # said "no metrics.json: the run did not finish" beside the run's metrics.json.
     monkeypatch.setattr(marlm.cli.demo, "_progress", lambda console: _CtrlCInCounterfactual())
     out = tmp_path / "run"
-    argv = [*_SHORT_DEMO, "--out", out]
+    # A planner other than the rule (a rule planner has no rule counterfactual), whose server
+    # refuses every connection: it falls back to the rule at once, without a model.
+    model = ["--planner", "triage", "--llm", refused_url, "--llm-timeout", "1"]
+    argv = [*_SHORT_DEMO, *model, "--out", out]
     code, err = run_main(argv, capsys)
     assert code == 130 and "Traceback" not in err, err
     assert (out / "metrics.json").is_file()
     assert err.strip().splitlines()[-1] == (
         f"marlm: interrupted; the run finished: {out} holds its trace.jsonl and metrics.json, "
-        "not the rule counterfactual (metrics.json: counterfactual_rule)"
+        "not the rule counterfactual (metrics.json: counterfactual_rule)" + AGAIN
     ), err
 
 
@@ -152,15 +167,16 @@ def test_the_stopped_hint_names_what_a_finished_run_lacks(tmp_path):
     (tmp_path / "trace.jsonl").write_text("")
     (tmp_path / "metrics.json").write_text(json.dumps({"delivered": 1}))
     assert stopped_hint(tmp_path, gif=False, counterfactual=False).endswith(
-        "holds its trace.jsonl and metrics.json, not reward_curves.png"
+        "holds its trace.jsonl and metrics.json, not reward_curves.png" + AGAIN
     )
     assert stopped_hint(tmp_path).endswith(
         "not reward_curves.png, episode.gif, the rule counterfactual (metrics.json: "
-        "counterfactual_rule)"
+        "counterfactual_rule)" + AGAIN
     )
     (tmp_path / "reward_curves.png").write_bytes(b"")
     assert stopped_hint(tmp_path, gif=False, counterfactual=False) == (
         f"the run finished; its files are in {tmp_path} (metrics.json holds the table's figures)"
+        + AGAIN
     )
 
 

@@ -18,6 +18,12 @@ from marlm.llm.reward import SCORE_SCHEMA, LLMReward
 HELLO = [{"role": "user", "content": "Rate this: the robot reached its goal."}]
 FINISH = '{"type": "finish", "answer": "ok"}'
 CALL = '{"type": "call_tool", "tool": "robot_status", "args": {"robot": 3}}'
+FINISH_SCHEMA = {
+    "type": "object",
+    "properties": {"type": {"enum": ["finish"]}, "answer": {"type": "string"}},
+    "required": ["type", "answer"],
+    "additionalProperties": False,
+}
 
 
 def parts(text: str) -> list[dict[str, str]]:
@@ -319,3 +325,111 @@ def test_the_demo_counts_and_uses_answers_sent_as_content_parts(scripted_server,
     assert requests > 0 and metrics["llm_calls"] == requests
     outcomes = [e["outcome"] for e in read_trace(out / "trace.jsonl").of_type("plan")]
     assert outcomes and set(outcomes) == {"answered"}
+
+
+# ----------------------------------------------------------------------------- reasoning models
+
+THOUGHT = 'The robot is at {"x": 1}; the goal is reached, so finish.'
+# (body, the text read, the reasoning read): what reasoning models and their servers send
+REASONING = {
+    "reasoning_content beside the content": (
+        completion({"content": FINISH, "reasoning_content": THOUGHT}),
+        FINISH,
+        THOUGHT,
+    ),
+    "reasoning beside the content": (
+        completion({"content": FINISH, "reasoning": THOUGHT}),
+        FINISH,
+        THOUGHT,
+    ),
+    "think block before the JSON": (
+        completion({"content": f"<think>\n{THOUGHT}\n</think>\n\n{FINISH}"}),
+        FINISH,
+        THOUGHT,
+    ),
+    "think block closed only (opened by the template)": (
+        completion({"content": f"{THOUGHT}\n</think>\n{FINISH}"}),
+        FINISH,
+        THOUGHT,
+    ),
+    "think block in content parts": (
+        completion({"content": parts(f"<think>{THOUGHT}</think>{FINISH}")}),
+        FINISH,
+        THOUGHT,
+    ),
+    "everything in reasoning_content, null content": (
+        completion({"content": None, "reasoning_content": FINISH}),
+        FINISH,
+        "",
+    ),
+    "reasoning as parts, answer as parts": (
+        completion({"content": parts(FINISH), "reasoning": [{"type": "text", "text": THOUGHT}]}),
+        FINISH,
+        THOUGHT,
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", REASONING, ids=list(REASONING))
+def test_a_reasoning_models_answer_is_read_without_its_thinking(scripted_server, shape):
+    body, text, thought = REASONING[shape]
+    base = scripted_server.route(lambda b, n: (200, body))
+    r = OpenAICompatible(base, timeout_s=5, max_retries=0).chat(HELLO, schema=FINISH_SCHEMA)
+    assert r.text == text and r.validation_error is None
+    assert r.extra.get("reasoning", "") == thought
+
+
+# ----------------------------------------------------------------------------- wrapping servers
+
+WRAPPED = {
+    "ollama generate": (
+        {"model": "m", "response": FINISH, "done": True, "done_reason": "length",
+         "prompt_eval_count": 12, "eval_count": 5},
+        "length",
+        (12, 5),
+    ),
+    "ollama chat": (
+        {"model": "m", "message": {"role": "assistant", "content": FINISH}, "done": True},
+        "stop",
+        (0, 0),
+    ),
+    "ollama chat with thinking": (
+        {"message": {"role": "assistant", "content": FINISH, "thinking": THOUGHT}},
+        "stop",
+        (0, 0),
+    ),
+    "responses api": (
+        {"object": "response", "status": "completed", "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": THOUGHT}]},
+            {"type": "message", "role": "assistant",
+             "content": [{"type": "output_text", "text": FINISH, "annotations": []}]}],
+         "usage": {"input_tokens": 9, "output_tokens": 4}},
+        "stop",
+        (9, 4),
+    ),
+    "output as a string": ({"output": FINISH}, "stop", (0, 0)),
+    "response wrapping a chat completion": (
+        {"response": completion({"content": FINISH})},
+        "stop",
+        (7, 3),
+    ),
+    "output wrapping a completions body": (
+        {"output": {"choices": [{"text": FINISH, "finish_reason": "stop"}]}},
+        "stop",
+        (0, 0),
+    ),
+    "data wrapping a chat completion": ({"data": completion({"content": FINISH})}, "stop", (7, 3)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", WRAPPED, ids=list(WRAPPED))
+def test_a_wrapped_answer_is_read(scripted_server, shape):
+    body, finish, tokens = WRAPPED[shape]
+    base = scripted_server.route(lambda b, n: (200, body))
+    r = OpenAICompatible(base, timeout_s=5, max_retries=0).chat(HELLO, schema=FINISH_SCHEMA)
+    assert (r.text, r.finish_reason, (r.prompt_tokens, r.completion_tokens)) == (
+        FINISH,
+        finish,
+        tokens,
+    )
+    assert r.validation_error is None

@@ -3,6 +3,7 @@ model's own hidden-state means, and a server without embeddings is said in one l
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.error
 import urllib.request
@@ -11,7 +12,9 @@ import warnings
 import numpy as np
 import pytest
 
+from marlm.errors import InputError
 from marlm.llm.backends import OpenAICompatible
+from marlm.llm.errors import ContextLengthExceeded
 from marlm.llm.server_embed import EmbeddingsUnavailable, read_inputs, unavailable_reason
 from marlm.llm.triage import LabelledNote, Triage, clean_note, probe_input
 
@@ -59,7 +62,7 @@ def test_the_server_refuses_a_bad_embeddings_body_naming_input(llama_server):
         urllib.request.urlopen(request, timeout=30)
     assert e.value.code == 400
     error = json.loads(e.value.read())["error"]
-    assert error["param"] == "input" and "list of 1..256 strings" in error["message"]
+    assert error["param"] == "input" and "token array" in error["message"]
 
 
 def test_a_server_without_embeddings_is_said_once_and_triage_uses_batch(fault_server):
@@ -97,11 +100,98 @@ def test_which_answers_mean_no_embeddings(status, detail, unavailable):
     [
         ({"input": "one"}, ["one"]),
         ({"input": ["a", "b"]}, ["a", "b"]),
-        ({"input": []}, "input must be"),
-        ({"input": [[1, 2]]}, "input must be"),
+        ({"input": []}, "field 'input': must hold at least one text"),
+        ({"input": [[1, 2]]}, "field 'input[0]': is a token array"),
         (None, "the body must be a JSON object"),
     ],
 )
 def test_the_embeddings_body(body, want):
     got = read_inputs(body)
     assert got == want if isinstance(want, list) else got.startswith(want)
+
+
+# ------------------------------------------------------------------- the client's mistakes
+
+LONG = "word " * 600  # more than the 512 tokens one text may have
+# (input, the field named, words of the message): what clients send by mistake
+MISTAKES = {
+    "empty list": ([], "input", "at least one text"),
+    "empty string": ("", "input[0]", "empty string"),
+    "empty string in a list": (["a", ""], "input[1]", "empty string"),
+    "blank string": ([" \n"], "input[0]", "blank string"),
+    "a number among the texts": (["a", 3], "input[1]", "must be a string"),
+    "a null": ([None], "input[0]", "must be a string"),
+    "token array": ([1, 2, 3], "input", "token array"),
+    "token arrays": ([[1, 2], [3]], "input[0]", "token array"),
+    "too many": (["a"] * 257, "input", "more than the 256"),
+    "an object": ({"text": "a"}, "input", "must be a string or a list"),
+}
+
+
+def _post(base: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        base + "/embeddings",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_the_clients_mistakes_are_400s_in_openais_shape_and_the_server_stays_healthy(llama_server):
+    for name, (value, field, words) in MISTAKES.items():
+        status, body = _post(llama_server, {"model": "smollm2", "input": value})
+        error = body["error"]
+        assert status == 400, name
+        assert set(error) == {"message", "type", "param", "code"}, name
+        assert error["type"] == "invalid_request_error" and error["param"] == "input", name
+        assert f"field '{field}'" in error["message"] and words in error["message"], name
+    status, body = _post(llama_server, {"model": "smollm2", "input": ["fine", LONG]})
+    assert status == 400  # over-long: the client's mistake, never a 5xx a client would retry
+    assert body["error"]["code"] == "context_length_exceeded"
+    assert "field 'input[1]'" in body["error"]["message"] and "512" in body["error"]["message"]
+    status, body = _post(llama_server, {"model": "smollm2", "input": "fine"})
+    assert status == 200 and len(body["data"][0]["embedding"]) == 576
+
+
+def test_base64_is_little_endian_float32_and_an_unknown_format_is_refused(llama_server):
+    text = "Restock, next week is fine."
+    _, floats = _post(llama_server, {"input": [text], "encoding_format": "float"})
+    status, packed = _post(llama_server, {"input": [text], "encoding_format": "base64"})
+    assert status == 200
+    got = np.frombuffer(base64.b64decode(packed["data"][0]["embedding"]), dtype="<f4")
+    want = np.asarray(floats["data"][0]["embedding"], dtype=np.float32)
+    assert got.shape == (576,) and np.array_equal(got, want)
+    status, body = _post(llama_server, {"input": [text], "encoding_format": "int8"})
+    assert status == 400 and body["error"]["param"] == "encoding_format"
+    assert "float, base64" in body["error"]["message"]
+
+
+def test_the_http_client_refuses_the_mistakes_before_sending_and_stays_healthy(llama_server):
+    model = OpenAICompatible(llama_server, "smollm2", timeout_s=120, max_retries=0)
+    for name, (value, _, words) in MISTAKES.items():
+        if name == "too many":
+            continue  # the server's limit, not the client's
+        with pytest.raises(InputError, match=words if not isinstance(value, str) else "one string"):
+            model.embed(value)
+    for _ in range(4):  # more than the breaker's 3 failures
+        with pytest.raises(ContextLengthExceeded, match="HTTP 400"):
+            model.embed(["fine", LONG])
+    assert model.breaker.state().failures == 0
+    assert model.embed(["fine"]).shape == (1, 576)
+
+
+def test_the_embedded_model_refuses_the_mistakes_as_value_errors(embedded_model):
+    for name, (value, _, words) in MISTAKES.items():
+        if name == "too many":
+            continue  # in process any number of texts is fine
+        with pytest.raises(ValueError, match=words if not isinstance(value, str) else "one string"):
+            embedded_model.embed(value)
+    with pytest.raises(InputError, match="one string"):
+        embedded_model.embed("a note")  # would be read as one text per character
+    with pytest.raises(ContextLengthExceeded, match="512"):
+        embedded_model.embed([LONG])
+    assert embedded_model.breaker.state().failures == 0

@@ -114,7 +114,11 @@ def demo(
     )  # fmt: skip
     console, claimed = rich_console(stderr=True), []
     hint = lambda: (  # noqa: E731
-        stopped_hint(claimed[0], gif=gif, counterfactual=not no_counterfactual) if claimed else ""
+        stopped_hint(
+            claimed[0], gif=gif, counterfactual=not no_counterfactual and planner != "rule"
+        )
+        if claimed
+        else ""
     )
     with on_interrupt(hint):
         with contextlib.ExitStack() as stack:

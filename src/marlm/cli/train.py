@@ -24,6 +24,7 @@ from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: 
     gridrace_deep,
     import_numpy_without_blas_threads,
 )
+from marlm.errors import RunError
 from marlm.rl.deep import MAX_ENVS
 from marlm.stops import console as rich_console
 
@@ -117,7 +118,10 @@ def _train(outputs: TrainingOutputs, work: Callable, *, deep: bool = False) -> C
     bar, update = _progress(console)
     started = time.time()
     with on_interrupt(lambda: outputs.resume_hint(started, sys.argv[1:])), bar:
-        metrics, findings = work(update)
+        try:
+            metrics, findings = work(update)
+        except RunError as e:  # e.g. a Ray actor died: what was saved, and how to go on
+            raise RunError(f"{e}; {outputs.resume_hint(started, sys.argv[1:])}") from None
 
     def show(title: str, drop: tuple[str, ...] = ("config",), diagnose: bool | None = None):
         console.print(metrics_table(title, metrics, drop))

@@ -313,11 +313,14 @@ def still_with_task(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return best
 
 
-def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, Any]:
     """Compute a run's metrics from its trace events (definitions in docs/metrics.md).
 
     Args:
         events: trace events as :func:`marlm.eval.trace.read_trace` returns them.
+        steps: the ``step`` and ``idle`` events' figures folded beforehand, when ``events``
+            holds neither (:func:`marlm.eval.stream.read_run`, which reads a trace of any
+            length a line at a time); ``None``: read from ``events``.
 
     Returns:
         A JSON-ready dict with (at least) the keys: ``delivered``, ``steps``, ``collisions``,
@@ -338,10 +341,11 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         :func:`decisions` keys, and ``idle_robot_steps`` (:func:`idle_robot_steps`). Latencies are
         milliseconds; a figure with no data is ``None``.
     """
-    steps = events_of(events, "step")
+    folded = steps
+    steps = events_of(events, "step") if folded is None else []
     calls = events_of(events, "llm_call")
     plans = events_of(events, "plan")
-    n_steps = len(steps)
+    n_steps = len(steps) if folded is None else folded.n
     ends = events_of(events, "run_end")
     if not n_steps and ends:
         n_steps = int(ends[-1]["step"])
@@ -365,9 +369,14 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for ev in steps:
         for robot in ev.get("overrides") or []:
             overrides_by_robot[str(robot)] += 1
+    if folded is not None:
+        overrides_by_robot.update(folded.overrides)
 
-    step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
-    plan_lat = [float(e["planning_ms"]) for e in steps if e.get("planning_ms") is not None]
+    if folded is None:
+        step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
+        plan_lat = [float(e["planning_ms"]) for e in steps if e.get("planning_ms") is not None]
+    else:
+        step_lat, plan_lat = folded.step_lat, folded.plan_lat
     llm_lat = [float(c["latency_ms"]) for c in calls if _timed(c)]
     # None where no call was counted (a backend that gives no counts), never a false 0.
     counted = not calls or any(c.get("prompt_tokens") is not None for c in calls)
@@ -380,7 +389,7 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     else:
         fallbacks = sum(1 for c in calls if c.get("fallback"))
 
-    recs = recoveries(events)
+    recs = recoveries(events) if folded is None else folded.recoveries
     by_kind: dict[str, dict[str, Any]] = {}
     for kind in sorted({r.kind for r in recs}):
         rs = [r for r in recs if r.kind == kind]
@@ -395,7 +404,8 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "delivered": delivered,
         "steps": n_steps,
-        "collisions": int(sum(int(e.get("collisions") or 0) for e in steps)),
+        "collisions": int(sum(int(e.get("collisions") or 0) for e in steps))
+        + (folded.collisions if folded is not None else 0),
         "shield_overrides": int(sum(overrides_by_robot.values())),
         "shield_overrides_by_robot": dict(sorted(overrides_by_robot.items())),
         "llm_calls": len(calls),
@@ -429,9 +439,9 @@ def summarise(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "recovery_actions_total": sum(r.actions for r in recs),
         "recovery_tokens_total": sum(r.tokens for r in recs),
         "recovery_by_kind": by_kind,
-        **still_with_task(events),
+        **(still_with_task(events) if folded is None else folded.still),
         **decisions(events),
-        "idle_robot_steps": idle_robot_steps(events),
+        "idle_robot_steps": idle_robot_steps(events) if folded is None else dict(folded.idle),
     }
 
 

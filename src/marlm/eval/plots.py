@@ -339,6 +339,7 @@ def plot_reward_curves(
     xlabel: str = "step",
     title: str | None = None,
     tight: bool = True,
+    x: np.ndarray | None = None,
 ) -> Path:
     """Plot one reward curve per agent and the team curve, labelled with how it was formed.
 
@@ -361,6 +362,8 @@ def plot_reward_curves(
             800 x 450 with fixed margins (one draw, a tenth of a second less), wide enough for
             y tick labels of up to 5 characters (``-2.75``, ``-12.5``): per-episode returns,
             not the cumulative sums of long runs.
+        x: ``int64[n]``, where each value lies on the x axis (default ``0..n-1``): a long run's
+            curve given at evenly spaced steps, each value the sum since the previous point.
 
     Returns:
         The written path.
@@ -377,14 +380,15 @@ def plot_reward_curves(
         raw = {k: np.cumsum(np.nan_to_num(v)) for k, v in raw.items()}
     fig = _figure((8, 4.5))
     ax = fig.subplots()
+    at = (lambda px, py: (px, py)) if x is None else (lambda px, py: (np.asarray(x)[px], py))
     if len(raw) > 1:  # drawn first and underneath: the agents' lines stay visible on top of it
         label = f"team ({team} of {len(raw)} agents)"
-        teamc = drawn_points(moving_average(team_curve(raw, team), smooth), smooth)
+        teamc = at(*drawn_points(moving_average(team_curve(raw, team), smooth), smooth))
         ax.plot(*teamc, label=label, color=TEAM_COLOUR, lw=TEAM_WIDTH, zorder=1)
     colours = curve_colours(list(raw))
     for name, v in raw.items():
         ax.plot(
-            *drawn_points(moving_average(v, smooth), smooth), label=name, linewidth=1.2,
+            *at(*drawn_points(moving_average(v, smooth), smooth)), label=name, linewidth=1.2,
             color=colours[name], zorder=3,
         )  # fmt: skip
     what = "return so far" if cumulative else "reward"

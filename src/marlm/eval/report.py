@@ -42,7 +42,8 @@ from marlm.eval.run_reports import (
     render_compare_report,
     render_training_report,
 )
-from marlm.eval.trace import TRACE_FILE, TraceRead, read_trace
+from marlm.eval.stream import RunFigures, read_run
+from marlm.eval.trace import TRACE_FILE, TraceRead
 from marlm.outcomes import CallStatus
 
 REPORT_FILE = "report.html"
@@ -76,13 +77,17 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tuple[str, bytes]]:
+def _plot_pngs(
+    events: list[dict[str, Any]], metrics: dict[str, Any], run: RunFigures | None = None
+) -> list[tuple[str, bytes]]:
     """Render the report's plots to PNG bytes: (title, png). A run without LLM calls (the rule
-    planner) gets no LLM-call chart and no LLM latency panel."""
+    planner) gets no LLM-call chart and no LLM latency panel. ``run``: the curves and step
+    latencies read a line at a time (:func:`marlm.eval.stream.read_run`), when ``events``
+    holds no ``step`` events."""
     out: list[tuple[str, bytes]] = []
     with tempfile.TemporaryDirectory(prefix="marlm-report-") as tmp:
         d = Path(tmp)
-        curves = reward_curves(events)
+        curves = reward_curves(events) if run is None else run.curves
         if curves:
             plots.plot_reward_curves(
                 curves,
@@ -91,9 +96,13 @@ def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tu
                 cumulative=True,
                 title="Per-agent cumulative reward"
                 + (" (team = sum of agents)" if len(curves) > 1 else ""),
+                x=None if run is None else run.curve_x,
             )
             out.append(("Per-agent reward curves", (d / "rewards.png").read_bytes()))
-        steps, delivered = deliveries_over_time(events)
+        if run is None:
+            steps, delivered = deliveries_over_time(events)
+        else:
+            steps, delivered = run.delivery_steps, run.delivered
         if steps.size:
             plots.plot_throughput(steps, delivered, d / "throughput.png")
             out.append(("Throughput over time", (d / "throughput.png").read_bytes()))
@@ -106,11 +115,11 @@ def _plot_pngs(events: list[dict[str, Any]], metrics: dict[str, Any]) -> list[tu
                 calls, d / "llm.png", n_steps=metrics.get("steps"), failures=failures
             )
             out.append(("LLM calls on the control timeline", (d / "llm.png").read_bytes()))
-        step_lat = [
-            e["latency_ms"]
-            for e in events
-            if e.get("type") == "step" and e.get("latency_ms") is not None
-        ]
+        step_lat = (
+            [e["latency_ms"] for e in events
+             if e.get("type") == "step" and e.get("latency_ms") is not None]
+            if run is None else run.step_latencies
+        )  # fmt: skip
         llm_lat = [c["latency_ms"] for c in calls if c.get("latency_ms") is not None]
         series = (
             {"control step": step_lat, "LLM call": llm_lat} if calls else {"control step": step_lat}
@@ -204,11 +213,14 @@ def render_report(
     *,
     run_dir: Path,
     extra_warnings: Sequence[str] = (),
+    run: RunFigures | None = None,
 ) -> str:
-    """The report page for a trace read from ``run_dir``, as an HTML string."""
+    """The report page for a trace read from ``run_dir``, as an HTML string; ``run``: its figures
+    read a line at a time (:func:`marlm.eval.stream.read_run`; ``trace`` is then ``run.trace``,
+    without ``step`` events)."""
     events = trace.events
     warnings = list(trace.warnings) + list(extra_warnings)
-    metrics = summarise(events)
+    metrics = summarise(events) if run is None else run.metrics
     start = trace.run_start or {}
     replay = load_json(run_dir / "replay.json", warnings)
     if not any(e.get("type") == "run_end" for e in events):
@@ -264,7 +276,7 @@ def render_report(
     parts.append('<p class="muted">Definitions: docs/metrics.md.</p>')
 
     parts.append("<h2>Plots</h2>")
-    for title, png in _plot_pngs(events, metrics):
+    for title, png in _plot_pngs(events, metrics, run):
         parts.append(f"<h3>{esc(title)}</h3>{img(png, 'image/png', title)}")
     if not any(e.get("type") == "llm_call" for e in events):
         parts.append('<p class="muted">No LLM calls in this run: no LLM-call chart.</p>')
@@ -386,9 +398,10 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> tuple[Pa
     target = Path(out) if out is not None else folder / REPORT_FILE
     if target.is_dir():
         raise InputError("is a folder; give the HTML file to write", source=target, field="--out")
-    if kind == "demo":
-        trace = read_trace(run_dir)
-        page, warnings = render_report(trace, run_dir=folder), list(trace.warnings)
+    if kind == "demo":  # read a line at a time: memory does not grow with the run's steps
+        run = read_run(run_dir)
+        page = render_report(run.trace, run_dir=folder, run=run)
+        warnings = list(run.trace.warnings)
     elif kind == "train":
         page, warnings = render_training_report(folder)
     else:

@@ -25,6 +25,7 @@ import math
 import os
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -233,6 +234,9 @@ class TraceRead:
             mid-write leaves it; it was skipped.
         n_lines: non-empty lines in the file.
         n_skipped: lines skipped (corrupt, cut off or missing required fields).
+        n_events: usable events read, kept in ``events`` or not (:func:`scan_trace`; ``None``:
+            ``len(events)``).
+        skipped_lines: the 1-based numbers of the lines skipped, in file order.
     """
 
     path: Path
@@ -242,6 +246,8 @@ class TraceRead:
     truncated_last_line: bool = False
     n_lines: int = 0
     n_skipped: int = 0
+    n_events: int | None = None
+    skipped_lines: list[int] = field(default_factory=list)
 
     def of_type(self, type: str) -> list[dict[str, Any]]:  # noqa: A002
         """The events of one type, in file order."""
@@ -255,7 +261,8 @@ class TraceRead:
 
     def summary_line(self) -> str:
         """One line for the user: what was read and what was not."""
-        text = f"{self.path}: read {len(self.events)} events from {self.n_lines} lines"
+        n = len(self.events) if self.n_events is None else self.n_events
+        text = f"{self.path}: read {n} events from {self.n_lines} lines"
         if self.n_skipped:
             text += f", skipped {self.n_skipped}"
         if self.truncated_last_line:
@@ -314,92 +321,118 @@ def read_trace(path: str | Path) -> TraceRead:
             :data:`SCHEMA_VERSION` (the whole trace is refused: its meaning may have changed); or no
             usable event is left.
     """
-    p = resolve_trace_path(path)
-    data = p.read_bytes().removeprefix(codecs.BOM_UTF8)
-    raw_lines = data.split(b"\n")
-    ends_with_newline = data.endswith(b"\n")
-    if ends_with_newline:
-        raw_lines.pop()  # the empty piece after the final newline
+    return scan_trace(path)
 
+
+def scan_trace(
+    path: str | Path,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+    fold: Callable[[dict[str, Any]], None] | None = None,
+) -> TraceRead:
+    """:func:`read_trace`, a line at a time: every usable event (checked as there) is passed to
+    ``fold`` when given, and kept in :attr:`TraceRead.events` only when ``keep(event)`` (default:
+    every event). Memory holds one line and the kept events, whatever the file's length, so a
+    reader that folds the many ``step`` events into running figures and keeps the rest reads a
+    trace of any length (:mod:`marlm.eval.stream`).
+
+    Raises:
+        InputError: as :func:`read_trace` (no usable event: none passed the checks, kept or not).
+    """
+    p = resolve_trace_path(path)
     events: list[dict[str, Any]] = []
     warnings: list[str] = []
     truncated = False
     n_lines = 0
     n_skipped = 0
+    n_usable = 0
+    skipped: list[int] = []
     unknown_types: Counter[str] = Counter()
     newest = 0
-    last_index = len(raw_lines) - 1
-
-    for index, raw in enumerate(raw_lines):
-        line_no = index + 1
-        if not raw.strip():
-            continue
-        n_lines += 1
-        is_unterminated_last = index == last_index and not ends_with_newline
-        problem: str | None = None
-        event: Any = None
-        try:
-            event = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            problem = "not valid UTF-8"
-        except json.JSONDecodeError as e:
-            problem = f"not valid JSON ({e.msg} at column {e.colno})"
-        if problem is None and not isinstance(event, dict):
-            problem = f"not a JSON object (a {type(event).__name__})"
-        if problem is None:
-            v = event.get("v")
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                problem = "no integer schema version 'v' >= 1"
-            elif not isinstance(event.get("type"), str) or not event["type"]:
-                problem = "no event 'type'"
-        if problem is not None:
-            n_skipped += 1
-            if is_unterminated_last:
-                truncated = True
-                warnings.append(
-                    f"{p}:{line_no}: last line is cut off ({len(raw)} bytes, no newline), "
-                    "as a crash mid-write leaves it; skipped"
+    with p.open("rb") as f:
+        index = -1
+        raw = b""
+        for index, raw in enumerate(f):
+            if index == 0:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            ends = raw.endswith(b"\n")
+            body = raw[:-1] if ends else raw
+            line_no = index + 1
+            if not body.strip():
+                continue
+            n_lines += 1
+            problem: str | None = None
+            event: Any = None
+            try:
+                event = json.loads(body.decode("utf-8"))
+            except UnicodeDecodeError:
+                problem = "not valid UTF-8"
+            except json.JSONDecodeError as e:
+                problem = f"not valid JSON ({e.msg} at column {e.colno})"
+            if problem is None and not isinstance(event, dict):
+                problem = f"not a JSON object (a {type(event).__name__})"
+            if problem is None:
+                v = event.get("v")
+                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                    problem = "no integer schema version 'v' >= 1"
+                elif not isinstance(event.get("type"), str) or not event["type"]:
+                    problem = "no event 'type'"
+            if problem is not None:
+                n_skipped += 1
+                skipped.append(line_no)
+                if not ends:  # only the last line can lack its newline
+                    truncated = True
+                    warnings.append(
+                        f"{p}:{line_no}: last line is cut off ({len(body)} bytes, no newline), "
+                        "as a crash mid-write leaves it; skipped"
+                    )
+                else:
+                    warnings.append(f"{p}:{line_no}: line {problem}; skipped")
+                continue
+            if event["v"] > SCHEMA_VERSION:
+                raise InputError(
+                    f"trace schema version {event['v']} is newer than this marlm reads "
+                    f"(up to {SCHEMA_VERSION}); upgrade marlm to read it",
+                    source=p,
+                    line=line_no,
+                    field="v",
                 )
+            newest = max(newest, event["v"])
+            etype = event["type"]
+            required = EVENT_FIELDS.get(etype)
+            if required is None:
+                unknown_types[etype] += 1
             else:
-                warnings.append(f"{p}:{line_no}: line {problem}; skipped")
-            continue
-        if event["v"] > SCHEMA_VERSION:
-            raise InputError(
-                f"trace schema version {event['v']} is newer than this marlm reads "
-                f"(up to {SCHEMA_VERSION}); upgrade marlm to read it",
-                source=p,
-                line=line_no,
-                field="v",
-            )
-        newest = max(newest, event["v"])
-        etype = event["type"]
-        required = EVENT_FIELDS.get(etype)
-        if required is None:
-            unknown_types[etype] += 1
-        else:
-            missing = [f for f in required if f not in event]
-            if missing:
-                n_skipped += 1
-                warnings.append(
-                    f"{p}:{line_no}: '{etype}' event lacks field(s) {', '.join(missing)}; skipped"
+                missing = [f for f in required if f not in event]
+                if missing:
+                    n_skipped += 1
+                    skipped.append(line_no)
+                    warnings.append(
+                        f"{p}:{line_no}: '{etype}' event lacks field(s) {', '.join(missing)}; "
+                        "skipped"
+                    )
+                    continue
+                wrong = next(
+                    (f for f, (_, ok) in FIELD_TYPES.items() if f in event and not ok(event[f])),
+                    None,
                 )
-                continue
-            wrong = next(
-                (f for f, (_, ok) in FIELD_TYPES.items() if f in event and not ok(event[f])), None
-            )
-            if wrong is not None:
-                n_skipped += 1
-                warnings.append(
-                    f"{p}:{line_no}: '{etype}' event field '{wrong}' is not "
-                    f"{FIELD_TYPES[wrong][0]} (got {json.dumps(event[wrong])[:40]}); skipped"
-                )
-                continue
-        events.append(event)
+                if wrong is not None:
+                    n_skipped += 1
+                    skipped.append(line_no)
+                    warnings.append(
+                        f"{p}:{line_no}: '{etype}' event field '{wrong}' is not "
+                        f"{FIELD_TYPES[wrong][0]} (got {json.dumps(event[wrong])[:40]}); skipped"
+                    )
+                    continue
+            n_usable += 1
+            if fold is not None:
+                fold(event)
+            if keep is None or keep(event):
+                events.append(event)
 
     if unknown_types:
         kinds = ", ".join(f"{k} ({n})" for k, n in sorted(unknown_types.items()))
         warnings.append(f"{p}: unknown event types kept as they are: {kinds}")
-    if not events:
+    if not n_usable:
         detail = f"; {warnings[0]}" if warnings else ""
         raise InputError(
             f"no usable event in the trace ({n_lines} non-empty lines){detail}",
@@ -413,6 +446,8 @@ def read_trace(path: str | Path) -> TraceRead:
         truncated_last_line=truncated,
         n_lines=n_lines,
         n_skipped=n_skipped,
+        n_events=n_usable,
+        skipped_lines=skipped,
     )
 
 
@@ -481,6 +516,7 @@ __all__ = [
     "TraceWriter",
     "read_parquet",
     "read_trace",
+    "scan_trace",
     "resolve_trace_path",
     "to_jsonable",
     "write_parquet",

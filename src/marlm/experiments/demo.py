@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from marlm.errors import InputError
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
-from marlm.experiments.congested import DEFAULT_ORDERS, latency_by_true_class
 from marlm.experiments.settings import (
     LLM_MODEL_DEFAULT,
     LLM_TIMEOUT_S,
@@ -28,11 +27,14 @@ from marlm.experiments.settings import (
     warn_if_orders_after_the_end,
     warn_if_robots_drawn,
 )
-from marlm.hybrid.build import DEFAULT_TRAINING, build_planner, default_orders
-from marlm.hybrid.controller import RunConfig, RunResult, make_env, run_config
 
+# The run's modules (the controller, the planners, the congested scenario: numba, scipy, the
+# environment) are imported where they are used, not here: `marlm demo --executor nope` and
+# the other option checks answer before them, in a fraction of the time.
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from marlm.hybrid.controller import RunConfig, RunResult
 
 #: The executors ``marlm demo --executor`` takes (``llm`` runs in ``marlm compare``).
 DEMO_EXECUTORS = ("rl", "learned", "greedy", "random")
@@ -107,7 +109,6 @@ class DemoConfig:
                 "add --executor rl, or drop --policy",
                 field="--policy",
             )
-        rule = check_rule_layer(shield, allow_none=True)
         if scenario not in ("none", "congested"):
             raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
         if scenario != "congested" and settings.get("order_every") is not None:
@@ -129,7 +130,11 @@ class DemoConfig:
         ):  # fmt: skip
             if path is not None:
                 check_input_file(path, option=option, what=what)
+        rule = check_rule_layer(shield, allow_none=True)  # imports the rule layer (numba)
         own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
+        from marlm.hybrid.build import default_orders
+        from marlm.hybrid.controller import run_config
+
         config = run_config(
             layout=layout,
             orders=orders if orders is not None or scenario != "none" else default_orders(layout),
@@ -190,7 +195,8 @@ def run_demo(
     run's environment, then used by the run), the folder, the Q-table, the policy cache and the
     planner's backend. With ``config.counterfactual``, the rule planner's run on the same
     seed and orders (without a model, in a temporary folder) is added to ``metrics.json`` as
-    ``counterfactual_rule`` after the run.
+    ``counterfactual_rule`` after the run; not when the planner is the rule itself (the run
+    would repeat this one), which ``say`` tells.
 
     Args:
         config: the settings.
@@ -205,9 +211,19 @@ def run_demo(
         InputError: a bad map, order file, robot count, run folder, Q-table, cache folder or
             backend, naming the file or option.
     """
+    from marlm.experiments.congested import DEFAULT_ORDERS
     from marlm.hybrid.acting.executor import QExecutor
-    from marlm.hybrid.build import cached_policy, check_policy_cache
-    from marlm.hybrid.controller import run  # looked up per call: a test stops it with Ctrl-C
+    from marlm.hybrid.build import (
+        DEFAULT_TRAINING,
+        build_planner,
+        cached_policy,
+        check_policy_cache,
+        default_orders,
+    )
+    from marlm.hybrid.controller import (
+        make_env,
+        run,  # looked up per call: a test stops it with Ctrl-C
+    )
 
     run_cfg, true_class, notes, orders_dir = config.run, None, (), None
     if config.scenario == "congested":
@@ -255,6 +271,9 @@ def run_demo(
     if note:
         say(note)
     say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
+    counterfactual = config.counterfactual and run_cfg.planner != "rule"
+    if config.counterfactual and not counterfactual:
+        say("no rule counterfactual: the planner is the rule (it would repeat this run)")
     if rl and q is None:
         episodes = DEFAULT_TRAINING["episodes"]
         update = stage("training executor (cached after)", episodes)
@@ -270,7 +289,7 @@ def run_demo(
         run_cfg, out, planner=plan, policy=q, env=env,
         progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class),
     )  # fmt: skip
-    if config.counterfactual:  # after the run: its folder is whole whatever happens here
+    if counterfactual:  # after the run: its folder is whole whatever happens here
         update = stage("counterfactual: rule planner, same orders", run_cfg.steps)
         cf = _counterfactual(run_cfg, q, true_class, progress=update)
         result.metrics["counterfactual_rule"] = cf
@@ -303,6 +322,8 @@ def _facts(events: list, true_class: dict | None) -> dict:
     """The demo's figures beyond the metrics: this run by true class (the note's label in a
     generated scenario, else the listed priority). The rule counterfactual's figures
     (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
+    from marlm.experiments.congested import latency_by_true_class
+
     out = {
         "by_true_class": latency_by_true_class(events, true_class),
         "true_class_source": "the note's label" if true_class else "listed priority",
@@ -316,6 +337,7 @@ def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress
     """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
     possible, without a model or a GIF, in a temporary folder removed after; its figures by
     true class and its idle robot-steps."""
+    from marlm.experiments.congested import latency_by_true_class
     from marlm.hybrid.controller import run
     from marlm.hybrid.planning.planner import RulePlanner
 
@@ -425,16 +447,18 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
 
 
 def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) -> str:
-    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line.
+    """What a demo stopped early leaves in its run folder ``out``, for the interrupted line,
+    and, when it holds files, that running the same command again needs ``--overwrite``.
 
     ``gif`` and ``counterfactual``: whether the run was to write ``episode.gif`` and the rule
     counterfactual (``metrics.json``: ``counterfactual_rule``), which come after the metrics."""
     if not (out / "trace.jsonl").is_file():  # stopped while the model or the policy loaded
         return f"the run stopped before its first step; nothing but its claim is in {out}"
+    again = "; the same command again needs --overwrite to replace it (or another --out)"
     if not (out / "metrics.json").is_file():
         return (
             f"the run folder {out} holds the trace up to here (trace.jsonl; no metrics.json: the "
-            "run did not finish)"
+            f"run did not finish){again}"
         )
     # the episode ended (metrics.json is written first): stopped in what comes after it
     missing = [] if (out / "reward_curves.png").is_file() else ["reward_curves.png"]
@@ -448,9 +472,12 @@ def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) ->
         if not has_cf:
             missing.append("the rule counterfactual (metrics.json: counterfactual_rule)")
     if not missing:
-        return f"the run finished; its files are in {out} (metrics.json holds the table's figures)"
+        return (
+            f"the run finished; its files are in {out} (metrics.json holds the table's "
+            f"figures){again}"
+        )
     lacks = ", ".join(missing)
-    return f"the run finished: {out} holds its trace.jsonl and metrics.json, not {lacks}"
+    return f"the run finished: {out} holds its trace.jsonl and metrics.json, not {lacks}{again}"
 
 
 __all__ = ["DemoConfig", "DemoResult", "Stage", "metrics_table", "run_demo"]

@@ -73,6 +73,12 @@ class ContextLengthExceeded(BackendError, ValueError):
     """
 
 
+class RequestRefused(BackendHTTPError, ValueError):
+    """The server refused the request as the caller's mistake (HTTP 400, 413 or 422: an empty
+    text, a token array, too many texts). Raised for this request only: not retried, and the
+    circuit breaker does not count it (the backend is healthy). Also a :class:`ValueError`."""
+
+
 class CircuitOpen(BackendError):
     """The backend failed on its last consecutive calls; calls are refused until ``retry_in_s``.
 
@@ -134,5 +140,6 @@ __all__ = [
     "EndpointNotFound",
     "InvalidAnswer",
     "MalformedReply",
+    "RequestRefused",
     "ScoringUnsupported",
 ]

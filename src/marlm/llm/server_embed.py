@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import threading
@@ -27,7 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from .errors import BackendError, BackendHTTPError, BackendTimeout
+from marlm.errors import InputError
+
+from .backends.hidden import EMBED_MAX_TOKENS
+from .backends.replies import _CONTEXT_LENGTH
+from .errors import (
+    BackendError,
+    BackendHTTPError,
+    BackendTimeout,
+    ContextLengthExceeded,
+    RequestRefused,
+)
 
 #: Request paths answered by :class:`EmbeddingsEndpoint`.
 EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
@@ -55,22 +67,29 @@ def unavailable_reason(status: int, detail: str) -> bool:
 
 def parse_embeddings(data: Any, n: int, who: str) -> np.ndarray:
     """``float32[n, d]`` from an OpenAI embeddings answer (``data[i].embedding``, ordered by
-    ``index``).
+    ``index``; each a list of numbers, or the base64 text of little-endian float32 bytes).
 
     Raises:
         BackendError: not that shape (another count, rows of different lengths, not numbers).
     """
     try:
         items = sorted(data["data"], key=lambda item: int(item["index"]))
-        rows = [item["embedding"] for item in items]
+        rows = [_row(item["embedding"]) for item in items]
         out = np.asarray(rows, dtype=np.float32)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, binascii.Error) as e:
         raise BackendError(f"{who} answered embeddings of an unexpected shape ({e})") from e
     if out.ndim != 2 or out.shape[0] != n or out.shape[1] == 0:
         raise BackendError(
             f"{who} answered {out.shape} embeddings for {n} texts; expected ({n}, d)"
         )
     return out
+
+
+def _row(value: Any) -> Any:
+    """One embedding as sent: a list of numbers, or base64 of little-endian float32 bytes."""
+    if isinstance(value, str):
+        return np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4")
+    return value
 
 
 def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
@@ -82,15 +101,23 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
     take ``timeout_s`` per text, as the embedded model's ``embed`` allows each text: the pool
     is embedded at warm-up in requests of 16 notes.
 
+    The texts are checked before anything is sent (:func:`check_texts`); a text the server
+    finds too long (HTTP 400 naming the context) and any other request it refuses as the
+    caller's mistake (HTTP 400, 413, 422) fail this call only: not retried, and the breaker
+    does not count them.
+
     Raises:
+        InputError: ``texts`` is not a non-empty list of non-empty strings (a ``ValueError``).
+        ContextLengthExceeded: the server says a text is too long.
+        RequestRefused: the server refused the request as malformed (HTTP 400, 413, 422).
         EmbeddingsUnavailable: the server serves no embeddings (not retried).
         BackendTimeout: past ``timeout_s``.
         BackendHTTPError: another HTTP error after the retries.
         BackendError: the connection failed after the retries, or the answer's shape is wrong.
     """
-    texts = list(texts)
-    if not texts:
-        return np.zeros((0, 0), dtype=np.float32)
+    from .backends.http import total_deadline
+
+    texts = check_texts(texts, field="texts")
     openai = backend._openai
     url = f"{backend.base_url}/embeddings"
     limit = backend.timeout_s * len(texts)
@@ -103,11 +130,13 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
                 raise BackendTimeout(f"{backend.name} did not answer within {limit} s", url=url)
             retry_after = None
             try:
-                raw = backend._client.embeddings.with_raw_response.create(
-                    model=backend.model, input=texts, encoding_format="float", timeout=left
-                )
-                return parse_embeddings(json.loads(raw.text), len(texts), backend.name)
-            except openai.APITimeoutError as e:
+                with total_deadline(left):
+                    raw = backend._client.embeddings.with_raw_response.create(
+                        model=backend.model, input=texts, encoding_format="float", timeout=left
+                    )
+                    text = raw.text
+                return parse_embeddings(json.loads(text), len(texts), backend.name)
+            except (openai.APITimeoutError, backend._timeouts) as e:
                 raise BackendTimeout(
                     f"{backend.name} did not answer within {limit} s", url=url
                 ) from e
@@ -121,6 +150,19 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
                 if unavailable_reason(status, detail):
                     raise EmbeddingsUnavailable(
                         f"{url} serves no embeddings (HTTP {status}: {detail[:200]})",
+                        status=status,
+                        url=url,
+                    ) from e
+                if status in (400, 413, 422, 500) and _CONTEXT_LENGTH.search(detail):
+                    raise ContextLengthExceeded(
+                        f"{backend.name}: a text is longer than the server embeds (HTTP "
+                        f"{status}: {detail[:200]}); shorten it",
+                        url=url,
+                    ) from e
+                if status in (400, 413, 422):
+                    raise RequestRefused(
+                        f"{backend.name} refused the embeddings request (HTTP {status}: "
+                        f"{detail[:200]})",
                         status=status,
                         url=url,
                     ) from e
@@ -154,25 +196,89 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-def read_inputs(body: Any) -> list[str] | str:
-    """The texts of an embeddings request body, or the reason to refuse it (a ``str``).
+def check_texts(texts: Any, *, max_inputs: int | None = None, field: str = "input") -> list[str]:
+    """The texts of an embeddings request as ``list[str]``, or the caller's mistake refused.
 
-    ``input`` is a string or a non-empty list of at most :data:`MAX_INPUTS` strings; token
-    arrays are refused (the endpoint reads text)."""
+    Refused, each with what to send instead: a single string where a list is expected (it would
+    be read as one text per character), anything but a list or tuple, an empty list, more than
+    ``max_inputs`` texts (``None``: no limit), an item that is not a string (a token array
+    among them: the endpoint reads text), an empty or blank string (OpenAI refuses it too).
+
+    Raises:
+        InputError: a ``ValueError`` naming ``field`` (``input[i]`` for one item).
+    """
+    if isinstance(texts, str):
+        raise InputError(
+            f"got one string ({json.dumps(texts)[:40]}); pass a list of texts, e.g. "
+            f"[{json.dumps(texts)[:40]}]",
+            field=field,
+        )
+    if not isinstance(texts, list | tuple):
+        raise InputError(f"must be a string or a list of strings, got {_shown(texts)}", field=field)
+    if not texts:
+        raise InputError("must hold at least one text, got an empty list", field=field)
+    if max_inputs is not None and len(texts) > max_inputs:
+        raise InputError(
+            f"holds {len(texts)} texts, more than the {max_inputs} one request takes; send "
+            "them in several requests",
+            field=field,
+        )
+    if all(isinstance(t, int) and not isinstance(t, bool) for t in texts):
+        raise InputError(
+            f"is a token array ({_shown(texts)}); this endpoint reads text: send strings",
+            field=field,
+        )
+    for i, text in enumerate(texts):
+        if isinstance(text, list):
+            raise InputError(
+                f"is a token array ({_shown(text)}); this endpoint reads text: send strings",
+                field=f"{field}[{i}]",
+            )
+        if not isinstance(text, str):
+            raise InputError(f"must be a string, got {_shown(text)}", field=f"{field}[{i}]")
+        if not text.strip():
+            raise InputError(
+                f"is {'an empty' if not text else 'a blank'} string; every text needs at least "
+                "one visible character",
+                field=f"{field}[{i}]",
+            )
+    return list(texts)
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def read_inputs(body: Any) -> list[str] | str:
+    """The texts of an embeddings request body, or the reason to refuse it (a ``str``, one
+    line naming the field).
+
+    ``input`` is a string or a non-empty list of at most :data:`MAX_INPUTS` strings, none empty
+    (:func:`check_texts`); token arrays are refused (the endpoint reads text)."""
     if not isinstance(body, dict):
         return "the body must be a JSON object with an 'input' field"
     value = body.get("input")
-    if isinstance(value, str):
-        return [value]
-    if (
-        isinstance(value, list)
-        and 0 < len(value) <= MAX_INPUTS
-        and all(isinstance(v, str) for v in value)
-    ):
-        return list(value)
-    return (
-        f"input must be a string or a list of 1..{MAX_INPUTS} strings, got {json.dumps(value)[:80]}"
-    )
+    try:
+        return check_texts([value] if isinstance(value, str) else value, max_inputs=MAX_INPUTS)
+    except InputError as e:
+        return str(e)
+
+
+#: The ``encoding_format`` values :class:`EmbeddingsEndpoint` answers (OpenAI's two).
+ENCODING_FORMATS = ("float", "base64")
+
+
+def encode_vector(row: np.ndarray, encoding_format: str) -> list[float] | str:
+    """One embedding as OpenAI sends it: a list of floats, or for ``"base64"`` the base64 text
+    of its little-endian float32 bytes (``np.frombuffer(base64.b64decode(s), "<f4")`` reads it
+    back)."""
+    if encoding_format == "base64":
+        return base64.b64encode(np.asarray(row, dtype="<f4").tobytes()).decode("ascii")
+    return [float(x) for x in row]
 
 
 class EmbeddingsEndpoint:
@@ -239,17 +345,37 @@ class EmbeddingsEndpoint:
         if isinstance(texts, str):
             await send_json(send, 400, _error(texts, "input", "invalid_request_error"))
             return
+        encoding = body.get("encoding_format") or "float"
+        if encoding not in ENCODING_FORMATS:
+            message = (
+                f"field 'encoding_format': must be one of {', '.join(ENCODING_FORMATS)}, got "
+                f"{_shown(encoding)}"
+            )
+            await send_json(send, 400, _error(message, "encoding_format", "invalid_request_error"))
+            return
         try:
             model = await to_thread.run_sync(self.model)
+            counts = model.count_tokens(texts)
+            too_long = [(i, n) for i, n in enumerate(counts) if n > EMBED_MAX_TOKENS]
+            if too_long:  # the client's mistake, found before the model runs: a 400
+                i, n = too_long[0]
+                raise ContextLengthExceeded(
+                    f"field 'input[{i}]': a text of {n} tokens is longer than the "
+                    f"{EMBED_MAX_TOKENS} tokens this endpoint embeds; shorten it"
+                )
             vectors = await to_thread.run_sync(model.embed, texts)
-            n_tokens = sum(model.count_tokens(texts))
+        except ContextLengthExceeded as e:  # never retried by clients: a 400, not a 500
+            error = _error(str(e), "input", "invalid_request_error", "context_length_exceeded")
+            await send_json(send, 400, error)
+            return
         except BackendError as e:
             await send_json(send, 500, _error(str(e), "input", "server_error"))
             return
+        n_tokens = sum(counts)
         data = {
             "object": "list",
             "data": [
-                {"object": "embedding", "index": i, "embedding": [float(x) for x in row]}
+                {"object": "embedding", "index": i, "embedding": encode_vector(row, encoding)}
                 for i, row in enumerate(vectors)
             ],
             "model": body.get("model") or self.model_alias,
@@ -258,8 +384,8 @@ class EmbeddingsEndpoint:
         await send_json(send, 200, data)
 
 
-def _error(message: str, param: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+def _error(message: str, param: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 async def send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
@@ -282,7 +408,10 @@ __all__ = [
     "EMBEDDING_PATHS",
     "MAX_INPUTS",
     "EmbeddingsEndpoint",
+    "ENCODING_FORMATS",
     "EmbeddingsUnavailable",
+    "check_texts",
+    "encode_vector",
     "parse_embeddings",
     "read_inputs",
     "request_embeddings",

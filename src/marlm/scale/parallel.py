@@ -16,6 +16,7 @@ Ray (Moritz et al. 2018, "Ray: A Distributed Framework for Emerging AI Applicati
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,24 +63,63 @@ def _host_port(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
+#: What an HTTP/2 client sends first (RFC 9113 section 3.4): the preface and an empty SETTINGS
+#: frame. A Ray head (its GCS, or the Ray Client server of ``ray://``) speaks gRPC, so HTTP/2,
+#: and answers with a SETTINGS frame of its own.
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_H2_SETTINGS = 4  # the frame type byte (the 4th of a frame header)
+
+
 def check_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Refuse an ``--address`` that does not accept a TCP connection within ``timeout_s``.
+    """Refuse an ``--address`` where no Ray head answers within ``timeout_s`` (all together):
+    nothing accepts a TCP connection, or what does is not a gRPC server (a Ray head's GCS and
+    Ray Client server speak gRPC over HTTP/2, and answer its preface with a SETTINGS frame):
+    an HTTP/1 server, an SSH server, a port that accepts and says nothing. ``ray.init`` itself
+    would wait minutes for such a port.
 
     Raises:
-        InputError: malformed address, or nothing answers there (field ``--address``).
+        InputError: malformed address, nothing answers there, or not as a Ray head (field
+            ``--address``).
     """
     hp = _host_port(address)
     if hp is None:
         return
+    fix = "start one with 'ray start --head' or drop --address to use a local Ray"
+    deadline = time.monotonic() + timeout_s
     try:
-        with socket.create_connection(hp, timeout=timeout_s):
-            pass
+        with socket.create_connection(hp, timeout=timeout_s) as sock:
+            sock.sendall(_H2_PREFACE)
+            got = b""
+            while len(got) < 9:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                chunk = sock.recv(9 - len(got))
+                if not chunk:
+                    break
+                got += chunk
+    except TimeoutError:
+        got = None
     except OSError as e:
-        raise InputError(
-            f"cannot reach a Ray head at {address!r} ({e.strerror or type(e).__name__}); "
-            "start one with 'ray start --head' or drop --address to use a local Ray",
-            field="--address",
-        ) from e
+        if not isinstance(e, ConnectionResetError):
+            raise InputError(
+                f"cannot reach a Ray head at {address!r} ({e.strerror or type(e).__name__}); {fix}",
+                field="--address",
+            ) from e
+        got = b""
+    if got is not None and len(got) >= 4 and got[3] == _H2_SETTINGS:
+        return
+    if got is None:
+        what = f"accepts connections but did not answer within {timeout_s:g} s as a Ray head does"
+    elif got.startswith(b"HTTP/"):
+        what = "answered as HTTP/1.1 (a web server?)"
+    elif not got:
+        what = "closed the connection without a word"
+    else:
+        what = f"answered {got[:20]!r}"
+    raise InputError(
+        f"{address!r} {what}: not a Ray head (its GCS, or ray://host:10001, speaks gRPC); "
+        f"check the host and port, {fix}",
+        field="--address",
+    )
 
 
 def layout_memory_bytes(layout: Layout) -> int:

@@ -30,6 +30,7 @@ from ..errors import (
     ContextLengthExceeded,
     EndpointNotFound,
     MalformedReply,
+    RequestRefused,
     ScoringUnsupported,
 )
 from .embedded import CLOSE_TIMEOUT_S, EMBEDDED_N_BATCH, EmbeddedModel
@@ -100,6 +101,7 @@ __all__ = [
     "Guard",
     "Guarded",
     "MalformedReply",
+    "RequestRefused",
     "Message",
     "Named",
     "OpenAICompatible",

@@ -319,11 +319,16 @@ class EmbeddedModel:
             ``float32[len(texts), n_embd]`` (576 for SmolLM2-135M), unnormalised.
 
         Raises:
+            InputError: ``texts`` is not a non-empty list of non-empty strings (a ``ValueError``,
+                raised before the model runs; the breaker does not count it).
             ContextLengthExceeded: a text has more than :data:`EMBED_MAX_TOKENS` tokens.
             BackendTimeout, CircuitOpen, BackendClosed, BackendError: as for :meth:`chat`.
         """
         import numpy as np
 
+        from ..server_embed import check_texts
+
+        texts = check_texts(texts, field="texts")
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
             try:
                 self._make_embedder()

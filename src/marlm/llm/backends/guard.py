@@ -25,6 +25,7 @@ from ..errors import (
     BackendTimeout,
     CircuitOpen,
     ContextLengthExceeded,
+    RequestRefused,
     ScoringUnsupported,
 )
 
@@ -32,8 +33,9 @@ from ..errors import (
 BREAKER_FAILURES = 3
 BREAKER_COOLDOWN_S = 30.0
 
-#: Failures that say nothing about the backend's health: the breaker does not count them.
-_NEUTRAL = (ContextLengthExceeded, ScoringUnsupported, BackendClosed, CircuitOpen)
+#: Failures that say nothing about the backend's health: the breaker does not count them (a
+#: request the caller got wrong among them).
+_NEUTRAL = (ContextLengthExceeded, RequestRefused, ScoringUnsupported, BackendClosed, CircuitOpen)
 
 
 class Guard:

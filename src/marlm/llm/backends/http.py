@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import threading
 import time
 import warnings
@@ -53,6 +54,105 @@ from .replies import (
 
 #: Longest wait of :meth:`OpenAICompatible.cancel` for the call in flight (seconds).
 HTTP_CANCEL_WAIT_S = 1.0
+
+# The time (time.monotonic()) past which no socket operation of this thread's model call waits.
+_deadline = threading.local()
+
+
+@contextlib.contextmanager
+def total_deadline(seconds: float) -> Any:
+    """Within the block, every connect, read and write of this thread on a client prepared by
+    :func:`hold_deadlines` waits at most until ``seconds`` from now, all together: the HTTP
+    client's own timeouts bound each socket operation alone, so a server that sends its
+    headers a byte at a time, or its headers and then nothing, would hold a call for as long as
+    it likes. Past the deadline the next operation raises the client's own timeout error."""
+    previous = getattr(_deadline, "at", None)
+    _deadline.at = time.monotonic() + max(seconds, 0.0)
+    try:
+        yield
+    finally:
+        _deadline.at = previous
+
+
+def _left(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` cut to what is left of the thread's deadline; ``error`` once it passed."""
+    at = getattr(_deadline, "at", None)
+    if at is None:
+        return timeout
+    left = at - time.monotonic()
+    if left <= 0:
+        raise error("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream:
+    """A connection whose reads and writes wait at most until the thread's deadline."""
+
+    def __init__(self, inner: Any, errors: Any) -> None:
+        self._inner, self._errors = inner, errors
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout, self._errors.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout, self._errors.WriteTimeout))
+
+    def start_tls(self, ssl_context: Any, server_hostname: Any = None, timeout: Any = None) -> Any:
+        timeout = _left(timeout, self._errors.ConnectTimeout)
+        inner = self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return _DeadlineStream(inner, self._errors)
+
+    def __getattr__(self, name: str) -> Any:  # close, get_extra_info
+        return getattr(self._inner, name)
+
+
+class _DeadlineBackend:
+    """The HTTP client's network backend, its connections under the thread's deadline."""
+
+    def __init__(self, inner: Any, errors: Any) -> None:
+        self._inner, self._errors = inner, errors
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, *a: Any, **k: Any):
+        timeout = _left(timeout, self._errors.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, *a, **k), self._errors)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, *a: Any, **k: Any):
+        timeout = _left(timeout, self._errors.ConnectTimeout)
+        inner = self._inner.connect_unix_socket(path, timeout, *a, **k)
+        return _DeadlineStream(inner, self._errors)
+
+    def __getattr__(self, name: str) -> Any:  # sleep
+        return getattr(self._inner, name)
+
+
+def http_timeouts(http_client: Any) -> type[Exception]:
+    """The timeout error of the ``httpx`` module ``http_client`` comes from (``httpx`` or
+    ``httpx2``): raised as it is, not as ``openai.APITimeoutError``, while a body is read."""
+    for cls in type(http_client).__mro__:
+        module = sys.modules.get(cls.__module__.split(".")[0])
+        if module is not None and hasattr(module, "TimeoutException"):
+            return module.TimeoutException
+    return TimeoutError
+
+
+def hold_deadlines(http_client: Any) -> int:
+    """Put every connection pool of ``http_client`` (the ``httpx`` client inside the openai
+    client, its proxies' pools included) under :func:`total_deadline`; returns how many pools.
+    Reaches into the transports' pools (``_pool._network_backend``): httpx offers no total
+    timeout, and its transports take no network backend."""
+    transports = [getattr(http_client, "_transport", None)]
+    transports += list((getattr(http_client, "_mounts", None) or {}).values())
+    held = 0
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is None or isinstance(backend, _DeadlineBackend):
+            continue
+        errors = sys.modules[type(pool).__module__.split(".")[0]]  # httpcore (or httpcore2)
+        pool._network_backend = _DeadlineBackend(backend, errors)
+        held += 1
+    return held
+
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 _MODE_ORDER: tuple[str, ...] = ("json_schema", "json_object", "prompt")
@@ -150,6 +250,8 @@ class OpenAICompatible:
             max_retries=0,
             timeout=self.timeout_s,
         )
+        hold_deadlines(self._client._client)  # one total deadline per call: total_deadline()
+        self._timeouts = http_timeouts(self._client._client)
 
     @property
     def structured_mode(self) -> str:
@@ -239,7 +341,9 @@ class OpenAICompatible:
             latency_s=latency,
             finish_reason=finish,
             model=reply["model"] or self.model,
-            extra={"tool_calls": reply["tool_calls"]} if reply["tool_calls"] else {},
+            extra={
+                k: reply[k] for k in ("tool_calls", "reasoning") if reply[k]
+            },  # what else the reply held: tool calls, a reasoning model's thinking
             structured=mode,
             validation_error=validate_answer(text, schema, finish) if schema is not None else None,
         )
@@ -298,6 +402,9 @@ class OpenAICompatible:
         :func:`marlm.llm.server_embed.request_embeddings`.
 
         Raises:
+            InputError: ``texts`` is not a non-empty list of non-empty strings (nothing sent).
+            ContextLengthExceeded, RequestRefused: the server refused a text as too long, or
+                the request as malformed (HTTP 400, 413, 422; not counted by the breaker).
             EmbeddingsUnavailable: the server serves no embeddings (a 404, 405, 501, or an error
                 saying so; not retried).
             BackendTimeout, BackendHTTPError, CircuitOpen, BackendClosed, BackendError: as for
@@ -369,6 +476,17 @@ class OpenAICompatible:
         if left <= 0:
             raise BackendTimeout(f"{self.name} did not answer within {self.timeout_s} s", url=url)
         try:
+            with total_deadline(left):
+                return self._send(kind, body, deadline, left)
+        except (openai.APITimeoutError, self._timeouts) as e:  # the latter while reading the body
+            raise BackendTimeout(
+                f"{self.name} did not answer within {self.timeout_s} s", url=url
+            ) from e
+
+    def _send(self, kind: str, body: dict[str, Any], deadline: float, left: float) -> Any:
+        openai = self._openai
+        url = self._url(kind)
+        try:
             if kind == "chat":
                 extra = {k: v for k, v in body.items() if k in ("response_format", "seed")}
                 ctx = self._client.chat.completions.with_streaming_response.create(
@@ -391,17 +509,23 @@ class OpenAICompatible:
                 )
             with ctx as response:
                 chunks: list[bytes] = []
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    if self.clock.now() > deadline:
-                        raise BackendTimeout(
-                            f"{self.name} kept sending without finishing an answer "
-                            f"within {self.timeout_s} s",
-                            url=url,
-                        )
-                    stop = self._guard.stopped(self.name)
-                    if stop is not None:
-                        raise stop
+                kept_sending = BackendTimeout(
+                    f"{self.name} kept sending without finishing an answer within "
+                    f"{self.timeout_s} s",
+                    url=url,
+                )
+                try:
+                    for chunk in response.iter_bytes():
+                        chunks.append(chunk)
+                        if self.clock.now() > deadline:
+                            raise kept_sending
+                        stop = self._guard.stopped(self.name)
+                        if stop is not None:
+                            raise stop
+                except self._timeouts as e:  # the deadline fell while the body came in
+                    if any(chunks):
+                        raise kept_sending from e
+                    raise
         except openai.APITimeoutError as e:
             raise BackendTimeout(
                 f"{self.name} did not answer within {self.timeout_s} s", url=url
@@ -437,8 +561,10 @@ class OpenAICompatible:
             EndpointNotFound: the server answered 404 (names the URL, suggests ``/v1``).
         """
         url = f"{self.base_url}/models"
+        limit = min(timeout_s, self.timeout_s)
         try:
-            self._client.models.with_raw_response.list(timeout=min(timeout_s, self.timeout_s))
+            with total_deadline(limit):
+                self._client.models.with_raw_response.list(timeout=limit)
         except self._openai.NotFoundError as e:
             raise not_found(self.base_url, url) from e
         except self._openai.APIConnectionError as e:  # refused, unresolvable, timed out

@@ -39,7 +39,8 @@ class ChatResult:
             word (lower case; servers' other words for these two are mapped to them).
         model: the model name or file the answer came from.
         extra: what else the reply held; ``tool_calls`` (a list of ``{"name", "arguments"}``)
-            when the server answered with tool calls instead of text.
+            when the server answered with tool calls instead of text; ``reasoning`` (``str``)
+            when a reasoning model's thinking came with the answer (not part of ``text``).
         structured: how the schema was enforced: ``"grammar"`` (embedded), ``"json_schema"`` or
             ``"json_object"`` (server), ``"prompt"`` (schema only described in the prompt), or
             ``""`` when no schema was given.

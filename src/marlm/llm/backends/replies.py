@@ -130,6 +130,109 @@ def _count(value: Any) -> int:
         return 0
 
 
+#: Fields in which reasoning models and their servers put the thinking beside the answer
+#: (vLLM and llama.cpp: ``reasoning_content``; OpenRouter, Ollama, LM Studio: ``reasoning``,
+#: ``thinking``).
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+#: A thinking block before the answer, as reasoning models write it into the content when the
+#: server does not separate it: ``<think>...</think>`` (the opening tag may be in the prompt's
+#: template, so only the closing one is required).
+_THINK = re.compile(r"^\s*(?:<(think|thinking|reasoning)>)?(.*?)</(think|thinking|reasoning)>\s*",
+                    re.DOTALL | re.IGNORECASE)  # fmt: skip
+#: Keys under which servers that wrap answers put them (Ollama: ``response``, ``message``;
+#: OpenAI's Responses API: ``output``, ``output_text``; proxies: ``result``, ``data``).
+_WRAPPERS = ("response", "output_text", "output", "message", "result", "data")
+
+
+def split_thinking(text: str) -> tuple[str, str]:
+    """``(answer, thinking)`` of a text that may start with a thinking block
+    (``<think>...</think>``, also ``<thinking>``/``<reasoning>``, the opening tag optional);
+    ``(text, "")`` when it has none."""
+    m = _THINK.match(text)
+    if m is None:
+        return text, ""
+    return text[m.end() :], m.group(2).strip()
+
+
+def _reasoning(message: dict[str, Any]) -> str:
+    """The thinking a message carries beside its content (:data:`_REASONING_FIELDS`), as text."""
+    for key in _REASONING_FIELDS:
+        value = message.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list | dict):  # parts, or {"text": ...} / {"content": ...}
+            items = [value] if isinstance(value, dict) else value
+            texts = [
+                v if isinstance(v, str) else str(v.get("text") or v.get("content") or "")
+                for v in items
+                if isinstance(v, str | dict)
+            ]
+            if "".join(texts).strip():
+                return "".join(texts)
+    return ""
+
+
+def _unwrap(data: dict[str, Any], who: str, depth: int = 0) -> dict[str, Any]:
+    """A body without ``choices`` that wraps the answer, as a chat completion with one choice:
+    Ollama's ``{"response": str}`` (``/api/generate``) and ``{"message": {...}}`` (``/api/chat``),
+    OpenAI's Responses API (``{"output": [{"type": "message", "content": [parts]}]}`` or
+    ``output_text``), a proxy's ``{"output"|"result"|"data"|"response": <chat completion>}``;
+    ``data`` itself when it wraps nothing."""
+    for key in _WRAPPERS:
+        if key not in data or data.get("choices"):
+            continue
+        inner = data[key]
+        if isinstance(inner, dict) and "choices" in inner and depth < 3:
+            return inner  # a whole chat completion wrapped by a proxy
+        if isinstance(inner, dict) and any(k in inner for k in _WRAPPERS) and depth < 3:
+            return _unwrap(inner, who, depth + 1)
+        message: Any
+        if isinstance(inner, str):
+            message = {"content": inner}
+        elif isinstance(inner, dict) and ("content" in inner or "text" in inner):
+            message = {**inner, "content": inner.get("content", inner.get("text"))}
+        elif isinstance(inner, list) and key == "output":  # the Responses API's output items
+            items = [i for i in inner if isinstance(i, dict)]
+            parts = [
+                p
+                for i in items
+                if i.get("type", "message") == "message"
+                for p in (i.get("content") if isinstance(i.get("content"), list) else [])
+            ]
+            message = {"content": parts, "reasoning": _summaries(items)}
+        else:
+            continue
+        finish = data.get("finish_reason") or data.get("done_reason") or data.get("stop_reason")
+        details = data.get("incomplete_details")
+        if not finish and isinstance(details, dict):  # Responses API: status "incomplete"
+            finish = details.get("reason")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return {
+            "model": data.get("model"),
+            "choices": [{"message": message, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": usage.get(
+                    "prompt_tokens", usage.get("input_tokens", data.get("prompt_eval_count"))
+                ),
+                "completion_tokens": usage.get(
+                    "completion_tokens", usage.get("output_tokens", data.get("eval_count"))
+                ),
+            },
+        }
+    return data
+
+
+def _summaries(items: list[dict[str, Any]]) -> str:
+    """The text of the Responses API's ``reasoning`` output items (their ``summary`` parts)."""
+    out = []
+    for item in items:
+        if item.get("type") == "reasoning":
+            for part in item.get("summary") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    out.append(part["text"])
+    return "\n".join(out)
+
+
 def read_chat_reply(data: Any, who: str) -> dict[str, Any]:
     """Read a chat-completion body in any shape OpenAI-compatible servers send.
 
@@ -141,9 +244,16 @@ def read_chat_reply(data: Any, who: str) -> dict[str, Any]:
     that is missing, ``null`` or holds non-numbers (counted 0); ``finish_reason`` in other words
     (``max_tokens``, ``eos``, ``end_turn``: :data:`_FINISH_WORDS`) or missing (``stop``).
 
+    Reasoning models: the thinking in ``reasoning_content``, ``reasoning`` or ``thinking`` beside
+    the content, or as a ``<think>...</think>`` block before the answer in the content, is not
+    the answer: it is returned as ``reasoning`` and the text is what follows. A message whose only
+    text is its reasoning (the server put everything there) has that as its text, for validation
+    to judge. Bodies that wrap the answer (:func:`_unwrap`: Ollama's native ``response`` and
+    ``message``, OpenAI's Responses API ``output``, a proxy's wrapped chat completion) are read too.
+
     Returns:
         ``{"text": str, "finish_reason": str, "prompt_tokens": int, "completion_tokens": int,
-        "model": str, "tool_calls": list}``.
+        "model": str, "tool_calls": list, "reasoning": str}``.
 
     Raises:
         ContextLengthExceeded: the body is an error object that says the prompt is too long.
@@ -154,6 +264,8 @@ def read_chat_reply(data: Any, who: str) -> dict[str, Any]:
             f"{who} answered a JSON {type(data).__name__} instead of a chat completion object: "
             f"{_short(repr(data))}"
         )
+    if not data.get("choices") and not data.get("error"):
+        data = _unwrap(data, who)
     choices = data.get("choices")
     if not choices and data.get("error"):
         error = data["error"]
@@ -169,12 +281,14 @@ def read_chat_reply(data: Any, who: str) -> dict[str, Any]:
     choice = choices[0]
     message = choice.get("message", choice.get("delta"))
     calls: list[dict[str, str]] = []
+    reasoning = ""
     if message is None and "text" in choice:
         text = content_text(choice["text"], who)
     elif isinstance(message, str):
         text = message
     elif isinstance(message, dict):
         text = content_text(message.get("content"), who)
+        reasoning = _reasoning(message)
         calls = _tool_calls(message)
         if not text.strip():
             refusal = message.get("refusal")
@@ -182,14 +296,19 @@ def read_chat_reply(data: Any, who: str) -> dict[str, Any]:
                 text = refusal
             elif len(calls) == 1:
                 text = calls[0]["arguments"]
+            elif reasoning:  # everything went to the reasoning field: let validation judge it
+                text = reasoning
     else:
         raise MalformedReply(
             f"{who} answered a choice without a message object: {_short(json.dumps(choice))}"
         )
+    text, thought = split_thinking(text)
+    reasoning = "\n".join(t for t in (reasoning, thought) if t and t != text)
     finish = str(choice.get("finish_reason") or "stop").lower()
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     return {
         "text": text,
+        "reasoning": reasoning,
         "finish_reason": _FINISH_WORDS.get(finish, finish),
         "prompt_tokens": _count(usage.get("prompt_tokens")),
         "completion_tokens": _count(usage.get("completion_tokens")),

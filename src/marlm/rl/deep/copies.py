@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from marlm.errors import InputError
+from marlm.errors import InputError, RunError
 
 #: ``(obs, rewards, terminations, truncations, infos, agents after the step, state() or None)``
 StepAnswer = tuple[dict, dict, dict, dict, dict, list, Any]
@@ -107,6 +107,7 @@ class RayCopies:
 
     Raises:
         InputError: ``workers`` below 1 (field ``workers``).
+        RunError: from :meth:`reset` and :meth:`step`, when an actor died.
     """
 
     def __init__(
@@ -136,9 +137,21 @@ class RayCopies:
             if mine:
                 refs.append(actor.reset.remote(mine))
         out: dict[int, tuple[dict, list, Any]] = {}
-        for got in self._ray.get(refs):
+        for got in self._get(refs):
             out.update(got)
         return out
+
+    def _get(self, refs: list[Any]) -> list[Any]:
+        """``ray.get(refs)``; an actor that died (killed, out of memory, its node lost) is a
+        :class:`RunError` in one line: the run cannot go on without its copies."""
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayActorError as e:
+            detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise RunError(
+                f"a Ray actor holding copies of the environment died mid-training "
+                f"({type(e).__name__}{': ' + detail[:160] if detail else ''})"
+            ) from None
 
     def step(self, joints: Sequence[dict]) -> list[StepAnswer]:
         refs = [
@@ -146,7 +159,7 @@ class RayCopies:
             for actor, ks in zip(self.actors, self.groups, strict=True)
         ]
         out: list[Any] = [None] * self.num_envs
-        for ks, answers in zip(self.groups, self._ray.get(refs), strict=True):
+        for ks, answers in zip(self.groups, self._get(refs), strict=True):
             for k, answer in zip(ks, answers, strict=True):
                 out[k] = answer
         return out
