@@ -69,7 +69,7 @@ def base_of(family: str, hand: bool = False):
     """What ships for ``family``: its family setting, else (or with ``hand``) the hand guidance."""
     from families_scheme import family_file, read_family
 
-    from marlm.hybrid.acting.learned_guidance import Guidance
+    from marlm.hybrid.simulator import Guidance
 
     path = family_file(family)
     return read_family(path) if path.is_file() and not hand else Guidance(None)
@@ -80,8 +80,8 @@ def probe(args) -> int:
     from families_train import FIRST_TRAIN_SEED, training_maps
     from harness import pogema_instance
 
-    from marlm.hybrid.acting.learned_guidance import simulate
     from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutSetting
+    from marlm.hybrid.simulator import simulate
 
     settings = [parse_setting(s) for s in args.settings.split(";") if s.strip()]
     for family in args.families.split(","):

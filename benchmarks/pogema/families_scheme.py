@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.hybrid.acting.learned_guidance import RESOLUTION, Guidance, GuidedMover, params_from
+from marlm.hybrid.acting.learned_guidance import RESOLUTION, params_from
+from marlm.hybrid.simulator import Guidance, GuidedMover
 
 # no ``from __future__ import annotations``: the dataclass below must build when the file is
 # loaded by path (the tests' ``load_script``), outside ``sys.modules``

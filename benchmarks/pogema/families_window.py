@@ -48,7 +48,7 @@ def shipped(family: str):
     """What ships on ``family``: its family setting, else the hand guidance."""
     from families_scheme import family_file, read_family
 
-    from marlm.hybrid.acting.learned_guidance import Guidance
+    from marlm.hybrid.simulator import Guidance
 
     path = family_file(family)
     return read_family(path) if path.is_file() else Guidance(None)
@@ -60,8 +60,8 @@ def probe(source, families: list[str], settings: list[tuple[int, int, int]]) -> 
     from families_train import FIRST_TRAIN_SEED, training_maps
     from harness import pogema_instance
 
-    from marlm.hybrid.acting.learned_guidance import simulate
     from marlm.hybrid.rules.window import WindowScheme
+    from marlm.hybrid.simulator import simulate
 
     for family in families:
         setting = fam.family_setting(source, family)

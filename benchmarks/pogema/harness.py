@@ -115,7 +115,7 @@ def pogema_instance(num_agents: int, seed: int, gc=None):
     sequence from POGEMA's own generator, enough for the episode (each agent's sequence runs until
     its Manhattan length reaches the episode length, which no agent can outrun). ``gc``: another
     map or setting (default: :func:`grid_config`, the warehouse)."""
-    from marlm.hybrid.acting.learned_guidance import LifelongInstance
+    from marlm.hybrid.simulator import LifelongInstance
     from pogema import pogema_v0
 
     gc = grid_config(num_agents, seed) if gc is None else gc
@@ -171,9 +171,9 @@ def guidance_of(algorithm: str, params, penalty: int, agents: int | None = None)
         SHIPPED_HINDRANCE,
         SHIPPED_MIN_DENSITY,
         SHIPPED_NARROW_PRIORITY,
-        Guidance,
         params_from,
     )
+    from marlm.hybrid.simulator import Guidance
 
     scheme = VARIANTS[algorithm]
     shipped = scheme == "marlm_shipped"
@@ -207,7 +207,7 @@ def run_one(
     gc = grid_config(num_agents, seed) if gc is None else gc
     if algorithm == "free_flow":
         load_pibt()
-        from marlm.hybrid.acting.learned_guidance import free_flow_bound
+        from marlm.hybrid.simulator import free_flow_bound
 
         bound = free_flow_bound(pogema_instance(num_agents, seed, gc)[0])
         return {"algorithm": algorithm, "num_agents": num_agents, "seed": seed,

@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     from families_scheme import parse_setting
     from harness import LEARNED, fail, guidance_of, parse_ints, pogema_instance
 
-    from marlm.hybrid.acting.learned_guidance import params_from, simulate
+    from marlm.hybrid.acting.learned_guidance import params_from
     from marlm.hybrid.rules.window import WindowScheme
+    from marlm.hybrid.simulator import simulate
 
     texts = [t.strip() for t in args.setting.split(",") if t.strip()]
     if any(t.endswith("+w") for t in texts) and args.weights is None:

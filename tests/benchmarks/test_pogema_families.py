@@ -19,12 +19,9 @@ from marlm.hybrid.acting.learned_guidance import (
     N_PARAMS,
     SHIPPED_MIN_DENSITY,
     SHIPPED_NARROW_PRIORITY,
-    Guidance,
-    LifelongInstance,
-    free_flow_bound,
     params_from,
-    simulate,
 )
+from marlm.hybrid.simulator import Guidance, LifelongInstance, free_flow_bound, simulate
 from script_module import load_script
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pogema"

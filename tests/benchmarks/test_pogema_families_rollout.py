@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 from test_pogema_families import puzzle_instance
 
-from marlm.hybrid.acting.learned_guidance import simulate
 from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutSetting
+from marlm.hybrid.simulator import simulate
 from script_module import load_script
 
 

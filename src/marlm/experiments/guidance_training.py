@@ -33,18 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.hybrid.acting.learned_guidance import (
-    N_PARAMS,
-    PARAM_NAMES,
-    Guidance,
-    LifelongInstance,
-    simulate,
-)
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
+from marlm.hybrid.simulator import Guidance, LifelongInstance, simulate
 
 LOWER = -2.0
 UPPER = 8.0
 """Search box of every parameter (steps of extra cost per unit feature; the online gain is
-clipped at 0 inside :class:`marlm.hybrid.acting.learned_guidance.Guidance`)."""
+clipped at 0 inside :class:`marlm.hybrid.simulator.Guidance`)."""
 
 
 @dataclass(frozen=True)

@@ -126,12 +126,12 @@ def check_layout(value: str, *, option: str = "--layout") -> None:
 
 def check_rule_layer(value: str, *, allow_none: bool = False) -> str:
     """The ``--shield`` value checked: ``pibt`` or ``local`` (see
-    :data:`marlm.hybrid.rules.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.
+    :data:`marlm.hybrid.rules.factory.SHIELD_RULES`), or ``none`` where ``allow_none``.
 
     Raises:
         InputError: another value, naming ``--shield`` and the allowed values.
     """
-    from marlm.hybrid.rules.shield import SHIELD_RULES
+    from marlm.hybrid.rules.factory import SHIELD_RULES
 
     allowed = (*SHIELD_RULES, "none") if allow_none else SHIELD_RULES
     if value not in allowed:

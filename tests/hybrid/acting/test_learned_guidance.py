@@ -20,24 +20,26 @@ from marlm.hybrid.acting.learned_guidance import (
     SHIPPED_HINDRANCE,
     SHIPPED_MIN_DENSITY,
     SHIPPED_NARROW_PRIORITY,
-    Guidance,
-    GuidedMover,
-    LifelongInstance,
     OnlineAdapter,
     density_feature,
-    free_flow_bound,
     hindrance,
     learned_costs,
     move_features,
     online_adapter,
     params_from,
+)
+from marlm.hybrid.rules.layer import is_safe
+from marlm.hybrid.rules.pibt import neighbour_table
+from marlm.hybrid.simulator import (
+    Guidance,
+    GuidedMover,
+    LifelongInstance,
+    free_flow_bound,
     random_instance,
     simulate,
 )
-from marlm.hybrid.rules.pibt import neighbour_table
-from marlm.hybrid.rules.shield import is_safe
 
-WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+WFI = Path(__file__).resolve().parents[3] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
 SHIPPED = WFI.with_name("guidance-wfi_warehouse.json")
 
 

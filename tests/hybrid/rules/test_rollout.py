@@ -10,15 +10,10 @@ from hypothesis import strategies as st
 from test_learned_guidance import lifelong_steps, random_map
 
 from marlm.envs.warehouse.dynamics import MOVES
-from marlm.hybrid.acting.learned_guidance import (
-    N_PARAMS,
-    PARAM_NAMES,
-    Guidance,
-    random_instance,
-    simulate,
-)
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
+from marlm.hybrid.rules.layer import is_safe
 from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutMover, RolloutSetting
-from marlm.hybrid.rules.shield import is_safe
+from marlm.hybrid.simulator import Guidance, random_instance, simulate
 
 ROOMS = """\
 .........

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from test_learned_guidance import lifelong_steps
 
-from marlm.hybrid.acting.learned_guidance import Guidance, random_instance, simulate
 from marlm.hybrid.rules.pibt import neighbour_table
 from marlm.hybrid.rules.window import WindowedMover, WindowScheme, _window_path, window_costs
+from marlm.hybrid.simulator import Guidance, random_instance, simulate
 
 MAP = """
 ........
@@ -98,10 +98,10 @@ def test_a_puzzle_that_deadlocked_when_the_search_could_replan_every_robot():
     import json
     from pathlib import Path
 
-    from marlm.hybrid.acting.learned_guidance import LifelongInstance
+    from marlm.hybrid.simulator import LifelongInstance
     from script_module import load_script
 
-    data = Path(__file__).resolve().parents[1] / "data" / "pogema"
+    data = Path(__file__).resolve().parents[2] / "data" / "pogema"
     case = json.loads((data / "puzzle-00-seed-0-3-agents.json").read_text())
     seqs = case["targets_xy"]
     targets = np.full((len(seqs), max(map(len, seqs)), 2), -1, dtype=np.int64)

@@ -12,7 +12,7 @@ from typing import Any
 
 from marlm.envs.warehouse.dynamics import ACTION_NAMES
 from marlm.envs.warehouse.env import OBS_BLOCKED, OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR
-from marlm.hybrid.acting.preferences import StepView, one_hot
+from marlm.hybrid.core.view import StepView, one_hot
 
 _SIDES = ACTION_NAMES[1:]  # up, down, left, right: the order of the observation's neighbour slices
 

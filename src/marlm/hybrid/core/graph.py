@@ -1,4 +1,4 @@
-"""The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances, and
+"""The map as a graph for every layer: neighbour table, dead-end depth, BFS distances, and
 the store of distance tables to the targets in use (:class:`DistanceTables`, PIBT's and the
 guidance's).
 
