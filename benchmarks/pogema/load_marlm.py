@@ -26,8 +26,9 @@ def _load(name: str, path: Path) -> types.ModuleType:
 
 
 def load_pibt(src: Path = SRC) -> types.ModuleType:
-    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance``, the ``simulator``,
-    ``rollout`` and ``window``) loaded from ``src``."""
+    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance`` and the
+    ``simulator``) loaded from ``src``; the rollout and window planners of this folder
+    (``rollout_planner.py``, ``window_planner.py``) import them."""
     if (
         "marlm.hybrid.acting.learned_guidance" in sys.modules
     ):  # once per process: keep compiled kernels
@@ -43,8 +44,6 @@ def load_pibt(src: Path = SRC) -> types.ModuleType:
     _load("marlm.hybrid.acting.guidance", src / "marlm/hybrid/acting/guidance.py")
     _load("marlm.hybrid.acting.learned_guidance", src / "marlm/hybrid/acting/learned_guidance.py")
     _load("marlm.hybrid.simulator", src / "marlm/hybrid/simulator.py")
-    _load("marlm.hybrid.rules.rollout", src / "marlm/hybrid/rules/rollout.py")
-    _load("marlm.hybrid.rules.window", src / "marlm/hybrid/rules/window.py")
     return pibt
 
 

@@ -175,7 +175,7 @@ def test_the_window_ships_per_family_from_its_settings_file(families, scheme):
     """What ``families.py`` ships on a family: its window setting around its family setting (the
     hand guidance where it has none); a family the file does not name (movingai) ships as
     before."""
-    from marlm.hybrid.rules.window import WindowScheme
+    from window_planner import WindowScheme
 
     windows = scheme.window_settings()
     assert windows == {"random": (8, 64, 8, False, 0), "mazes": (8, 64, 8, False, 0),

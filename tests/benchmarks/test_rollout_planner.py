@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_learned_guidance import lifelong_steps, random_map
+from rollout_planner import RolloutGuidance, RolloutMover, RolloutSetting
 
+from hybrid.acting.test_learned_guidance import lifelong_steps, random_map
 from marlm.envs.warehouse.dynamics import MOVES
 from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
 from marlm.hybrid.rules.layer import is_safe
-from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutMover, RolloutSetting
 from marlm.hybrid.simulator import Guidance, random_instance, simulate
 
 ROOMS = """\

@@ -1,14 +1,14 @@
-"""Windowed planning improved by LNS (``marlm.hybrid.rules.window``): feasible joint moves, the
+"""Windowed planning improved by LNS (``benchmarks/pogema/window_planner.py``): feasible joint moves, the
 plain mover reproduced without a search, the space-time search's known answer, exact figures."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_learned_guidance import lifelong_steps
+from window_planner import WindowedMover, WindowScheme, _window_path, window_costs
 
+from hybrid.acting.test_learned_guidance import lifelong_steps
 from marlm.hybrid.rules.pibt import neighbour_table
-from marlm.hybrid.rules.window import WindowedMover, WindowScheme, _window_path, window_costs
 from marlm.hybrid.simulator import Guidance, random_instance, simulate
 
 MAP = """
@@ -101,7 +101,7 @@ def test_a_puzzle_that_deadlocked_when_the_search_could_replan_every_robot():
     from marlm.hybrid.simulator import LifelongInstance
     from script_module import load_script
 
-    data = Path(__file__).resolve().parents[2] / "data" / "pogema"
+    data = Path(__file__).resolve().parents[1] / "data" / "pogema"
     case = json.loads((data / "puzzle-00-seed-0-3-agents.json").read_text())
     seqs = case["targets_xy"]
     targets = np.full((len(seqs), max(map(len, seqs)), 2), -1, dtype=np.int64)

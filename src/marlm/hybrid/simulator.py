@@ -60,7 +60,7 @@ class GuidedMover:
     Attributes:
         goal_priority, priority_noise: 0 here; a subclass that reorders PIBT by distance to go
             or draws its tie-breaks again every step sets them (read by the rollouts of
-            :mod:`marlm.hybrid.rules.rollout`).
+            ``benchmarks/pogema/rollout_planner.py``).
     """
 
     goal_priority = 0.0
