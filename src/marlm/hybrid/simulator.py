@@ -229,6 +229,27 @@ class Guidance:
         )
 
 
+class ConflictError(RuntimeError):
+    """A joint move that leaves the free cells, puts two robots in one cell, or swaps two."""
+
+
+def _check_joint_move(pos: np.ndarray, new: np.ndarray, free: np.ndarray, step: int) -> None:
+    """Raise :class:`ConflictError` naming the first broken rule of the move ``pos -> new``
+    (``int64[n, 2]`` each) on ``free`` (``bool[H, W]``) at ``step``."""
+    h, w = free.shape
+    inside = (new[:, 0] >= 0) & (new[:, 0] < h) & (new[:, 1] >= 0) & (new[:, 1] < w)
+    if not inside.all() or not free[new[:, 0], new[:, 1]].all():
+        raise ConflictError(f"step {step}: a robot moves into a wall or off the map")
+    cells, after = pos[:, 0] * w + pos[:, 1], new[:, 0] * w + new[:, 1]
+    if len(np.unique(after)) != len(after):
+        raise ConflictError(f"step {step}: vertex conflict (two robots in one cell)")
+    where = {c: i for i, c in enumerate(cells.tolist())}
+    for i, c in enumerate(after.tolist()):
+        j = where.get(c)
+        if j is not None and j != i and after[j] == cells[i]:
+            raise ConflictError(f"step {step}: robots {i} and {j} swap cells")
+
+
 def simulate(
     instance: LifelongInstance,
     guidance: Guidance,
@@ -243,12 +264,13 @@ def simulate(
     gets its next target, seen from the next step on.
 
     Args:
-        check: assert after every step that no two robots share a cell and none swapped
-            (the layer guarantees it; tests turn this on).
+        check: check after every step that no robot left the free cells, no two robots share
+            a cell and none swapped (the layer guarantees it; tests turn this on).
 
     Raises:
         ValueError: a robot ran out of targets (the instance is too short for ``steps``).
-        AssertionError: ``check`` and a conflict occurred (never, by PIBT's guarantee).
+        ConflictError: ``check`` and a joint move broke one of those rules (never, by PIBT's
+            guarantee).
     """
     n = len(instance.starts)
     mover = guidance.mover(instance.free, n, instance.seed, target_cells, swap)
@@ -257,21 +279,14 @@ def simulate(
     rows = np.arange(n)
     m = instance.targets.shape[1]
     reached = 0
-    w = instance.free.shape[1]
-    for _ in range(instance.steps):
+    for step in range(instance.steps):
         if (idx >= m).any() or (instance.targets[rows, np.minimum(idx, m - 1), 0] < 0).any():
             raise ValueError("a robot ran out of targets: the instance is too short")
         goals = instance.targets[rows, idx]
         actions = mover.act(pos, goals)
         new = pos + MOVES[actions]
         if check:
-            cells, after = pos[:, 0] * w + pos[:, 1], new[:, 0] * w + new[:, 1]
-            assert len(np.unique(after)) == n, "vertex conflict"
-            where = {c: i for i, c in enumerate(cells.tolist())}
-            for i, c in enumerate(after.tolist()):
-                j = where.get(c)
-                assert j is None or j == i or after[j] != cells[i], "swap conflict"
-            assert instance.free[new[:, 0], new[:, 1]].all(), "move into a wall"
+            _check_joint_move(pos, new, instance.free, step)
         pos = new
         hit = (pos == goals).all(axis=1)
         reached += int(hit.sum())
