@@ -288,7 +288,7 @@ class Controller:
         overridden = np.flatnonzero(move.overridden)
         StepRecord(
             step=step,
-            proposed=move.proposed.tolist(),
+            proposed=(move.actions if move.proposed is None else move.proposed).tolist(),
             actions=move.actions.tolist(),
             rewards=[float(rewards[a]) for a in agents],
             positions=self.env.robot_positions.tolist(),

@@ -231,7 +231,7 @@ def greedy_action(q_row: np.ndarray, rng: np.random.Generator | None = None) -> 
 
 
 def epsilon_greedy(
-    q_row_or_rows: np.ndarray, epsilon: float, rng: np.random.Generator
+    q_row_or_rows: np.ndarray, epsilon: float | np.ndarray, rng: np.random.Generator
 ) -> int | np.ndarray:
     """Epsilon-greedy action(s) with random tie-breaking among maxima.
 
@@ -241,7 +241,7 @@ def epsilon_greedy(
 
     Args:
         q_row_or_rows: ``float64[n_actions]`` (one state) or ``float64[B, n_actions]`` (B states).
-        epsilon: exploration probability in [0, 1].
+        epsilon: exploration probability in [0, 1]; for B rows also ``float64[B]``, one per row.
         rng: the generator to draw from.
 
     Returns:

@@ -112,7 +112,7 @@ class QExecutor:
         """``float64[n, 5]``: the distance-to-go scores plus the Q-values scaled per robot to
         [0, 1) (module doc); with ``explore``, :meth:`act`'s actions (noise included)."""
         if explore:
-            return one_hot(self.act(view.observations, view.agents, rng))
+            return one_hot(self.act(view.observed(), view.agents, rng))
         obs = view.stacked()
         q = self.q[discretise(obs)].astype(np.float64)
         lo, hi = q.min(axis=1, keepdims=True), q.max(axis=1, keepdims=True)
@@ -191,7 +191,7 @@ class GreedyExecutor:
     def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[n, 5]`` the distance-to-go scores; with ``explore``, :meth:`act`'s actions."""
         if explore:
-            return one_hot(self.act(view.observations, view.agents, rng))
+            return one_hot(self.act(view.observed(), view.agents, rng))
         return greedy_scores(view.stacked())
 
     def warm_up(self) -> None:
@@ -209,7 +209,7 @@ class RandomExecutor:
     def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[n, 5]`` uniform in [0, 1); with ``explore``, :meth:`act`'s actions."""
         if explore:
-            return one_hot(self.act(view.observations, view.agents, rng))
+            return one_hot(self.act(view.observed(), view.agents, rng))
         return rng.random((len(view.agents), N_ACTIONS))
 
     def warm_up(self) -> None:

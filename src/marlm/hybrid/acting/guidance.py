@@ -30,17 +30,14 @@ from __future__ import annotations
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, UP
-from marlm.hybrid.core.graph import UNREACHABLE, grid_steps, neighbour_table, sentinels, store_row
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only without numba
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
+from marlm.hybrid.core.graph import (
+    UNREACHABLE,
+    grid_steps,
+    neighbour_table,
+    njit,
+    sentinels,
+    store_row,
+)
 
 BUSY = 1 / 16
 """Robots per free cell from which :func:`traffic_costs` makes horizontal aisles one-way too."""

@@ -186,9 +186,9 @@ class GuidedExecutor:
         cells = pos[:, 0] * self.width + pos[:, 1]
         has = goals[:, 0] >= 0
         goal_cells = np.where(has, goals[:, 0] * self.width + goals[:, 1], -1)
-        seen = self.online is not None and self._last is not None
-        if seen and self.online.observe(*self._last, cells):
-            self.cost = self.online.costs()
+        online, last = self.online, self._last
+        if online is not None and last is not None and online.observe(last[0], last[1], cells):
+            self.cost = online.costs()
             self.tables.fill = guided_filler(self.nbr, self.cost)
             self.tables.clear()  # built on the old costs
         self._last = (cells, goal_cells)

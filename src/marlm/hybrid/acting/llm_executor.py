@@ -55,7 +55,7 @@ class LLMMoveExecutor:
     def scores(self, view: StepView, rng: Any, explore: bool = False) -> Any:
         """``float64[n, 5]`` naming the model's move for each robot (one call, see :meth:`act`);
         the same with or without ``explore`` (the model's answer is the only proposal)."""
-        return one_hot(self.act(view.observations, view.agents, rng))
+        return one_hot(self.act(dict(view.observed()), view.agents, rng))
 
     def warm_up(self) -> None:
         """Nothing: the model is never called outside the control loop."""

@@ -12,7 +12,6 @@ An executor turns the step view (:class:`marlm.hybrid.core.view.StepView`) into
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Protocol
 
 import numpy as np
@@ -26,12 +25,16 @@ class Executor(Protocol):
 
     ``scores(view, rng, explore)`` returns ``float64[len(view.agents), 5]`` (action order of
     :data:`marlm.envs.warehouse.MOVES`; higher first; ``-inf`` never to be chosen). With
-    ``explore=True`` the scores carry the executor's execution noise (its random actions: each
-    row names the action its ``act`` takes, see :func:`one_hot`), for rule layers that filter one
-    proposed action per robot instead of ranking them; ``rng`` is the run's executor generator.
+    ``explore=True`` the scores carry the executor's execution noise (its random actions, as
+    :func:`marlm.hybrid.core.view.one_hot` rows), for rule layers that filter one proposed action
+    per robot instead of ranking them; ``rng`` is the run's executor generator.
 
-    ``act(observations, agents, rng, epsilon)`` is the learner's side (training on the raw
-    environment): ``int64[len(agents)]`` action ids. ``name`` is what traces and tables call it.
+    ``warm_up()`` does the executor's load-time work (compiling kernels, reading weights) before
+    the control clock starts; the controller calls it once. ``name`` is what traces and tables
+    call the executor.
+
+    A learner's own side (``QExecutor.act`` during training on the raw environment) is not part
+    of the contract: no caller of an executor uses it.
     """
 
     name: str
@@ -40,13 +43,7 @@ class Executor(Protocol):
         self, view: StepView, rng: np.random.Generator, explore: bool = False
     ) -> np.ndarray: ...
 
-    def act(
-        self,
-        observations: Mapping[str, np.ndarray],
-        agents: list[str],
-        rng: np.random.Generator,
-        epsilon: float | None = None,
-    ) -> np.ndarray: ...
+    def warm_up(self) -> None: ...
 
 
 def downhill_scores(closer: np.ndarray, blocked: np.ndarray, has_goal: np.ndarray) -> np.ndarray:

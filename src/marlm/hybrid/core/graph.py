@@ -18,7 +18,7 @@ try:  # numba is optional: the POGEMA harness imports this file in a venv that m
     from numba import njit
 except ImportError:  # pragma: no cover - exercised only without numba
 
-    def njit(*args, **kwargs):
+    def njit(*args, **kwargs):  # type: ignore[no-redef]  # numba's decorator, as a no-op
         if args and callable(args[0]):
             return args[0]
         return lambda f: f

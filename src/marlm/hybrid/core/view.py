@@ -54,15 +54,24 @@ class StepView:
     observations: Mapping[str, np.ndarray] | None = None
     idle_goals: Mapping[str, Cell] = field(default_factory=dict)
 
-    def stacked(self) -> np.ndarray:
-        """``float32[n, 16]`` the observations in ``agents`` order.
+    def observed(self) -> Mapping[str, np.ndarray]:
+        """Each robot's observation (``float32[16]``) by name.
 
         Raises:
             ValueError: the view has no observations.
         """
         if self.observations is None:
             raise ValueError("this step view has no observations (build it with observations=)")
-        return np.stack([self.observations[a] for a in self.agents])
+        return self.observations
+
+    def stacked(self) -> np.ndarray:
+        """``float32[n, 16]`` the observations in ``agents`` order.
+
+        Raises:
+            ValueError: the view has no observations.
+        """
+        observations = self.observed()
+        return np.stack([observations[a] for a in self.agents])
 
 
 def robot_priority(env: WarehouseEnv, agents: list[str]) -> np.ndarray:

@@ -354,9 +354,12 @@ class DwellPolicy:
         out: dict[str, Cell] = {}
         if self.reserve:
             point = self.choose_reserve(idle)
-            out[self.reserve_robot] = self.cells[point]
+            reserve = self.reserve_robot
+            if reserve is None:  # choose_reserve names one whenever a robot is idle and cells exist
+                raise RuntimeError("dwell policy: no reserve robot among the idle robots")
+            out[reserve] = self.cells[point]
             fixed.append(point)
-            robots.remove(self.reserve_robot)
+            robots.remove(reserve)
         else:
             self.reserve_robot = None
         if len(robots) > self.exact_limit:
