@@ -82,9 +82,9 @@ class TrainConfig:
                     f"search must name at least 2 distinct parameters of {', '.join(PARAM_NAMES)}"
                     f"; unknown: {unknown}"
                 )
-        for name in ("generations", "population"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name, value in (("generations", self.generations), ("population", self.population)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         if self.population < 2:
             raise ValueError(f"population must be >= 2, got {self.population}")
         if self.sigma0 <= 0:

@@ -82,10 +82,11 @@ def example_of(param: object, option: str) -> str:
     """``"; pass e.g. --steps 600"`` for a whole-number or decimal option the parser refused
     (``--steps abc``): its default where that is a number, else 1; ``""`` for other options.
     ``param`` is typer's parameter (its ``type_descriptor.annotation`` and ``default``)."""
+    # typer's parameter is not a public type: its fields are read by name, None if absent
     kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
     if kind not in (int, float) or not option.startswith("--"):
         return ""
-    default = getattr(param, "default", None)
+    default = getattr(param, "default", None)  # the same parameter, by name
     numeric = isinstance(default, int | float) and not isinstance(default, bool)
     return f"; pass e.g. {option} {_show(default if numeric else kind(1))}"
 

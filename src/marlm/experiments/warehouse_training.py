@@ -227,9 +227,10 @@ class DenseSetting:
 
     def __post_init__(self) -> None:
         low = {"rows": 8, "cols": 8, "robots": 1, "orders": 1, "steps": 1}
+        values = vars(self)
         for name, least in low.items():
-            if getattr(self, name) < least:
-                raise ValueError(f"{name} must be >= {least}, got {getattr(self, name)}")
+            if values[name] < least:
+                raise ValueError(f"{name} must be >= {least}, got {values[name]}")
         if not self.seeds:
             raise ValueError("seeds must name at least one seed")
 

@@ -297,8 +297,25 @@ def _read_log(path: Path, log: dict[str, Any]) -> dict[str, np.ndarray]:
     return {name: np.array(rows[name]) for name in dtype.names}
 
 
+#: numpy's bit generators by the name their ``state`` records.
+_BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
+    "PCG64": np.random.PCG64,
+    "PCG64DXSM": np.random.PCG64DXSM,
+    "Philox": np.random.Philox,
+    "SFC64": np.random.SFC64,
+    "MT19937": np.random.MT19937,
+}
+
+
 def restore_rng(state: dict[str, Any]) -> np.random.Generator:
     """A generator whose bit generator is in ``state`` (from ``bit_generator.state``)."""
-    bitgen = getattr(np.random, state["bit_generator"])()
+    kind = _BIT_GENERATORS.get(state["bit_generator"])
+    if kind is None:
+        raise InputError(
+            f"unknown bit generator {state['bit_generator']!r} in a saved generator state; "
+            f"known: {', '.join(_BIT_GENERATORS)}",
+            field="bit_generator",
+        )
+    bitgen = kind()
     bitgen.state = state
     return np.random.Generator(bitgen)
