@@ -201,7 +201,7 @@ class Layout(_FreeGrid):
         guarantees joined to every shelf's pick cell and every station; free cells walled off
         from it are left out (a robot there could serve nothing).
         """
-        return [tuple(map(int, c)) for c in np.argwhere(self.station_distance >= 0)]
+        return [(int(c[0]), int(c[1])) for c in np.argwhere(self.station_distance >= 0)]
 
     def to_text(self) -> str:
         """The map in marlm ASCII (round-trips through :func:`parse_layout`)."""
@@ -345,7 +345,7 @@ def parse_layout(text: str, name: str = "custom", source: str | Path = "<string>
             if ch == "R":
                 starts.append((r, c))
 
-    stations = [tuple(map(int, c)) for c in np.argwhere(grid == STATION)]
+    stations = [(int(c[0]), int(c[1])) for c in np.argwhere(grid == STATION)]
     if not stations:
         raise InputError(
             "the map has no station; add at least one 'P' cell (RWARE: 'g')",
