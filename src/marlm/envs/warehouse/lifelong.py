@@ -107,11 +107,11 @@ class LifelongScenario:
         self.n_agents = int(n_agents)
         self.max_steps = int(max_steps)
         comp = grid.components()
-        self._targets_by_comp: dict[int, np.ndarray] = {}
+        by_comp: dict[int, list[tuple[int, int]]] = {}
         for cell in grid.targets:
-            self._targets_by_comp.setdefault(int(comp[cell]), []).append(cell)
-        self._targets_by_comp = {
-            k: np.array(v, dtype=np.int64).reshape(-1, 2) for k, v in self._targets_by_comp.items()
+            by_comp.setdefault(int(comp[cell]), []).append(cell)
+        self._targets_by_comp: dict[int, np.ndarray] = {
+            k: np.array(v, dtype=np.int64).reshape(-1, 2) for k, v in by_comp.items()
         }
         self._starts = np.array(grid.starts, dtype=np.int64).reshape(-1, 2)
         self.reset(seed)
