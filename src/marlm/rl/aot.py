@@ -124,6 +124,8 @@ def _load(path: Path):
         loop = None
         try:
             spec = importlib.util.spec_from_file_location(_module_name(path), path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"not a loadable module: {path}")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             loop = module.race_loop

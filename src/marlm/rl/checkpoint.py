@@ -55,11 +55,15 @@ def _record_dtype(log: dict[str, np.ndarray]) -> np.dtype:
 
 
 def _fields(dtype: np.dtype) -> list[list[Any]]:
-    """A record dtype as JSON: ``[[name, dtype string, shape], ...]``."""
-    return [
-        [name, dtype.fields[name][0].base.str, list(dtype.fields[name][0].shape)]
-        for name in dtype.names
-    ]
+    """A record dtype as JSON: ``[[name, dtype string, shape], ...]``.
+
+    Raises:
+        ValueError: ``dtype`` is not a record dtype.
+    """
+    fields, names = dtype.fields, dtype.names
+    if fields is None or names is None:
+        raise ValueError(f"not a record dtype: {dtype}")
+    return [[name, fields[name][0].base.str, list(fields[name][0].shape)] for name in names]
 
 
 def _from_fields(fields: list[list[Any]]) -> np.dtype:
@@ -294,7 +298,7 @@ def _read_log(path: Path, log: dict[str, Any]) -> dict[str, np.ndarray]:
             field="checkpoint",
         )
     rows = np.frombuffer(data, dtype=dtype, count=records)
-    return {name: np.array(rows[name]) for name in dtype.names}
+    return {name: np.array(rows[name]) for name in dtype.names or ()}
 
 
 #: numpy's bit generators by the name their ``state`` records.
