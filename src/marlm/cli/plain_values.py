@@ -69,6 +69,10 @@ def install() -> bool:
     class PlainRuntimeParam(RuntimeParam):
         """Plain values converted here, the others by typer's own runtime parameter."""
 
+        # Set in __init__ past typer's frozen dataclass (object.__setattr__); not its fields.
+        _descriptor: Any
+        _typer: Any
+
         def __init__(self, descriptor: Any) -> None:
             super().__init__(
                 parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
