@@ -3,7 +3,7 @@
 Trains MAPPO (or any learner of ``marlm.rl.deep``) on the raw warehouse (small layout, 40
 generated orders, 400 steps, orders assigned by the environment, no rule layer: the
 environment's collision rules refuse conflicting moves), once per training seed, and scores
-every executor on held-out seeds with :func:`marlm.hybrid.acting.executor.evaluate_executor`,
+every executor on held-out seeds with :func:`marlm.hybrid.evaluate.evaluate_executor`,
 the function behind the reference figures of docs/movement.md ("RL vs greedy under the rule
 layer", raw env column):
 
@@ -40,13 +40,9 @@ from typing import Any
 import numpy as np
 
 from marlm.envs.warehouse import WarehouseEnv
-from marlm.hybrid.acting.executor import (
-    GreedyExecutor,
-    RandomExecutor,
-    evaluate_executor,
-    train_executor,
-)
-from marlm.hybrid.acting.preferences import StepView, one_hot
+from marlm.hybrid.acting.executor import GreedyExecutor, RandomExecutor, train_executor
+from marlm.hybrid.core.view import StepView, one_hot
+from marlm.hybrid.evaluate import evaluate_executor
 from marlm.rl.deep.common import DeepConfig, ObservationEncoder
 from marlm.rl.deep.policy import NumpyPolicy, policy_to_arrays
 
@@ -69,7 +65,7 @@ class TrainingWarehouse(WarehouseEnv):
 
 
 class DeepExecutor:
-    """A trained deep policy as an executor (:class:`marlm.hybrid.acting.preferences.Executor`):
+    """A trained deep policy as an executor (:class:`marlm.hybrid.acting.scores.Executor`):
     the one-hot of its deterministic action (``sample=False``) or of an action drawn from its
     softmax with the step's generator (``sample=True``)."""
 

@@ -30,7 +30,7 @@ from marlm.hybrid.acting.executor import GreedyExecutor
 from marlm.hybrid.build import build_planner
 from marlm.hybrid.controller import Controller
 from marlm.hybrid.planning.dwell import DwellPolicy
-from marlm.hybrid.rules.shield import make_shield, warm_up
+from marlm.hybrid.rules.factory import make_shield, warm_up
 
 
 def write_map(path: Path, size: int = 100) -> Path:

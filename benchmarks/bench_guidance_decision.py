@@ -44,12 +44,10 @@ from marlm.hybrid.acting.learned_guidance import (
     SHIPPED_HINDRANCE,
     SHIPPED_MIN_DENSITY,
     SHIPPED_NARROW_PRIORITY,
-    Guidance,
-    LifelongInstance,
     params_from,
-    random_instance,
 )
-from marlm.hybrid.rules.graph import REFRESH_CELLS
+from marlm.hybrid.core.graph import REFRESH_CELLS
+from marlm.hybrid.simulator import Guidance, LifelongInstance, random_instance
 
 HERE = Path(__file__).resolve().parent
 WFI = HERE / "pogema" / "data" / "wfi_warehouse.txt"

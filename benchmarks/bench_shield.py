@@ -2,7 +2,7 @@
 
 Run: `python benchmarks/bench_shield.py [--quick]`. Prints the figure, its baseline measured in the
 same run, and the ratio. The reference is the first, dict-based version of the local shield
-(``tests/hybrid/reference_shield.py``), which the equivalence test also uses.
+(``tests/hybrid/rules/reference_shield.py``), which the equivalence test also uses.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from marlm.scale.benchmarks import Figure, large_layout, shield_ms
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "hybrid"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "hybrid" / "rules"))
 from reference_shield import ReferenceShield  # noqa: E402
 
 

@@ -20,9 +20,10 @@ import numpy as np
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, discretise
-from marlm.hybrid.acting.preferences import step_view
 from marlm.hybrid.build import cached_policy
-from marlm.hybrid.rules.shield import make_shield, shielded_step
+from marlm.hybrid.core.view import step_view
+from marlm.hybrid.rules.factory import make_shield
+from marlm.hybrid.rules.layer import shielded_step
 
 
 class QOnly:

@@ -23,3 +23,8 @@ class FixedTriage:
 
     def classify_many(self, notes, fallbacks) -> list[TriageDecision]:
         return [self.classify(n, fallback=f) for n, f in zip(notes, fallbacks, strict=True)]
+
+    def without(self, texts) -> FixedTriage:
+        """The same table: a fixed table has no labelled pool to take ``texts`` out of
+        (``Triage.without``'s contract)."""
+        return self

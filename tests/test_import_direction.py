@@ -112,6 +112,62 @@ def test_imports_follow_the_documented_direction(path: Path):
     assert not wrong, "imports against the layering:\n" + "\n".join(wrong)
 
 
+#: Sub-package of ``marlm.hybrid`` -> the other sub-packages it may import. ``core`` is the floor
+#: under the three layers (the step view, actions, the map's tables); a layer imports ``core`` and
+#: never a sibling layer. The modules at ``hybrid``'s top (controller, build, evaluate, simulator,
+#: render, defaults) compose the layers and may import all of them.
+HYBRID_LAYERS: dict[str, set[str]] = {
+    "core": set(),
+    "planning": {"core"},
+    "acting": {"core"},
+    "rules": {"core"},
+}
+
+
+def hybrid_layer_of(module: str) -> str | None:
+    """``"core"``, ``"planning"``, ``"acting"``, ``"rules"`` for a module inside one of them,
+    None for ``marlm.hybrid``'s own top-level modules and anything outside ``hybrid``."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[1] == "hybrid" and parts[2] in HYBRID_LAYERS:
+        return parts[2]
+    return None
+
+
+HYBRID_LAYER_MODULES = sorted(
+    p for p in (SRC / "hybrid").rglob("*.py") if hybrid_layer_of(module_name(p)) is not None
+)
+
+
+def test_every_hybrid_sub_package_has_a_rule():
+    found = {p.parent.name for p in (SRC / "hybrid").glob("*/__init__.py")}
+    assert found == set(HYBRID_LAYERS), f"add the sub-package(s) to HYBRID_LAYERS: {found}"
+
+
+@pytest.mark.parametrize(
+    "path", HYBRID_LAYER_MODULES, ids=lambda p: str(p.relative_to(SRC / "hybrid"))
+)
+def test_no_hybrid_layer_imports_a_sibling_layer(path: Path):
+    own = hybrid_layer_of(module_name(path))
+    wrong = []
+    for line, module in marlm_imports(path):
+        if layer_of(module) != "hybrid":
+            continue
+        target = hybrid_layer_of(module)
+        if target is None:  # hybrid's top (controller, build, ...) sits above the layers
+            wrong.append(f"{path.relative_to(SRC)}:{line} imports {module} ({own} -> hybrid top)")
+        elif target != own and target not in HYBRID_LAYERS[own]:
+            wrong.append(f"{path.relative_to(SRC)}:{line} imports {module} ({own} -> {target})")
+    assert not wrong, "imports between the layers of hybrid:\n" + "\n".join(wrong)
+
+
+def test_the_layer_checker_can_fail():
+    text = "from marlm.hybrid.rules.pibt import Pibt\nfrom ..core.view import StepView\n"
+    found = imports_in(text, "marlm.hybrid.acting.probe")
+    assert [hybrid_layer_of(m) for _, m in found] == ["rules", "core"]
+    assert hybrid_layer_of("marlm.hybrid.controller") is None
+    assert hybrid_layer_of("marlm.hybrid.acting") == "acting"
+
+
 def test_hybrid_never_imports_scale_experiments_or_cli():
     # The one loop the layering once hid (hybrid.compare -> scale -> hybrid) must not come back.
     found = [

@@ -2,7 +2,7 @@
 
 The same episodes as ``harness.py`` (POGEMA 1.4.0's own starts and target sequences for map
 ``wfi_warehouse``, ``on_target="restart"``, 256 steps), stepped by
-``marlm.hybrid.acting.learned_guidance.simulate`` instead of POGEMA: a collision-free policy moves
+``marlm.hybrid.simulator.simulate`` instead of POGEMA: a collision-free policy moves
 exactly as chosen, so the moves and the throughput are POGEMA's (checked: ``--check-harness K``
 also runs the first K seeds of every robot count through the harness and fails, exit 1, on any
 difference), at about a tenth of the CPU. That is what makes all 128 published seeds affordable
@@ -45,7 +45,7 @@ def simulate_one(
     """One row of ``algorithm`` on ``instance`` (a ``LifelongInstance`` of POGEMA's episode);
     ``warehouse``: the episode is the warehouse's, so ``marlm`` runs the window planner inside
     its band of robot counts (``harness.window_band``)."""
-    from marlm.hybrid.acting.learned_guidance import free_flow_bound, simulate
+    from marlm.hybrid.simulator import free_flow_bound, simulate
 
     c0, t0 = time.process_time(), time.perf_counter()
     if algorithm == "free_flow":

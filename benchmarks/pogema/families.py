@@ -331,7 +331,7 @@ def simulate_scheme(algorithm: str, instance, target_cells, guidance) -> dict:
     ``instance``, stepped in-process."""
     import time
 
-    from marlm.hybrid.acting.learned_guidance import simulate
+    from marlm.hybrid.simulator import simulate
 
     c0, t0 = time.process_time(), time.perf_counter()
     value = simulate(instance, guidance, target_cells)

@@ -48,10 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         MOVE_FEATURES,
         ONLINE_PARAMS,
         SHIPPED_NARROW_PRIORITY,
-        Guidance,
         params_from,
-        simulate,
     )
+    from marlm.hybrid.simulator import Guidance, simulate
 
     names = [*MOVE_FEATURES, *ONLINE_PARAMS]
     params = params_from(json.loads(fam.LEARNED.read_text()))

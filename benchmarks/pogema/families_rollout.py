@@ -1,6 +1,6 @@
 """Rollouts over PIBT on POGEMA's other lifelong families: probes on training maps, then the report.
 
-The scheme (:mod:`marlm.hybrid.rules.rollout`): each step K candidate joint moves, each PIBT's
+The scheme (``benchmarks/pogema/rollout_planner.py``): each step K candidate joint moves, each PIBT's
 under perturbed priorities, each rolled forward ``horizon`` steps with PIBT; the best rollout's
 first move is played. The base is what ships for the family (``families_scheme.read_family`` of
 ``data/guidance-family-<family>.json``, else the hand guidance).
@@ -69,7 +69,7 @@ def base_of(family: str, hand: bool = False):
     """What ships for ``family``: its family setting, else (or with ``hand``) the hand guidance."""
     from families_scheme import family_file, read_family
 
-    from marlm.hybrid.acting.learned_guidance import Guidance
+    from marlm.hybrid.simulator import Guidance
 
     path = family_file(family)
     return read_family(path) if path.is_file() and not hand else Guidance(None)
@@ -79,9 +79,9 @@ def probe(args) -> int:
     """Print one JSON line per family and setting (see the module docstring)."""
     from families_train import FIRST_TRAIN_SEED, training_maps
     from harness import pogema_instance
+    from rollout_planner import RolloutGuidance, RolloutSetting
 
-    from marlm.hybrid.acting.learned_guidance import simulate
-    from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutSetting
+    from marlm.hybrid.simulator import simulate
 
     settings = [parse_setting(s) for s in args.settings.split(";") if s.strip()]
     for family in args.families.split(","):
@@ -117,7 +117,7 @@ def probe(args) -> int:
 
 def report(args) -> int:
     """``families.py``'s run and tables with ``marlm`` = each family's rollout setting."""
-    from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutSetting
+    from rollout_planner import RolloutGuidance, RolloutSetting
 
     per_family = {}
     for item in filter(None, args.setting.split(";")):

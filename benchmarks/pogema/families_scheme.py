@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.hybrid.acting.learned_guidance import RESOLUTION, Guidance, GuidedMover, params_from
+from marlm.hybrid.acting.learned_guidance import RESOLUTION, params_from
+from marlm.hybrid.simulator import Guidance, GuidedMover
 
 # no ``from __future__ import annotations``: the dataclass below must build when the file is
 # loaded by path (the tests' ``load_script``), outside ``sys.modules``
@@ -107,7 +108,7 @@ def read_family(path: Path) -> FamilyGuidance:
 def parse_setting(text: str) -> tuple[int, int, int]:
     """``"4:16:4"`` -> ``(window, iterations, group, warm, patience)`` = ``(4, 16, 4, False, 0)``;
     ``:warm``: the search starts from the last step's plan when cheaper; ``:p16``: patience 16
-    (:class:`marlm.hybrid.rules.window.WindowedMover`).
+    (:class:`window_planner.WindowedMover` (``benchmarks/pogema/window_planner.py``)).
 
     Raises:
         ValueError: not three integers, window or group below 1, iterations below 0.
@@ -142,10 +143,10 @@ def window_settings(path: Path = WINDOW_FILE) -> dict:
 
 def shipped_scheme(family: str, base, windows: dict):
     """What ships on ``family``: ``base`` (its family setting, else None for the hand
-    guidance) wrapped in a :class:`marlm.hybrid.rules.window.WindowScheme` of the family's
+    guidance) wrapped in a :class:`window_planner.WindowScheme` (``benchmarks/pogema/window_planner.py``) of the family's
     entry in ``windows`` (:func:`window_settings`), if any; else ``base`` itself."""
     if family not in windows:
         return base
-    from marlm.hybrid.rules.window import WindowScheme
+    from window_planner import WindowScheme
 
     return WindowScheme(Guidance(None) if base is None else base, *windows[family])

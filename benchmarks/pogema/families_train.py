@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     load_pibt()
     from families_scheme import scheme_guidance  # after marlm's movement layer is loaded
 
-    from marlm.hybrid.acting.learned_guidance import PARAM_NAMES, Guidance, simulate
+    from marlm.hybrid.acting.learned_guidance import PARAM_NAMES
+    from marlm.hybrid.simulator import Guidance, simulate
 
     setting = fam.family_setting(fam.Source(args.source), args.family)
     maps = training_maps(setting, args.train_maps)

@@ -1,7 +1,7 @@
-"""Windowed planning improved by LNS (``marlm.hybrid.rules.window``) on POGEMA's other families.
+"""Windowed planning improved by LNS (``benchmarks/pogema/window_planner.py``) on POGEMA's other families.
 
 The scheme wraps what ships on a family (its family setting, ``data/guidance-family-<family>.json``,
-else the hand guidance) in a :class:`marlm.hybrid.rules.window.WindowedMover`: every step PIBT is
+else the hand guidance) in a :class:`window_planner.WindowedMover` (``benchmarks/pogema/window_planner.py``): every step PIBT is
 rolled out ``window`` steps, MAPF-LNS replans groups of ``group`` robots ``iterations`` times
 against the others' window paths, and the first step of each improved path is PIBT's preferred
 move.
@@ -48,7 +48,7 @@ def shipped(family: str):
     """What ships on ``family``: its family setting, else the hand guidance."""
     from families_scheme import family_file, read_family
 
-    from marlm.hybrid.acting.learned_guidance import Guidance
+    from marlm.hybrid.simulator import Guidance
 
     path = family_file(family)
     return read_family(path) if path.is_file() else Guidance(None)
@@ -59,9 +59,9 @@ def probe(source, families: list[str], settings: list[tuple[int, int, int]]) -> 
     ships, and CPU ms per step."""
     from families_train import FIRST_TRAIN_SEED, training_maps
     from harness import pogema_instance
+    from window_planner import WindowScheme
 
-    from marlm.hybrid.acting.learned_guidance import simulate
-    from marlm.hybrid.rules.window import WindowScheme
+    from marlm.hybrid.simulator import simulate
 
     for family in families:
         setting = fam.family_setting(source, family)
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in (Path(args.out + ".jsonl"), Path(args.out + ".md")):
         if p.exists():
             return fam.fail("--out", f"{p} exists; choose a new prefix (or remove the file)")
-    from marlm.hybrid.rules.window import WindowScheme
+    from window_planner import WindowScheme
 
     args.algorithms, args.check_pogema, args.penalty = ("marlm",), 0, 2
     rows_file = Path(args.out + ".jsonl")

@@ -10,7 +10,7 @@ num_agents, seed) it prints one JSON line:
   ``marlm.hybrid.acting.learned_guidance``, parameters from ``--guidance``), ``marlm`` (what ships: the
   learned guidance from ``SHIPPED_MIN_DENSITY`` robots per free cell up, 112 robots here, the hand
   one below, and inside the band of robot counts of ``data/window-wfi.json``, 120-144, the
-  window planner of ``marlm.hybrid.rules.window`` around it: :func:`window_band`), ``pogema_a_star``
+  window planner of ``benchmarks/pogema/window_planner.py`` around it: :func:`window_band`), ``pogema_a_star``
   (POGEMA's own ``BatchAStarAgent``, the live baseline of the same run) or ``free_flow`` (the
   bound: each agent alone on shortest paths through its own targets; no policy runs);
 - ``avg_throughput``: POGEMA's own metric, targets reached per step;
@@ -115,7 +115,7 @@ def pogema_instance(num_agents: int, seed: int, gc=None):
     sequence from POGEMA's own generator, enough for the episode (each agent's sequence runs until
     its Manhattan length reaches the episode length, which no agent can outrun). ``gc``: another
     map or setting (default: :func:`grid_config`, the warehouse)."""
-    from marlm.hybrid.acting.learned_guidance import LifelongInstance
+    from marlm.hybrid.simulator import LifelongInstance
     from pogema import pogema_v0
 
     gc = grid_config(num_agents, seed) if gc is None else gc
@@ -136,7 +136,7 @@ def window_band(path: Path | None = None) -> tuple[int, int, tuple, Path | None]
     """``(lowest, highest, setting, weights)`` of ``data/window-wfi.json`` (or ``path``): the
     robot counts, inclusive, at which what ships on the warehouse runs the window planner, its
     setting ``(window, iterations, group, warm, patience)``
-    (:class:`marlm.hybrid.rules.window.WindowedMover`), and the learned weights under it there
+    (:class:`window_planner.WindowedMover` (``benchmarks/pogema/window_planner.py``)), and the learned weights under it there
     (a file beside ``path``; None: the shipped ones, ``LEARNED``).
 
     Raises:
@@ -164,16 +164,16 @@ def guidance_of(algorithm: str, params, penalty: int, agents: int | None = None)
     (``marlm_learned``) or what ships (``marlm``: ``params`` from the switch density up, with
     the passage priority and the hindrance tie-break; on the warehouse with ``agents`` robots
     inside :func:`window_band`, the band's weights instead of ``params`` if it names any, wrapped
-    in the window planner, :class:`marlm.hybrid.rules.window.WindowScheme`). ``agents``: None
+    in the window planner, :class:`window_planner.WindowScheme` (``benchmarks/pogema/window_planner.py``)). ``agents``: None
     off the warehouse (no window). Returns a ``Guidance`` or a ``WindowScheme`` (both have
     ``mover``)."""
     from marlm.hybrid.acting.learned_guidance import (
         SHIPPED_HINDRANCE,
         SHIPPED_MIN_DENSITY,
         SHIPPED_NARROW_PRIORITY,
-        Guidance,
         params_from,
     )
+    from marlm.hybrid.simulator import Guidance
 
     scheme = VARIANTS[algorithm]
     shipped = scheme == "marlm_shipped"
@@ -188,7 +188,7 @@ def guidance_of(algorithm: str, params, penalty: int, agents: int | None = None)
         hindrance=SHIPPED_HINDRANCE and shipped,
     )
     if band is not None and band[0] <= agents <= band[1]:
-        from marlm.hybrid.rules.window import WindowScheme
+        from window_planner import WindowScheme
 
         return WindowScheme(guidance, *band[2])
     return guidance
@@ -207,7 +207,7 @@ def run_one(
     gc = grid_config(num_agents, seed) if gc is None else gc
     if algorithm == "free_flow":
         load_pibt()
-        from marlm.hybrid.acting.learned_guidance import free_flow_bound
+        from marlm.hybrid.simulator import free_flow_bound
 
         bound = free_flow_bound(pogema_instance(num_agents, seed, gc)[0])
         return {"algorithm": algorithm, "num_agents": num_agents, "seed": seed,

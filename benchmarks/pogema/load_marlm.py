@@ -2,7 +2,7 @@
 
 POGEMA 1.4.0 pins numpy <= 1.26.4, pydantic < 2 and gymnasium 0.28.1, so the marlm package (and
 its PettingZoo env) cannot be imported there. ``hybrid/rules/pibt.py`` needs only numpy (numba if
-present), its map tables ``hybrid/rules/graph.py`` and the action constants of
+present), its map tables ``hybrid/core/graph.py`` and the action constants of
 ``envs/warehouse/dynamics.py``; this loads those files under their package names, with empty
 parent packages, so nothing else of marlm is imported.
 """
@@ -26,8 +26,9 @@ def _load(name: str, path: Path) -> types.ModuleType:
 
 
 def load_pibt(src: Path = SRC) -> types.ModuleType:
-    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance``, ``rollout`` and
-    ``window``) loaded from ``src``."""
+    """``marlm.hybrid.rules.pibt`` (with ``guidance``, ``learned_guidance`` and the
+    ``simulator``) loaded from ``src``; the rollout and window planners of this folder
+    (``rollout_planner.py``, ``window_planner.py``) import them."""
     if (
         "marlm.hybrid.acting.learned_guidance" in sys.modules
     ):  # once per process: keep compiled kernels
@@ -38,12 +39,11 @@ def load_pibt(src: Path = SRC) -> types.ModuleType:
             module.__path__ = []  # a package with no files of its own
             sys.modules[pkg] = module
     _load("marlm.envs.warehouse.dynamics", src / "marlm/envs/warehouse/dynamics.py")
-    _load("marlm.hybrid.rules.graph", src / "marlm/hybrid/rules/graph.py")
+    _load("marlm.hybrid.core.graph", src / "marlm/hybrid/core/graph.py")
     pibt = _load("marlm.hybrid.rules.pibt", src / "marlm/hybrid/rules/pibt.py")
     _load("marlm.hybrid.acting.guidance", src / "marlm/hybrid/acting/guidance.py")
     _load("marlm.hybrid.acting.learned_guidance", src / "marlm/hybrid/acting/learned_guidance.py")
-    _load("marlm.hybrid.rules.rollout", src / "marlm/hybrid/rules/rollout.py")
-    _load("marlm.hybrid.rules.window", src / "marlm/hybrid/rules/window.py")
+    _load("marlm.hybrid.simulator", src / "marlm/hybrid/simulator.py")
     return pibt
 
 

@@ -33,7 +33,7 @@ class NextMoveOnly:
 
     def __init__(self, mover) -> None:
         from marlm.hybrid.acting.guidance import guided_filler
-        from marlm.hybrid.rules.graph import DistanceTables
+        from marlm.hybrid.core.graph import DistanceTables
 
         self.m = mover
         nbr = mover.layer.nbr
@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0-3")
     args = ap.parse_args(argv)
     load_pibt()
-    from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, Guidance, params_from
+    from marlm.hybrid.acting.learned_guidance import SHIPPED_MIN_DENSITY, params_from
+    from marlm.hybrid.simulator import Guidance
 
     params = params_from(json.loads(Path(LEARNED).read_text()))
     g = Guidance(params, min_density=SHIPPED_MIN_DENSITY)

@@ -38,10 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     from marlm.hybrid.acting.learned_guidance import (
         SHIPPED_MIN_DENSITY,
         SHIPPED_NARROW_PRIORITY,
-        Guidance,
         params_from,
-        simulate,
     )
+    from marlm.hybrid.simulator import Guidance, simulate
 
     params = params_from(json.loads(LEARNED.read_text()))
     shipped = {

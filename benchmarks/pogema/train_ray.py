@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from marlm.experiments.guidance_training import TrainConfig, train
-from marlm.hybrid.acting.learned_guidance import LifelongInstance
+from marlm.hybrid.simulator import LifelongInstance
 
 
 def load(run_dir: Path) -> tuple[list[LifelongInstance], np.ndarray, TrainConfig]:

@@ -1,4 +1,4 @@
-"""The window planner (``marlm.hybrid.rules.window``) over what ships on POGEMA's ``wfi_warehouse``.
+"""The window planner (``benchmarks/pogema/window_planner.py``) over what ships on POGEMA's ``wfi_warehouse``.
 
 Steps each episode in-process (``learned_guidance.simulate``, as ``evaluate.py`` does) with the
 hand guidance, the learned guidance without the window (``marlm``: its passage priority and
@@ -59,9 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     load_pibt()
     from families_scheme import parse_setting
     from harness import LEARNED, fail, guidance_of, parse_ints, pogema_instance
+    from window_planner import WindowScheme
 
-    from marlm.hybrid.acting.learned_guidance import params_from, simulate
-    from marlm.hybrid.rules.window import WindowScheme
+    from marlm.hybrid.acting.learned_guidance import params_from
+    from marlm.hybrid.simulator import simulate
 
     texts = [t.strip() for t in args.setting.split(",") if t.strip()]
     if any(t.endswith("+w") for t in texts) and args.weights is None:

@@ -48,7 +48,8 @@ def numba_cache_dir(
     import tempfile
 
     return _os.path.join(
-        tempfile.gettempdir(), f"marlm-numba-{getattr(_os, 'getuid', lambda: 'user')()}"
+        tempfile.gettempdir(),
+        f"marlm-numba-{getattr(_os, 'getuid', lambda: 'user')()}",  # getuid: POSIX only
     )
 
 

@@ -19,12 +19,9 @@ from marlm.hybrid.acting.learned_guidance import (
     N_PARAMS,
     SHIPPED_MIN_DENSITY,
     SHIPPED_NARROW_PRIORITY,
-    Guidance,
-    LifelongInstance,
-    free_flow_bound,
     params_from,
-    simulate,
 )
+from marlm.hybrid.simulator import Guidance, LifelongInstance, free_flow_bound, simulate
 from script_module import load_script
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pogema"
@@ -178,7 +175,7 @@ def test_the_window_ships_per_family_from_its_settings_file(families, scheme):
     """What ``families.py`` ships on a family: its window setting around its family setting (the
     hand guidance where it has none); a family the file does not name (movingai) ships as
     before."""
-    from marlm.hybrid.rules.window import WindowScheme
+    from window_planner import WindowScheme
 
     windows = scheme.window_settings()
     assert windows == {"random": (8, 64, 8, False, 0), "mazes": (8, 64, 8, False, 0),

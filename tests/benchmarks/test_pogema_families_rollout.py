@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from rollout_planner import RolloutGuidance, RolloutSetting
 from test_pogema_families import puzzle_instance
 
-from marlm.hybrid.acting.learned_guidance import simulate
-from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutSetting
+from marlm.hybrid.simulator import simulate
 from script_module import load_script
 
 

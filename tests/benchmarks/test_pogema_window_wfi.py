@@ -8,9 +8,10 @@ import json
 
 import numpy as np
 import pytest
+from window_planner import WindowScheme
 
-from marlm.hybrid.acting.learned_guidance import Guidance, params_from
-from marlm.hybrid.rules.window import WindowScheme
+from marlm.hybrid.acting.learned_guidance import params_from
+from marlm.hybrid.simulator import Guidance
 from script_module import load_script
 
 

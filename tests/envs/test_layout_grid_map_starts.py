@@ -1,4 +1,4 @@
-"""``Layout.to_grid_map()`` (the lifelong scenario's view of a warehouse) offers as starts only
+"""``grid_map_of(layout)`` (the lifelong scenario's view of a warehouse) offers as starts only
 the floor joined to the stations, the area the loader's reachability check guarantees; it
 offered walled-off floor cells too, from where a robot reaches no target."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from marlm.envs.warehouse.grid_maps import grid_map_of
 from marlm.envs.warehouse.layout import _bfs, parse_layout
 from marlm.envs.warehouse.lifelong import LifelongScenario
 
@@ -24,7 +25,7 @@ WALLED_OFF = {(1, 7), (2, 7)}
 @pytest.mark.parametrize("start", ["R", "."], ids=["with R cell", "without R cells"])
 def test_grid_map_starts_are_only_floor_joined_to_the_stations(start):
     layout = parse_layout(POCKET.format(r=start), "pocket")
-    grid = layout.to_grid_map()
+    grid = grid_map_of(layout)
     assert WALLED_OFF.isdisjoint(grid.starts)
     assert set(grid.starts) == set(layout.joined_cells()) - set(layout.stations)
     for s in grid.starts:  # every start reaches every target
@@ -33,7 +34,7 @@ def test_grid_map_starts_are_only_floor_joined_to_the_stations(start):
 
 
 def test_lifelong_agents_never_start_walled_off():
-    grid = parse_layout(POCKET.format(r="."), "pocket").to_grid_map()
+    grid = grid_map_of(parse_layout(POCKET.format(r="."), "pocket"))
     for seed in range(20):
         sc = LifelongScenario(grid, n_agents=len(grid.starts), seed=seed)
         cells = {tuple(map(int, p)) for p in np.asarray(sc.positions)}

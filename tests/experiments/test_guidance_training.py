@@ -17,11 +17,8 @@ from marlm.experiments.guidance_training import (  # noqa: E402
     throughputs,
     train,
 )
-from marlm.hybrid.acting.learned_guidance import (  # noqa: E402
-    N_PARAMS,
-    PARAM_NAMES,
-    random_instance,
-)
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
+from marlm.hybrid.simulator import random_instance
 
 SMALL = """
 !!!!!!!!!!!!!!!!!!

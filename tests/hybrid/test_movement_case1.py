@@ -15,9 +15,10 @@ import pytest
 
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.hybrid.acting.executor import GreedyExecutor
-from marlm.hybrid.acting.preferences import step_view
 from marlm.hybrid.build import cached_policy
-from marlm.hybrid.rules.shield import PibtShield, is_safe, shielded_step
+from marlm.hybrid.core.view import step_view
+from marlm.hybrid.rules.layer import is_safe, shielded_step
+from marlm.hybrid.rules.pibt_layer import PibtShield
 
 LANE = "############\n#PR.R.....S#\n#######.#S##\n############\n"
 ALCOVE = "#########\n##P######\n#......S#\n#RR....S#\n#########\n"

@@ -131,7 +131,7 @@ def _as_input_error(error: UsageError) -> UsageError | InputError:
     if type(error).__name__ == "NoArgsIsHelpError":
         return error
     where = f"; see '{error.ctx.command_path} --help'" if error.ctx is not None else ""
-    param = getattr(error, "param", None)
+    param = getattr(error, "param", None)  # click sets it on parameter errors only
     if isinstance(error, typer.BadParameter) and param is not None:
         from marlm.experiments.settings import example_of
 

@@ -61,12 +61,17 @@ def install() -> bool:
         from typer._param_types import coerce_cli_path
     except ImportError:
         return False
+    # typer's hook and our mark on it, by name: older typer releases have no hook to replace
     build = getattr(typer.core, "build_runtime_param", None)
-    if build is None or getattr(build, "plain_values", False):
+    if build is None or getattr(build, "plain_values", False):  # already replaced: our mark
         return build is not None
 
     class PlainRuntimeParam(RuntimeParam):
         """Plain values converted here, the others by typer's own runtime parameter."""
+
+        # Set in __init__ past typer's frozen dataclass (object.__setattr__); not its fields.
+        _descriptor: Any
+        _typer: Any
 
         def __init__(self, descriptor: Any) -> None:
             super().__init__(
@@ -92,11 +97,9 @@ def install() -> bool:
         plain = (
             descriptor.annotation in (bool, str, int, float, Path)
             and descriptor.file_annotation is None
-            and getattr(info, "parser", None) is None
-            and getattr(info, "min", None) is None
-            and getattr(info, "max", None) is None
-            and not getattr(info, "clamp", False)
-            and getattr(info, "path_type", None) is None
+            # typer's parameter info has these only for some kinds of option: read by name
+            and all(getattr(info, a, None) is None for a in ("parser", "min", "max", "path_type"))
+            and not getattr(info, "clamp", False)  # the same: only numeric options have it
         )
         return PlainRuntimeParam(descriptor) if plain else build(descriptor)
 

@@ -13,6 +13,7 @@ Cells are numbered row-major: cell ``row * size + col``; row 0 is the top.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -132,7 +133,7 @@ class GridWorld(gym.Env):
     v0: first version.
     """
 
-    metadata = {"name": "gridworld_v0", "render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"name": "gridworld_v0", "render_modes": ["ansi"], "render_fps": 4}
     INFO_KEYS = ("row", "col")
 
     def __init__(self, size: int = 4, max_steps: int = 100, render_mode: str | None = None) -> None:
@@ -256,7 +257,7 @@ class GridRace(ParallelEnv):
     without changing the dynamics).
     """
 
-    metadata = {"name": GRIDRACE_NAME, "render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"name": GRIDRACE_NAME, "render_modes": ["ansi"], "render_fps": 4}
     INFO_KEYS = ("individual_reward", "team_reward", "cell")
     possible_agents = list(GRIDRACE_AGENTS)
 

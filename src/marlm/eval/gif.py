@@ -10,6 +10,7 @@ import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class GifStream:
         self.written = 0
         self.error: OSError | None = None
         self._shape: tuple[int, ...] | None = None
-        self._file = None
+        self._file: BinaryIO | None = None
 
     @classmethod
     def for_frames(

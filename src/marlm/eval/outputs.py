@@ -677,8 +677,8 @@ DISK_ERRORS = {
 def disk_error(error: OSError) -> InputError | None:
     """``error`` as the one line a command ends with (naming the file and the fix) when it is
     one of :data:`DISK_ERRORS`; else None."""
-    fix = DISK_ERRORS.get(error.errno)
-    if fix is None:
+    fix = None if error.errno is None else DISK_ERRORS.get(error.errno)
+    if fix is None or error.errno is None:
         return None
     source = None if error.filename is None else str(error.filename).removesuffix(".tmp")
     return InputError(f"cannot write ({os.strerror(error.errno)}): {fix}", source=source)

@@ -91,7 +91,7 @@ def _without_docs_and_3d() -> Iterator[None]:
     """While matplotlib imports: no property lists in docstrings, no 3-D toolkit (see above)."""
     import matplotlib.artist
 
-    kwdoc = getattr(matplotlib.artist, "kwdoc", None)
+    kwdoc = getattr(matplotlib.artist, "kwdoc", None)  # matplotlib's private helper, if present
     if kwdoc is not None:
         matplotlib.artist.kwdoc = _no_kwdoc
     toolkit = "mpl_toolkits.mplot3d"
@@ -229,11 +229,10 @@ class PlotProcess:
             os.kill(self._pid, signal.SIGKILL)
         else:
             self._sender.join()
-        for name in ("_call_w", "_reply_r"):  # a child waiting for its call reads EOF and exits
-            fd = getattr(self, name, None)
+        for fd in (self._call_w, self._reply_r):  # a child waiting for its call reads EOF, exits
             if fd is not None:
                 os.close(fd)
-                setattr(self, name, None)
+        self._call_w = self._reply_r = None
         self._wait()
 
 

@@ -35,7 +35,7 @@ Emit = Callable[..., None]
 def _coerce(record: Any, name: str, enum_type: type[enum.Enum]) -> None:
     """Set ``record.name`` to its member of ``enum_type`` (``ValueError`` for an unknown value),
     so a typo in an outcome fails where the record is made, not in a later reading."""
-    value = getattr(record, name)
+    value = vars(record)[name]  # a field of the dataclass, by its declared name
     if value is not None and not isinstance(value, enum_type):
         object.__setattr__(record, name, enum_type(value))
 
@@ -56,10 +56,11 @@ class TraceRecord:
 
     def fields(self) -> dict[str, Any]:
         """The event's fields in their written order, without the unknown optional ones."""
+        values = vars(self)
         return {
-            f.name: getattr(self, f.name)
+            f.name: values[f.name]
             for f in dataclasses.fields(self)
-            if not (f.name in self.OMIT_IF_NONE and getattr(self, f.name) is None)
+            if not (f.name in self.OMIT_IF_NONE and values[f.name] is None)
         }
 
     def event(self) -> dict[str, Any]:

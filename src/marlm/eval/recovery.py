@@ -143,9 +143,13 @@ def recoveries(events: Sequence[dict[str, Any]]) -> list[Recovery]:
             stuck = _stuck_robots(steps[i0], prev)
             if stuck:
                 later = [next_move[i0][r] if r < len(next_move[i0]) else None for r in stuck]
-                moved_at = None if None in later else max(nums[j] for j in later)
+                moved = [j for j in later if j is not None]
+                moved_at = None if len(moved) < len(later) else max(nums[j] for j in moved)
         recovered = plan_ok_at is not None and moved_at is not None
-        e = max(plan_ok_at, moved_at) if recovered else last_step  # type: ignore[type-var]
+        if plan_ok_at is not None and moved_at is not None:
+            e = max(plan_ok_at, moved_at)
+        else:
+            e = last_step
         e = max(e, s)
         lo, hi = bisect.bisect_left(nums, s), bisect.bisect_right(nums, e)
         c_lo, c_hi = bisect.bisect_left(call_steps, s), bisect.bisect_right(call_steps, e)

@@ -272,9 +272,9 @@ def _state_table(events: Sequence[dict[str, Any]]) -> tuple[list[list[int] | Non
     steps = [e for e in events if e.get("type") == "step"]
     start = next((e for e in events if e.get("type") == "run_start"), {})
     if steps and all(e.get("states") is not None for e in steps):
-        table = [[int(s) for s in e["states"]] for e in steps]
-        n = int(start.get("n_states") or 0) or 1 + max(max(r) for r in table if r)
-        return table, n, "executor states recorded in the trace (step.states)"
+        recorded: list[list[int] | None] = [[int(s) for s in e["states"]] for e in steps]
+        n = int(start.get("n_states") or 0) or 1 + max(max(r) for r in recorded if r)
+        return recorded, n, "executor states recorded in the trace (step.states)"
     rows = (
         (start.get("layout") or {}).get("rows") if isinstance(start.get("layout"), dict) else None
     )

@@ -152,7 +152,8 @@ def render_training_report(folder: Path) -> tuple[str, list[str]]:
                 "logs at the end); the settings and final figures are unknown"
             )
         metrics = {}
-    config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
+    raw_config = metrics.get("config")
+    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
     findings = load_json(folder / "findings.json", warnings)
     if findings is None and not (folder / "findings.json").exists():
         warnings.append("no findings.json: the run wrote no diagnostics")
@@ -237,7 +238,8 @@ def render_compare_report(folder: Path) -> tuple[str, list[str]]:
     if not schemes:
         parts.append('<p class="muted">No scheme run folder (with trace.jsonl) in it.</p>')
     parts.append("<h2>Setting</h2>")
-    setting = result.get("setting") if isinstance(result.get("setting"), dict) else {}
+    raw_setting = result.get("setting")
+    setting: dict[str, Any] = raw_setting if isinstance(raw_setting, dict) else {}
     parts.append(table(list(setting.items()), ["setting", "value"]))
     parts.append("</body></html>")
     return "\n".join(parts), warnings

@@ -125,7 +125,9 @@ def to_jsonable(value: Any) -> Any:
         return to_jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value))
-    if hasattr(value, "model_dump"):  # pydantic models
+    from pydantic import BaseModel  # loaded with the configs already; here for the rare value
+
+    if isinstance(value, BaseModel):
         return to_jsonable(value.model_dump())
     return str(value)
 

@@ -85,8 +85,9 @@ class TrainingOutputs:
         or the ``resume`` file it started from), with ``--overwrite`` when the run folder holds
         files of the stopped run; or, without a checkpoint, how to get one next time."""
         ck, out = self.checkpoint, self.out
-        ours = ck is not None and ck.is_file()
-        ours = ours and (ck.stat().st_mtime >= started or ck == self.resume)
+        ours = (
+            ck is not None and ck.is_file() and (ck.stat().st_mtime >= started or ck == self.resume)
+        )
         if not ours and ck is not None:  # asked for, but the run stopped before the first
             return (
                 f"no checkpoint was written yet ({ck} is written every --checkpoint-every "

@@ -62,7 +62,7 @@ from marlm.hybrid.build import (
     make_model,
 )
 from marlm.hybrid.controller import RunConfig, make_env, run, run_config
-from marlm.hybrid.planning.planner import LLMPlanner, RulePlanner
+from marlm.hybrid.planning.planner import LLMPlanner, Planner, RulePlanner
 from marlm.hybrid.planning.team import TeamPlanner
 
 #: Scheme name -> RunConfig settings. ``team`` is used only when the controller knows it.
@@ -420,6 +420,7 @@ def compare_schemes(
         n_steps = min(steps, c.llm_only_steps) if capped else steps
         move_executor = LLMMoveExecutor(model) if s["executor"] == "llm" else None
         config = base.model_copy(update={**s, "steps": n_steps})
+        planner: Planner
         if s["planner"] == "llm":
             planner = LLMPlanner(model)
         elif s["planner"] == "rule":
@@ -476,7 +477,7 @@ def compare_schemes(
             f"LLM calls {row.get('llm_calls')}, {wall:.1f} s"
         )
 
-    result = {
+    table: dict[str, Any] = {
         "rows": rows,
         "columns": [key for key, _ in COLUMNS],
         "headers": {key: header for key, header in COLUMNS},
@@ -495,13 +496,13 @@ def compare_schemes(
         "notes": notes,
         "files": {},
     }
-    text = format_table(result)
+    text = format_table(table)
     files = {"json": out / "compare.json", "table": out / "compare.txt"}
     for path, content in (
         (
             files["json"],
             json.dumps(
-                {k: v for k, v in result.items() if k != "files"},
+                {k: v for k, v in table.items() if k != "files"},
                 indent=2,
                 ensure_ascii=False,
                 default=str,
@@ -514,8 +515,8 @@ def compare_schemes(
         os.replace(tmp, path)
     if rows:
         files["plot"] = plot_comparison(rows, out / "compare.png", steps=steps)
-    result["files"] = files
-    return result
+    table["files"] = files
+    return table
 
 
 def _cell(value: Any) -> str:

@@ -309,7 +309,7 @@ def compile_rule_layer(config: RunConfig, stage: Stage) -> None:
     """Compile the kernels of ``config``'s rule layer (only its own) as a stage of its own, so
     a first run's compilation (about 20 CPU s for PIBT's on an empty numba cache, a fraction of
     a second from the cache after) shows on screen instead of a silent pause before step 0."""
-    from marlm.hybrid.rules.shield import warm_up
+    from marlm.hybrid.rules.factory import warm_up
 
     rule = config.shield_rule if config.shield else "none"
     if rule != "none":

@@ -33,18 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.hybrid.acting.learned_guidance import (
-    N_PARAMS,
-    PARAM_NAMES,
-    Guidance,
-    LifelongInstance,
-    simulate,
-)
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
+from marlm.hybrid.simulator import Guidance, LifelongInstance, simulate
 
 LOWER = -2.0
 UPPER = 8.0
 """Search box of every parameter (steps of extra cost per unit feature; the online gain is
-clipped at 0 inside :class:`marlm.hybrid.acting.learned_guidance.Guidance`)."""
+clipped at 0 inside :class:`marlm.hybrid.simulator.Guidance`)."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +82,9 @@ class TrainConfig:
                     f"search must name at least 2 distinct parameters of {', '.join(PARAM_NAMES)}"
                     f"; unknown: {unknown}"
                 )
-        for name in ("generations", "population"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name, value in (("generations", self.generations), ("population", self.population)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         if self.population < 2:
             raise ValueError(f"population must be >= 2, got {self.population}")
         if self.sigma0 <= 0:

@@ -180,10 +180,9 @@ def run_notes_only(
     rows = []
     scenario_notes = sorted({o.note for o in truth.orders})
     for name, planner in planners.items():
-        without = getattr(getattr(planner, "triage", None), "without", None)
-        if isinstance(planner, TriagePlanner) and without is not None:
+        if isinstance(planner, TriagePlanner):
             # The scenario's notes leave the labelled pool: no answer is looked up in it.
-            planner = planner.with_triage(without(scenario_notes))
+            planner = planner.with_triage(planner.triage.without(scenario_notes))
         config = run_config(
             layout=layout,
             orders=str(orders_file),

@@ -154,7 +154,7 @@ def replay_trace(
         read.events, planner_decider(planner, read.events), limit=limit, progress=progress
     )
     report["scheme"] = scheme
-    report["planner"] = getattr(planner, "name", scheme)
+    report["planner"] = planner.name
     return report, read.warnings
 
 

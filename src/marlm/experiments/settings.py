@@ -82,10 +82,11 @@ def example_of(param: object, option: str) -> str:
     """``"; pass e.g. --steps 600"`` for a whole-number or decimal option the parser refused
     (``--steps abc``): its default where that is a number, else 1; ``""`` for other options.
     ``param`` is typer's parameter (its ``type_descriptor.annotation`` and ``default``)."""
+    # typer's parameter is not a public type: its fields are read by name, None if absent
     kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
     if kind not in (int, float) or not option.startswith("--"):
         return ""
-    default = getattr(param, "default", None)
+    default = getattr(param, "default", None)  # the same parameter, by name
     numeric = isinstance(default, int | float) and not isinstance(default, bool)
     return f"; pass e.g. {option} {_show(default if numeric else kind(1))}"
 
@@ -126,12 +127,12 @@ def check_layout(value: str, *, option: str = "--layout") -> None:
 
 def check_rule_layer(value: str, *, allow_none: bool = False) -> str:
     """The ``--shield`` value checked: ``pibt`` or ``local`` (see
-    :data:`marlm.hybrid.rules.shield.SHIELD_RULES`), or ``none`` where ``allow_none``.
+    :data:`marlm.hybrid.rules.factory.SHIELD_RULES`), or ``none`` where ``allow_none``.
 
     Raises:
         InputError: another value, naming ``--shield`` and the allowed values.
     """
-    from marlm.hybrid.rules.shield import SHIELD_RULES
+    from marlm.hybrid.rules.factory import SHIELD_RULES
 
     allowed = (*SHIELD_RULES, "none") if allow_none else SHIELD_RULES
     if value not in allowed:

@@ -126,7 +126,7 @@ def _command_reward(base: type) -> type:
             except BackendError as e:
                 fix = (
                     "start the server (or check the URL and --llm-model), or pass --llm embedded"
-                    if getattr(e, "url", "")
+                    if getattr(e, "url", "")  # the HTTP backend's errors carry the server's URL
                     else "pass another --llm: 'embedded', a .gguf file or a server URL"
                 )
                 raise InputError(
@@ -271,7 +271,7 @@ def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
             "installed or in the current folder",
             field="ENV",
         ) from e
-    factory = getattr(module, attr, None)
+    factory = getattr(module, attr, None)  # the user's "module:attr" names it
     if not callable(factory):
         raise InputError(f"{module_name} has no callable {attr!r}", field="ENV")
     env_fn = functools.partial(factory, **kwargs)
@@ -283,7 +283,7 @@ def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
     # The ParallelEnv contract checked on the object (PettingZoo declares no protocol for it).
     missing = [m for m in ("possible_agents", "reset", "step", "observation_space", "action_space")
                if not hasattr(env, m)]  # fmt: skip
-    if missing or hasattr(env, "agent_selection"):
+    if missing or hasattr(env, "agent_selection"):  # an AEC env has it, a ParallelEnv not
         what = "an AEC env (agent_selection)" if not missing else f"no {', '.join(missing)}"
         raise InputError(
             f"{spec} made {type(env).__name__}, {what}: not a PettingZoo ParallelEnv; give a "

@@ -3,7 +3,7 @@
 :func:`train_warehouse` trains the shared tabular Q-table (:func:`marlm.hybrid.acting.executor.
 train_executor`, independent Q-learning, Tan 1993; Watkins and Dayan 1992) and scores it against
 greedy and random moves on held-out seeds, on the raw environment and under the rule layer
-(:func:`marlm.hybrid.acting.executor.evaluate_executor`); or, over several seeds, trains one table per
+(:func:`marlm.hybrid.evaluate.evaluate_executor`); or, over several seeds, trains one table per
 seed (:func:`marlm.scale.parallel.train_warehouse_seeds`). The result formats itself
 (:meth:`WarehouseTraining.table`, :meth:`WarehouseTraining.lines`).
 
@@ -174,13 +174,9 @@ def train_warehouse(
 
 def _compare(q: Any, c: WarehouseTrainingConfig) -> list[tuple[str, str, str, str]]:
     """The trained table against greedy and random moves, with and without their noise, on
-    the held-out seeds of :func:`marlm.hybrid.acting.executor.evaluate_executor`."""
-    from marlm.hybrid.acting.executor import (
-        GreedyExecutor,
-        QExecutor,
-        RandomExecutor,
-        evaluate_executor,
-    )
+    the held-out seeds of :func:`marlm.hybrid.evaluate.evaluate_executor`."""
+    from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
+    from marlm.hybrid.evaluate import evaluate_executor
 
     noise, rows = q.noise, []
     for name, ex, noisy in (
@@ -231,9 +227,10 @@ class DenseSetting:
 
     def __post_init__(self) -> None:
         low = {"rows": 8, "cols": 8, "robots": 1, "orders": 1, "steps": 1}
+        values = vars(self)
         for name, least in low.items():
-            if getattr(self, name) < least:
-                raise ValueError(f"{name} must be >= {least}, got {getattr(self, name)}")
+            if values[name] < least:
+                raise ValueError(f"{name} must be >= {least}, got {values[name]}")
         if not self.seeds:
             raise ValueError("seeds must name at least one seed")
 
@@ -246,7 +243,7 @@ class DenseSetting:
 
 def dense_instances(setting: DenseSetting, seeds: Any) -> list[Any]:
     """Training episodes for the learned guidance on ``setting``'s layout: one
-    :class:`marlm.hybrid.acting.learned_guidance.LifelongInstance` per seed, robots placed as the
+    :class:`marlm.hybrid.simulator.LifelongInstance` per seed, robots placed as the
     env places them, each robot's targets a shelf's access cell drawn uniformly, then the station
     of its drop, and again (every robot always has an order, as in the lifelong stream; the env
     gives each order to the nearest idle robot instead, so this is a proxy of the env's trips).
@@ -259,7 +256,7 @@ def dense_instances(setting: DenseSetting, seeds: Any) -> list[Any]:
     """
     import numpy as np
 
-    from marlm.hybrid.acting.learned_guidance import LifelongInstance
+    from marlm.hybrid.simulator import LifelongInstance
 
     if set(seeds) & set(setting.seeds):
         raise ValueError(f"training seeds {sorted(set(seeds) & set(setting.seeds))} are reported")
@@ -284,13 +281,14 @@ def dense_delivered(setting: DenseSetting, seed: int, executor_of: Callable[[Any
     Args:
         seed: the episode's seed (orders, robot starts, PIBT's tie-breaks, the executor's rng).
         executor_of: makes the executor from the episode's env (:class:`marlm.envs.warehouse.
-            WarehouseEnv`); its ``scores`` go through :func:`marlm.hybrid.rules.shield.shielded_step`.
+            WarehouseEnv`); its ``scores`` go through :func:`marlm.hybrid.rules.layer.shielded_step`.
     """
     import numpy as np
 
     from marlm.envs.warehouse import WarehouseEnv
-    from marlm.hybrid.acting.preferences import step_view
-    from marlm.hybrid.rules.shield import make_shield, shielded_step
+    from marlm.hybrid.core.view import step_view
+    from marlm.hybrid.rules.factory import make_shield
+    from marlm.hybrid.rules.layer import shielded_step
 
     s = setting
     env = WarehouseEnv(

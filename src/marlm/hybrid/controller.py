@@ -7,8 +7,8 @@ One control step (:meth:`Controller.step`):
    robots changed, assigns the idle robots at once with the best information at hand; the model
    is asked off the control thread unless ``sync_planner``.
 2. The executor scores every robot's five actions from the step's view
-   (:func:`marlm.hybrid.acting.preferences.step_view`); the rule layer chooses the joint move
-   (:func:`marlm.hybrid.rules.shield.shielded_step`); the environment steps. The wall time of the
+   (:func:`marlm.hybrid.core.view.step_view`); the rule layer chooses the joint move
+   (:func:`marlm.hybrid.rules.layer.shielded_step`); the environment steps. The wall time of the
    planning done on the control thread (step 1: the rule planner, a synchronous planner, the
    never-idle assignment; a model answered off the thread is not in it), the executor and the
    rule layer is the control-step latency; the planning part is also recorded apart
@@ -49,16 +49,19 @@ from marlm.eval.records import (
 )
 from marlm.eval.runs import finish_hybrid_run, start_run_folder
 from marlm.eval.trace import TraceWriter
+from marlm.hybrid.acting.dwell import DwellExecutor
 from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
 from marlm.hybrid.acting.guided_executor import learned_executor
-from marlm.hybrid.acting.preferences import Executor, step_view
+from marlm.hybrid.acting.scores import Executor
+from marlm.hybrid.core.view import step_view
 from marlm.hybrid.defaults import MAX_TICK_MS
 from marlm.hybrid.planning.capabilities import planner_model, prompt_version
-from marlm.hybrid.planning.dwell import DwellExecutor, DwellPolicy
+from marlm.hybrid.planning.dwell import DwellPolicy
 from marlm.hybrid.planning.planner import Planner, PlannerName
 from marlm.hybrid.planning.scheduler import Clock, PlanScheduler, idle_cells
 from marlm.hybrid.render import frame as render_frame
-from marlm.hybrid.rules.shield import RuleLayer, ShieldResult, make_shield, shielded_step, warm_up
+from marlm.hybrid.rules.factory import make_shield, warm_up
+from marlm.hybrid.rules.layer import RuleLayer, ShieldResult, shielded_step
 from marlm.outcomes import FailureKind, RunEndReason
 
 ExecutorName = Literal["rl", "greedy", "random", "learned", "llm"]
@@ -194,8 +197,8 @@ class Controller:
     Args:
         env: the environment, built with ``auto_assign=False``.
         planner: any :class:`marlm.hybrid.planning.planner.Planner`.
-        executor: any :class:`marlm.hybrid.acting.preferences.Executor`.
-        shield: a :class:`marlm.hybrid.rules.shield.RuleLayer` (:func:`marlm.hybrid.rules.shield.make_shield`;
+        executor: any :class:`marlm.hybrid.acting.scores.Executor`.
+        shield: a :class:`marlm.hybrid.rules.layer.RuleLayer` (:func:`marlm.hybrid.rules.factory.make_shield`;
             ``"none"`` sends the executor's best-scored actions unfiltered).
         trace: where events go.
         sync_planner: call the planner inside the step instead of on its own thread.
@@ -285,7 +288,7 @@ class Controller:
         overridden = np.flatnonzero(move.overridden)
         StepRecord(
             step=step,
-            proposed=move.proposed.tolist(),
+            proposed=(move.actions if move.proposed is None else move.proposed).tolist(),
             actions=move.actions.tolist(),
             rewards=[float(rewards[a]) for a in agents],
             positions=self.env.robot_positions.tolist(),

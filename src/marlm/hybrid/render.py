@@ -26,7 +26,7 @@ OVERRIDE = (220, 30, 30)
 TARGET_LINE = (90, 90, 90)
 
 
-def _font() -> ImageFont.ImageFont:
+def _font() -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     try:
         return ImageFont.load_default(size=13)
     except TypeError:  # Pillow < 10.1 has no sized default font

@@ -114,8 +114,11 @@ class CircuitBreaker:
             if self._opened_at is None:
                 return BreakerState("closed", self._failures, 0.0, self.opened, self._cause)
             left = self._opened_at + self.cooldown_s - self.clock.now()
-            state = "open" if left > 0 else "half_open"
-            return BreakerState(state, self._failures, max(left, 0.0), self.opened, self._cause)
+            if left > 0:
+                return BreakerState("open", self._failures, left, self.opened, self._cause)
+            return BreakerState(
+                "half_open", self._failures, max(left, 0.0), self.opened, self._cause
+            )
 
     def before_call(self, name: str = "backend") -> None:
         """Let the call through, or raise :class:`CircuitOpen` at once.

@@ -146,7 +146,7 @@ class ToolRegistry:
                 )
             default = ... if p.default is inspect.Parameter.empty else p.default
             fields[p.name] = (hints[p.name], default)
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             f"{tool_name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
         )
         doc = inspect.getdoc(fn) or ""

@@ -147,7 +147,7 @@ def evaluate_triage(
     t_start = time.perf_counter()
     predicted: dict[int, Any] = {}
     runs: list[tuple[Triage, list[int]]] = []
-    settings = dict(
+    settings: dict[str, Any] = dict(
         mode=mode, classes=classes, select=select, shots=shots, per_class=per_class, seed=seed,
         cache_dir=cache_dir,
     )  # fmt: skip

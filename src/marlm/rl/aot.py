@@ -12,7 +12,7 @@ generator state either way (tested).
 Where: ``<cache>/aot/race_<kind>_<family>_<key><suffix>``, with ``<cache>`` the user's marlm cache
 (``$MARLM_CACHE``, else ``$XDG_CACHE_HOME/marlm``, else ``~/.cache/marlm``: the folder of the
 executor's cached policies). ``<key>`` hashes the sources the loop is compiled from (this module,
-:mod:`marlm.rl.fast`, :mod:`marlm.rl.kernels`, :mod:`marlm.envs.grid_dynamics`), numba's and
+:mod:`marlm.rl.codes`, :mod:`marlm.rl.fast`, :mod:`marlm.rl.kernels`, :mod:`marlm.envs.grid_dynamics`), numba's and
 numpy's versions and the Python version; ``<suffix>`` is the interpreter's extension suffix (ABI and
 machine). A module built from other sources or with other versions has another name, so it is never
 loaded.
@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marlm.rl.fast import COUNTERFACTUAL_CREDIT, IQL, JAL, PLAIN_CREDIT, VDN
+from marlm.rl.codes import COUNTERFACTUAL_CREDIT, IQL, JAL, PLAIN_CREDIT, VDN
 
 __all__ = ["build_race_loop", "module_path", "run_race_loop"]
 
@@ -67,7 +67,7 @@ LOOPS = (
 )  # fmt: skip
 
 #: The files the loops are compiled from, relative to the ``marlm`` package.
-_SOURCES = ("rl/aot.py", "rl/fast.py", "rl/kernels.py", "envs/grid_dynamics.py")
+_SOURCES = ("rl/aot.py", "rl/codes.py", "rl/fast.py", "rl/kernels.py", "envs/grid_dynamics.py")
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 _LOADED: dict[Path, object] = {}
@@ -124,6 +124,8 @@ def _load(path: Path):
         loop = None
         try:
             spec = importlib.util.spec_from_file_location(_module_name(path), path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"not a loadable module: {path}")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             loop = module.race_loop
@@ -146,13 +148,12 @@ def _converted(args: tuple) -> tuple | None:
     out = []
     for i, (x, want) in enumerate(zip(args, SIGNATURE, strict=True)):
         if isinstance(want, tuple):
-            flags = getattr(x, "flags", None)
             ok = (
                 type(x) is np.ndarray
                 and (x.dtype, x.ndim) == want
-                and flags.c_contiguous
-                and flags.aligned
-                and (flags.writeable or i == _READ_ONLY)
+                and x.flags.c_contiguous
+                and x.flags.aligned
+                and (x.flags.writeable or i == _READ_ONLY)
             )
         elif want is bool:
             ok = isinstance(x, bool | np.bool_)

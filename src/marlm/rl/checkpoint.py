@@ -55,11 +55,15 @@ def _record_dtype(log: dict[str, np.ndarray]) -> np.dtype:
 
 
 def _fields(dtype: np.dtype) -> list[list[Any]]:
-    """A record dtype as JSON: ``[[name, dtype string, shape], ...]``."""
-    return [
-        [name, dtype.fields[name][0].base.str, list(dtype.fields[name][0].shape)]
-        for name in dtype.names
-    ]
+    """A record dtype as JSON: ``[[name, dtype string, shape], ...]``.
+
+    Raises:
+        ValueError: ``dtype`` is not a record dtype.
+    """
+    fields, names = dtype.fields, dtype.names
+    if fields is None or names is None:
+        raise ValueError(f"not a record dtype: {dtype}")
+    return [[name, fields[name][0].base.str, list(fields[name][0].shape)] for name in names]
 
 
 def _from_fields(fields: list[list[Any]]) -> np.dtype:
@@ -294,11 +298,28 @@ def _read_log(path: Path, log: dict[str, Any]) -> dict[str, np.ndarray]:
             field="checkpoint",
         )
     rows = np.frombuffer(data, dtype=dtype, count=records)
-    return {name: np.array(rows[name]) for name in dtype.names}
+    return {name: np.array(rows[name]) for name in dtype.names or ()}
+
+
+#: numpy's bit generators by the name their ``state`` records.
+_BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
+    "PCG64": np.random.PCG64,
+    "PCG64DXSM": np.random.PCG64DXSM,
+    "Philox": np.random.Philox,
+    "SFC64": np.random.SFC64,
+    "MT19937": np.random.MT19937,
+}
 
 
 def restore_rng(state: dict[str, Any]) -> np.random.Generator:
     """A generator whose bit generator is in ``state`` (from ``bit_generator.state``)."""
-    bitgen = getattr(np.random, state["bit_generator"])()
+    kind = _BIT_GENERATORS.get(state["bit_generator"])
+    if kind is None:
+        raise InputError(
+            f"unknown bit generator {state['bit_generator']!r} in a saved generator state; "
+            f"known: {', '.join(_BIT_GENERATORS)}",
+            field="bit_generator",
+        )
+    bitgen = kind()
     bitgen.state = state
     return np.random.Generator(bitgen)

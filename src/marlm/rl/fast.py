@@ -29,10 +29,19 @@ JIT as before: the same machine code from the same source, so the same tables an
 
 from __future__ import annotations
 
-SHARED, INDIVIDUAL, MIXED, DIFFERENCE = 0, 1, 2, 3  # DIFFERENCE: counterfactual "stay"
-DIFFERENCE_ABSENT, DIFFERENCE_AVERAGE = 4, 5  # counterfactuals "absent" and "average"
-PLAIN_CREDIT, COUNTERFACTUAL_CREDIT = 0, 1  # credit families of the compiled loops
-IQL, VDN, JAL = 0, 1, 2  # learner codes of race_episodes
+from marlm.rl.codes import (
+    COUNTERFACTUAL_CREDIT,
+    DIFFERENCE,
+    DIFFERENCE_ABSENT,
+    DIFFERENCE_AVERAGE,
+    INDIVIDUAL,
+    IQL,
+    JAL,
+    MIXED,
+    PLAIN_CREDIT,
+    SHARED,
+    VDN,
+)
 
 #: Kernels of :mod:`marlm.rl.kernels` offered here, imported (with numba) on first access.
 _KERNELS = ("gridworld_episodes", "greedy_rollout_gridworld", "jal_values")
@@ -44,7 +53,7 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from marlm.rl import kernels
 
-    value = globals()[name] = getattr(kernels, name)
+    value = globals()[name] = getattr(kernels, name)  # one of _KERNELS, by its name
     return value
 
 
@@ -94,6 +103,8 @@ def race_loop(kind: int, family: int):
 
 
 __all__ = [
+    "COUNTERFACTUAL_CREDIT",
+    "PLAIN_CREDIT",
     "DIFFERENCE",
     "DIFFERENCE_ABSENT",
     "DIFFERENCE_AVERAGE",

@@ -16,7 +16,7 @@ from numba import njit
 
 from marlm.envs.grid_dynamics import STAY
 from marlm.envs.grid_dynamics import race_transition as _plain_race_transition
-from marlm.rl.fast import (
+from marlm.rl.codes import (
     COUNTERFACTUAL_CREDIT,
     DIFFERENCE,
     DIFFERENCE_ABSENT,

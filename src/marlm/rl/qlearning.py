@@ -23,7 +23,7 @@ Arrays: ``q`` is ``float64[n_states, n_actions]``; states and actions are intege
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,12 +60,12 @@ class StepError(ValueError):
 
 
 def check_step(
-    acting: Sequence[str], learner: str, /, **fields: Mapping[str, object] | None
+    acting: Iterable[str], learner: str, /, **fields: Mapping[str, object] | None
 ) -> None:
     """Check that every ``fields`` mapping holds a value for every agent in ``acting``.
 
     Args:
-        acting: the agents that acted this step (the keys of the joint action).
+        acting: the agents that acted this step (the joint action, or its keys).
         learner: the learner's name, for the message.
         fields: the step's per-agent mappings by their argument name (``obs``, ``rewards``,
             ``next_obs``, ``terminated``); ``None`` skips one.
@@ -231,7 +231,7 @@ def greedy_action(q_row: np.ndarray, rng: np.random.Generator | None = None) -> 
 
 
 def epsilon_greedy(
-    q_row_or_rows: np.ndarray, epsilon: float, rng: np.random.Generator
+    q_row_or_rows: np.ndarray, epsilon: float | np.ndarray, rng: np.random.Generator
 ) -> int | np.ndarray:
     """Epsilon-greedy action(s) with random tie-breaking among maxima.
 
@@ -241,7 +241,7 @@ def epsilon_greedy(
 
     Args:
         q_row_or_rows: ``float64[n_actions]`` (one state) or ``float64[B, n_actions]`` (B states).
-        epsilon: exploration probability in [0, 1].
+        epsilon: exploration probability in [0, 1]; for B rows also ``float64[B]``, one per row.
         rng: the generator to draw from.
 
     Returns:

@@ -199,8 +199,8 @@ def large_layout(rows: int = 64, cols: int = 64) -> Layout:
 
 
 def step_view_of(positions: np.ndarray, goals: np.ndarray, priority: np.ndarray):
-    """The :class:`marlm.hybrid.acting.preferences.StepView` of robots at ``positions`` (no env)."""
-    from marlm.hybrid.acting.preferences import StepView
+    """The :class:`marlm.hybrid.core.view.StepView` of robots at ``positions`` (no env)."""
+    from marlm.hybrid.core.view import StepView
 
     return StepView([f"robot_{i}" for i in range(len(positions))], positions, goals, priority)
 
@@ -213,8 +213,8 @@ def shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tupl
     shield's hard case (long chains, swaps, deadlock yields).
     """
     from marlm.envs.warehouse.dynamics import MOVES
-    from marlm.hybrid.acting.preferences import one_hot
-    from marlm.hybrid.rules.shield import shielded_step
+    from marlm.hybrid.core.view import one_hot
+    from marlm.hybrid.rules.layer import shielded_step
 
     rng = np.random.default_rng(seed)
     cells = np.argwhere(layout.free)
@@ -249,12 +249,13 @@ def shield_ms(shield_cls, layout: Layout, n: int, steps: int, seed: int) -> tupl
 
 
 def _pibt_ms(layout: Layout, n: int, steps: int, seed: int) -> tuple[float, float]:
-    """As :func:`shield_ms` for :class:`marlm.hybrid.rules.shield.PibtShield`, fed what it is built
+    """As :func:`shield_ms` for :class:`marlm.hybrid.rules.pibt_layer.PibtShield`, fed what it is built
     for: every robot's scores (minus the distance to its station after each action) and target.
     """
     from marlm.envs.warehouse.dynamics import MOVES
-    from marlm.hybrid.acting.preferences import distance_scores
-    from marlm.hybrid.rules.shield import PibtShield, shielded_step
+    from marlm.hybrid.acting.scores import distance_scores
+    from marlm.hybrid.rules.layer import shielded_step
+    from marlm.hybrid.rules.pibt_layer import PibtShield
 
     rng = np.random.default_rng(seed)
     cells = np.argwhere(layout.free)
@@ -449,8 +450,9 @@ def bench_train(quick: bool = False, seed: int = 0, n_envs: int = 16) -> Figure:
     The batched run trains the default 60 episodes; the single-env loop trains 6 (``quick``, speed
     only) or the same 60 (then both policies' delivery rates are comparable).
     """
-    from marlm.hybrid.acting.executor import evaluate_executor, train_executor
+    from marlm.hybrid.acting.executor import train_executor
     from marlm.hybrid.acting.executor_batched import train_executor_batched
+    from marlm.hybrid.evaluate import evaluate_executor
 
     episodes = 60
     single_episodes = 6 if quick else episodes

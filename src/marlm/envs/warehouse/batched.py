@@ -201,7 +201,7 @@ class BatchedWarehouseEnv:
                 raise InputError(str(e), field="reward_weights") from e
         self.reward_weights = reward_weights or RewardWeights()
         self._weights = np.array(
-            [getattr(self.reward_weights, p) for p in REWARD_PARTS], dtype=np.float64
+            [vars(self.reward_weights)[p] for p in REWARD_PARTS], dtype=np.float64
         )
         self._fixed_orders = self._fixed(orders)
         self.n_orders = len(self._fixed_orders) if self._fixed_orders is not None else n_orders

@@ -145,7 +145,12 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         * v0: initial version.
     """
 
-    metadata = {
+    # State set by reset (declared here: step reads it, reset's helpers assign it).
+    _offered: tuple[int, list[Order]]
+    _pending_events: list[dict]
+    _last_events: list[dict]
+
+    metadata: dict[str, Any] = {
         "name": "warehouse_v1",
         "render_modes": ["rgb_array", "ansi"],
         "is_parallelizable": True,
@@ -498,13 +503,13 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         self._open: dict[str, list[tuple[tuple, str]]] = {}
         self._place = {o: k for k, o in enumerate(self._orders)}
         self._book = 0
-        self._offered: tuple[int, list[Order]] = (-1, [])
+        self._offered = (-1, [])
         self._cells = [0] * self.n_robots  # flat cell index row * width + col of each robot
         self._carrying = [False] * self.n_robots
         self._task: list[str | None] = [None] * self.n_robots
         self._target: list[tuple[int, int] | None] = [None] * self.n_robots
-        self._pending_events: list[dict] = []
-        self._last_events: list[dict] = []
+        self._pending_events = []
+        self._last_events = []
 
     def _load_order_argument(self, orders) -> list[Order] | None:
         if orders is None:

@@ -16,7 +16,7 @@ benchmark format)
     ``.`` ``G`` and ``S`` (swamp) passable, ``@`` ``O`` ``T`` ``W`` obstacles. Every free cell is a
     start and a target cell (MovingAI keeps starts and goals in separate scenario files).
 
-:func:`load_grid_map` reads marlm and RWARE maps too (see :meth:`Layout.to_grid_map`).
+:func:`load_grid_map` reads marlm and RWARE maps too (see :func:`grid_map_of`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 
 from marlm.envs.warehouse.layout import (
     _POGEMA_CHARS,
+    Layout,
     _bfs,
     _FreeGrid,
     _grid_format,
@@ -81,12 +82,28 @@ class GridMap(_FreeGrid):
         return table
 
 
+def grid_map_of(layout: Layout) -> GridMap:
+    """``layout`` as a :class:`GridMap` for the lifelong scenario: free cells as they are,
+    starts = the cells joined to the stations (:meth:`Layout.joined_cells`) that are not
+    stations, targets = the shelves' access cells and the stations (row-major, distinct)."""
+    station_set = set(layout.stations)
+    targets = sorted(set(layout.access.values()) | station_set)
+    return GridMap(
+        name=layout.name,
+        free=layout.free,
+        starts=[c for c in layout.joined_cells() if c not in station_set],
+        targets=targets,
+        source=layout.source,
+        format="marlm",
+    )
+
+
 def parse_grid_map(text: str, name: str = "custom", source: str | Path = "<string>") -> GridMap:
     """Parse a POGEMA map string, a MovingAI ``.map`` file, or a marlm / RWARE warehouse map.
 
     The format is detected: a first line ``type <name>`` means MovingAI; only the characters
     ``. # @ $ !`` mean POGEMA; anything else is read by :func:`parse_layout` and converted with
-    :meth:`Layout.to_grid_map`. A text of only ``.`` and ``#`` reads as POGEMA (every free cell
+    :func:`grid_map_of`. A text of only ``.`` and ``#`` reads as POGEMA (every free cell
     a start and a target cell).
 
     Raises:
@@ -104,7 +121,7 @@ def parse_grid_map(text: str, name: str = "custom", source: str | Path = "<strin
     else:
         body = set("".join(lines).replace(" ", "").replace("\t", ""))
         if kind is None and not body <= set(_POGEMA_CHARS):
-            return parse_layout(text, name, source).to_grid_map()
+            return grid_map_of(parse_layout(text, name, source))
         fmt = "pogema"
         grid, starts, targets = _parse_pogema(lines, source)
     free = grid.copy()
@@ -226,7 +243,7 @@ def load_grid_map(path: str | Path) -> GridMap:
         resource = _grid_dir() / f"{path}.txt"
         return parse_grid_map(resource.read_text(encoding="utf-8"), path, resource.name)
     if isinstance(path, str) and path in list_layouts():
-        return load_layout(path).to_grid_map()
+        return grid_map_of(load_layout(path))
     p = Path(path)
     check_path_text(p, field="layout")  # its name is the map's, written into the trace
     if not p.is_file():

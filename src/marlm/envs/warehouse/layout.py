@@ -37,16 +37,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from marlm.errors import InputError, check_path_text
-
-if TYPE_CHECKING:
-    from marlm.envs.warehouse.grid_maps import GridMap
 
 FLOOR, WALL, SHELF, STATION = 0, 1, 2, 3
 """Cell codes of :attr:`Layout.grid` (uint8)."""
@@ -76,7 +72,7 @@ def list_layouts() -> list[str]:
 
 class _FreeGrid:
     """What every grid map answers from its ``free`` mask (bool[H, W]) and ``_distance_cache``:
-    its size and cached BFS distances. Shared by :class:`Layout` and :class:`GridMap`."""
+    its size and cached BFS distances. Shared by :class:`Layout` and :class:`marlm.envs.warehouse.grid_maps.GridMap`."""
 
     free: np.ndarray
     _distance_cache: dict
@@ -205,24 +201,7 @@ class Layout(_FreeGrid):
         guarantees joined to every shelf's pick cell and every station; free cells walled off
         from it are left out (a robot there could serve nothing).
         """
-        return [tuple(map(int, c)) for c in np.argwhere(self.station_distance >= 0)]
-
-    def to_grid_map(self) -> GridMap:
-        """This warehouse as a :class:`GridMap` for the lifelong scenario: free cells as they are,
-        starts = the cells joined to the stations (:meth:`joined_cells`) that are not stations,
-        targets = the shelves' access cells and the stations (row-major, distinct)."""
-        from marlm.envs.warehouse.grid_maps import GridMap  # it reads warehouse maps too
-
-        station_set = set(self.stations)
-        targets = sorted(set(self.access.values()) | station_set)
-        return GridMap(
-            name=self.name,
-            free=self.free,
-            starts=[c for c in self.joined_cells() if c not in station_set],
-            targets=targets,
-            source=self.source,
-            format="marlm",
-        )
+        return [(int(c[0]), int(c[1])) for c in np.argwhere(self.station_distance >= 0)]
 
     def to_text(self) -> str:
         """The map in marlm ASCII (round-trips through :func:`parse_layout`)."""
@@ -366,7 +345,7 @@ def parse_layout(text: str, name: str = "custom", source: str | Path = "<string>
             if ch == "R":
                 starts.append((r, c))
 
-    stations = [tuple(map(int, c)) for c in np.argwhere(grid == STATION)]
+    stations = [(int(c[0]), int(c[1])) for c in np.argwhere(grid == STATION)]
     if not stations:
         raise InputError(
             "the map has no station; add at least one 'P' cell (RWARE: 'g')",

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES, STAY, count_conflicts, resolve_moves
-from marlm.envs.warehouse.grid_maps import GridMap, load_grid_map
+from marlm.envs.warehouse.grid_maps import GridMap, grid_map_of, load_grid_map
 from marlm.envs.warehouse.layout import Layout
 from marlm.errors import InputError
 
@@ -62,7 +62,7 @@ class LifelongScenario:
     """Agents on a grid, each with a target that is replaced as soon as it is reached.
 
     Args:
-        grid: a :class:`GridMap`, a :class:`Layout` (via :meth:`Layout.to_grid_map`), a map file
+        grid: a :class:`GridMap`, a :class:`Layout` (via :func:`marlm.envs.warehouse.grid_maps.grid_map_of`), a map file
             path (POGEMA, MovingAI, marlm or RWARE format) or a shipped layout name.
         n_agents: agents (>= 1, at most the number of start cells).
         seed: seed of the first episode (``reset()`` is called by the constructor).
@@ -90,7 +90,7 @@ class LifelongScenario:
         max_steps: int = 256,
     ) -> None:
         if isinstance(grid, Layout):
-            grid = grid.to_grid_map()
+            grid = grid_map_of(grid)
         elif not isinstance(grid, GridMap):
             grid = load_grid_map(grid)
         self.grid = grid
@@ -107,11 +107,11 @@ class LifelongScenario:
         self.n_agents = int(n_agents)
         self.max_steps = int(max_steps)
         comp = grid.components()
-        self._targets_by_comp: dict[int, np.ndarray] = {}
+        by_comp: dict[int, list[tuple[int, int]]] = {}
         for cell in grid.targets:
-            self._targets_by_comp.setdefault(int(comp[cell]), []).append(cell)
-        self._targets_by_comp = {
-            k: np.array(v, dtype=np.int64).reshape(-1, 2) for k, v in self._targets_by_comp.items()
+            by_comp.setdefault(int(comp[cell]), []).append(cell)
+        self._targets_by_comp: dict[int, np.ndarray] = {
+            k: np.array(v, dtype=np.int64).reshape(-1, 2) for k, v in by_comp.items()
         }
         self._starts = np.array(grid.starts, dtype=np.int64).reshape(-1, 2)
         self.reset(seed)

@@ -11,10 +11,14 @@ each part. It reads the environment's state (``layout``, ``_cells``, ``_target``
 from __future__ import annotations
 
 from array import array
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES
+
+if TYPE_CHECKING:
+    from marlm.envs.warehouse.layout import Layout
 
 OBS_SIZE = 16
 """Length of one robot's observation vector (see :class:`WarehouseEnv`)."""
@@ -31,6 +35,14 @@ OBS_HAS_TASK = 15  # has a task
 
 class ObservationTables:
     """Observation encoding of the warehouse environment (a mixin of ``WarehouseEnv``)."""
+
+    # The environment's state this mixin reads (set by WarehouseEnv), declared for the checker.
+    layout: Layout
+    n_robots: int
+    possible_agents: list[str]
+    _cells: list[int]
+    _target: list[tuple[int, int] | None]
+    _carrying: list[bool]
 
     @property
     def _pos(self) -> np.ndarray:
@@ -95,7 +107,7 @@ class ObservationTables:
         nbr4, blocked, rc, four, tail = self._nbr4, self._blocked_mask, self._cell_rc, _FOUR, _TAIL
         off_row, off_col, closer_cache = self._off_row, self._off_col, self._closer_cache
         h, w = self.layout.height - 1, self.layout.width - 1
-        chunks = []
+        chunks: list[bytes] = []
         for i, cell in enumerate(cells):
             up, down, left, right = nbr4[cell]
             robots = (up in occupied) | (down in occupied) << 1

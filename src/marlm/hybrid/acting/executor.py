@@ -21,9 +21,9 @@ local shield checks the random actions like any other. The PIBT rule layer (the 
 no noise: it ranks every robot's action scores and breaks those standoffs itself (40 of 40
 without noise on the same seeds).
 
-Scores (:class:`marlm.hybrid.acting.preferences.Executor`), for the rule layer: the Q-table's values
+Scores (:class:`marlm.hybrid.acting.scores.Executor`), for the rule layer: the Q-table's values
 ``q[state]``, scaled per robot to [0, 1) and added to the distance-to-go scores
-(:func:`marlm.hybrid.acting.preferences.greedy_scores`), a learned preference on top of the distance
+(:func:`marlm.hybrid.acting.scores.greedy_scores`), a learned preference on top of the distance
 heuristic, as Veerapaneni et al., "Improving Learnt Local MAPF Policies with Heuristic Search"
 (ICAPS 2024), combine a learnt policy with PIBT. Q-values alone, from a table trained without
 the rule layer, rank waiting above pushing: behind a robot in a lane they keep every robot still
@@ -51,8 +51,8 @@ import numpy as np
 from marlm.envs.warehouse import MOVES, WarehouseEnv
 from marlm.envs.warehouse.env import OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR, OBS_SIZE
 from marlm.errors import InputError
-from marlm.hybrid.acting.preferences import Executor, StepView, greedy_scores, one_hot, step_view
-from marlm.hybrid.rules.shield import make_shield, shielded_step
+from marlm.hybrid.acting.scores import greedy_scores
+from marlm.hybrid.core.view import StepView, one_hot
 from marlm.rl.qlearning import EpsilonSchedule, epsilon_greedy, td_update_batch
 
 N_ACTIONS = len(MOVES)
@@ -112,7 +112,7 @@ class QExecutor:
         """``float64[n, 5]``: the distance-to-go scores plus the Q-values scaled per robot to
         [0, 1) (module doc); with ``explore``, :meth:`act`'s actions (noise included)."""
         if explore:
-            return one_hot(self.act(view.observations, view.agents, rng))
+            return one_hot(self.act(view.observed(), view.agents, rng))
         obs = view.stacked()
         q = self.q[discretise(obs)].astype(np.float64)
         lo, hi = q.min(axis=1, keepdims=True), q.max(axis=1, keepdims=True)
@@ -191,7 +191,7 @@ class GreedyExecutor:
     def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[n, 5]`` the distance-to-go scores; with ``explore``, :meth:`act`'s actions."""
         if explore:
-            return one_hot(self.act(view.observations, view.agents, rng))
+            return one_hot(self.act(view.observed(), view.agents, rng))
         return greedy_scores(view.stacked())
 
     def warm_up(self) -> None:
@@ -209,7 +209,7 @@ class RandomExecutor:
     def scores(self, view: StepView, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
         """``float64[n, 5]`` uniform in [0, 1); with ``explore``, :meth:`act`'s actions."""
         if explore:
-            return one_hot(self.act(view.observations, view.agents, rng))
+            return one_hot(self.act(view.observed(), view.agents, rng))
         return rng.random((len(view.agents), N_ACTIONS))
 
     def warm_up(self) -> None:
@@ -296,56 +296,3 @@ def train_executor(
     policy.info.update({"updates": updates, "alpha": alpha, "gamma": gamma})
     stats = TrainStats(returns, agent_returns, deliveries, updates, time.perf_counter() - t0)
     return policy, stats
-
-
-def evaluate_executor(
-    executor: Executor,
-    *,
-    layout: str = "small",
-    max_steps: int = 400,
-    n_orders: int = 40,
-    seeds: tuple[int, ...] = (1000, 1001, 1002),
-    shield: bool = False,
-    shield_rule: str = "pibt",
-) -> dict[str, float]:
-    """Delivery rate of an executor on the environment with its own rule assignment.
-
-    The seeds differ from the training seeds (0, 1, ...), so nothing is scored on an episode the
-    policy was trained on. With ``shield=True`` the joint action goes through a fresh rule layer
-    (:func:`marlm.hybrid.rules.shield.make_shield`: ``shield_rule`` ``"pibt"``, the demo's default,
-    ranks the executor's action scores with no random actions; ``"local"`` filters its ``act``)
-    by :func:`marlm.hybrid.rules.shield.shielded_step`, exactly as in the hybrid controller; without
-    it the executor's actions go to the environment, whose own collision rules refuse
-    conflicting moves, which the ``collisions`` figure counts.
-
-    Returns:
-        ``{"delivered": mean orders delivered per episode, "delivery_rate": delivered / orders,
-        "collisions": mean robot-robot conflicts per episode}``, averaged over ``seeds``.
-
-    Raises:
-        ValueError: an unknown ``shield_rule``.
-    """
-    env = WarehouseEnv(layout=layout, n_orders=n_orders, max_steps=max_steps, auto_assign=True)
-    n = len(env.possible_agents)
-    delivered, collisions = [], []
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        obs, _ = env.reset(seed=seed)
-        rule = make_shield(shield_rule if shield else "none", env.layout.free, n, seed=seed)
-        d = c = 0
-        while env.agents:
-            view = step_view(env, obs)
-            result = shielded_step(rule, view, executor.scores(view, rng, rule.explores))
-            obs, _, _, _, infos = env.step(
-                dict(zip(view.agents, result.actions.tolist(), strict=True))
-            )
-            d += sum(e["type"] == "delivered" for e in env.last_events)
-            c += sum(bool(infos[a]["collided"]) for a in infos)
-        delivered.append(d)
-        collisions.append(c)
-    mean_delivered = float(np.mean(delivered))
-    return {
-        "delivered": mean_delivered,
-        "delivery_rate": mean_delivered / n_orders,
-        "collisions": float(np.mean(collisions)),
-    }

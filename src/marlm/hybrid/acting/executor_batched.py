@@ -81,7 +81,7 @@ def train_executor_batched(
         live = episode_of >= 0
         states = discretise(obs.reshape(-1, obs.shape[-1]))
         eps = np.repeat(np.where(live, eps_of[np.maximum(episode_of, 0)], 0.0), n)
-        actions = epsilon_greedy(policy.q[states], eps, rng).reshape(n_envs, n)
+        actions = np.asarray(epsilon_greedy(policy.q[states], eps, rng)).reshape(n_envs, n)
         out = env.step(actions)
         next_states = discretise(out.final_observations.reshape(-1, obs.shape[-1]))
         done = np.repeat(out.terminated, n)

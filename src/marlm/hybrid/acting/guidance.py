@@ -30,18 +30,14 @@ from __future__ import annotations
 import numpy as np
 
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, UP
-from marlm.hybrid.rules.graph import UNREACHABLE, grid_steps, sentinels, store_row
-from marlm.hybrid.rules.pibt import neighbour_table
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only without numba
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
+from marlm.hybrid.core.graph import (
+    UNREACHABLE,
+    grid_steps,
+    neighbour_table,
+    njit,
+    sentinels,
+    store_row,
+)
 
 BUSY = 1 / 16
 """Robots per free cell from which :func:`traffic_costs` makes horizontal aisles one-way too."""
@@ -163,7 +159,7 @@ def guided_fill(nbr, rcost, target, n_buckets, dist, head, link, cell, out, sent
     ``c``, :func:`guided_filler`) side by side; Dial's buckets are linked lists in the scratch
     arrays ``head`` (``int32[n_buckets]``), ``link`` and ``cell`` (``int32[4 V + 1]``: a cell
     enters a bucket at most once per neighbour), ``dist`` (``int32[V]``); ``n_buckets`` = the
-    largest move cost + 1. ``sentinel`` and ``cap`` as in :func:`marlm.hybrid.rules.graph.bfs_fill`.
+    largest move cost + 1. ``sentinel`` and ``cap`` as in :func:`marlm.hybrid.core.graph.bfs_fill`.
     """  # pragma: no cover - compiled
     dist[:] = UNREACHABLE
     head[:] = -1
@@ -207,7 +203,7 @@ def grid_guided_fill(rcost, step, target, n_buckets, dist, head, entry, out, sen
     lists whose entries hold the cell and the next entry side by side (``entry``: ``int32[2 (4 V
     + 1)]``), and a bucket is taken whole before its cells are expanded (every cost is at least 1,
     so nothing enters the bucket being expanded). ``head``: ``int32[n_buckets]``, ``dist``:
-    ``int32[V]`` scratch; ``sentinel``, ``cap`` as in :func:`marlm.hybrid.rules.graph.bfs_fill`.
+    ``int32[V]`` scratch; ``sentinel``, ``cap`` as in :func:`marlm.hybrid.core.graph.bfs_fill`.
     Returns the largest finite distance.
     """  # pragma: no cover - compiled
     dist[:] = UNREACHABLE
@@ -266,7 +262,7 @@ def reverse_costs(nbr, cost, rcost):  # pragma: no cover - compiled
 
 
 def guided_filler(nbr: np.ndarray, cost: np.ndarray):
-    """``fill(target, out) -> int`` for :class:`marlm.hybrid.rules.graph.DistanceTables`: guided
+    """``fill(target, out) -> int`` for :class:`marlm.hybrid.core.graph.DistanceTables`: guided
     distances under ``cost`` (``int32[V, 5]``, positive on possible moves): on a grid's
     neighbour table :func:`grid_guided_fill`, else :func:`guided_fill` (the same distances)."""
     v = nbr.shape[0]
@@ -299,12 +295,12 @@ def guided_filler(nbr: np.ndarray, cost: np.ndarray):
 def table_scores(pool, slots, cells, nbr, cost, top, out):  # pragma: no cover - compiled
     """``out[i, a] = -(cost[cells[i], a] + pool[slots[i], nbr[cells[i], a]])``, ``-inf`` for a
     blocked move, a stored value above ``top`` read as :data:`UNREACHABLE`: in one pass, the
-    scores :class:`marlm.hybrid.acting.learned_guidance.GuidedMover` computes with numpy as
-    :meth:`marlm.hybrid.rules.graph.DistanceTables.distances` plus the cost (the same floats).
+    scores :class:`marlm.hybrid.simulator.GuidedMover` computes with numpy as
+    :meth:`marlm.hybrid.core.graph.DistanceTables.distances` plus the cost (the same floats).
 
     ``pool``: ``uint16|int32[rows, V]``; ``slots``, ``cells``: ``int64[n]``; ``nbr``:
     ``int32|int64[V, 5]``; ``cost``: ``int32[V, 5]``; ``top``: the pool's largest finite value
-    (:func:`marlm.hybrid.rules.graph.sentinels`); ``out``: ``float64[n, 5]``.
+    (:func:`marlm.hybrid.core.graph.sentinels`); ``out``: ``float64[n, 5]``.
     """
     for i in range(cells.shape[0]):
         c, s = cells[i], slots[i]

@@ -6,7 +6,7 @@ Path Finding", IJCAI 2024, plus a bounded online update from the waits observed,
 al., AAAI 2025) scores every robot's five actions here, the way the greedy executor scores its
 distance-to-go: ``score[i, a] = -(cost[cell_i, a] + guided_distance(next cell, goal_i))`` in
 ``1 / RESOLUTION`` steps. The scores go to the rule layer through the one score seam
-(:func:`marlm.hybrid.rules.shield.shielded_step`), so PIBT still chooses the joint move and its
+(:func:`marlm.hybrid.rules.layer.shielded_step`), so PIBT still chooses the joint move and its
 guarantees hold whatever the weights say.
 
 With zero weights and ``penalty=0`` every move costs one step, so a robot ranks closer moves
@@ -40,9 +40,8 @@ from marlm.hybrid.acting.learned_guidance import (
     online_adapter,
     params_from,
 )
-from marlm.hybrid.acting.preferences import StepView, one_hot
-from marlm.hybrid.rules.graph import DistanceTables
-from marlm.hybrid.rules.pibt import neighbour_table
+from marlm.hybrid.core.graph import DistanceTables, neighbour_table
+from marlm.hybrid.core.view import StepView, one_hot
 
 WFI_WEIGHTS = "wfi_warehouse.json"
 """The shipped weights, trained by CMA-ES on POGEMA's ``wfi_warehouse`` (seeds 128-129; a copy of
@@ -187,9 +186,9 @@ class GuidedExecutor:
         cells = pos[:, 0] * self.width + pos[:, 1]
         has = goals[:, 0] >= 0
         goal_cells = np.where(has, goals[:, 0] * self.width + goals[:, 1], -1)
-        seen = self.online is not None and self._last is not None
-        if seen and self.online.observe(*self._last, cells):
-            self.cost = self.online.costs()
+        online, last = self.online, self._last
+        if online is not None and last is not None and online.observe(last[0], last[1], cells):
+            self.cost = online.costs()
             self.tables.fill = guided_filler(self.nbr, self.cost)
             self.tables.clear()  # built on the old costs
         self._last = (cells, goal_cells)

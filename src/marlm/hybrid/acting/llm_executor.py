@@ -12,7 +12,7 @@ from typing import Any
 
 from marlm.envs.warehouse.dynamics import ACTION_NAMES
 from marlm.envs.warehouse.env import OBS_BLOCKED, OBS_CLOSER, OBS_HAS_TASK, OBS_ROBOT_NEIGHBOUR
-from marlm.hybrid.acting.preferences import StepView, one_hot
+from marlm.hybrid.core.view import StepView, one_hot
 
 _SIDES = ACTION_NAMES[1:]  # up, down, left, right: the order of the observation's neighbour slices
 
@@ -55,7 +55,7 @@ class LLMMoveExecutor:
     def scores(self, view: StepView, rng: Any, explore: bool = False) -> Any:
         """``float64[n, 5]`` naming the model's move for each robot (one call, see :meth:`act`);
         the same with or without ``explore`` (the model's answer is the only proposal)."""
-        return one_hot(self.act(view.observations, view.agents, rng))
+        return one_hot(self.act(dict(view.observed()), view.agents, rng))
 
     def warm_up(self) -> None:
         """Nothing: the model is never called outside the control loop."""

@@ -27,9 +27,13 @@ class CancelsCalls(Protocol):
 
 @runtime_checkable
 class Triaging(Protocol):
-    """Decides each order's class once, apart from the assignment: ``classify(orders)`` on the
-    worker (model calls), ``decide(snapshot)`` and ``raised(orders)`` on the control thread (no
-    model call). See :mod:`marlm.hybrid.planning.scheduler`."""
+    """Decides each order's class once, apart from the assignment: ``unclassified(orders)`` (the
+    orders still to read, in the order given) and ``raised(orders)`` (ids of orders read as more
+    urgent than listed) on the control thread, ``classify(orders)`` on the worker (model
+    calls), ``decide(snapshot)`` on the control thread (no model call). See
+    :mod:`marlm.hybrid.planning.scheduler`."""
+
+    def unclassified(self, orders: Sequence[Any]) -> list[Any]: ...
 
     def classify(self, orders: Sequence[Any]) -> list[Any]: ...
 

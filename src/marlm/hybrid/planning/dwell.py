@@ -33,7 +33,8 @@ the travel to the next pick, and the planner may assign it at any time on the wa
 Parking cells (:func:`parking_cells`) are floor cells that are not a station, not a shelf's pick
 cell and not inside a one-wide passage, so a waiting robot blocks neither a drop, a pick nor an
 aisle. Idle robots have the lowest priority in the rule layer, which still filters every move
-and pushes them aside (:class:`marlm.hybrid.rules.shield.PibtShield`).
+and pushes them aside (:class:`marlm.hybrid.rules.pibt_layer.PibtShield`). The robots drive there
+under :class:`marlm.hybrid.acting.dwell.DwellExecutor`.
 """
 
 from __future__ import annotations
@@ -41,14 +42,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from marlm.envs.warehouse.dynamics import MOVES
 from marlm.envs.warehouse.layout import Layout
-from marlm.hybrid.acting.preferences import downhill_scores
 from marlm.hybrid.planning.planner import UNREACHABLE_DISTANCE, OrderView, Plan, effective_class
 
 Cell = tuple[int, int]
@@ -356,9 +354,12 @@ class DwellPolicy:
         out: dict[str, Cell] = {}
         if self.reserve:
             point = self.choose_reserve(idle)
-            out[self.reserve_robot] = self.cells[point]
+            reserve = self.reserve_robot
+            if reserve is None:  # choose_reserve names one whenever a robot is idle and cells exist
+                raise RuntimeError("dwell policy: no reserve robot among the idle robots")
+            out[reserve] = self.cells[point]
             fixed.append(point)
-            robots.remove(self.reserve_robot)
+            robots.remove(reserve)
         else:
             self.reserve_robot = None
         if len(robots) > self.exact_limit:
@@ -498,112 +499,11 @@ def _steps(dist: np.ndarray, cell: Sequence[int]) -> int:
     return d if d >= 0 else UNREACHABLE_DISTANCE
 
 
-def dwell_scores(layout: Layout, position: Sequence[int], target: Cell) -> np.ndarray:
-    """``float64[5]`` preference of each action (stay, up, down, left, right) for a robot at
-    ``position`` driving to ``target``: +1 for a move that shortens its shortest path, 0 for
-    staying, -1 for a move that lengthens it, ``-inf`` into a wall, shelf or off the map (the
-    distance-to-go score, :func:`marlm.hybrid.acting.preferences.downhill_scores`)."""
-    dist = layout.distance_from(target)
-    free = layout.free
-    h, w = free.shape
-    r, c = int(position[0]), int(position[1])
-    here = int(dist[r, c])
-    closer = np.zeros((1, len(MOVES) - 1), dtype=bool)
-    blocked = np.zeros((1, len(MOVES) - 1), dtype=bool)
-    for a in range(1, len(MOVES)):
-        rr, cc = r + int(MOVES[a, 0]), c + int(MOVES[a, 1])
-        if not (0 <= rr < h and 0 <= cc < w) or not free[rr, cc]:
-            blocked[0, a - 1] = True
-        else:
-            closer[0, a - 1] = 0 <= int(dist[rr, cc]) < here
-    return downhill_scores(closer, blocked, np.ones(1, dtype=bool))[0]
-
-
-def closer_bits(layout: Layout, target: Cell) -> np.ndarray:
-    """``uint8[H * W]`` by flat cell ``row * W + col``: bit ``k`` set when move ``k + 1`` (up,
-    down, left, right) from that cell leads to a free cell nearer to ``target`` by shortest
-    path (never from or into a cell with no path to it, nor off the map)."""
-    dist = layout.distance_from(target).astype(np.int64)
-    padded = np.pad(dist, 1, constant_values=-1)
-    h, w = dist.shape
-    bits = np.zeros((h, w), dtype=np.uint8)
-    for k in range(len(MOVES) - 1):
-        dr, dc = int(MOVES[k + 1, 0]), int(MOVES[k + 1, 1])
-        nb = padded[1 + dr : 1 + dr + h, 1 + dc : 1 + dc + w]
-        bits |= (((nb >= 0) & (dist >= 0) & (nb < dist)) << k).astype(np.uint8)
-    return bits.reshape(-1)
-
-
-def dwell_scores_many(
-    layout: Layout,
-    positions: np.ndarray,
-    targets: Sequence[Cell],
-    cache: dict[Cell, np.ndarray] | None = None,
-) -> np.ndarray:
-    """:func:`dwell_scores` of many robots at once: ``float64[n, 5]``, row ``i`` for the robot
-    at ``positions[i]`` (``int[n, 2]``) driving to ``targets[i]``; the same values, read from
-    each target's :func:`closer_bits` (kept in ``cache`` when given: one lookup per robot)."""
-    n = len(targets)
-    free = np.asarray(layout.free, dtype=bool)
-    h, w = free.shape
-    pos = np.asarray(positions, dtype=np.int64).reshape(n, 2)
-    nb = pos[:, None, :] + MOVES[None, 1:, :]  # int64[n, 4, 2]: the cell each move leads to
-    inside = (nb[..., 0] >= 0) & (nb[..., 0] < h) & (nb[..., 1] >= 0) & (nb[..., 1] < w)
-    rr, cc = np.clip(nb[..., 0], 0, h - 1), np.clip(nb[..., 1], 0, w - 1)
-    blocked = ~inside | ~free[rr, cc]
-    cache = {} if cache is None else cache
-    flat = (pos[:, 0] * w + pos[:, 1]).tolist()
-    bits = np.empty(n, dtype=np.uint8)
-    for i, target in enumerate(targets):
-        table = cache.get(target)
-        if table is None:
-            table = cache[target] = closer_bits(layout, target)
-        bits[i] = table[flat[i]]
-    closer = (bits[:, None] >> np.arange(len(MOVES) - 1, dtype=np.uint8)[None, :]) & 1 > 0
-    return downhill_scores(closer, blocked, np.ones(n, dtype=bool))
-
-
-class DwellExecutor:
-    """An executor whose idle robots drive to their dwell cells; robots with a task are scored
-    by ``inner`` as before.
-
-    The dwell cells come with the step view (``view.idle_goals``, set by the controller from
-    :meth:`DwellPolicy.targets`). Its scores are ``inner``'s, with each idle robot's row replaced
-    by :func:`dwell_scores` (with ``explore`` too: a robot driving to its dwell cell takes no
-    random action).
-    """
-
-    def __init__(self, inner: Any, layout: Layout) -> None:
-        self.inner = inner
-        self.layout = layout
-        self.name = inner.name
-        self._closer: dict[Cell, np.ndarray] = {}  # target -> closer_bits(layout, target)
-
-    def scores(self, view: Any, rng: np.random.Generator, explore: bool = False) -> np.ndarray:
-        """``float64[len(view.agents), 5]``: ``inner``'s scores, idle robots' rows replaced."""
-        out = np.array(self.inner.scores(view, rng, explore), dtype=np.float64)
-        goals = view.idle_goals
-        rows = [k for k, a in enumerate(view.agents) if a in goals]
-        if rows:
-            targets = [goals[view.agents[k]] for k in rows]
-            positions = np.asarray(view.positions)[rows]
-            out[rows] = dwell_scores_many(self.layout, positions, targets, self._closer)
-        return out
-
-    def warm_up(self) -> None:
-        """``inner``'s warm-up."""
-        self.inner.warm_up()
-
-
 __all__ = [
     "DEMAND_WEIGHT",
     "PRIOR_PER_SHELF",
-    "DwellExecutor",
     "DwellPolicy",
     "GreedyMedians",
-    "closer_bits",
-    "dwell_scores",
-    "dwell_scores_many",
     "k_median",
     "parking_cells",
 ]

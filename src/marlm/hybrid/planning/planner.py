@@ -176,7 +176,7 @@ class Plan:
     assignments: list[tuple[str, str]]
     source: PlanSource
     snapshot: Snapshot
-    calls: list[ModelCall] = field(default_factory=list)
+    calls: Sequence[ModelCall] = field(default_factory=list)
     error: str | None = None
     preemptions: list[tuple[str, str]] = field(default_factory=list)
     outcome: PlanOutcome | None = None

@@ -140,7 +140,7 @@ class AsyncPlanner:
         )
         self._done.set()
 
-    def poll(self, wait: bool = False, timeout: float | None = None) -> Any:
+    def poll(self, wait: bool = False, timeout: float | None = None) -> Plan | Triaged | None:
         """The finished plan (once), or None. ``wait=True`` blocks until it ends (or ``timeout``)."""
         if not self._running:
             return None

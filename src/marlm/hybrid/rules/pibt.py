@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from marlm.hybrid.rules.graph import (  # noqa: F401 - UNREACHABLE: part of this module's interface
+from marlm.hybrid.core.graph import (  # noqa: F401 - UNREACHABLE: part of this module's interface
     N_ACTIONS,
     UNREACHABLE,
     DistanceTables,

@@ -3,8 +3,8 @@
 ``ShieldWrapper(WarehouseEnv(...))`` is itself a ``ParallelEnv``: any learner or script that
 steps it gets the rule layer's guarantees (no robot moves into a wall or shelf, no two robots in
 one cell, no swaps) without the environment knowing about it. The wrapper sees one action per
-robot; it gives the layer those actions as scores (:func:`marlm.hybrid.acting.preferences.one_hot`) and
-applies it through :func:`marlm.hybrid.rules.shield.shielded_step`, with the controller's goals and
+robot; it gives the layer those actions as scores (:func:`marlm.hybrid.core.view.one_hot`) and
+applies it through :func:`marlm.hybrid.rules.layer.shielded_step`, with the controller's goals and
 priorities, so a wrapped env moves exactly as the hybrid controller would with those proposals.
 """
 
@@ -14,8 +14,9 @@ import numpy as np
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from marlm.envs.warehouse import WarehouseEnv
-from marlm.hybrid.acting.preferences import N_ACTIONS, one_hot, step_view
-from marlm.hybrid.rules.shield import make_shield, shielded_step
+from marlm.hybrid.core.view import N_ACTIONS, one_hot, step_view
+from marlm.hybrid.rules.factory import make_shield
+from marlm.hybrid.rules.layer import shielded_step
 
 
 class ShieldWrapper(BaseParallelWrapper):
@@ -23,7 +24,7 @@ class ShieldWrapper(BaseParallelWrapper):
 
     Args:
         env: a :class:`WarehouseEnv` (or a wrapper around one).
-        rule: ``"pibt"`` (:class:`marlm.hybrid.rules.shield.PibtShield`, the default: a robot whose
+        rule: ``"pibt"`` (:class:`marlm.hybrid.rules.pibt_layer.PibtShield`, the default: a robot whose
             move is taken is pushed aside or falls back to its next cell) or ``"local"``
             (:class:`marlm.hybrid.rules.shield.Shield`: conflicting moves are held, deadlocks broken).
         seed: seed of the layer's tie-breaks (PIBT) or yield choices (local).

@@ -6,7 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from marlm.hybrid.rules.shield import DOWN, LEFT, MOVES, RIGHT, STAY, UP, Shield, is_safe
+from marlm.envs.warehouse.dynamics import DOWN, LEFT, MOVES, RIGHT, STAY, UP
+from marlm.hybrid.rules.layer import is_safe
+from marlm.hybrid.rules.shield import Shield
 
 
 def open_grid(h: int, w: int) -> np.ndarray:

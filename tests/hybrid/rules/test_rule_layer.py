@@ -11,19 +11,13 @@ import pytest
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.envs.warehouse.dynamics import DOWN, LEFT, RIGHT, STAY
 from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecutor
-from marlm.hybrid.acting.preferences import (
-    StepView,
-    distance_scores,
-    downhill_scores,
-    greedy_scores,
-    one_hot,
-    robot_priority,
-    step_view,
-)
+from marlm.hybrid.acting.scores import distance_scores, downhill_scores, greedy_scores
+from marlm.hybrid.core.view import StepView, one_hot, robot_priority, step_view
+from marlm.hybrid.rules.factory import make_shield
+from marlm.hybrid.rules.layer import shielded_step
 from marlm.hybrid.rules.pibt import neighbour_table
-from marlm.hybrid.rules.shield import make_shield, shielded_step
 
-HYBRID = Path(__file__).resolve().parents[2] / "src" / "marlm" / "hybrid"
+HYBRID = Path(__file__).resolve().parents[3] / "src" / "marlm" / "hybrid"
 
 
 def module_imports(name: str) -> set[str]:
@@ -39,13 +33,19 @@ def module_imports(name: str) -> set[str]:
 
 
 def test_scores_in_choice_out_has_no_import_circle():
-    """preferences (the view, the executor protocol) imports no other hybrid module; the rule
-    layer imports preferences but no executor; executors import both."""
-    preferences = module_imports("acting.preferences")
-    assert not {"acting.executor", "rules.shield", "rules.pibt", "planning.dwell"} & preferences
-    assert not {m for m in preferences if m.startswith(("rules.", "planning."))}
-    assert "acting.executor" not in module_imports("rules.shield")
-    assert {"acting.preferences", "rules.shield"} <= module_imports("acting.executor")
+    """The view (core) imports no layer; the rule layer imports the view but no executor; the
+    executors import the view and the scores, and no rule layer: the controller and the
+    evaluation compose them."""
+    view = module_imports("core.view")
+    assert "core.graph" in view
+    assert not {m for m in view if m.startswith(("acting.", "planning.", "rules."))}
+    for rule in ("rules.layer", "rules.shield", "rules.pibt_layer", "rules.factory"):
+        assert "core.view" in module_imports(rule) or rule == "rules.factory"
+        assert not {m for m in module_imports(rule) if m.startswith(("acting.", "planning."))}
+    executor = module_imports("acting.executor")
+    assert {"core.view", "acting.scores"} <= executor
+    assert not {m for m in executor if m.startswith(("rules.", "planning."))}
+    assert {"rules.factory", "rules.layer", "acting.scores"} <= module_imports("evaluate")
 
 
 def test_no_isinstance_on_executor_or_rule_layer_types_in_hybrid():

@@ -11,9 +11,9 @@ from pibt_reference import reference_step
 
 from marlm.envs.warehouse.dynamics import LEFT, MOVES, RIGHT, STAY, UP, resolve_moves
 from marlm.hybrid.acting.guidance import BUSY, aisle_costs, guided_distance, traffic_costs
-from marlm.hybrid.acting.preferences import distance_scores
+from marlm.hybrid.acting.scores import distance_scores
+from marlm.hybrid.rules.layer import is_safe
 from marlm.hybrid.rules.pibt import Pibt, bfs_distance, dead_end_depth, neighbour_table
-from marlm.hybrid.rules.shield import is_safe
 
 
 def ring_map(rng: np.random.Generator, h: int = 9, w: int = 11) -> np.ndarray:
@@ -396,7 +396,7 @@ def test_pibt_shield_keeps_the_shield_contract():
     """PibtShield.filter: same inputs and result type as the local shield; without scores the
     proposed action ranks first; a move into a wall is overridden with reason "static"; an idle
     robot in the way is pushed (reason "robot"), not a wall."""
-    from marlm.hybrid.rules.shield import PibtShield
+    from marlm.hybrid.rules.pibt_layer import PibtShield
 
     free = np.ones((3, 3), dtype=bool)
     free[0, 2] = False

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from marlm.envs.warehouse.dynamics import LEFT, MOVES, RIGHT, UP
+from marlm.envs.warehouse.dynamics import LEFT, MOVES, RIGHT, STAY, UP
 from marlm.hybrid.acting.guidance import guided_distance, traffic_costs
 from marlm.hybrid.acting.learned_guidance import (
     MOVE_FEATURES,
@@ -20,24 +20,27 @@ from marlm.hybrid.acting.learned_guidance import (
     SHIPPED_HINDRANCE,
     SHIPPED_MIN_DENSITY,
     SHIPPED_NARROW_PRIORITY,
-    Guidance,
-    GuidedMover,
-    LifelongInstance,
     OnlineAdapter,
     density_feature,
-    free_flow_bound,
     hindrance,
     learned_costs,
     move_features,
     online_adapter,
     params_from,
+)
+from marlm.hybrid.rules.layer import is_safe
+from marlm.hybrid.rules.pibt import neighbour_table
+from marlm.hybrid.simulator import (
+    ConflictError,
+    Guidance,
+    GuidedMover,
+    LifelongInstance,
+    free_flow_bound,
     random_instance,
     simulate,
 )
-from marlm.hybrid.rules.pibt import neighbour_table
-from marlm.hybrid.rules.shield import is_safe
 
-WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+WFI = Path(__file__).resolve().parents[3] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
 SHIPPED = WFI.with_name("guidance-wfi_warehouse.json")
 
 
@@ -243,7 +246,12 @@ def test_online_update_never_makes_a_vertex_or_swap_conflict(
         assert (extra[base > 0] >= 0).all()
         assert (extra[base > 0] <= np.rint(RESOLUTION * bound)).all()
         assert (costs[base > 0] > 0).all() and (costs[base == 0] == 0).all()
-    assert simulate(inst, g, check=True) >= 0  # the simulator's own checks agree
+    # the simulator, its checks on, plays the same run: the same targets reached
+    reached = sum(
+        int((pos + MOVES[a] == goals).all(axis=1).sum())
+        for pos, goals, a in lifelong_steps(inst, g.mover(free, n, seed))
+    )
+    assert simulate(inst, g, check=True) * inst.steps == reached
 
 
 def test_vertical_feature_marks_up_and_down_moves():
@@ -361,3 +369,33 @@ def test_shipped_hindrance_tie_break_changes_the_learned_runs_only():
     reached = [simulate(inst, g, targets, check=True) * 64 for g in (shipped, before)]
     assert reached == [235, 234]  # targets reached
     assert not Guidance(None, hindrance=True).mover(free, 128, 0, targets).hindrance
+
+
+class _Scripted:
+    """A guidance whose mover plays one fixed joint action every step (to break the rules)."""
+
+    def __init__(self, actions):
+        self.actions = np.array(actions, dtype=np.int64)
+
+    def mover(self, free, n, seed, target_cells=None, swap=True):
+        return self
+
+    def act(self, positions, targets):
+        return self.actions
+
+
+@pytest.mark.parametrize(
+    ("starts", "actions", "why"),
+    [
+        ([[0, 0], [0, 1]], [RIGHT, LEFT], "swap"),
+        ([[0, 0], [0, 2]], [RIGHT, LEFT], "vertex conflict"),
+        ([[0, 0], [0, 2]], [UP, STAY], "wall or off the map"),
+    ],
+)
+def test_the_simulators_check_raises_on_each_broken_rule(starts, actions, why):
+    free = np.ones((1, 3), dtype=bool)
+    targets = np.full((2, 4, 2), 2, dtype=np.int64)
+    inst = LifelongInstance(free, np.array(starts, dtype=np.int64), targets, 2, 0)
+    with pytest.raises(ConflictError, match=why):
+        simulate(inst, _Scripted(actions), check=True)
+    assert simulate(inst, _Scripted([STAY, STAY]), check=True) == 0.0

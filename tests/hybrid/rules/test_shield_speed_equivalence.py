@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_shield import ReferenceShield
 
-from marlm.hybrid.rules.shield import MOVES, RIGHT, Shield, is_safe
+from marlm.envs.warehouse.dynamics import MOVES, RIGHT
+from marlm.hybrid.rules.layer import is_safe
+from marlm.hybrid.rules.shield import Shield
 
 
 @st.composite

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from marlm.errors import InputError
-from marlm.hybrid.acting.executor import RandomExecutor, evaluate_executor
+from marlm.hybrid.acting.executor import RandomExecutor
 from marlm.hybrid.acting.executor_batched import train_executor_batched
+from marlm.hybrid.evaluate import evaluate_executor
 
 
 def test_counts_every_episode_and_update_and_is_deterministic():

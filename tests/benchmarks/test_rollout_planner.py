@@ -7,18 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_learned_guidance import lifelong_steps, random_map
+from rollout_planner import RolloutGuidance, RolloutMover, RolloutSetting
 
+from hybrid.acting.test_learned_guidance import lifelong_steps, random_map
 from marlm.envs.warehouse.dynamics import MOVES
-from marlm.hybrid.acting.learned_guidance import (
-    N_PARAMS,
-    PARAM_NAMES,
-    Guidance,
-    random_instance,
-    simulate,
-)
-from marlm.hybrid.rules.rollout import RolloutGuidance, RolloutMover, RolloutSetting
-from marlm.hybrid.rules.shield import is_safe
+from marlm.hybrid.acting.learned_guidance import N_PARAMS, PARAM_NAMES
+from marlm.hybrid.rules.layer import is_safe
+from marlm.hybrid.simulator import Guidance, random_instance, simulate
 
 ROOMS = """\
 .........
@@ -83,7 +78,12 @@ def test_every_rollout_chosen_joint_move_is_safe(
         ok, why = is_safe(pos, a, free)
         assert ok, why
         assert len({tuple(p) for p in (pos + MOVES[a]).tolist()}) == n  # no vertex conflict
-    assert simulate(inst, g, check=True) >= 0  # the simulator's own checks agree
+    # the simulator, its checks on, plays the same run: the same targets reached
+    reached = sum(
+        int((pos + MOVES[a] == goals).all(axis=1).sum())
+        for pos, goals, a in lifelong_steps(inst, g.mover(free, n, seed))
+    )
+    assert simulate(inst, g, check=True) * inst.steps == reached
 
 
 def test_rollouts_are_deterministic_and_change_the_run_on_a_crowded_map():

@@ -1,15 +1,15 @@
-"""Windowed planning improved by LNS (``marlm.hybrid.rules.window``): feasible joint moves, the
+"""Windowed planning improved by LNS (``benchmarks/pogema/window_planner.py``): feasible joint moves, the
 plain mover reproduced without a search, the space-time search's known answer, exact figures."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_learned_guidance import lifelong_steps
+from window_planner import WindowedMover, WindowScheme, _window_path, window_costs
 
-from marlm.hybrid.acting.learned_guidance import Guidance, random_instance, simulate
+from hybrid.acting.test_learned_guidance import lifelong_steps
 from marlm.hybrid.rules.pibt import neighbour_table
-from marlm.hybrid.rules.window import WindowedMover, WindowScheme, _window_path, window_costs
+from marlm.hybrid.simulator import Guidance, random_instance, simulate
 
 MAP = """
 ........
@@ -98,7 +98,7 @@ def test_a_puzzle_that_deadlocked_when_the_search_could_replan_every_robot():
     import json
     from pathlib import Path
 
-    from marlm.hybrid.acting.learned_guidance import LifelongInstance
+    from marlm.hybrid.simulator import LifelongInstance
     from script_module import load_script
 
     data = Path(__file__).resolve().parents[1] / "data" / "pogema"

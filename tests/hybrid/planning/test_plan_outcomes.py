@@ -10,7 +10,7 @@ from marlm.envs.warehouse import WarehouseEnv
 from marlm.hybrid.planning.planner import Plan, RulePlanner, Snapshot, rule_assign
 from marlm.hybrid.planning.scheduler import PlanScheduler
 
-SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "trace-schema.md"
+SCHEMA = Path(__file__).resolve().parents[3] / "docs" / "trace-schema.md"
 
 
 class _BuggyPlanner:

@@ -1,6 +1,6 @@
 """The shield as the lead first wrote it (dict-based Python loops), kept as the reference.
 
-It is the oracle and the baseline of the fast shield: ``tests/hybrid/test_shield_speed_equivalence.py`` checks that :class:`marlm.hybrid.rules.shield.Shield`
+It is the oracle and the baseline of the fast shield: ``tests/hybrid/rules/test_shield_speed_equivalence.py`` checks that :class:`marlm.hybrid.rules.shield.Shield`
 (compiled kernels over an occupancy grid) returns exactly what this version returns, step after
 step, including the random yield moves; ``benchmarks/bench_shield.py`` times both.
 Do not optimise this file: it is the baseline.
@@ -12,15 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from marlm.hybrid.rules.shield import (
-    MOVES,
-    REASON_ROBOT,
-    REASON_STATIC,
-    REASON_YIELD,
-    STAY,
-    ShieldResult,
-    choose_yield,
-)
+from marlm.envs.warehouse.dynamics import MOVES, STAY
+from marlm.hybrid.rules.layer import REASON_ROBOT, REASON_STATIC, REASON_YIELD, ShieldResult
+from marlm.hybrid.rules.shield import _axis, yield_options
 
 
 @dataclass
@@ -193,3 +187,52 @@ class ReferenceShield:
             if not changed:
                 return actions
         return actions  # pragma: no cover - the loop converges within n rounds
+
+
+def choose_yield(
+    held_steps: np.ndarray,
+    k: int,
+    order: np.ndarray,
+    positions: np.ndarray,
+    wanted: np.ndarray,
+    actions: np.ndarray,
+    free: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[int, int, int] | None:
+    """Pick one yield move that breaks a deadlock: ``(robot, action, held_robot)`` or None.
+
+    For each robot held for at least ``k`` steps (lowest priority first), look at the robot in
+    the cell it wants (the blocker). Of the two, the one with lower priority steps aside into a
+    free cell nobody occupies or enters, off the held robot's line of travel when it can; if it
+    cannot move at all, the other tries. So a robot carrying an
+    order that waits behind an idle robot gets the idle robot out of its way, instead of being
+    sent aside itself and coming back to the same standoff.
+
+    Args:
+        held_steps: ``int[n]`` consecutive steps each robot has been held.
+        k: threshold (``deadlock_steps``).
+        order: ``int[n]`` robot indices from highest to lowest priority.
+        positions: ``int[n, 2]``; wanted: ``int[n]`` actions after the static check;
+        actions: ``int[n]`` the current safe joint action; free: ``bool[H, W]``.
+    """
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    cell_of = {tuple(p): j for j, p in enumerate(positions.tolist())}
+    for i in order[::-1]:
+        if held_steps[i] < k:
+            continue
+        target = tuple((positions[i] + MOVES[wanted[i]]).tolist())
+        j = cell_of.get(target)
+        if j is None or j == i:
+            candidates = [int(i)]
+        else:
+            candidates = [int(j), int(i)] if rank[j] > rank[i] else [int(i), int(j)]
+        for robot in candidates:
+            options = yield_options(robot, positions, actions, free)
+            if not options:
+                continue
+            # Prefer stepping off the held robot's line of travel (perpendicular moves); a
+            # blocker that moves along that line only stands in the way again a step later.
+            side = [a for a in options if _axis(a) != _axis(int(wanted[i]))]
+            return robot, int(rng.choice(side or options)), int(i)
+    return None

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from marlm.hybrid.acting.learned_guidance import RESOLUTION
-from marlm.hybrid.rules.graph import COMPACT_MAX, UNREACHABLE, njit
+from marlm.hybrid.core.graph import COMPACT_MAX, UNREACHABLE, njit
 from marlm.hybrid.rules.pibt import _pibt_all, _rank
 
 BOOST = 1e6
@@ -173,7 +173,7 @@ class RolloutSetting:
 
 
 class RolloutMover:
-    """A guided mover (:class:`marlm.hybrid.acting.learned_guidance.GuidedMover` or a subclass)
+    """A guided mover (:class:`marlm.hybrid.simulator.GuidedMover` or a subclass)
     whose joint move is chosen by rollouts over its PIBT (module docstring).
 
     Args:
@@ -274,9 +274,9 @@ class RolloutMover:
 @dataclass(frozen=True)
 class RolloutGuidance:
     """A guidance scheme (any object with ``mover(free, n_robots, seed, target_cells, swap)``,
-    e.g. :class:`marlm.hybrid.acting.learned_guidance.Guidance`) whose movers choose their joint
+    e.g. :class:`marlm.hybrid.simulator.Guidance`) whose movers choose their joint
     moves by rollouts (:class:`RolloutMover`), for
-    :func:`marlm.hybrid.acting.learned_guidance.simulate`."""
+    :func:`marlm.hybrid.simulator.simulate`."""
 
     base: object
     setting: RolloutSetting = RolloutSetting()

@@ -14,7 +14,7 @@ from marlm.llm.backends import Cancellable, ChatModel, Embedder, Guarded, OpenAI
 from marlm.llm.breaker import CircuitBreaker, FakeClock
 from marlm.llm.triage import MODE_CLASSES, BatchMode, Triage
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "marlm"
+SRC = Path(__file__).resolve().parents[3] / "src" / "marlm"
 
 
 def test_at_most_five_getattr_sites_in_hybrid_and_llm_each_saying_why():

@@ -19,11 +19,12 @@ from marlm.hybrid.acting.guided_executor import (
     load_guidance_params,
 )
 from marlm.hybrid.acting.learned_guidance import N_PARAMS, RESOLUTION, params_from
-from marlm.hybrid.acting.preferences import step_view
+from marlm.hybrid.core.view import step_view
+from marlm.hybrid.rules.factory import make_shield
+from marlm.hybrid.rules.layer import shielded_step
 from marlm.hybrid.rules.pibt import neighbour_table
-from marlm.hybrid.rules.shield import make_shield, shielded_step
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(executor_of, steps=80, seed=3, n_robots=8):

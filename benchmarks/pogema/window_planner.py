@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marlm.hybrid.rules.graph import N_ACTIONS, UNREACHABLE, njit
+from marlm.hybrid.core.graph import N_ACTIONS, UNREACHABLE, njit
 from marlm.hybrid.rules.pibt import _pibt_all, _rank
 
 PREFERRED = 1e12
@@ -139,7 +139,7 @@ def window_costs(paths: np.ndarray, goals: np.ndarray, togo: np.ndarray, unit: i
 class WindowedMover:
     """A guided mover whose moves come from a window plan improved by LNS (module docstring).
 
-    Wraps a :class:`marlm.hybrid.acting.learned_guidance.GuidedMover` (or a subclass: it must
+    Wraps a :class:`marlm.hybrid.simulator.GuidedMover` (or a subclass: it must
     have ``layer``, ``tables``, ``cost`` and ``act``): the mover still computes its scores,
     priorities and online update; its PIBT call goes through :meth:`decide`.
 
@@ -309,9 +309,9 @@ class WindowedMover:
 
 class WindowScheme:
     """A scheme (anything with ``mover(free, n_robots, seed, target_cells, swap)``, such as a
-    :class:`marlm.hybrid.acting.learned_guidance.Guidance`) with its movers wrapped in a
+    :class:`marlm.hybrid.simulator.Guidance`) with its movers wrapped in a
     :class:`WindowedMover` of ``window``, ``iterations`` and ``group`` (the LNS seeded with the
-    instance's seed), for :func:`marlm.hybrid.acting.learned_guidance.simulate`."""
+    instance's seed), for :func:`marlm.hybrid.simulator.simulate`."""
 
     def __init__(self, base, window: int = 4, iterations: int = 8, group: int = 4,
                  warm: bool = False, patience: int = 0) -> None:  # fmt: skip

@@ -10,13 +10,8 @@ import pytest
 
 from marlm.envs.warehouse.dynamics import MOVES, RIGHT
 from marlm.hybrid.acting.guidance import guided_distance, guided_filler, traffic_costs
-from marlm.hybrid.acting.learned_guidance import (
-    Guidance,
-    GuidedMover,
-    params_from,
-    random_instance,
-)
-from marlm.hybrid.rules.graph import (
+from marlm.hybrid.acting.learned_guidance import params_from
+from marlm.hybrid.core.graph import (
     COMPACT_MAX,
     UNREACHABLE,
     DistanceTables,
@@ -25,8 +20,9 @@ from marlm.hybrid.rules.graph import (
     neighbour_table,
 )
 from marlm.hybrid.rules.pibt import Pibt
+from marlm.hybrid.simulator import Guidance, GuidedMover, random_instance
 
-WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+WFI = Path(__file__).resolve().parents[3] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
 LEARNED = WFI.with_name("guidance-wfi_warehouse.json")
 
 # 5 x 7: shelves, a dead end, and a walled-in free cell at (4, 6) that no other cell reaches
@@ -170,7 +166,7 @@ def test_grid_kernels_give_the_reference_distances_and_the_generic_path_is_kept(
     that is not a grid's (a row that wraps around), where the generic kernels run."""
     from marlm.hybrid.acting.guidance import grid_guided_fill
     from marlm.hybrid.acting.learned_guidance import learned_costs, move_features
-    from marlm.hybrid.rules.graph import grid_bfs_fill, grid_steps
+    from marlm.hybrid.core.graph import grid_bfs_fill, grid_steps
 
     grid = np.array([list(r) for r in WFI.read_text().split()])
     free, targets = grid != "#", grid == "$"

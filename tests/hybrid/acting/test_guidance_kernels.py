@@ -10,16 +10,11 @@ import numpy as np
 
 from marlm.envs.warehouse.dynamics import MOVES
 from marlm.hybrid.acting.guidance import hindrance_into, table_scores
-from marlm.hybrid.acting.learned_guidance import (
-    SHIPPED_NARROW_PRIORITY,
-    Guidance,
-    hindrance,
-    params_from,
-    random_instance,
-)
-from marlm.hybrid.rules.graph import COMPACT_MAX, UNREACHABLE, neighbour_table, sentinels
+from marlm.hybrid.acting.learned_guidance import SHIPPED_NARROW_PRIORITY, hindrance, params_from
+from marlm.hybrid.core.graph import COMPACT_MAX, UNREACHABLE, neighbour_table, sentinels
+from marlm.hybrid.simulator import Guidance, random_instance
 
-WFI = Path(__file__).resolve().parents[2] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
+WFI = Path(__file__).resolve().parents[3] / "benchmarks" / "pogema" / "data" / "wfi_warehouse.txt"
 
 
 def reference_scores(tables, slots, cells, nbr, cost):

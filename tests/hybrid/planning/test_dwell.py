@@ -11,6 +11,7 @@ import pytest
 from marlm.envs.warehouse import Order, WarehouseEnv
 from marlm.envs.warehouse.layout import list_layouts, load_layout
 from marlm.eval.trace import read_trace
+from marlm.hybrid.acting.dwell import dwell_scores, dwell_scores_many
 from marlm.hybrid.build import build_planner
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.planning.dwell import (
@@ -18,8 +19,6 @@ from marlm.hybrid.planning.dwell import (
     PRIOR_PER_SHELF,
     DwellPolicy,
     GreedyMedians,
-    dwell_scores,
-    dwell_scores_many,
     k_median,
     parking_cells,
 )

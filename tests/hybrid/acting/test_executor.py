@@ -12,9 +12,9 @@ from marlm.hybrid.acting.executor import (
     QExecutor,
     RandomExecutor,
     discretise,
-    evaluate_executor,
     train_executor,
 )
+from marlm.hybrid.evaluate import evaluate_executor
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The map as a graph for the rule layer: neighbour table, dead-end depth, BFS distances, and
+"""The map as a graph for every layer: neighbour table, dead-end depth, BFS distances, and
 the store of distance tables to the targets in use (:class:`DistanceTables`, PIBT's and the
 guidance's).
 
@@ -18,7 +18,7 @@ try:  # numba is optional: the POGEMA harness imports this file in a venv that m
     from numba import njit
 except ImportError:  # pragma: no cover - exercised only without numba
 
-    def njit(*args, **kwargs):
+    def njit(*args, **kwargs):  # type: ignore[no-redef]  # numba's decorator, as a no-op
         if args and callable(args[0]):
             return args[0]
         return lambda f: f
