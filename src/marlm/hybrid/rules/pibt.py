@@ -359,7 +359,8 @@ class Pibt:
             use; :class:`marlm.hybrid.rules.graph.DistanceTables`, ``2 * H * W`` bytes each).
         patience: steps a robot may go without reaching its target before it is overdue (module
             docstring): from then on it decides first and ranks its cells by distance to its
-            target. None (default): the number of free cells, longer than any shortest path.
+            target. None (default): the number of free cells, longer than any shortest path;
+            0: PIBT's ranking by distance always, the scores only breaking ties.
 
     Attributes:
         elapsed: ``int64[n]`` steps since each robot last reached its target (0 while idle).
@@ -483,7 +484,7 @@ class Pibt:
         cand, cand_key = np.empty((n, N_ACTIONS), np.int64), np.empty((n, N_ACTIONS))
         n_cand = np.empty(n, dtype=np.int64)
         _rank(scores, pos, self.nbr, self.depth, self._noise, cand, cand_key, n_cand, self._occ_now)
-        overdue = (goal_cells >= 0) & (self.elapsed >= max(self.patience, 1))
+        overdue = (goal_cells >= 0) & (pos != goal_cells) & (self.elapsed >= self.patience)
         if overdue.any():
             # decide first, longest waiting first (fixed tie-break), whatever bias or nesting said
             priority = np.where(overdue, self.elapsed + self._eps, priority)
