@@ -3,10 +3,10 @@
 An executor may rank moves arbitrarily (a badly trained table, a scorer that prefers moves away
 from the target, one that flips its ranking every step). Without the overdue rule such scores
 kept robots off their targets for ever: the layer followed them as long as no conflict arose.
-With it, a robot that has not reached its target for ``patience`` steps (default: the number of
-free cells |V|) decides first and ranks its cells by distance, so it arrives within
+With it, a robot that has not reached its target for ``patience`` steps (default: ``2 * |V| * n``,
+|V| free cells) decides first and ranks its cells by distance, so it arrives within
 ``patience + n * diam`` steps on maps whose adjacent cells lie on cycles (PIBT, AIJ 2022,
-Thm. 1-2), and within |V| * (n + 1) steps on the dead-end and corridor maps checked here.
+Thm. 1-2), and within ``patience + |V| * n`` steps on the dead-end and corridor maps checked here.
 """
 
 from __future__ import annotations
@@ -72,22 +72,23 @@ def arrivals(free, starts, goals, kind, max_steps, salt=0):
 RING = ["#########", "#.......#", "#.#####.#", "#.......#", "####.####", "####.####", "#########"]
 
 # (map, starts, goals, expected first arrival of each robot) with scores "away" for every robot
-# with a target; -1 goals: an idle robot that always ranks standing still first. patience = |V|.
+# with a target; -1 goals: an idle robot that always ranks standing still first. patience is the
+# default 2 * |V| * n.
 LAYOUTS = {
-    # one robot, a corridor of 5 cells: 5 steps until overdue (the first step restarts its clock), then 4 moves
-    "corridor": (["#######", "#.....#", "#######"], [[1, 1]], [[1, 5]], [9]),
+    # one robot, a corridor of 5 cells: 10 steps until overdue (the first restarts its clock), 4 moves
+    "corridor": (["#######", "#.....#", "#######"], [[1, 1]], [[1, 5]], [14]),
     # a one-wide corridor, two robots trading ends through a side pocket
     "corridor-trade": (
-        ["#######", "#.....#", "###.###", "#######"], [[1, 1], [1, 5]], [[1, 5], [1, 1]], [11, 12],
+        ["#######", "#.....#", "###.###", "#######"], [[1, 1], [1, 5]], [[1, 5], [1, 1]], [29, 30],
     ),
     # the target is the tip of a dead end off a ring; an idle robot stands at its mouth
-    "dead-end": (RING, [[1, 1], [3, 4]], [[5, 4], [-1, -1]], [28, 0]),
+    "dead-end": (RING, [[1, 1], [3, 4]], [[5, 4], [-1, -1]], [82, 0]),
     # two robots, one target (the first to arrive turns idle on it and must be pushed off)
-    "shared-goal": (RING, [[1, 1], [1, 7]], [[3, 3], [3, 3]], [25, 26]),
+    "shared-goal": (RING, [[1, 1], [1, 7]], [[3, 3], [3, 3]], [79, 80]),
     # goals behind goals in a dead end: the shallower target lies on the way to the deeper one
-    "goal-behind-goal": (RING, [[1, 1], [1, 7]], [[4, 4], [5, 4]], [28, 28]),
+    "goal-behind-goal": (RING, [[1, 1], [1, 7]], [[4, 4], [5, 4]], [82, 82]),
     # the target is a station at a dead end's tip where an idle robot stands (case 1's shape)
-    "idle-on-station": (RING, [[1, 2], [5, 4]], [[5, 4], [-1, -1]], [32, 0]),
+    "idle-on-station": (RING, [[1, 2], [5, 4]], [[5, 4], [-1, -1]], [86, 0]),
 }  # fmt: skip
 
 
@@ -104,13 +105,13 @@ def test_oscillating_and_idle_scorers_cannot_hold_a_robot_off_its_target(kind):
     rows, starts, goals, _ = LAYOUTS["goal-behind-goal"]
     free = parse_map(rows)
     v = int(free.sum())
-    got = arrivals(free, starts, goals, kind, v * (len(starts) + 1))
+    got = arrivals(free, starts, goals, kind, 3 * v * len(starts))
     assert min(got) > 0
 
 
 def test_patience_zero_ranks_by_distance_from_the_first_step_and_bad_values_are_named():
     free = parse_map(LAYOUTS["corridor"][0])
-    assert Pibt(free, 1).patience == 5  # the free cells
+    assert Pibt(free, 1).patience == 10  # 2 * |V| * n
     layer = Pibt(free, 1, patience=0)
     pos, path = np.array([[1, 1]]), []
     for _ in range(4):  # scores rank standing still first: the distance decides
@@ -131,14 +132,13 @@ def test_patience_zero_ranks_by_distance_from_the_first_step_and_bad_values_are_
 )
 def test_adversarial_scores_never_keep_a_robot_off_its_target(seed, n, kind):
     """Random maps (a one-wide ring, chords, dead-end corridors), up to 6 robots, scores that
-    never lead to the target: every robot stands on its target within |V| * (n + 1) steps
-    (|V| = free cells; a seeded search, ring maps of seeds 0-39 with up to 10 robots under
-    five scorers: worst 0.76 of it)."""
+    never lead to the target: every robot stands on its target within 3 * |V| * n steps, the
+    default patience 2 * |V| * n and |V| * n more (|V| = free cells)."""
     rng = np.random.default_rng(seed)
     free = ring_map(rng)
     cells = np.argwhere(free)
     n = min(n, len(cells) // 3)
     idx = rng.choice(len(cells), size=2 * n, replace=False)
-    bound = len(cells) * (n + 1)
+    bound = 3 * len(cells) * n
     got = arrivals(free, cells[idx[:n]], cells[idx[n:]], kind, bound, salt=seed % 1000)
     assert min(got) > 0, f"not every robot reached its target within {bound} steps: {got}"

@@ -359,8 +359,10 @@ class Pibt:
             use; :class:`marlm.hybrid.rules.graph.DistanceTables`, ``2 * H * W`` bytes each).
         patience: steps a robot may go without reaching its target before it is overdue (module
             docstring): from then on it decides first and ranks its cells by distance to its
-            target. None (default): the number of free cells, longer than any shortest path;
-            0: PIBT's ranking by distance always, the scores only breaking ties.
+            target. None (default): ``2 * |V| * n`` (|V| free cells), twice the bound within
+            which every robot arrives with distance scores (``tests/hybrid/test_pibt.py``), so
+            executors that get robots through are never overruled; 0: PIBT's ranking by
+            distance always, the scores only breaking ties.
 
     Attributes:
         elapsed: ``int64[n]`` steps since each robot last reached its target (0 while idle).
@@ -383,7 +385,7 @@ class Pibt:
         self.depth = dead_end_depth(self.free).astype(np.float64)
         self.parent = branch_parent(self.free)
         if self.patience is None:
-            self.patience = int(self.free.sum())
+            self.patience = 2 * int(self.free.sum()) * max(self.n_robots, 1)
         if isinstance(self.patience, bool) or not isinstance(self.patience, int | np.integer):
             raise ValueError(f"patience must be a whole number >= 0, got {self.patience!r}")
         if self.patience < 0:
