@@ -26,9 +26,11 @@ Additions, each for a case plain PIBT livelocks on (``docs/movement.md`` has the
   scored: the longest-overdue robot keeps the top priority until it arrives (every waiting
   robot's priority grows by one per step, so the order among them is fixed), and the top robot
   moves one step along a shortest path each step (Thm. 1: on maps where every pair of adjacent
-  cells lies on a simple cycle; in dead ends and one-wide corridors with LaCAM3's swap, checked by
-  the tests, not proven). Hence every robot with a fixed, reachable target stands on it within
-  ``patience + n * diam`` steps on such maps (Thm. 2's ``n * diam`` after the wait).
+  cells lies on a simple cycle; with dead ends and one-wide corridors LaCAM3's swap gets it
+  through on the tests' maps, not always: on POGEMA's puzzle-00 a robot that must leave a two-cell
+  dead end behind two that must enter it holds the top robot at the mouth). Hence every robot with
+  a fixed, reachable target stands on it within ``patience + n * diam`` steps on such maps
+  (Thm. 2's ``n * diam`` after the wait).
 
 Cost: O(n_robots) per step when robots are spread out, compiled (numba); the map enters only
 through tables built once (:mod:`marlm.hybrid.rules.graph`) and one BFS table per new target (cached).
