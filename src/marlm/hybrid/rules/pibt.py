@@ -16,7 +16,21 @@ Additions, each for a case plain PIBT livelocks on (``docs/movement.md`` has the
 - tie-breaks among equal scores: cells outside dead ends, then empty cells (``Kei18/pibt2``),
   then a fixed random order; a pushed robot avoids cells ahead on its pusher's way;
 - nested targets: a robot whose target lies on the way into a dead end to another robot's deeper
-  target, which that robot has not reached, decides after every other robot (deeper first).
+  target, which that robot has not reached, decides after every other robot (deeper first);
+- overdue robots: the scores order moves freely only while robots get through. A robot that has
+  not reached its target for ``patience`` steps is overdue: overdue robots decide before every
+  other robot (longest waiting first, whatever the bias or nesting), and an overdue robot ranks
+  its cells by distance to its target first, the executor's scores only breaking ties. That is
+  PIBT's own ranking (AIJ 2022, Algorithm 1 line 4: candidates sorted by distance), so the
+  reachability argument of PIBT's Theorems 1-2 applies from then on whatever the executor
+  scored: the longest-overdue robot keeps the top priority until it arrives (every waiting
+  robot's priority grows by one per step, so the order among them is fixed), and the top robot
+  moves one step along a shortest path each step (Thm. 1: on maps where every pair of adjacent
+  cells lies on a simple cycle; with dead ends and one-wide corridors LaCAM3's swap gets it
+  through on the tests' maps, not always: on POGEMA's puzzle-00 a robot that must leave a two-cell
+  dead end behind two that must enter it holds the top robot at the mouth). Hence every robot with
+  a fixed, reachable target stands on it within ``patience + n * diam`` steps on such maps
+  (Thm. 2's ``n * diam`` after the wait).
 
 Cost: O(n_robots) per step when robots are spread out, compiled (numba); the map enters only
 through tables built once (:mod:`marlm.hybrid.rules.graph`) and one BFS table per new target (cached).
@@ -345,6 +359,12 @@ class Pibt:
         swap: use LaCAM3's swap operation (dead ends, one-wide corridors).
         max_tables: BFS distance tables kept between steps (more while more targets are in
             use; :class:`marlm.hybrid.rules.graph.DistanceTables`, ``2 * H * W`` bytes each).
+        patience: steps a robot may go without reaching its target before it is overdue (module
+            docstring): from then on it decides first and ranks its cells by distance to its
+            target. None (default): ``2 * |V| * n`` (|V| free cells), twice the bound within
+            which every robot arrives with distance scores (``tests/hybrid/test_pibt.py``), so
+            executors that get robots through are never overruled; 0: PIBT's ranking by
+            distance always, the scores only breaking ties.
 
     Attributes:
         elapsed: ``int64[n]`` steps since each robot last reached its target (0 while idle).
@@ -355,6 +375,7 @@ class Pibt:
     seed: int = 0
     swap: bool = True
     max_tables: int = 2048
+    patience: int | None = None
     elapsed: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -365,6 +386,12 @@ class Pibt:
         self.nbr = neighbour_table(self.free)
         self.depth = dead_end_depth(self.free).astype(np.float64)
         self.parent = branch_parent(self.free)
+        if self.patience is None:
+            self.patience = 2 * int(self.free.sum()) * max(self.n_robots, 1)
+        if isinstance(self.patience, bool) or not isinstance(self.patience, int | np.integer):
+            raise ValueError(f"patience must be a whole number >= 0, got {self.patience!r}")
+        if self.patience < 0:
+            raise ValueError(f"patience must be a whole number >= 0, got {self.patience}")
         v = self.nbr.shape[0]
         self.tables = DistanceTables(v, bfs_filler(self.nbr), self.max_tables)
         self._occ_now, self._occ_next = np.full(v, -1, np.int64), np.full(v, -1, np.int64)
@@ -461,8 +488,24 @@ class Pibt:
         cand, cand_key = np.empty((n, N_ACTIONS), np.int64), np.empty((n, N_ACTIONS))
         n_cand = np.empty(n, dtype=np.int64)
         _rank(scores, pos, self.nbr, self.depth, self._noise, cand, cand_key, n_cand, self._occ_now)
-        order = np.argsort(-priority, kind="stable")
+        overdue = (goal_cells >= 0) & (pos != goal_cells) & (self.elapsed >= self.patience)
+        if overdue.any():
+            # decide first, longest waiting first (fixed tie-break), whatever bias or nesting said
+            priority = np.where(overdue, self.elapsed + self._eps, priority)
+            rows = slots if self.swap else self.tables.slots(np.where(overdue, goal_cells, -1))
+            self._rank_by_distance(np.flatnonzero(overdue), rows, cand, cand_key, n_cand)
+        order = np.lexsort((-priority, ~overdue))
         return StepInputs(order, pos, cand, cand_key, n_cand, goal_cells, slots)
+
+    def _rank_by_distance(self, robots, rows, cand, cand_key, n_cand) -> None:
+        """Re-rank the candidate cells of ``robots`` (overdue, with targets; ``rows``: their
+        distance tables) in place: distance to the target first (PIBT's ranking), their
+        executor ranking after (stable sort); ``cand_key`` becomes minus the distance."""
+        for i in robots.tolist():
+            k = int(n_cand[i])
+            dist = self.tables.distances(rows[i], cand[i, :k])
+            idx = np.argsort(dist, kind="stable")
+            cand[i, :k], cand_key[i, :k] = cand[i, idx], -dist[idx].astype(np.float64)
 
     def decide(self, s: StepInputs) -> np.ndarray:
         """``int64[n]`` next cell of each robot: PIBT over the prepared step (compiled)."""
