@@ -33,8 +33,8 @@ Additions, each for a case plain PIBT livelocks on (``docs/movement.md`` has the
   (Thm. 2's ``n * diam`` after the wait).
 
 Cost: O(n_robots) per step when robots are spread out, compiled (numba); the map enters only
-through tables built once (:mod:`marlm.hybrid.rules.graph`) and one BFS table per new target (cached).
-``tests/hybrid/pibt_reference.py`` is the same algorithm as a short recursive function.
+through tables built once (:mod:`marlm.hybrid.core.graph`) and one BFS table per new target (cached).
+``tests/hybrid/rules/pibt_reference.py`` is the same algorithm as a short recursive function.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def _pibt_all(
     order, pos, cand, cand_key, n_cand, goal_cell, goal_slot, pool, nbr, swap, occ_now, occ_next
 ):
     """PIBT for every robot in ``order`` (AIJ 2022, Algorithm 1, with LaCAM3's swap): the
-    recursive ``PIBT(i, j)`` (``tests/hybrid/pibt_reference.py``) on an explicit stack, one frame
+    recursive ``PIBT(i, j)`` (``tests/hybrid/rules/pibt_reference.py``) on an explicit stack, one frame
     per robot being decided (depth <= n), which numba caches on disk (it cannot cache recursion).
     Returns ``int64[n]`` next cells; ``occ_now`` / ``occ_next``: ``int64[V]`` scratch holding -1.
     """  # pragma: no cover - compiled
@@ -358,11 +358,11 @@ class Pibt:
         seed: seed of the fixed tie-breaks (robot order among equal priorities, equal scores).
         swap: use LaCAM3's swap operation (dead ends, one-wide corridors).
         max_tables: BFS distance tables kept between steps (more while more targets are in
-            use; :class:`marlm.hybrid.rules.graph.DistanceTables`, ``2 * H * W`` bytes each).
+            use; :class:`marlm.hybrid.core.graph.DistanceTables`, ``2 * H * W`` bytes each).
         patience: steps a robot may go without reaching its target before it is overdue (module
             docstring): from then on it decides first and ranks its cells by distance to its
             target. None (default): ``2 * |V| * n`` (|V| free cells), twice the bound within
-            which every robot arrives with distance scores (``tests/hybrid/test_pibt.py``), so
+            which every robot arrives with distance scores (``tests/hybrid/rules/test_pibt.py``), so
             executors that get robots through are never overruled; 0: PIBT's ranking by
             distance always, the scores only breaking ties.
 

@@ -19,7 +19,7 @@ from pibt_reference import reference_step
 from test_pibt import check_joint, parse_map, ring_map
 
 from marlm.envs.warehouse.dynamics import MOVES, STAY
-from marlm.hybrid.acting.preferences import distance_scores
+from marlm.hybrid.acting.scores import distance_scores
 from marlm.hybrid.rules.pibt import Pibt, bfs_distance
 
 
