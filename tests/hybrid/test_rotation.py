@@ -1,5 +1,6 @@
 """The rule layer for turning robots: feasibility on tiny hand-written maps (no vertex or swap
-conflict), the action model (forward, rotations, wait), and every robot reaching its goal."""
+conflict), the action model (forward, rotations, wait), every robot reaching its goal, and the
+compiled PIBT reserving what the recursive reference (``rotation_reference.py``) does."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import pytest
 
 from marlm.hybrid.rules.graph import DistanceTables, bfs_filler, neighbour_table
 from marlm.hybrid.rules.rotation import (
-    CCR, CR, EAST, FW, NORTH, SOUTH, W, WEST, apply_actions, conflicts, heading_table,
+    CCR, CR, EAST, FW, NORTH, SOUTH, W, WEST, _step, apply_actions, conflicts, heading_table,
     rotation_step,
 )
+from rotation_reference import reference_next
 
 
 def grid(rows: list[str]) -> np.ndarray:
@@ -117,3 +119,23 @@ def test_lifelong_dense_no_conflict_and_goals_keep_being_reached(seed):
         w.goal[hit] = rng.choice(cells, int(hit.sum()))
         w.since[hit] = 0
     assert (done >= 3).all(), done.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_pibt_reserves_what_the_recursive_reference_does(seed):
+    rows = ["......#.", ".#..#...", "........", "..##..#.", "#.......", ".#....#."]
+    free = grid(rows)
+    cells = np.flatnonzero(free.ravel())
+    rng = np.random.default_rng(seed)
+    n = 20
+    cell = rng.choice(cells, n, replace=False).astype(np.int64)
+    head = rng.integers(0, 4, n).astype(np.int64)
+    goal = np.where(rng.random(n) < 0.8, rng.choice(cells, n), -1).astype(np.int64)
+    tables = DistanceTables(free.size, bfs_filler(neighbour_table(free)))
+    slots = tables.slots(goal)
+    front = heading_table(free)
+    order = rng.permutation(n).astype(np.int64)
+    noise = rng.random((n, 5)) * 0.5
+    _, nxt = _step(cell, head, slots, tables.pool, front, order, noise, front.shape[0])
+    assert nxt.tolist() == reference_next(front, cell, head, slots, tables.pool, order,
+                                          noise).tolist()

@@ -93,10 +93,9 @@ def _dist(i, c, goal_slot, pool):  # pragma: no cover - compiled
     return 0 if s < 0 else pool[s, c]
 
 
-@njit  # not cached: numba's cache reloads a self-recursive function wrongly (a crash)
-def _pibt(i, parent, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise):
-    """Okumura's ``funcPIBT`` with rotation-aware ranking; True if ``i`` got a cell other than
-    one forced on it by a failed push. Recursive (a chain is at most n robots deep)."""  # pragma: no cover
+@njit(cache=True)
+def _rank(i, cell, head, goal_slot, pool, front, noise, out):  # pragma: no cover - compiled
+    """``i``'s candidate cells (4 neighbours, own cell) into ``out``, best first; their count."""
     v = cell[i]
     cand = np.empty(5, dtype=np.int64)
     key = np.empty(5, dtype=np.float64)
@@ -112,35 +111,74 @@ def _pibt(i, parent, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front,
     k += 1
     order = np.argsort(key[:k])
     for o in range(k):
-        u = cand[order[o]]
-        if occ_next[u] >= 0:
+        out[o] = cand[order[o]]
+    return k
+
+
+@njit(cache=True)
+def _pibt(root, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise,
+          st_i, st_parent, st_o, st_k, st_cand):  # pragma: no cover - compiled
+    """Okumura's recursive ``funcPIBT`` (pibt2's ``pibt.cpp``) from ``root``, on an explicit
+    stack (numba caches no self-recursive function): each frame tries its robot's candidates in
+    order; a push calls the occupant's frame; a failed push tries the next candidate; a robot
+    whose candidates all fail keeps its cell. The reference recursion is in the tests."""
+    top = 0
+    st_i[0], st_parent[0], st_o[0] = root, -1, 0
+    st_k[0] = _rank(root, cell, head, goal_slot, pool, front, noise, st_cand[0])
+    res = -1  # result of the frame just popped: -1 none, 0 failed, 1 succeeded
+    while top >= 0:
+        i, parent = st_i[top], st_parent[top]
+        if res == 1:  # the pushed robot moved away: i keeps the cell it reserved
+            res = 1
+            top -= 1
             continue
-        if parent >= 0 and u == cell[parent]:
-            continue  # never swap with the robot pushing us
-        occ_next[u] = i
-        nxt[i] = u
-        j = occ_now[u]
-        if j >= 0 and j != i and nxt[j] < 0:
-            if not _pibt(j, i, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise):
+        res = -1
+        pushed = False
+        while st_o[top] < st_k[top]:
+            u = st_cand[top, st_o[top]]
+            st_o[top] += 1
+            if occ_next[u] >= 0:
                 continue
-        return True
-    occ_next[v] = i
-    nxt[i] = v
-    return False
+            if parent >= 0 and u == cell[parent]:
+                continue  # never swap with the robot pushing us
+            occ_next[u] = i
+            nxt[i] = u
+            j = occ_now[u]
+            if j >= 0 and j != i and nxt[j] < 0:
+                top += 1
+                st_i[top], st_parent[top], st_o[top] = j, i, 0
+                st_k[top] = _rank(j, cell, head, goal_slot, pool, front, noise, st_cand[top])
+                pushed = True
+                break
+            res = 1
+            break
+        if pushed:
+            continue
+        if res != 1:  # every candidate failed: keep the cell
+            occ_next[cell[i]] = i
+            nxt[i] = cell[i]
+            res = 0
+        top -= 1
 
 
-@njit
+@njit(cache=True)
 def _step(cell, head, goal_slot, pool, front, order, noise, n_cells):  # pragma: no cover
     n = len(cell)
     occ_now = np.full(n_cells, -1, dtype=np.int64)
     occ_next = np.full(n_cells, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
+    st_i = np.empty(n, dtype=np.int64)
+    st_parent = np.empty(n, dtype=np.int64)
+    st_o = np.empty(n, dtype=np.int64)
+    st_k = np.empty(n, dtype=np.int64)
+    st_cand = np.empty((n, 5), dtype=np.int64)
     for i in range(n):
         occ_now[cell[i]] = i
     for o in range(n):
         i = order[o]
         if nxt[i] < 0:
-            _pibt(i, -1, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise)
+            _pibt(i, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise,
+                  st_i, st_parent, st_o, st_k, st_cand)
     act = np.full(n, W, dtype=np.int64)
     moving = np.zeros(n, dtype=np.bool_)
     for i in range(n):
