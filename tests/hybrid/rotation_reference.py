@@ -35,6 +35,8 @@ def reference_next(front, cell, head, goal_slot, pool, order, noise) -> np.ndarr
                 continue
             if parent >= 0 and u == cell[parent]:
                 continue
+            if occ_now.get(u, -1) >= 0 and nxt[occ_now[u]] == cell[i]:
+                continue
             occ_next[u] = i
             nxt[i] = u
             j = occ_now.get(u, -1)

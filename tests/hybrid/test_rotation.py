@@ -31,12 +31,13 @@ class World:
         self.heading = np.array(heading, dtype=np.int64)
         self.goal = np.array(goal, dtype=np.int64)
         self.since = np.zeros(len(cell))
+        self.commit = np.full(len(cell), -1, dtype=np.int64)
         self.rng = np.random.default_rng(seed)
 
     def step(self):
         slots = self.tables.slots(self.goal)
         act = rotation_step(self.front, self.cell, self.heading, slots, self.tables.pool,
-                            self.since, self.rng)
+                            self.since, self.rng, self.commit)
         nxt, head = apply_actions(self.front, self.cell, self.heading, act)
         assert conflicts(self.cell, nxt) == []
         self.cell, self.heading = nxt, head
@@ -136,6 +137,7 @@ def test_compiled_pibt_reserves_what_the_recursive_reference_does(seed):
     front = heading_table(free)
     order = rng.permutation(n).astype(np.int64)
     noise = rng.random((n, 5)) * 0.5
-    _, nxt = _step(cell, head, slots, tables.pool, front, order, noise, front.shape[0])
+    commit = np.full(n, -1, dtype=np.int64)
+    _, nxt = _step(cell, head, slots, tables.pool, front, order, noise, front.shape[0], commit)
     assert nxt.tolist() == reference_next(front, cell, head, slots, tables.pool, order,
                                           noise).tolist()

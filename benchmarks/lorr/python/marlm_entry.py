@@ -49,6 +49,7 @@ class Entry:
         self.tie = self.rng.random(self.n)
         self.since = np.zeros(self.n)
         self.goal = np.full(self.n, -1, dtype=np.int64)
+        self.commit = np.full(self.n, -1, dtype=np.int64)
         self.scheduled_at = -1  # the step the scheduler last ran (the combined track)
         self.mismatches = 0
         self.times = {"sync": 0.0, "schedule": 0.0, "plan": 0.0}
@@ -96,7 +97,7 @@ class Entry:
         self.since[cell == self.goal] = 0
         slots = self.tables.slots(self.goal)
         act = rotation_step(self.front, cell, head, slots, self.tables.pool,
-                            self.since + self.tie, self.rng)
+                            self.since + self.tie, self.rng, self.commit)
         self.times["plan"] += time.perf_counter() - t0
         t = int(env.curr_timestep)
         if t % 100 == 0:

@@ -141,6 +141,8 @@ def _pibt(root, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, nois
                 continue
             if parent >= 0 and u == cell[parent]:
                 continue  # never swap with the robot pushing us
+            if occ_now[u] >= 0 and nxt[occ_now[u]] == cell[i]:
+                continue  # nor with a robot committed to our cell
             occ_next[u] = i
             nxt[i] = u
             j = occ_now[u]
@@ -162,7 +164,7 @@ def _pibt(root, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, nois
 
 
 @njit(cache=True)
-def _step(cell, head, goal_slot, pool, front, order, noise, n_cells):  # pragma: no cover
+def _step(cell, head, goal_slot, pool, front, order, noise, n_cells, commit):  # pragma: no cover
     n = len(cell)
     occ_now = np.full(n_cells, -1, dtype=np.int64)
     occ_next = np.full(n_cells, -1, dtype=np.int64)
@@ -174,6 +176,13 @@ def _step(cell, head, goal_slot, pool, front, order, noise, n_cells):  # pragma:
     st_cand = np.empty((n, 5), dtype=np.int64)
     for i in range(n):
         occ_now[cell[i]] = i
+    for i in range(n):  # a robot still turning towards the neighbour it chose keeps it
+        c = commit[i]
+        if c >= 0 and c != cell[i] and occ_next[c] < 0:
+            for d in range(4):
+                if front[cell[i], d] == c:
+                    nxt[i] = c
+                    occ_next[c] = i
     for o in range(n):
         i = order[o]
         if nxt[i] < 0:
@@ -191,6 +200,9 @@ def _step(cell, head, goal_slot, pool, front, order, noise, n_cells):  # pragma:
                     u = front[v, d]
                     if u >= 0 and _dist(i, u, goal_slot, pool) < best_d:
                         best, best_d = d, _dist(i, u, goal_slot, pool)
+                ahead = front[v, head[i]]
+                if ahead >= 0 and _dist(i, ahead, goal_slot, pool) == best_d:
+                    best = head[i]  # already facing a best neighbour
                 if best >= 0 and best != head[i]:
                     act[i] = CCR if (best - head[i]) % 4 == 3 else CR
             continue
@@ -202,9 +214,20 @@ def _step(cell, head, goal_slot, pool, front, order, noise, n_cells):  # pragma:
             moving[i] = True
         else:
             act[i] = CCR if (d - head[i]) % 4 == 3 else CR
-    # cancel forward moves into cells whose robot stays, back along the chain behind it
-    stack = np.empty(n, dtype=np.int64)
+    # cancel forward moves into cells whose robot stays (or that another robot enters, or that
+    # swap), back along the chain of robots behind: no vertex or edge conflict survives
+    into = np.full(n_cells, -1, dtype=np.int64)
+    stack = np.empty(2 * n, dtype=np.int64)
     top = 0
+    for i in range(n):
+        if moving[i]:
+            u = nxt[i]
+            j = occ_now[u]
+            if into[u] >= 0 or (j >= 0 and moving[j] and nxt[j] == cell[i]):
+                moving[i] = False
+                act[i] = W
+            else:
+                into[u] = i
     for i in range(n):
         if not moving[i]:
             stack[top] = i
@@ -212,17 +235,21 @@ def _step(cell, head, goal_slot, pool, front, order, noise, n_cells):  # pragma:
     while top > 0:
         top -= 1
         j = stack[top]  # j keeps its cell: whoever wanted it stays too
-        k = occ_next[cell[j]]
-        if k >= 0 and k != j and moving[k]:
+        k = into[cell[j]]
+        if k >= 0 and moving[k]:
             moving[k] = False
             act[k] = W
+            into[cell[j]] = -1
             stack[top] = k
             top += 1
+    for i in range(n):
+        commit[i] = nxt[i] if nxt[i] != cell[i] else -1
     return act, nxt
 
 
 def rotation_step(front: np.ndarray, cell: np.ndarray, heading: np.ndarray, goal_slot: np.ndarray,
-                  pool: np.ndarray, priority: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+                  pool: np.ndarray, priority: np.ndarray, rng: np.random.Generator,
+                  commit: np.ndarray | None = None) -> np.ndarray:
     """One joint move of the rule layer for turning robots.
 
     Args:
@@ -230,7 +257,11 @@ def rotation_step(front: np.ndarray, cell: np.ndarray, heading: np.ndarray, goal
             robot's state; goal_slot: ``int64[n]`` row of ``pool`` holding the distances to the
             robot's goal, -1 = no goal (it stays unless pushed); pool: ``int[rows, V]`` BFS
             distances (e.g. :class:`marlm.hybrid.rules.graph.DistanceTables`' ``pool``);
-            priority: ``float64[n]``, higher plans first; rng: the tie-break noise.
+            priority: ``float64[n]``, higher plans first; rng: the tie-break noise;
+            commit: ``int64[n]`` each robot's chosen cell not reached yet (-1 none), read and
+            updated in place: a robot turning towards its cell keeps it reserved, unplanned,
+            until it gets there (the start-kit's default planner does the same); None = no
+            memory between steps.
 
     Returns:
         ``int64[n]`` actions (:data:`FW`, :data:`CR`, :data:`CCR`, :data:`W`): no vertex or
@@ -241,5 +272,7 @@ def rotation_step(front: np.ndarray, cell: np.ndarray, heading: np.ndarray, goal
     goal_slot = np.ascontiguousarray(goal_slot, dtype=np.int64)
     order = np.argsort(-np.asarray(priority, dtype=np.float64), kind="stable")
     noise = rng.random((len(cell), 5)) * 0.5
-    act, _ = _step(cell, heading, goal_slot, pool, front, order, noise, front.shape[0])
+    if commit is None:
+        commit = np.full(len(cell), -1, dtype=np.int64)
+    act, _ = _step(cell, heading, goal_slot, pool, front, order, noise, front.shape[0], commit)
     return act
