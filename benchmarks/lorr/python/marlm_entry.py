@@ -44,7 +44,7 @@ class Entry:
         max_tables = int(os.environ.get("MARLM_LORR_MAX_TABLES", "12000"))
         self.tables = DistanceTables(self.free.size, bfs_filler(neighbour_table(self.free)),
                                      max_tables=max_tables)
-        self.sched = ErrandScheduler(self.free, self.n)
+        self.sched = ErrandScheduler(self.free, self.n, swap_budget=int(os.environ.get("SWAPB", "64")))
         self.rng = np.random.default_rng(0)
         self.tie = self.rng.random(self.n)
         self.since = np.zeros(self.n)
@@ -53,6 +53,16 @@ class Entry:
         self.scheduled_at = -1  # the step the scheduler last ran (the combined track)
         self.mismatches = 0
         self.times = {"sync": 0.0, "schedule": 0.0, "plan": 0.0}
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Compile (or load from numba's cache) the kernels during the kit's preprocessing, not
+        in the first step: one robot, one goal, one step, nothing kept."""
+        c = int(np.flatnonzero(self.free.ravel())[0])
+        slots = self.tables.slots(np.array([c], dtype=np.int64))
+        rotation_step(self.front, np.array([c]), np.array([0]), slots, self.tables.pool,
+                      np.zeros(1), np.random.default_rng(0), np.full(1, -1, dtype=np.int64))
+        self.tables.clear()
 
     def states(self):
         st = self.env.curr_states
