@@ -13,14 +13,44 @@ import os
 import platform
 import sys
 
-INSTANCES = ["RANDOM-01", "RANDOM-02", "RANDOM-03", "RANDOM-04", "RANDOM-05", "CITY-01",
-             "CITY-02", "GAME", "SORTATION", "WAREHOUSE"]
+INSTANCES = [
+    "RANDOM-01",
+    "RANDOM-02",
+    "RANDOM-03",
+    "RANDOM-04",
+    "RANDOM-05",
+    "CITY-01",
+    "CITY-02",
+    "GAME",
+    "SORTATION",
+    "WAREHOUSE",
+]
 PUBLISHED = {  # tasks finished, LoRR 2024 main round (leaderboard; 32 vCPUs and a GPU each)
     "default entry (start-kit)": [489, 794, 995, 727, 1113, 6144, 11884, 6211, 85039, 63924],
-    "best scheduler, default planner": [571, 938, 1209, 867, 1380, 7324, 14443, 9130, 146375,
-                                        146398],
-    "best planner, default scheduler": [569, 1105, 2248, 2489, 2924, 7083, 14103, 18421, 135988,
-                                        134418],
+    "best scheduler, default planner": [
+        571,
+        938,
+        1209,
+        867,
+        1380,
+        7324,
+        14443,
+        9130,
+        146375,
+        146398,
+    ],
+    "best planner, default scheduler": [
+        569,
+        1105,
+        2248,
+        2489,
+        2924,
+        7083,
+        14103,
+        18421,
+        135988,
+        134418,
+    ],
     "winner, combined": [639, 1221, 2334, 2547, 3050, 8420, 16787, 23274, 152714, 154795],
     "best known": [696, 1260, 2368, 2585, 3050, 8445, 17010, 23274, 152714, 154834],
 }
@@ -31,7 +61,9 @@ def machine() -> dict:
     model = ""
     try:
         with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+            model = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), ""
+            )
     except OSError:
         pass
     return {"cpus": os.cpu_count(), "cpu": model, "python": platform.python_version()}
@@ -42,14 +74,17 @@ def line(a: argparse.Namespace) -> dict:
         kit = json.load(f)
     times = kit.get("plannerTimes") or []
     return {
-        "instance": a.instance, "track": a.track,
-        "tasks_finished": int(kit["numTaskFinished"]), "steps": a.steps,
+        "instance": a.instance,
+        "track": a.track,
+        "tasks_finished": int(kit["numTaskFinished"]),
+        "steps": a.steps,
         "ms_per_step": round(1000 * sum(times) / len(times), 1) if times else None,
         "ms_per_step_max": round(1000 * max(times), 1) if times else None,
         "entry_timeouts": kit.get("numEntryTimeouts"),
         "planner_errors": kit.get("numPlannerErrors"),
         "schedule_errors": kit.get("numScheduleErrors"),
-        "team_size": kit.get("teamSize"), "wall_s": round(a.wall, 1),
+        "team_size": kit.get("teamSize"),
+        "wall_s": round(a.wall, 1),
         "fraction_of_best": round(int(kit["numTaskFinished"]) / BEST[a.instance], 4),
         "machine": {**machine(), "load_avg_start": a.load, "load_avg_end": a.load_end},
     }

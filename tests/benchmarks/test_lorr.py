@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,23 +22,48 @@ def report():
 
 def test_published_scores_are_the_leaderboard_s(report):
     best = report.PUBLISHED["best known"]
-    scores = {k: round(sum(v / b for v, b in zip(vals, best)), 2)
-              for k, vals in report.PUBLISHED.items()}
-    assert scores == {"default entry (start-kit)": 5.06, "best scheduler, default planner": 6.88,
-                      "best planner, default scheduler": 8.78, "winner, combined": 9.84,
-                      "best known": 10.0}
+    scores = {
+        k: round(sum(v / b for v, b in zip(vals, best, strict=True)), 2)
+        for k, vals in report.PUBLISHED.items()
+    }
+    assert scores == {
+        "default entry (start-kit)": 5.06,
+        "best scheduler, default planner": 6.88,
+        "best planner, default scheduler": 8.78,
+        "winner, combined": 9.84,
+        "best known": 10.0,
+    }
 
 
 def test_line_and_table(report, tmp_path):
     kit = tmp_path / "out.json"
-    kit.write_text(json.dumps({"numTaskFinished": 348, "plannerTimes": [0.01, 0.03],
-                               "numEntryTimeouts": 0, "numPlannerErrors": 0,
-                               "numScheduleErrors": 0, "teamSize": 100}))
-    args = types.SimpleNamespace(kit_output=str(kit), instance="RANDOM-01", track="combined",
-                                 steps=600, wall=12.0, load="1.0 1.0 1.0", load_end="2.0 2.0 2.0")
+    kit.write_text(
+        json.dumps(
+            {
+                "numTaskFinished": 348,
+                "plannerTimes": [0.01, 0.03],
+                "numEntryTimeouts": 0,
+                "numPlannerErrors": 0,
+                "numScheduleErrors": 0,
+                "teamSize": 100,
+            }
+        )
+    )
+    args = types.SimpleNamespace(
+        kit_output=str(kit),
+        instance="RANDOM-01",
+        track="combined",
+        steps=600,
+        wall=12.0,
+        load="1.0 1.0 1.0",
+        load_end="2.0 2.0 2.0",
+    )
     line = report.line(args)
-    assert (line["tasks_finished"], line["ms_per_step"], line["ms_per_step_max"]) == (348, 20.0,
-                                                                                    30.0)
+    assert (line["tasks_finished"], line["ms_per_step"], line["ms_per_step_max"]) == (
+        348,
+        20.0,
+        30.0,
+    )
     assert line["fraction_of_best"] == round(348 / 696, 4)
     assert line["machine"]["load_avg_start"] == "1.0 1.0 1.0"
     results = tmp_path / "r.jsonl"
@@ -58,10 +82,18 @@ class FakeKit:
         S = types.SimpleNamespace
         self.grid = np.array([[c == "." for c in r] for r in rows])
         n = len(starts)
-        self.env = S(num_of_agents=n, rows=len(rows), cols=len(rows[0]),
-                     map=[0 if c else 1 for c in self.grid.ravel()], curr_timestep=0,
-                     task_pool={}, new_tasks=[], new_freeagents=list(range(n)),
-                     goal_locations=[[] for _ in range(n)], curr_states=[])
+        self.env = S(
+            num_of_agents=n,
+            rows=len(rows),
+            cols=len(rows[0]),
+            map=[0 if c else 1 for c in self.grid.ravel()],
+            curr_timestep=0,
+            task_pool={},
+            new_tasks=[],
+            new_freeagents=list(range(n)),
+            goal_locations=[[] for _ in range(n)],
+            curr_states=[],
+        )
         self.cell = np.array(starts, dtype=np.int64)
         self.head = np.zeros(n, dtype=np.int64)
         self.tasks, self.next_id, self.assign = tasks, 0, [-1] * n
@@ -83,19 +115,25 @@ class FakeKit:
         pool, n = self.env.task_pool, self.env.num_of_agents
         for t in range(steps):
             self.env.curr_timestep = t
-            self.env.curr_states = [S(location=int(c), orientation=int(h))
-                                    for c, h in zip(self.cell, self.head)]
+            self.env.curr_states = [
+                S(location=int(c), orientation=int(h))
+                for c, h in zip(self.cell, self.head, strict=True)
+            ]
             sched = entry.schedule()
             ok = len({x for x in sched if x >= 0}) == sum(x >= 0 for x in sched) and all(
-                self.assign[a] < 0 or pool[self.assign[a]].idx_next_loc == 0
-                or sched[a] == self.assign[a] for a in range(n))
+                self.assign[a] < 0
+                or pool[self.assign[a]].idx_next_loc == 0
+                or sched[a] == self.assign[a]
+                for a in range(n)
+            )
             if ok:
                 self.assign = list(sched)
             else:
                 self.schedule_errors += 1
             self.env.goal_locations = [
                 [(pool[x].locations[pool[x].idx_next_loc], 0)] if x >= 0 else []
-                for x in self.assign]
+                for x in self.assign
+            ]
             act = np.array(entry.plan())
             cell, head = apply_actions(entry.front, self.cell, self.head, act)
             if conflicts(self.cell, cell):

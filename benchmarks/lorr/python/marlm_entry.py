@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from marlm.hybrid.planning.errands import ErrandScheduler
 from marlm.hybrid.core.graph import DistanceTables, bfs_filler, neighbour_table
+from marlm.hybrid.planning.errands import ErrandScheduler
 from marlm.hybrid.rules.rotation import heading_table, rotation_step
 
 _ENTRY = None
@@ -42,9 +42,12 @@ class Entry:
         self.free = (np.asarray(list(env.map), dtype=np.int64) == 0).reshape(self.rows, self.cols)
         self.front = heading_table(self.free)
         max_tables = int(os.environ.get("MARLM_LORR_MAX_TABLES", "12000"))
-        self.tables = DistanceTables(self.free.size, bfs_filler(neighbour_table(self.free)),
-                                     max_tables=max_tables)
-        self.sched = ErrandScheduler(self.free, self.n, swap_budget=int(os.environ.get("SWAPB", "64")))
+        self.tables = DistanceTables(
+            self.free.size, bfs_filler(neighbour_table(self.free)), max_tables=max_tables
+        )
+        self.sched = ErrandScheduler(
+            self.free, self.n, swap_budget=int(os.environ.get("SWAPB", "64"))
+        )
         self.rng = np.random.default_rng(0)
         self.tie = self.rng.random(self.n)
         self.since = np.zeros(self.n)
@@ -60,8 +63,16 @@ class Entry:
         in the first step: one robot, one goal, one step, nothing kept."""
         c = int(np.flatnonzero(self.free.ravel())[0])
         slots = self.tables.slots(np.array([c], dtype=np.int64))
-        rotation_step(self.front, np.array([c]), np.array([0]), slots, self.tables.pool,
-                      np.zeros(1), np.random.default_rng(0), np.full(1, -1, dtype=np.int64))
+        rotation_step(
+            self.front,
+            np.array([c]),
+            np.array([0]),
+            slots,
+            self.tables.pool,
+            np.zeros(1),
+            np.random.default_rng(0),
+            np.full(1, -1, dtype=np.int64),
+        )
         self.tables.clear()
 
     def states(self):
@@ -106,13 +117,24 @@ class Entry:
         self.since += 1
         self.since[cell == self.goal] = 0
         slots = self.tables.slots(self.goal)
-        act = rotation_step(self.front, cell, head, slots, self.tables.pool,
-                            self.since + self.tie, self.rng, self.commit)
+        act = rotation_step(
+            self.front,
+            cell,
+            head,
+            slots,
+            self.tables.pool,
+            self.since + self.tie,
+            self.rng,
+            self.commit,
+        )
         self.times["plan"] += time.perf_counter() - t0
         t = int(env.curr_timestep)
         if t % 100 == 0:
-            print(f"marlm t={t} sync={self.times['sync']:.1f}s schedule="
-                  f"{self.times['schedule']:.1f}s plan={self.times['plan']:.1f}s swaps="
-                  f"{self.sched.swaps} mismatches={self.mismatches} tables={self.tables.builds}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"marlm t={t} sync={self.times['sync']:.1f}s schedule="
+                f"{self.times['schedule']:.1f}s plan={self.times['plan']:.1f}s swaps="
+                f"{self.sched.swaps} mismatches={self.mismatches} tables={self.tables.builds}",
+                file=sys.stderr,
+                flush=True,
+            )
         return act.tolist()

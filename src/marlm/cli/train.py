@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from marlm.errors import RunError
 from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: the tests' name)
     BLAS_THREAD_VARIABLES,
     DEEP_CHUNK,
@@ -24,7 +25,6 @@ from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: 
     gridrace_deep,
     import_numpy_without_blas_threads,
 )
-from marlm.errors import RunError
 from marlm.rl.deep import MAX_ENVS
 from marlm.stops import console as rich_console
 

@@ -6,13 +6,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rotation_reference import reference_next
 
 from marlm.hybrid.core.graph import DistanceTables, bfs_filler, neighbour_table
 from marlm.hybrid.rules.rotation import (
-    CCR, CR, EAST, FW, NORTH, SOUTH, W, WEST, _step, apply_actions, conflicts, heading_table,
+    CCR,
+    CR,
+    EAST,
+    FW,
+    NORTH,
+    SOUTH,
+    WEST,
+    W,
+    _step,
+    apply_actions,
+    conflicts,
+    heading_table,
     rotation_step,
 )
-from rotation_reference import reference_next
 
 
 def grid(rows: list[str]) -> np.ndarray:
@@ -36,8 +47,16 @@ class World:
 
     def step(self):
         slots = self.tables.slots(self.goal)
-        act = rotation_step(self.front, self.cell, self.heading, slots, self.tables.pool,
-                            self.since, self.rng, self.commit)
+        act = rotation_step(
+            self.front,
+            self.cell,
+            self.heading,
+            slots,
+            self.tables.pool,
+            self.since,
+            self.rng,
+            self.commit,
+        )
         nxt, head = apply_actions(self.front, self.cell, self.heading, act)
         assert conflicts(self.cell, nxt) == []
         self.cell, self.heading = nxt, head
@@ -110,8 +129,7 @@ def test_lifelong_dense_no_conflict_and_goals_keep_being_reached(seed):
     rng = np.random.default_rng(seed)
     n = 14
     start = rng.choice(cells, n, replace=False)
-    w = World(rows, cell=start, heading=rng.integers(0, 4, n), goal=rng.choice(cells, n),
-              seed=seed)
+    w = World(rows, cell=start, heading=rng.integers(0, 4, n), goal=rng.choice(cells, n), seed=seed)
     done = np.zeros(n, dtype=np.int64)
     for _ in range(300):
         w.step()
@@ -139,5 +157,6 @@ def test_compiled_pibt_reserves_what_the_recursive_reference_does(seed):
     noise = rng.random((n, 5)) * 0.5
     commit = np.full(n, -1, dtype=np.int64)
     _, nxt = _step(cell, head, slots, tables.pool, front, order, noise, front.shape[0], commit)
-    assert nxt.tolist() == reference_next(front, cell, head, slots, tables.pool, order,
-                                          noise).tolist()
+    assert (
+        nxt.tolist() == reference_next(front, cell, head, slots, tables.pool, order, noise).tolist()
+    )

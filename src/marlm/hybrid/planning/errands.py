@@ -56,12 +56,19 @@ class ErrandScheduler:
         ValueError: a setting out of its range.
     """
 
-    def __init__(self, free: np.ndarray, n_agents: int, candidates: int = 8,
-                 swap_margin: int = 2, swap_budget: int = 64) -> None:
+    def __init__(
+        self,
+        free: np.ndarray,
+        n_agents: int,
+        candidates: int = 8,
+        swap_margin: int = 2,
+        swap_budget: int = 64,
+    ) -> None:
         if candidates < 1 or swap_margin < 0 or swap_budget < 0:
             raise ValueError(
                 f"candidates >= 1, swap_margin >= 0, swap_budget >= 0 needed, got "
-                f"{candidates}, {swap_margin}, {swap_budget}")
+                f"{candidates}, {swap_margin}, {swap_budget}"
+            )
         self.nbr = neighbour_table(free)
         self.candidates, self.swap_margin, self.swap_budget = candidates, swap_margin, swap_budget
         self.tasks: dict[int, ErrandTask] = {}
@@ -79,7 +86,7 @@ class ErrandScheduler:
         if len(locs) == 0:
             raise ValueError(f"task {task_id} has no errand")
         legs = 0
-        for a, b in zip(locs[:-1].tolist(), locs[1:].tolist()):
+        for a, b in zip(locs[:-1].tolist(), locs[1:].tolist(), strict=True):
             legs += int(bfs_distance(self.nbr, b)[a]) if a != b else 0
         self.tasks[task_id] = ErrandTask(task_id, locs, legs)
         self.unassigned[task_id] = None
@@ -121,8 +128,11 @@ class ErrandScheduler:
                 d = bfs_distance(self.nbr, int(cell[a]))[e1].astype(np.int64)
                 cost = d + legs
                 best = np.argpartition(cost, k - 1)[:k] if k < len(cost) else np.arange(len(cost))
-                pairs.extend((int(cost[j]), a, int(j), int(d[j])) for j in best.tolist()
-                             if d[j] < UNREACHABLE)
+                pairs.extend(
+                    (int(cost[j]), a, int(j), int(d[j]))
+                    for j in best.tolist()
+                    if d[j] < UNREACHABLE
+                )
             pairs.sort()
             taken = np.zeros(len(tids), dtype=bool)
             progress = False

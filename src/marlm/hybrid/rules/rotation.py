@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marlm.hybrid.core.graph import njit, neighbour_table
+from marlm.hybrid.core.graph import neighbour_table, njit
 
 FW, CR, CCR, W = 0, 1, 2, 3
 """The start-kit's action ids (``Action::FW, CR, CCR, W``)."""
@@ -50,8 +50,9 @@ def heading_table(free: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(nbr[:, [4, 2, 3, 1]])
 
 
-def apply_actions(front: np.ndarray, cell: np.ndarray, heading: np.ndarray,
-                  actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def apply_actions(
+    front: np.ndarray, cell: np.ndarray, heading: np.ndarray, actions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The states after ``actions`` under the start-kit's action model (no conflict check):
     ``(cell int64[n], heading int64[n])``. Raises ValueError on a forward move into a wall."""
     cell, heading, actions = (np.asarray(a, dtype=np.int64) for a in (cell, heading, actions))
@@ -71,7 +72,9 @@ def conflicts(cell: np.ndarray, nxt_cell: np.ndarray) -> list[tuple[str, int, in
     out: list[tuple[str, int, int]] = []
     at: dict[int, int] = {}
     edge: dict[tuple[int, int], int] = {}
-    for i, (u, v) in enumerate(zip(np.asarray(cell).tolist(), np.asarray(nxt_cell).tolist())):
+    for i, (u, v) in enumerate(
+        zip(np.asarray(cell).tolist(), np.asarray(nxt_cell).tolist(), strict=True)
+    ):
         if v in at:
             out.append(("vertex", at[v], i))
         if (u, v) in edge and u != v:
@@ -116,8 +119,23 @@ def _rank(i, cell, head, goal_slot, pool, front, noise, out):  # pragma: no cove
 
 
 @njit(cache=True)
-def _pibt(root, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise,
-          st_i, st_parent, st_o, st_k, st_cand):  # pragma: no cover - compiled
+def _pibt(
+    root,
+    cell,
+    head,
+    nxt,
+    occ_now,
+    occ_next,
+    goal_slot,
+    pool,
+    front,
+    noise,
+    st_i,
+    st_parent,
+    st_o,
+    st_k,
+    st_cand,
+):  # pragma: no cover - compiled
     """Okumura's recursive ``funcPIBT`` (pibt2's ``pibt.cpp``) from ``root``, on an explicit
     stack (numba caches no self-recursive function): each frame tries its robot's candidates in
     order; a push calls the occupant's frame; a failed push tries the next candidate; a robot
@@ -186,8 +204,23 @@ def _step(cell, head, goal_slot, pool, front, order, noise, n_cells, commit):  #
     for o in range(n):
         i = order[o]
         if nxt[i] < 0:
-            _pibt(i, cell, head, nxt, occ_now, occ_next, goal_slot, pool, front, noise,
-                  st_i, st_parent, st_o, st_k, st_cand)
+            _pibt(
+                i,
+                cell,
+                head,
+                nxt,
+                occ_now,
+                occ_next,
+                goal_slot,
+                pool,
+                front,
+                noise,
+                st_i,
+                st_parent,
+                st_o,
+                st_k,
+                st_cand,
+            )
     act = np.full(n, W, dtype=np.int64)
     moving = np.zeros(n, dtype=np.bool_)
     for i in range(n):
@@ -247,9 +280,16 @@ def _step(cell, head, goal_slot, pool, front, order, noise, n_cells, commit):  #
     return act, nxt
 
 
-def rotation_step(front: np.ndarray, cell: np.ndarray, heading: np.ndarray, goal_slot: np.ndarray,
-                  pool: np.ndarray, priority: np.ndarray, rng: np.random.Generator,
-                  commit: np.ndarray | None = None) -> np.ndarray:
+def rotation_step(
+    front: np.ndarray,
+    cell: np.ndarray,
+    heading: np.ndarray,
+    goal_slot: np.ndarray,
+    pool: np.ndarray,
+    priority: np.ndarray,
+    rng: np.random.Generator,
+    commit: np.ndarray | None = None,
+) -> np.ndarray:
     """One joint move of the rule layer for turning robots.
 
     Args:
