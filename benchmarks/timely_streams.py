@@ -113,9 +113,29 @@ def main() -> int:
     ap.add_argument("--streams", nargs="+", default=list(STREAMS), choices=list(STREAMS))
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--reread", action="store_true")
+    ap.add_argument(
+        "--reading-order", default=None, choices=["priority", "arrival", "newest", "none"],
+        help="which notes the model reads first (the triage planner's reading_order; default: "
+        "the planner's own). 'none': the first reading alone. Set in the demo's process only.",
+    )  # fmt: skip
+    ap.add_argument(
+        "--first-reader",
+        default=None,
+        choices=["logistic", "similar", "off"],
+        help="the first reading (off: no provisional class; the model alone)",
+    )
     ap.add_argument("extra", nargs="*", help="after --: more marlm demo options")
     a = ap.parse_args()
-    marlm = str(Path(sys.executable).with_name("marlm"))
+    marlm = [sys.executable, "-m", "marlm"]
+    if a.reading_order or a.first_reader:  # the planner's defaults, changed in the demo's process
+        patch = (
+            "import sys, marlm.hybrid.planning.triage as T; d = T.TriagePlanner.__init__."
+            "__kwdefaults__; ro, fr = sys.argv.pop(1), sys.argv.pop(1); "
+            "d.update({} if ro == '-' else {'reading_order': ro}); "
+            "d.update({} if fr == '-' else {'provisional': False} if fr == 'off' else "
+            "{'first_reader': fr}); from marlm.cli import main; sys.argv[0] = 'marlm'; main()"
+        )
+        marlm = [sys.executable, "-c", patch, a.reading_order or "-", a.first_reader or "-"]
     rows = []
     for stream in a.streams:
         n, every = STREAMS[stream]
@@ -123,7 +143,7 @@ def main() -> int:
             run = a.out / f"{stream}-s{seed}"
             if not a.reread:
                 orders = build(stream, seed, n, every, a.out / "orders" / f"{stream}-s{seed}.jsonl")
-                cmd = [marlm, "demo", "--orders", str(orders), "--layout", stream, "--seed",
+                cmd = [*marlm, "demo", "--orders", str(orders), "--layout", stream, "--seed",
                        str(seed), "--steps", str(a.steps), "--no-gif", "--out", str(run),
                        "--overwrite", *a.extra]  # fmt: skip
                 load = Path("/proc/loadavg").read_text().split()[:3]
