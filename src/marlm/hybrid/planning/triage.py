@@ -13,8 +13,9 @@ Division of the decision:
   never emits coordinates, robot ids or moves.
 - The rule matches idle robots to the queue: each order in turn takes the nearest idle robot
   left (:func:`~marlm.hybrid.planning.planner.rule_assign` over the queue). An order whose note is not
-  read yet is ranked by the class of a similar note (:class:`~marlm.llm.triage.similar.SimilarNotes`
-  over the classifier's pool: a provisional class, the listed priority still a floor) while the
+  read yet is ranked by its first reading (:class:`~marlm.hybrid.planning.first_reading.FirstReader`
+  over the classifier's pool, microseconds a note: a provisional class, the listed priority
+  still a floor) while the
   backend is healthy (:meth:`TriagePlanner.healthy`: its warm-up succeeded or it has answered,
   its last call did not fail, its circuit breaker is closed), else by its listed priority, the
   rule's view. A robot is never held for the model: the model changes *which* order a robot
