@@ -98,7 +98,7 @@ def test_an_order_file_with_labels_gives_them_and_keeps_the_orders(tmp_path):
     ]
     lines[1]["label"] = "asap"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    with pytest.raises(InputError, match="line 2: label 'asap' is not urgent, normal or low"):
+    with pytest.raises(InputError, match=":2: field 'label': 'asap' is not urgent, normal or low"):
         order_labels(path)
     path.write_text(json.dumps(lines[0] | {"label": "normal"}).replace("label", "tag") + "\n")
     assert order_labels(path) is None

@@ -59,7 +59,7 @@ NO_COUNTERFACTUAL_HELP = (
 )
 ORDERS_HELP = (
     "JSONL order file (default: the shipped sample on 'small'; generated elsewhere). A line may "
-    "give the order's true class as \"label\" (urgent, normal or low): the table then shows "
+    'give the order\'s true class as "label" (urgent, normal or low): the table then shows '
     "latency and notes read in time by it."
 )
 

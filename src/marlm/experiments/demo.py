@@ -231,7 +231,12 @@ def run_demo(
             path.write_text(labelled[0], encoding="utf-8")
             run_cfg = run_cfg.model_copy(update={"orders": str(path)})
             true_class, source = labelled[1], "the order's label"
-    env = make_env(run_cfg)
+    try:
+        env = make_env(run_cfg)
+    except InputError as e:  # an order line's error names the user's file, not the copy
+        if source != "the order's label" or e.source != run_cfg.orders:
+            raise
+        raise InputError(e.message, source=config.run.orders, line=e.line, field=e.field) from None
     warn_if_robots_drawn(run_cfg.layout, run_cfg.n_robots)
     if config.scenario == "none" and run_cfg.orders != default_orders(run_cfg.layout):
         warn_if_orders_after_the_end(run_cfg.orders, run_cfg.layout, run_cfg.steps)
@@ -338,8 +343,9 @@ def order_labels(path: str | Path) -> tuple[str, dict[str, str]] | None:
             lab = obj.pop("label")
             if lab not in ("urgent", "normal", "low"):
                 raise InputError(
-                    f"{path}: line {i}: label {lab!r} is not urgent, normal or low; fix the "
-                    "line's label or drop it",
+                    f"{lab!r} is not urgent, normal or low; fix the line's label or drop it",
+                    source=path,
+                    line=i,
                     field="label",
                 )
             labels[str(obj.get("id"))] = lab
@@ -479,10 +485,11 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
         ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
         ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
         ("plans that took effect", _fmt(m.get("plans_effective"))),
-        *_reading_rows(m),
+        *(reading := _reading_rows(m))[:1],
         ("  decided by the rule standing in (deadline)",
          _share(m.get("decided_by_rule_stand_in_share"))),
         ("  decided by the rule after a failure", _share(m.get("decided_by_fallback_share"))),
+        *reading[1:],
         ("LLM calls", _fmt(m.get("llm_calls"))),
         ("LLM calls unanswered / invalid",
          f"{_fmt(m.get('llm_unanswered'))} / {_fmt(m.get('llm_invalid'))}"),
