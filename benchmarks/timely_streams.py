@@ -149,9 +149,8 @@ def main() -> int:
                 load = Path("/proc/loadavg").read_text().split()[:3]
                 print("#", " ".join(cmd), "load", *load, flush=True)
                 done = subprocess.run(cmd, capture_output=True, text=True)
-                tail = [
-                    ln for ln in done.stdout.splitlines() if "fell behind" in ln or "helps" in ln
-                ]
+                said = (done.stdout + done.stderr).splitlines()
+                tail = [ln for ln in said if "fell behind" in ln or "what helps" in ln]
                 for ln in tail:
                     print("#  ", ln.strip(), flush=True)
                 if done.returncode != 0:
