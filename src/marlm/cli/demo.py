@@ -57,7 +57,11 @@ NO_COUNTERFACTUAL_HELP = (
     "Skip the run of the same seed and orders under the rule planner, without a model, whose "
     "figures the table shows beside this run's (metrics.json: counterfactual_rule)."
 )
-ORDERS_HELP = "JSONL order file (default: the shipped sample on 'small'; generated elsewhere)."
+ORDERS_HELP = (
+    "JSONL order file (default: the shipped sample on 'small'; generated elsewhere). A line may "
+    'give the order\'s true class as "label" (urgent, normal or low): the table then shows '
+    "latency and notes read in time by it."
+)
 
 
 _progress = progress_bar  # the demo's bar (a test replaces it)

@@ -9,7 +9,7 @@ for recovery cost, are in docs/metrics.md; the key names of :func:`summarise` ar
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -313,6 +313,111 @@ def still_with_task(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return best
 
 
+#: Steps between two samples of the unread backlog (:func:`reading`).
+BACKLOG_EVERY = 50
+
+
+def reading(
+    events: Sequence[dict[str, Any]], true_class: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Whether the model's reading of each note came in time to inform its order's assignment.
+
+    An order's note was *read in time* when the class the model read was applied (its triage
+    ``llm_call`` answered, ``step_applied``) at or before the step its order was assigned, or
+    when the order was assigned at the step it arrived (no plan could wait for a reading); an
+    order never assigned counts as read in time once its class was applied. Only orders that
+    arrived count; only triage calls (with an ``order``) are read.
+
+    Args:
+        events: a run's trace events.
+        true_class: ``{order_id: class}`` where the true class is known (a scenario's labels,
+            the ``label`` of an order line); None: none known.
+
+    Returns:
+        ``read_in_time`` (``{"orders": int, "in_time": int, "share": float or None}``),
+        ``read_in_time_by_true_class`` (``{class: that dict}``, empty without ``true_class``),
+        ``model_read`` (orders whose class the model read, at any time), ``unread_backlog``
+        (``{"every_steps": BACKLOG_EVERY, "counts": [int, ...], "max": int}``: orders arrived,
+        not assigned and without a class from the model, at steps 0, 50, ...; notes still worth
+        reading), ``notes_per_s`` (answered triage calls over the seconds they took: the
+        reading rate while reading; None without one), ``arrivals_per_s`` (orders arrived over
+        the run's wall seconds from the plans' ``t_s``; None without them),
+        ``plans_with_model_class`` (plans that took effect in which at least one applied order
+        had its model class by then) and ``latency_by_model_class`` (``{class: mean steps
+        arrival to delivery}`` over delivered orders, by the class the model read).
+    """
+    table = order_table(events)
+    applied: dict[str, int] = {}
+    label: dict[str, str] = {}
+    seconds, answered = 0.0, 0
+    for c in events_of(events, "llm_call"):
+        oid = c.get("order")
+        if oid is None or call_status(c) != CallStatus.ANSWERED:
+            continue
+        answered += 1
+        seconds += float(c.get("latency_ms") or 0.0) / 1e3
+        if c.get("step_applied") is None:
+            continue
+        step = int(c["step_applied"])
+        if oid not in applied or step < applied[oid]:
+            applied[str(oid)], label[str(oid)] = step, str(c.get("label"))
+
+    def in_time(oid: str, r: dict[str, Any]) -> bool:
+        a = applied.get(oid)
+        if r["assigned"] is None:
+            return a is not None
+        return r["assigned"] == r["arrived"] or (a is not None and a <= r["assigned"])
+
+    arrived = {oid: r for oid, r in table.items() if r["arrived"] is not None}
+
+    def tally(ids: Sequence[str]) -> dict[str, Any]:
+        n = len(ids)
+        k = sum(in_time(oid, arrived[oid]) for oid in ids)
+        return {"orders": n, "in_time": k, "share": k / n if n else None}
+
+    by_true: dict[str, Any] = {}
+    if true_class:
+        for cls in sorted({true_class[o] for o in arrived if o in true_class}):
+            by_true[cls] = tally([o for o in arrived if true_class.get(o) == cls])
+    n_steps = len(events_of(events, "step"))
+    counts = []
+    for s in range(0, max(n_steps, 1), BACKLOG_EVERY):
+        counts.append(
+            sum(
+                1
+                for oid, r in arrived.items()
+                if r["arrived"] <= s
+                and (r["assigned"] is None or r["assigned"] > s)
+                and (oid not in applied or applied[oid] > s)
+            )
+        )
+    plans = events_of(events, "plan")
+    effective = [p for p in plans if p.get("applied")]
+    reached = sum(
+        1
+        for p in effective
+        if any(
+            applied.get(a["order"]) is not None and applied[a["order"]] <= int(p["step"])
+            for a in p["applied"]
+        )
+    )
+    wall = max((float(p["t_s"]) for p in plans if p.get("t_s") is not None), default=None)
+    lat: dict[str, list[int]] = {}
+    for oid, r in arrived.items():
+        if oid in label and r["delivered"] is not None:
+            lat.setdefault(label[oid], []).append(r["delivered"] - r["arrived"])
+    return {
+        "read_in_time": tally(list(arrived)),
+        "read_in_time_by_true_class": by_true,
+        "model_read": len(applied),
+        "unread_backlog": {"every_steps": BACKLOG_EVERY, "counts": counts, "max": max(counts)},
+        "notes_per_s": answered / seconds if seconds > 0 else None,
+        "arrivals_per_s": len(arrived) / wall if wall else None,
+        "plans_with_model_class": reached,
+        "latency_by_model_class": {c: _mean(v) for c, v in sorted(lat.items())},
+    }
+
+
 def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, Any]:
     """Compute a run's metrics from its trace events (definitions in docs/metrics.md).
 
@@ -595,11 +700,13 @@ class OnlineSignals:
 
 
 __all__ = [
+    "reading",
     "INVALID",
     "NO_ANSWER",
     "REAL_PLAN_SOURCES",
     "OnlineSignals",
     "PRIORITIES",
+    "BACKLOG_EVERY",
     "Recovery",
     "UNANSWERED",
     "call_counts",

@@ -200,6 +200,34 @@ def _replay_html(replay: dict[str, Any]) -> str:
     return body + notes
 
 
+def _triage_html(demo: dict[str, Any] | None) -> list[str]:
+    """The demo's triage figures as its terminal table shows them (``marlm demo``'s
+    ``metrics.json``): latency by true class and idle time beside the rule counterfactual's
+    (same seed and orders, no model), then the model's reading (plans its classes reached,
+    notes read in time, by true class, the unread backlog, notes per second, latency by the
+    class it read). Nothing for a run folder without those figures."""
+    if not demo or "by_true_class" not in demo:
+        return []
+    from marlm.experiments.demo import _reading_rows, _side_rows
+
+    cf = demo.get("counterfactual_rule")
+    side = _side_rows(demo, cf)
+    out = ["<h3>Triage: this run and the rule on the same orders</h3>"]
+    if cf is not None:
+        out.append(
+            table(
+                [(k, v, r or "-") for k, v, r in side], ["metric", "this run", "rule, same orders"]
+            )
+        )
+    else:
+        out.append(table([(k, v) for k, v, _ in side], ["metric", "this run"]))
+    if demo.get("reading") is not None and demo.get("llm_calls"):
+        out.append("<h3>The model's reading</h3>")
+        rows = [("plans that took effect", str(demo.get("plans_effective"))), *_reading_rows(demo)]
+        out.append(table(rows, ["metric", "value"]))
+    return out
+
+
 def _executor_ran(start: dict[str, Any]) -> str:
     """``, executor <b>learned: hand guidance</b>``: the executor the run's ``run_start`` names
     (its ``executor``, for the learned one which guidance ran: its weights file or the hand
@@ -249,6 +277,7 @@ def render_report(
             ["priority", "mean order latency (steps, arrival → delivery)"],
         )
     )
+    parts.extend(_triage_html(load_json(run_dir / "metrics.json", warnings)))
     if metrics["recoveries"]:
         parts.append(
             table(

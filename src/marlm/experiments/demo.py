@@ -226,6 +226,7 @@ def run_demo(
     )
 
     run_cfg, true_class, notes, orders_dir = config.run, None, (), None
+    source = "the note's label"
     if config.scenario == "congested":
         from marlm.envs.warehouse.layout import load_layout
         from marlm.experiments.congested import congested_orders
@@ -238,7 +239,20 @@ def run_demo(
         orders_dir = tempfile.TemporaryDirectory(prefix="marlm-scenario-")
         run_cfg = run_cfg.model_copy(update={"orders": str(stream.write(orders_dir.name))})
         true_class, notes = stream.true_class, stream.notes
-    env = make_env(run_cfg)
+    elif run_cfg.orders is not None:
+        labelled = order_labels(run_cfg.orders)
+        if labelled is not None:  # the orders' own labels: the order file itself keeps none
+            orders_dir = tempfile.TemporaryDirectory(prefix="marlm-labelled-")
+            path = Path(orders_dir.name) / "orders.jsonl"
+            path.write_text(labelled[0], encoding="utf-8")
+            run_cfg = run_cfg.model_copy(update={"orders": str(path)})
+            true_class, source = labelled[1], "the order's label"
+    try:
+        env = make_env(run_cfg)
+    except InputError as e:  # an order line's error names the user's file, not the copy
+        if source != "the order's label" or e.source != run_cfg.orders:
+            raise
+        raise InputError(e.message, source=config.run.orders, line=e.line, field=e.field) from None
     warn_if_robots_drawn(run_cfg.layout, run_cfg.n_robots)
     if config.scenario == "none" and run_cfg.orders != default_orders(run_cfg.layout):
         warn_if_orders_after_the_end(run_cfg.orders, run_cfg.layout, run_cfg.steps)
@@ -253,7 +267,7 @@ def run_demo(
     out = claim_run_folder(config.out, overwrite=config.overwrite)
     if on_claim is not None:
         on_claim(out)
-    if true_class is not None:
+    if true_class is not None and config.scenario == "congested":
         from marlm.experiments.congested import held_out_planner
 
         plan = held_out_planner(plan, notes)
@@ -287,7 +301,7 @@ def run_demo(
     compile_rule_layer(run_cfg, stage)
     result = run(
         run_cfg, out, planner=plan, policy=q, env=env,
-        progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class),
+        progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class, source),
     )  # fmt: skip
     if counterfactual:  # after the run: its folder is whole whatever happens here
         update = stage("counterfactual: rule planner, same orders", run_cfg.steps)
@@ -298,7 +312,67 @@ def run_demo(
             tmp.write_text(text, encoding="utf-8")
     if orders_dir is not None:
         orders_dir.cleanup()
+    behind = fell_behind(result.metrics, sync=run_cfg.sync_planner, llm=config.llm)
+    if behind:
+        say(behind)
     return DemoResult(result, run_cfg.layout)
+
+
+#: Below this share of notes read in time the demo says the model fell behind.
+BEHIND_SHARE = 0.85
+
+
+def fell_behind(m: dict, *, sync: bool, llm: str) -> str | None:
+    """One or two lines when the model's reading came after the decisions it should inform
+    (under :data:`BEHIND_SHARE` of the notes read in time, ``metrics["reading"]``), with what
+    helps; None when it kept up, or with no model (a rule run, a synchronous one)."""
+    r = m.get("reading") or {}
+    share = (r.get("read_in_time") or {}).get("share")
+    if sync or share is None or share >= BEHIND_SHARE or not m.get("llm_calls"):
+        return None
+    rate, arrivals = r.get("notes_per_s"), r.get("arrivals_per_s")
+    speed = ""
+    if rate is not None and arrivals is not None:
+        speed = f" (it read {rate:.1f} notes/s while orders came at {arrivals:.1f}/s)"
+    server = "" if llm.startswith("http") else ", a model server (--llm http://HOST:PORT/v1)"
+    return (
+        f"the model fell behind: {100 * share:.0f}% of notes read before their order was "
+        f"assigned{speed}; the first reading ranked the rest.\n"
+        f"what helps: a free CPU core{server}, or --sync (the robots wait for every reading)"
+    )
+
+
+def order_labels(path: str | Path) -> tuple[str, dict[str, str]] | None:
+    """``(order file text without labels, {order_id: label})`` when the JSONL order file at
+    ``path`` gives a ``label`` (the order's true class: ``urgent``, ``normal`` or ``low``) on at
+    least one line, else None. Lines that are not JSON objects are left as they are (the order
+    reader names their error).
+
+    Raises:
+        InputError: a ``label`` that is not one of the three classes (naming the line).
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    lines, labels = [], {}
+    for i, line in enumerate(text.splitlines(), 1):
+        try:
+            obj = json.loads(line) if line.strip() else None
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and "label" in obj:
+            lab = obj.pop("label")
+            if lab not in ("urgent", "normal", "low"):
+                raise InputError(
+                    f"{lab!r} is not urgent, normal or low; fix the line's label or drop it",
+                    source=path,
+                    line=i,
+                    field="label",
+                )
+            labels[str(obj.get("id"))] = lab
+            line = json.dumps(obj, ensure_ascii=False)
+        lines.append(line)
+    if not labels:
+        return None
+    return "\n".join(lines) + "\n", labels
 
 
 #: The stage of the rule layer's compilation: (the rule layer) -> its description.
@@ -318,15 +392,17 @@ def compile_rule_layer(config: RunConfig, stage: Stage) -> None:
         update(1, 1)
 
 
-def _facts(events: list, true_class: dict | None) -> dict:
+def _facts(events: list, true_class: dict | None, source: str = "the note's label") -> dict:
     """The demo's figures beyond the metrics: this run by true class (the note's label in a
     generated scenario, else the listed priority). The rule counterfactual's figures
     (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
+    from marlm.eval.metrics import reading
     from marlm.experiments.congested import latency_by_true_class
 
     out = {
         "by_true_class": latency_by_true_class(events, true_class),
-        "true_class_source": "the note's label" if true_class else "listed priority",
+        "true_class_source": source if true_class else "listed priority",
+        "reading": reading(events, true_class),
     }
     if true_class:
         out["true_class"] = true_class
@@ -430,10 +506,11 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
         ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
         ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
         ("plans that took effect", _fmt(m.get("plans_effective"))),
-        ("  decided by the model", _share(m.get("decided_by_model_share"))),
+        *(reading := _reading_rows(m))[:1],
         ("  decided by the rule standing in (deadline)",
          _share(m.get("decided_by_rule_stand_in_share"))),
         ("  decided by the rule after a failure", _share(m.get("decided_by_fallback_share"))),
+        *reading[1:],
         ("LLM calls", _fmt(m.get("llm_calls"))),
         ("LLM calls unanswered / invalid",
          f"{_fmt(m.get('llm_unanswered'))} / {_fmt(m.get('llm_invalid'))}"),
@@ -444,6 +521,41 @@ def _own_rows(m: dict) -> list[tuple[str, str]]:
         ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
         ("steps", _fmt(m.get("steps"))),
     ]  # fmt: skip
+
+
+def _reading_rows(m: dict) -> list[tuple[str, str]]:
+    """The rows of the model's reading (``metrics["reading"]``): the plans its classes reached,
+    the notes it read in time, by true class, the unread backlog, notes per second and latency
+    by the class it read; the model-decided share where the run has no reading figures."""
+    r = m.get("reading")
+    if r is None or not m.get("llm_calls"):
+        return [("  decided by the model", _share(m.get("decided_by_model_share")))]
+    t = r["read_in_time"]
+    rows = [
+        (
+            "  with a class the model read",
+            f"{r['plans_with_model_class']} of {m.get('plans_effective')}",
+        ),
+        ("notes read by the model", f"{r['model_read']} of {t['orders']}"),
+        ("notes read in time (before assignment)", _share(t["share"])),
+        *[
+            (f"  truly {c}", f"{_share(v['share'])} ({v['in_time']} of {v['orders']})")
+            for c, v in r["read_in_time_by_true_class"].items()
+        ],
+        (
+            "unread notes worth reading, max (steps 0, 50, ...)",
+            f"{r['unread_backlog']['max']} ({' '.join(map(str, r['unread_backlog']['counts'][:8]))})",
+        ),
+        (
+            "notes read / arriving per second",
+            f"{_fmt(r['notes_per_s'])} / {_fmt(r['arrivals_per_s'])}",
+        ),
+        *[
+            (f"mean order latency, read {c} by the model (steps)", _fmt(v))
+            for c, v in r["latency_by_model_class"].items()
+        ],
+    ]
+    return rows  # fmt: skip
 
 
 def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) -> str:
@@ -480,4 +592,13 @@ def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) ->
     return f"the run finished: {out} holds its trace.jsonl and metrics.json, not {lacks}{again}"
 
 
-__all__ = ["DemoConfig", "DemoResult", "Stage", "metrics_table", "run_demo"]
+__all__ = [
+    "BEHIND_SHARE",
+    "DemoConfig",
+    "DemoResult",
+    "Stage",
+    "fell_behind",
+    "metrics_table",
+    "order_labels",
+    "run_demo",
+]

@@ -12,9 +12,10 @@ planner: ``unclassified(orders)``, ``classify(orders)``, ``decide(snapshot)`` an
 ``raised(orders)``, e.g. the triage planner), asynchronous:
 
 1. The notes of the orders not classified yet are classified on the worker as soon as their
-   orders arrive, whether or not a robot is free, together in one request (the newest first,
-   at most :data:`TRIAGE_BATCH`); the classes are there for the next plan as soon as they are
-   decided.
+   orders arrive, whether or not a robot is free, a few in one request, the notes whose class
+   can change a decision soonest first (:func:`reading_queue`); the classes are there for the
+   next plan as soon as they are decided. Until then the planner ranks an order by its first
+   reading (the triage planner's ``provisional`` classes).
 2. Whenever the situation changes (pending orders, idle robots, or the pending orders the
    model read as more urgent than listed), the planner plans at once, on the control thread,
    over every pending order: an order not classified yet keeps its listed priority, the rule's
@@ -78,8 +79,58 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 
 #: At most this many notes go to the classifier in one request (:meth:`PlanScheduler.
-#: _triage_ahead`).
+#: _triage_ahead`), in arrival order (``reading_order`` ``"arrival"`` or ``"newest"``).
 TRIAGE_BATCH = 4
+#: At most this many notes in one request in ``reading_order="priority"``: the order is chosen
+#: again after each request, so a short one follows the queue closely (not tuned).
+PRIORITY_BATCH = 2
+#: How the model picks the next notes to read (:func:`reading_queue`).
+READING_ORDERS = ("priority", "arrival", "newest", "none")
+
+
+def reading_queue(planner: Any, snap: Snapshot, order: str = "priority") -> list[Any]:
+    """The orders of ``snap`` whose note the model should read, first to read first.
+
+    Only orders still unassigned (``snap.pending``, offered, and ``snap.waiting``, waiting for
+    their shelf): the note of an order a robot already took cannot change which robot serves it.
+    ``order``:
+
+    - ``"priority"`` (default): the notes whose class can change a decision soonest first. Each
+      offered order's place in the queue the planner ranks now (``planner.view``: the model's
+      classes, else the first reading; 0 = the head, which the next free robot takes), times
+      ``0.5 + |P(urgent) - 0.5|`` of its first reading (``planner.first_urgent``; 1 when there
+      is none), so a first reading near its boundary is read sooner; orders waiting for their
+      shelf after every offered one, oldest first. Ties by arrival, then id.
+    - ``"arrival"``: oldest first (first in, first out).
+    - ``"newest"``: newest first.
+    - ``"none"``: nothing (the first reading alone; for measuring what the model adds).
+
+    Orders the planner has classified already (``planner.unclassified``) are left out.
+    """
+    if order == "none":
+        return []
+    everything = (*snap.pending, *snap.waiting)
+    if order == "arrival":
+        return planner.unclassified(sorted(everything, key=lambda o: (o.arrival, o.id)))
+    if order == "newest":
+        return planner.unclassified(sorted(everything, key=lambda o: (-o.arrival, o.id)))
+    from marlm.hybrid.planning.triage import queue_order  # the planner's own ranking
+
+    view = getattr(planner, "view", None)
+    classes = view(snap.pending) if view is not None else {}
+    deadlines = getattr(planner, "deadlines", lambda _: None)(snap.pending)
+    place = {o.id: i for i, o in enumerate(queue_order(snap.pending, classes, deadlines))}
+    first = getattr(planner, "first_urgent", {})
+    n = len(place)
+
+    def key(o: Any) -> tuple:
+        if o.id not in place:  # waiting for its shelf: after every offered order
+            return (1, float(n + o.arrival), o.arrival, o.id)
+        p = first.get(o.id)
+        margin = 1.0 if p is None else 0.5 + abs(p - 0.5)
+        return (0, place[o.id] * margin, o.arrival, o.id)
+
+    return planner.unclassified(sorted(everything, key=key))
 
 
 class AsyncPlanner:
@@ -302,6 +353,12 @@ class PlanScheduler:
         dwell: where idle robots wait (:class:`marlm.hybrid.planning.dwell.DwellPolicy`): it learns the
             demand from the orders pending, and every plan keeps its reserve robot for urgent
             work (:meth:`~marlm.hybrid.planning.dwell.DwellPolicy.keep_reserve`); None: neither.
+        reading_order: which notes a triaging planner's model reads first, asynchronous
+            (:func:`reading_queue`): ``"priority"``, ``"arrival"``, ``"newest"`` or ``"none"``;
+            None (default): the planner's ``reading_order`` attribute, else ``"priority"``.
+
+    Raises:
+        ValueError: an unknown ``reading_order``.
     """
 
     def __init__(
@@ -314,7 +371,15 @@ class PlanScheduler:
         plan_deadline_s: float = 0.0,
         clock: Clock = time.perf_counter,
         dwell: DwellPolicy | None = None,
+        reading_order: str | None = None,
     ) -> None:
+        if reading_order is None:  # the planner's own choice (TriagePlanner.reading_order)
+            reading_order = getattr(planner, "reading_order", "priority")
+        if reading_order not in READING_ORDERS:
+            raise ValueError(
+                f"reading_order must be one of {READING_ORDERS}, got {reading_order!r}"
+            )
+        self.reading_order = reading_order
         self.env = env
         self.planner = planner
         self.dwell = dwell
@@ -503,28 +568,23 @@ class PlanScheduler:
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
     def _triage_ahead(self, snap: Snapshot) -> None:
-        """Ask the worker to classify the pending orders not classified yet, together in one
-        request (at most :data:`TRIAGE_BATCH`, the newest first), unless it is busy: the classes
-        are decided as soon as the orders arrive, before a robot needs them.
-
-        The newest first: in a queue that grows, the newest order waits longest for a robot,
-        so its class still has time to change which robot serves it, while the oldest are
-        about to be served anyway. At most :data:`TRIAGE_BATCH` at once: a request's classes
-        arrive together when it ends, so a long batch on a busy machine would hold back the
-        first classes for the last."""
+        """Ask the worker to classify the notes the model should read next
+        (:func:`reading_queue` in :attr:`reading_order`), together in one request (at most
+        :data:`PRIORITY_BATCH` in priority order, else :data:`TRIAGE_BATCH`), unless it is
+        busy: a request's classes arrive together when it ends, so a long one on a busy machine
+        would hold back the first classes for the last."""
         ap = self.async_planner
         if ap is None or ap.busy:
             return
         todo = [
             o
-            for o in self.planner.unclassified(
-                sorted((*snap.pending, *snap.waiting), key=lambda o: (-o.arrival, o.id))
-            )
+            for o in reading_queue(self.planner, snap, self.reading_order)
             if o.id not in self._triage_failed
         ]
         if not todo:
             return
-        request = dataclasses.replace(snap, pending=tuple(todo[:TRIAGE_BATCH]))
+        batch = PRIORITY_BATCH if self.reading_order == "priority" else TRIAGE_BATCH
+        request = dataclasses.replace(snap, pending=tuple(todo[:batch]))
         if ap.submit(request, job=lambda r: classify_or_error(self.planner, r)):
             self._requested[id(request)] = self.clock()
 
@@ -684,6 +744,8 @@ class PlanScheduler:
 
 
 __all__ = [
+    "PRIORITY_BATCH",
+    "READING_ORDERS",
     "TRIAGE_BATCH",
     "AsyncPlanner",
     "Clock",
@@ -695,5 +757,6 @@ __all__ = [
     "idle_cells",
     "plan_or_fallback",
     "planner_model",
+    "reading_queue",
     "snapshot_of",
 ]

@@ -13,8 +13,9 @@ Division of the decision:
   never emits coordinates, robot ids or moves.
 - The rule matches idle robots to the queue: each order in turn takes the nearest idle robot
   left (:func:`~marlm.hybrid.planning.planner.rule_assign` over the queue). An order whose note is not
-  read yet is ranked by the class of a similar note (:class:`~marlm.llm.triage.similar.SimilarNotes`
-  over the classifier's pool: a provisional class, the listed priority still a floor) while the
+  read yet is ranked by its first reading (:class:`~marlm.hybrid.planning.first_reading.FirstReader`
+  over the classifier's pool, microseconds a note: a provisional class, the listed priority
+  still a floor) while the
   backend is healthy (:meth:`TriagePlanner.healthy`: its warm-up succeeded or it has answered,
   its last call did not fail, its circuit breaker is closed), else by its listed priority, the
   rule's view. A robot is never held for the model: the model changes *which* order a robot
@@ -50,6 +51,7 @@ from scipy.optimize import linear_sum_assignment
 from marlm.envs.warehouse.orders import PRIORITY_RANK
 from marlm.eval.records import TriageCallRecord
 from marlm.hybrid.planning.capabilities import WarmsUp
+from marlm.hybrid.planning.first_reading import FirstReader
 from marlm.hybrid.planning.planner import (
     CANCEL_WAIT_S,
     UNREACHABLE_DISTANCE,
@@ -178,14 +180,18 @@ class TriagePlanner:
         expected_deadlines: rank the queue within a class by :func:`expected_deadline` over the
             class probabilities of the note (:func:`class_probabilities` of the decision's
             scores) instead of the listed deadline; the deadline-aware test then uses them too.
-        provisional: rank an order whose note the model has not read yet by the class of a
-            similar note of the classifier's pool (:class:`SimilarNotes`, fitted at
-            :meth:`warm_up` or first use, under a millisecond a note), while :meth:`healthy`;
-            the model's class replaces it when it arrives. Only for a
-            :class:`~marlm.llm.triage.Triage` classifier (a stand-in has no pool). Off by
-            default: on the dense stream it serves urgent orders at 0.75x the rule's latency
-            but costs throughput on some seeds (0.95x on 2 of 5, docs/triage.md), and the
-            default never costs a delivery.
+        provisional: rank an order whose note the model has not read yet by its first
+            reading (``first_reader``, fitted on the classifier's pool at :meth:`warm_up` or
+            first use, well under a millisecond a note), while :meth:`healthy`; the model's
+            class replaces it when it arrives. Only for a :class:`~marlm.llm.triage.Triage`
+            classifier (a stand-in has no pool). On by default: the scheduler always has a
+            class for every note (docs/triage.md, "The first reading").
+        first_reader: ``"logistic"`` (default: :class:`~marlm.hybrid.planning.first_reading.
+            FirstReader`, TF-IDF character n-grams and logistic regression) or ``"similar"``
+            (:class:`SimilarNotes`, the weighted vote of the 9 most similar pool notes).
+        reading_order: which notes the model reads first on the asynchronous path
+            (:func:`marlm.hybrid.planning.scheduler.reading_queue`): ``"priority"`` (default),
+            ``"arrival"``, ``"newest"``, or ``"none"`` (the first reading alone).
 
     ``name`` is ``"triage-<mode>"``; ``prompt_version`` is the triage prompt's version.
     """
@@ -202,8 +208,16 @@ class TriagePlanner:
         hysteresis: bool = True,
         deadline_aware: bool = False,
         expected_deadlines: bool = True,
-        provisional: bool = False,
+        provisional: bool = True,
+        first_reader: str = "logistic",
+        reading_order: str = "priority",
     ) -> None:
+        #: Which notes the model reads first on the asynchronous path (the scheduler's
+        #: :func:`~marlm.hybrid.planning.scheduler.reading_queue`).
+        self.reading_order = reading_order
+        if first_reader not in ("logistic", "similar"):
+            raise ValueError(f"first_reader must be 'logistic' or 'similar', got {first_reader!r}")
+        self.first_reader = first_reader
         self.triage = triage
         self._warms_up = isinstance(triage, WarmsUp)  # a stand-in classifier may not
         self.max_orders = max_orders
@@ -224,8 +238,10 @@ class TriagePlanner:
         model = triage.model if real else None
         guarded = isinstance(model, Guarded) and model.breaker is not None
         self._breaker = model.breaker if guarded else None
-        self._similar: SimilarNotes | None = None
-        #: The similar note's class of each order asked about (``None``: no note to compare).
+        self._similar: SimilarNotes | FirstReader | None = None
+        #: P(urgent) of each order's first reading (``first_reader="logistic"``; ``None``: none).
+        self.first_urgent: dict[str, float | None] = {}
+        #: The first reading's class of each order asked about (``None``: no note to compare).
         self.guesses: dict[str, str | None] = {}
         #: Orders a provisional class ranked in a plan (their note not read by the model then).
         self.guessed: set[str] = set()
@@ -243,6 +259,8 @@ class TriagePlanner:
             deadline_aware=self.deadline_aware,
             expected_deadlines=self.expected_deadlines,
             provisional=self.provisional,
+            first_reader=self.first_reader,
+            reading_order=self.reading_order,
         )
 
     def healthy(self) -> bool:
@@ -257,14 +275,24 @@ class TriagePlanner:
         return self._breaker is None or self._breaker.state().state == "closed"
 
     def guess(self, order: Any) -> str | None:
-        """The class of the pool note most like ``order.note`` by the weighted vote of
-        :class:`SimilarNotes` (kept per order), or ``None`` (no pool, an empty note, no n-gram
-        in common)."""
+        """The first reading of ``order.note`` (kept per order): the most probable class of
+        :class:`~marlm.hybrid.planning.first_reading.FirstReader`, or the weighted vote of
+        :class:`SimilarNotes` (``first_reader``); ``None`` with no pool, an empty note, or no
+        n-gram in common."""
         if order.id not in self.guesses:
             self.guess_ready()
             if self._similar is None:
                 return None
-            self.guesses[order.id] = self._similar.predict(order.note)
+            if isinstance(self._similar, FirstReader):
+                p = self._similar.proba(order.note)
+                self.first_urgent[order.id] = None if p is None else p.get("urgent", 0.0)
+                self.guesses[order.id] = (
+                    None
+                    if p is None
+                    else max(p, key=lambda c: (p[c], -self.triage.classes.index(c)))
+                )
+            else:
+                self.guesses[order.id] = self._similar.predict(order.note)
         return self.guesses[order.id]
 
     def view(self, orders: Sequence[Any]) -> Mapping[str, str]:
@@ -563,7 +591,8 @@ class TriagePlanner:
         """Fit :class:`SimilarNotes` on the classifier's pool now (else at the first
         :meth:`guess`)."""
         if self._similar is None and self._pool is not None:
-            self._similar = SimilarNotes(
+            kind = FirstReader if self.first_reader == "logistic" else SimilarNotes
+            self._similar = kind(
                 self._pool, classes=self.triage.classes, max_note_chars=self.triage.max_note_chars
             )
 
