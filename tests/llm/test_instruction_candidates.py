@@ -202,3 +202,30 @@ def test_the_shipped_sets_are_apart_and_say_their_source():
     assert all("marlm held-out set" in r["source"] for r in held)
     for rows in (dev, held):
         assert {r["lang"] for r in rows} == {"en", "zh"}
+
+
+def test_stations_are_named_in_reading_order_and_deliveries_name_them():
+    from marlm.envs.warehouse import WarehouseEnv
+    from marlm.envs.warehouse.layout import parse_layout, station_name
+
+    assert [station_name(k) for k in (0, 1, 25, 26, 27)] == ["A", "B", "Z", "AA", "AB"]
+    layout = parse_layout("P..P\n.RS.\nP...", name="three")
+    assert layout.station_names == {(0, 0): "A", (0, 3): "B", (2, 0): "C"}
+    from marlm.envs.warehouse.orders import Order
+
+    env = WarehouseEnv(layout, orders=[Order(id="o1", shelf="S1-2", priority="normal",
+                                             arrival=0, deadline=50)], max_steps=30)  # fmt: skip
+    env.reset(seed=0)
+    delivered = []
+    for _ in range(30):
+        if not env.agents:
+            break
+        target = env.target_of("robot_0")
+        r, c = env._cell_rc[env._cells[0]]
+        a = 0
+        if target is not None:
+            tr, tc = target
+            a = 2 if tr > r else 1 if tr < r else 4 if tc > c else 3 if tc < c else 0
+        env.step({"robot_0": a})
+        delivered += [e for e in env._last_events if e["type"] == "delivered"]
+    assert [(e["order"], e["station"]) for e in delivered] == [("o1", "B")]

@@ -185,7 +185,10 @@ def order_event(env: WarehouseEnv, event: str, order_id: str, robot: str | None,
 def env_order_event(env: WarehouseEnv, e: dict) -> dict:
     """Turn one of ``env.last_events`` into a trace ``order`` event."""
     kind = e["type"].removeprefix("order_")
-    return order_event(env, kind, e["order"], e.get("robot"), e["step"])
+    fields = order_event(env, kind, e["order"], e.get("robot"), e["step"])
+    if e.get("station") is not None:  # a delivery names its station
+        fields["station"] = e["station"]
+    return fields
 
 
 class Controller:

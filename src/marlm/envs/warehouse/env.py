@@ -612,7 +612,9 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
                 self._book += 1  # the shelf is free: its first order is offered
                 self._delivered[order_id] = self._step_count
                 parts[i][PART_DELIVERY] = float(self.reward_weights.delivery)
-                events.append(self._event("delivered", order_id, i))
+                event = self._event("delivered", order_id, i)
+                event["station"] = self.layout.station_names.get(self._cell_rc[self._cells[i]])
+                events.append(event)
 
     def _advance_clock(self, events: list[dict]) -> None:
         """Arrivals and deadline misses at the current step count, then auto-assignment."""

@@ -9,7 +9,8 @@ the model (no cue: not cancelled, no time: no deadline, ...).
 Two reading modes, measured on marlm's development set (``docs/instructions.md``):
 
 - ``probe`` (the default): heads on the model's hidden states. Urgency is the triage probe's
-  class (:class:`~marlm.llm.triage.Triage`, mode ``probe``: the same reading, the same cost). Each
+  class (:class:`~marlm.llm.triage.Triage`, mode ``probe``: the same reading, the same cost),
+  made ``urgent`` when the chosen deadline is :data:`URGENT_WITHIN_MIN` minutes away or less. Each
   other field has a logistic-regression head (:class:`marlm.llm.probe.LinearProbe`, two classes)
   on the mean final hidden state of each candidate's clause (the cancellation head: the clause
   of the first cue and everything after it, where a withdrawal is written), trained on the
@@ -50,6 +51,9 @@ FIELDS: tuple[str, ...] = ("urgency", "cancel", "deadline_min", "with", "station
 INSTRUCTIONS_VERSION = "instr-v1"
 #: Inverse L2 strength of the heads (chosen by 5-fold cross-validation on the development set).
 HEAD_C = 0.05
+#: A chosen deadline this many minutes away or fewer makes the order urgent (the labelling rule
+#: of marlm's sets: a tone word decides, else a deadline within half an hour is urgent).
+URGENT_WITHIN_MIN = 30
 #: The candidate kinds with a head.
 HEADS: tuple[str, ...] = ("cancel", "deadline", "with", "station")
 
@@ -362,7 +366,10 @@ class InstructionReader:
         d = self.urgency.classify(note)
         if d.source == "fallback" and d.error:
             raise BackendError(d.error)
-        return _with(out, urgency=d.label), n + 1
+        urgency = d.label
+        if out.deadline_min is not None and out.deadline_min <= URGENT_WITHIN_MIN:
+            urgency = "urgent"  # a chosen deadline this close makes the order urgent
+        return _with(out, urgency=urgency), n + 1
 
     def _read_schema(self, note: str, c: Candidates) -> tuple[Instructions, int]:
         schema = instruction_schema(c)
