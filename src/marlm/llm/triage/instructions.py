@@ -8,9 +8,10 @@ the model (no cue: not cancelled, no time: no deadline, ...).
 
 Two reading modes, measured on marlm's development set (``docs/instructions.md``):
 
-- ``probe`` (the default): heads on the model's hidden states. Urgency is the triage probe's
-  class (:class:`~marlm.llm.triage.Triage`, mode ``probe``: the same reading, the same cost),
-  made ``urgent`` when the chosen deadline is :data:`URGENT_WITHIN_MIN` minutes away or less. Each
+- ``probe`` (the default): heads on the model's hidden states. Urgency: a three-class head on
+  the mean final hidden state of the whole note (the triage probe's reading, one input), trained
+  on the triage pool and the development set, made ``urgent`` when the chosen deadline is
+  :data:`URGENT_WITHIN_MIN` minutes away or less. Each
   other field has a logistic-regression head (:class:`marlm.llm.probe.LinearProbe`, two classes)
   on the mean final hidden state of each candidate's clause (the cancellation head: the clause
   of the first cue and everything after it, where a withdrawal is written), trained on the
@@ -40,7 +41,7 @@ from ..backends.protocols import Embedder
 from ..errors import BackendError, ContextLengthExceeded
 from ..probe import LinearProbe
 from .candidates import Candidates, find_candidates, parse_clock
-from .notes import URGENCY_CLASSES
+from .notes import URGENCY_CLASSES, default_pool_path, load_labelled_notes
 from .pool import model_id, write_cache
 
 #: The reading modes.
@@ -163,8 +164,9 @@ class InstructionReader:
         mode: ``"probe"`` or ``"schema"``.
         dev_notes: the labelled notes the heads are trained on (default :func:`dev_set_path`).
         cache_dir: where the development set's hidden states are kept per model file.
-        urgency: a triage classifier for the urgency field (default: a ``probe``
-            :class:`~marlm.llm.triage.Triage` on the same model and cache).
+        urgency: a triage classifier for the urgency field in ``schema`` mode (default: a
+            ``generate`` :class:`~marlm.llm.triage.Triage`); ``probe`` reads urgency with its
+            own head.
 
     Raises:
         InputError: an unknown mode.
@@ -193,11 +195,10 @@ class InstructionReader:
             dev_notes = load_instruction_notes(dev_notes or dev_set_path())
         self.dev_notes = list(dev_notes)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
-        if urgency is None:
+        if urgency is None and mode == "schema":
             from .classifier import Triage
 
-            urgency = Triage(model, mode="probe" if mode == "probe" else "generate",
-                             cache_dir=cache_dir, clock=clock)  # fmt: skip
+            urgency = Triage(model, mode="generate", cache_dir=cache_dir, clock=clock)
         self.urgency = urgency
         self.lock = threading.RLock()
         self._heads: dict[str, LinearProbe | None] | None = None
@@ -260,7 +261,10 @@ class InstructionReader:
         """Heads trained on ``notes`` (a head whose inputs hold one class only is None, and
         answers that class)."""
         data = self.training_set(notes)
-        texts = list(dict.fromkeys(t for k in HEADS for t in data[k][0]))
+        pool = [(n.note, n.label) for n in load_labelled_notes(default_pool_path())]
+        rows = [(r["note"], r["label"]["urgency"]) for r in notes] + pool
+        data["urgency"] = ([t for t, _ in rows], [URGENCY_CLASSES.index(u) for _, u in rows])
+        texts = list(dict.fromkeys(t for k in (*HEADS, "urgency") for t in data[k][0]))
         path = self._load_disk()
         missing = [t for t in texts if t not in self._memo]
         for k in range(0, len(missing), 32):
@@ -285,6 +289,8 @@ class InstructionReader:
                 self._constant[k] = y[0] if y else 0
                 continue
             heads[k] = LinearProbe(self._embed(X), y, 2, C=HEAD_C)
+        X, y = data["urgency"]
+        heads["urgency"] = LinearProbe(self._embed(X), y, len(URGENCY_CLASSES), C=HEAD_C)
         return heads
 
     def heads(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -302,7 +308,6 @@ class InstructionReader:
         """
         if self.mode == "probe":
             self.heads(progress)
-            self.urgency.warm_up()
 
     # ---------------------------------------------------------------- reading
     def read(self, note: str, time: str | int, own_id: str | None = None) -> Reading:
@@ -361,15 +366,14 @@ class InstructionReader:
         return probs, len(fresh)
 
     def _read_probe(self, note: str, c: Candidates) -> tuple[Instructions, int]:
+        fresh = note not in self._memo
         probs, n = self.probabilities(c)
         out = self.choose(c, probs)
-        d = self.urgency.classify(note)
-        if d.source == "fallback" and d.error:
-            raise BackendError(d.error)
-        urgency = d.label
+        row = self.heads()["urgency"].log_proba(self._embed([note]))[0]
+        urgency = URGENCY_CLASSES[int(np.argmax(row))]
         if out.deadline_min is not None and out.deadline_min <= URGENT_WITHIN_MIN:
             urgency = "urgent"  # a chosen deadline this close makes the order urgent
-        return _with(out, urgency=urgency), n + 1
+        return _with(out, urgency=urgency), n + fresh
 
     def _read_schema(self, note: str, c: Candidates) -> tuple[Instructions, int]:
         schema = instruction_schema(c)
