@@ -88,9 +88,9 @@ def instructions(
     llm_model: str = llm_model_option(),
     llm_timeout: float = llm_timeout_option(),
 ) -> None:  # fmt: skip
-    """Typed instructions from order notes: urgency, cancel, deadline, ship-with, station.
+    """Typed instructions from order notes, scored when labelled.
 
-    Writes {"id", "urgency", "cancel", "deadline_min", "with", "station"} per note; with labels,
+    Urgency, cancel, deadline, ship-with and station, chosen among what a parser finds. Writes {"id", "urgency", "cancel", "deadline_min", "with", "station"} per note; with labels,
     prints per-field accuracy and all five right.
     """
     from marlm.experiments.instructions_eval import (
