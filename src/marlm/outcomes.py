@@ -112,6 +112,8 @@ class OrderEvent(StrEnum):
     PICKED = "picked"
     DELIVERED = "delivered"
     DEADLINE_MISSED = "deadline_missed"
+    #: cancelled by its note: never assigned again (a carried shelf goes back)
+    CANCELLED = "cancelled"
 
 
 class RunEndReason(StrEnum):

@@ -68,6 +68,7 @@ CASES = [
     (["eval", "triage", "--notes", "NOTES"], "--seed", "-1"),
     (["eval", "triage", "--notes", "NOTES"], "--llm-timeout", "0"),
     (["eval", "triage", "--notes", "NOTES"], "--llm-timeout", "1e308"),  # overflowed the wait
+    (["eval", "instructions", "--notes", "NOTES", "--out", "OUT"], "--llm-timeout", "0"),
     (["llm", "serve"], "--port", "0"),
     (["llm", "serve"], "--port", "70000"),
     (["llm", "serve"], "--n-ctx", "-1"),

@@ -63,6 +63,12 @@ def _plan(env, rng) -> None:
             env.release(agent)
 
 
+def _events(env) -> list[dict]:
+    """The env's last events as recorded: a delivery's station name is newer than the digests
+    (it adds a field and changes no trajectory), so it is left out."""
+    return [{k: v for k, v in e.items() if k != "station"} for e in env.last_events]
+
+
 def _digest(layout: str, auto_assign: bool, seed: int, **kwargs) -> tuple[str, tuple]:
     """(digest, counts in the order of :data:`COUNTED`) of one case."""
     env = WarehouseEnv(layout, seed=seed, auto_assign=auto_assign, **kwargs)
@@ -70,7 +76,7 @@ def _digest(layout: str, auto_assign: bool, seed: int, **kwargs) -> tuple[str, t
     h = hashlib.sha256()
     counts = dict.fromkeys(COUNTED, 0)
     obs, infos = env.reset()
-    _fold(h, obs, infos, env.last_events, env.state().tobytes())
+    _fold(h, obs, infos, _events(env), env.state().tobytes())
     counts["resets"] += 1
     for _ in range(STEPS):
         if not auto_assign:
@@ -78,7 +84,7 @@ def _digest(layout: str, auto_assign: bool, seed: int, **kwargs) -> tuple[str, t
             obs = env.current_observations()
             _fold(h, obs)
         obs, rewards, terms, truncs, infos = env.step(_actions(env, obs, rng))
-        _fold(h, obs, rewards, terms, truncs, infos, env.last_events, env.state().tobytes())
+        _fold(h, obs, rewards, terms, truncs, infos, _events(env), env.state().tobytes())
         for event in env.last_events:
             if event["type"] in counts:
                 counts[event["type"]] += 1
@@ -88,7 +94,7 @@ def _digest(layout: str, auto_assign: bool, seed: int, **kwargs) -> tuple[str, t
         if not env.agents:
             _fold(h, {}, env.delivered, env.missed_deadlines)
             obs, infos = env.reset()
-            _fold(h, obs, infos, env.last_events, env.state().tobytes())
+            _fold(h, obs, infos, _events(env), env.state().tobytes())
             counts["resets"] += 1
     _fold(h, {}, env.delivered, env.missed_deadlines, env.robot_positions.tobytes())
     return h.hexdigest()[:16], tuple(counts.values())

@@ -67,3 +67,40 @@ def triage(
     typer.echo("\n".join(triage_eval_lines(result)))
     if out is not None:
         typer.echo(f"wrote {out}")
+
+
+STATIONS_HELP = (
+    'The stations a note may name, ID=description, comma-separated: "A=dock A,B=dock B,C=cold '
+    "chain\" (a layout's stations are A, B, C, ... in reading order: top row first, left to "
+    "right). Without it no station is read."
+)
+INSTRUCTION_NOTES = input_file('a JSONL file of notes {"id", "time", "note"}')
+INSTRUCTIONS_OUT = "The JSONL file written, one line per note (a new file: never replaced)."
+
+
+@eval_app.command("instructions")
+def instructions(
+    notes: Path = opt(..., 'JSONL of notes: {"id", "time": "HH:MM", "note"} (a "label" object is scored).', INSTRUCTION_NOTES, "--notes"),
+    out: Path = opt(..., INSTRUCTIONS_OUT, None, "--out"),
+    stations: str | None = opt(None, STATIONS_HELP, None, "--stations"),
+    mode: str = opt("probe", "probe (heads on hidden states, the default) or schema (JSON under a schema over the candidates).", None, "--mode"),
+    llm: str = llm_option(),
+    llm_model: str = llm_model_option(),
+    llm_timeout: float = llm_timeout_option(),
+) -> None:  # fmt: skip
+    """Typed instructions from order notes, scored when labelled.
+
+    Urgency, cancel, deadline, ship-with and station, chosen among what a parser finds. Writes {"id", "urgency", "cancel", "deadline_min", "with", "station"} per note; with labels,
+    prints per-field accuracy and all five right.
+    """
+    from marlm.experiments.instructions_eval import (
+        InstructionsEvalConfig,
+        instructions_eval_lines,
+        run_instructions_eval,
+    )
+
+    config = InstructionsEvalConfig(
+        notes, out, stations=stations, mode=mode, llm=llm, llm_model=llm_model,
+        llm_timeout_s=llm_timeout,
+    )  # fmt: skip
+    typer.echo("\n".join(instructions_eval_lines(run_instructions_eval(config))))

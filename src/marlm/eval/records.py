@@ -138,6 +138,7 @@ class OrderRecord(TraceRecord):
     """``order``: one change in an order's life (``event``: :class:`OrderEvent`)."""
 
     TYPE: ClassVar[str] = "order"
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"station"})
 
     event: OrderEvent
     order: str
@@ -145,6 +146,7 @@ class OrderRecord(TraceRecord):
     step: int
     priority: str
     deadline: int
+    station: str | None = None
 
     def __post_init__(self) -> None:
         _coerce(self, "event", OrderEvent)

@@ -188,7 +188,10 @@ def order_event(env: WarehouseEnv, event: str, order_id: str, robot: str | None,
 def env_order_event(env: WarehouseEnv, e: dict) -> dict:
     """Turn one of ``env.last_events`` into a trace ``order`` event."""
     kind = e["type"].removeprefix("order_")
-    return order_event(env, kind, e["order"], e.get("robot"), e["step"])
+    fields = order_event(env, kind, e["order"], e.get("robot"), e["step"])
+    if e.get("station") is not None:  # a delivery names its station
+        fields["station"] = e["station"]
+    return fields
 
 
 class Controller:
@@ -225,8 +228,10 @@ class Controller:
         seed: int = 0,
         clock: Clock = time.perf_counter,
         dwell: DwellPolicy | None = None,
+        desk: Any = None,
     ) -> None:
         self.env = env
+        self.desk = desk  # the notes' instructions (marlm.hybrid.planning.instructions)
         self.planner = planner
         self.executor = executor
         self.dwell = dwell
@@ -256,6 +261,8 @@ class Controller:
         """
         env = self.env
         t_plan = self.clock()
+        if self.desk is not None:
+            self.desk.update()
         tasks = [env.task_of(a) for a in env.possible_agents]
         self.scheduler.update()
         if [env.task_of(a) for a in env.possible_agents] != tasks:
@@ -318,6 +325,8 @@ class Controller:
     def close(self, wait: bool = True) -> None:
         """End planning (see :meth:`marlm.hybrid.planning.scheduler.PlanScheduler.close`)."""
         self.scheduler.close(wait)
+        if self.desk is not None:
+            self.desk.close()
 
 
 def make_env(config: RunConfig) -> WarehouseEnv:
@@ -376,6 +385,7 @@ def run(
     clock: Clock = time.perf_counter,
     facts: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
     env: WarehouseEnv | None = None,
+    desk: Callable[[WarehouseEnv], Any] | None = None,
 ) -> RunResult:
     """Run one episode under ``config`` and write the run folder.
 
@@ -397,6 +407,9 @@ def run(
         env: the run's environment as :func:`make_env` built it from ``config`` (a caller that
             built it to check the inputs before claiming the run folder passes it on); None:
             built here.
+        desk: ``desk(env)`` builds the notes' instructions desk
+            (:class:`marlm.hybrid.planning.instructions.InstructionDesk`); None: notes give no
+            instructions.
 
     Returns:
         :class:`RunResult` with the metrics (see :func:`marlm.eval.metrics.summarise`).
@@ -419,6 +432,7 @@ def run(
         ctl = Controller(
             env, planner, executor, shield, trace, sync_planner=config.sync_planner,
             plan_deadline_s=config.plan_deadline_s, seed=config.seed, clock=clock, dwell=dwell,
+            desk=None if desk is None else desk(env),
         )  # fmt: skip
         obs, _ = env.reset(seed=config.seed)
         _warm_up(executor, rule)

@@ -13,6 +13,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from marlm.envs.warehouse.dynamics import MOVES, STAY, moving_robots, numpy_sum
+from marlm.envs.warehouse.instructions import InstructionsMixin
 from marlm.envs.warehouse.layout import Layout, load_layout
 from marlm.envs.warehouse.observations import (
     OBS_BLOCKED,
@@ -48,7 +49,7 @@ N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
 
 
-class WarehouseEnv(ObservationTables, ParallelEnv):
+class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
     """Robots fetch shelves for orders and bring them to stations.
 
     Description:
@@ -270,7 +271,8 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         self._advance_clock(events)
         self._last_events = events
 
-        done = bool(self._orders) and len(self._delivered) == len(self._orders)
+        finished = len(self._delivered) + len(self._cancelled) - len(self._returning)
+        done = bool(self._orders) and finished == len(self._orders)
         cut = not done and self._step_count >= self.max_steps
         agents = self.possible_agents
         observations = self._observations()
@@ -296,7 +298,7 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         for i, target in enumerate(self._target):
             if target is not None:
                 robots[i, 3:6] = (1.0, target[0] / h, target[1] / w)
-        counts = {s: 0 for s in ORDER_STATUSES}
+        counts = {s: 0 for s in (*ORDER_STATUSES, "cancelled")}
         for status in self._status.values():
             counts[status] += 1
         total = max(len(self._orders), 1)
@@ -508,8 +510,9 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         self._carrying = [False] * self.n_robots
         self._task: list[str | None] = [None] * self.n_robots
         self._target: list[tuple[int, int] | None] = [None] * self.n_robots
-        self._pending_events = []
-        self._last_events = []
+        self._pending_events: list[dict] = []
+        self._last_events: list[dict] = []
+        self._reset_instructions()
 
     def _load_order_argument(self, orders) -> list[Order] | None:
         if orders is None:
@@ -603,9 +606,11 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
         for i, order_id in enumerate(self._task):
             if order_id is None or self._cell_rc[self._cells[i]] != self._target[i]:
                 continue
-            if not self._carrying[i]:
+            if order_id in self._returning:  # cancelled while carried: the shelf is back
+                self._put_back(i, order_id)
+            elif not self._carrying[i]:
                 self._carrying[i] = True
-                self._target[i] = self.layout.drop[self._orders[order_id].shelf]
+                self._target[i] = self.drop_cell(order_id)
                 self._status[order_id] = "picked"
                 parts[i][PART_PICK] = float(self.reward_weights.pick)
                 events.append(self._event("picked", order_id, i))
@@ -617,7 +622,9 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
                 self._book += 1  # the shelf is free: its first order is offered
                 self._delivered[order_id] = self._step_count
                 parts[i][PART_DELIVERY] = float(self.reward_weights.delivery)
-                events.append(self._event("delivered", order_id, i))
+                event = self._event("delivered", order_id, i)
+                event["station"] = self.layout.station_names.get(self._cell_rc[self._cells[i]])
+                events.append(event)
 
     def _advance_clock(self, events: list[dict]) -> None:
         """Arrivals and deadline misses at the current step count, then auto-assignment."""
@@ -637,9 +644,12 @@ class WarehouseEnv(ObservationTables, ParallelEnv):
             and self._by_deadline[self._next_deadline].deadline < t
         ):
             order = self._by_deadline[self._next_deadline]
-            if self._status[order.id] != "delivered":
+            if self._status[order.id] not in ("delivered", "cancelled") and (
+                order.id not in self._miss_checked and order.id not in self._returning
+            ):
                 self._missed.append(order.id)
                 events.append(self._event("deadline_missed", order.id, None))
+            self._miss_checked.add(order.id)
             self._next_deadline += 1
         if self.auto_assign:
             self._auto_assign(events)

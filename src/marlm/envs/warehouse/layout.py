@@ -142,6 +142,12 @@ class Layout(_FreeGrid):
             self._distance_cache["stations"] = table
         return table
 
+    @property
+    def station_names(self) -> dict[tuple[int, int], str]:
+        """Station cell -> its name: ``A``, ``B``, ``C``, ... in reading order (top row first,
+        left to right), then ``AA``, ``AB``, ... after ``Z``."""
+        return {cell: station_name(k) for k, cell in enumerate(self.stations)}
+
     def shelf_name(self, value: str) -> str:
         """Normalise a shelf reference (``"S3-4"``, ``"s3-4"``, ``"3,4"``, ``"(3, 4)"``) to its name.
 
@@ -210,6 +216,16 @@ class Layout(_FreeGrid):
         for r, c in self.starts:
             rows[r][c] = "R"
         return "\n".join("".join(row) for row in rows) + "\n"
+
+
+def station_name(k: int) -> str:
+    """The name of the ``k``-th station in reading order (0 -> ``A``, 25 -> ``Z``, 26 -> ``AA``)."""
+    name = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        name = chr(ord("A") + r) + name
+    return name
 
 
 def _bfs(free: np.ndarray, sources: list[tuple[int, int]]) -> np.ndarray:

@@ -55,6 +55,8 @@ class Order(BaseModel):
         arrival: step at which the order becomes visible (>= 0).
         deadline: step by which it should be delivered (> arrival).
         note: free text from the customer or clerk, any language.
+        time: the clock time at arrival, ``"HH:MM"`` (24-hour), or None; a note's worded
+            deadlines count from it (:mod:`marlm.hybrid.planning.instructions`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -65,6 +67,7 @@ class Order(BaseModel):
     arrival: int = Field(ge=0)
     deadline: int
     note: str = ""
+    time: str | None = Field(default=None, pattern=r"^([01]?\d|2[0-3]):[0-5]\d$")
 
     @model_validator(mode="after")
     def _deadline_after_arrival(self) -> Order:
@@ -86,7 +89,7 @@ def _example(field: str, obj: dict, layout: Layout) -> str:
     later = arrival + 60 if isinstance(arrival, int) and not isinstance(arrival, bool) else 60
     values = {
         "id": "o01", "shelf": next(iter(layout.shelves), "S1-1"), "arrival": 0, "deadline": later,
-        "note": "customer waiting at the counter",
+        "note": "customer waiting at the counter", "time": "09:30",
     }  # fmt: skip
     if field not in values:
         return ""

@@ -1,0 +1,200 @@
+"""Build marlm's development set of instruction notes (English and Chinese, with hard negatives).
+
+Each note is composed from clauses written for marlm: an instruction clause (a deadline, a
+ship-with order, a station, a cancellation) or a hard negative of the same kind (a time that is
+not a deadline, an order id named without a grouping, a station ruled out, a cancellation denied
+or withdrawn), plus an urgency tone. The label follows from the clauses chosen. The held-out set
+(``heldout.jsonl``) is written by hand, with phrasings none of these clauses use, and no reading
+mode is tuned on it.
+
+    python benchmarks/instruction_notes.py --out src/marlm/data/instructions/dev.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+STATIONS = "A=dock A,B=dock B,C=cold chain"
+SOURCE = "marlm development set (instruction notes composed from clauses written for marlm)"
+
+# (text template, deadline offset as "clock" or "rel"); {t} a clock time, {n} minutes
+EN_DEADLINE = [
+    "before the {t} truck", "needs to be there by {t}", "must be at the dock by {t}",
+    "within {n} minutes", "deliver in {n} mins", "the courier collects at {t}, have it ready",
+    "due {t} latest", "we need it in {n} minutes", "no later than {t}",
+]  # fmt: skip
+EN_DEADLINE_NEG = [
+    "received at {t}", "customer phoned at {t}", "the {t} batch was fine",
+    "last time this took {n} minutes", "logged at {t} by the night shift", "it sat for {n} minutes yesterday",
+]  # fmt: skip
+ZH_DEADLINE = [
+    "{t}前送到",
+    "{n}分钟内送到",
+    "最晚{t}",
+    "{t}之前必须到",
+    "{n}分钟之内要",
+    "赶{t}的车",
+]
+ZH_DEADLINE_NEG = [
+    "{t}收到的单",
+    "客户{t}打过电话",
+    "上次花了{n}分钟",
+    "{t}那批没问题",
+    "{n}分钟前登记的",
+]
+
+EN_WITH = ["ship with {o}", "send it together with {o}", "same pallet as {o}", "pack it with {o}",
+           "combine with {o} for the customer", "goes out with {o}"]  # fmt: skip
+EN_WITH_NEG = ["{o} was late yesterday", "unlike {o}, this one is small", "{o} already shipped",
+               "not related to {o}", "same customer as {o} last week", "ignore {o}"]  # fmt: skip
+ZH_WITH = ["和{o}一起发", "跟{o}一起送", "与{o}合并发货", "和{o}同一托盘", "跟{o}一起走"]
+ZH_WITH_NEG = ["{o}昨天晚了", "{o}已经发走了", "跟{o}没关系", "{o}是别的客户的", "不用管{o}"]
+
+EN_STATION = ["{s} only", "must go to {s}", "deliver to {s}", "use {s}", "drop it at {s}"]
+EN_STATION_NEG = [
+    "no {s} needed",
+    "not {s}",
+    "{s} is not required",
+    "{s} is full today, any other is fine",
+]
+ZH_STATION = ["送到{z}", "只能去{z}", "走{z}", "放{z}"]
+ZH_STATION_NEG = ["不需要{z}", "不用去{z}", "别送{z}", "{z}今天满了，别的都行"]
+EN_ST = {"A": ["dock A"], "B": ["dock B", "station B"], "C": ["cold chain", "station C"]}
+ZH_ST = {"A": ["A口", "A站"], "B": ["B口", "B站"], "C": ["冷链", "C口"]}
+
+EN_CANCEL = ["customer cancelled", "cancel this order", "drop it, they changed their mind",
+             "no longer needed", "please cancel", "call it off, the client backed out"]  # fmt: skip
+EN_CANCEL_NEG = ["do not cancel", "cancel this... no wait, keep it", "they thought about cancelling but kept it",
+                 "not cancelled, still needed", "don't cancel, it was a mistake"]  # fmt: skip
+ZH_CANCEL = ["客户取消了", "这单取消", "不要了，客户改主意了", "订单作废", "撤单"]
+ZH_CANCEL_NEG = ["别取消", "本来要取消，现在不取消了", "先不要取消", "取消是误会，照常发"]
+
+EN_TONE = {"urgent": ["urgent!", "asap", "customer waiting at the counter", "rush order"],
+           "normal": ["", "", "standard restock", "regular order"],
+           "low": ["no rush", "whenever convenient", "low priority, next week is fine"]}  # fmt: skip
+ZH_TONE = {"urgent": ["加急！", "急", "客户在柜台等着"], "normal": ["", "", "常规补货"],
+           "low": ["不急", "有空再送", "下周也行"]}  # fmt: skip
+
+
+def _clock(minutes: int) -> str:
+    minutes %= 24 * 60
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _zh_clock(minutes: int, rng: np.random.Generator) -> str:
+    h, m = divmod(minutes % (24 * 60), 60)
+    if m == 30 and rng.random() < 0.5:
+        return f"{h}点半"
+    if m == 0:
+        return f"{h}点" if rng.random() < 0.6 else f"{h}:00"
+    return f"{h}点{m}分" if rng.random() < 0.5 else f"{h}:{m:02d}"
+
+
+def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
+    """One labelled note (module docstring): ``{"id", "time", "note", "label", "lang", "source"}``;
+    the id is the order's own (``o100`` on), never one a note names (``o1`` to ``o59``)."""
+    now = int(rng.integers(7 * 60, 17 * 60) // 5 * 5)
+    own = f"o{100 + k}"
+    label = {
+        "urgency": "normal",
+        "cancel": False,
+        "deadline_min": None,
+        "with": None,
+        "station": None,
+    }
+    clauses: list[str] = []
+    zh = lang == "zh"
+    pick = lambda xs: xs[int(rng.integers(len(xs)))]  # noqa: E731
+
+    def other_id() -> str:
+        while True:
+            o = f"o{int(rng.integers(1, 60))}"
+            if o != own:
+                return o if rng.random() < 0.8 else o.upper().replace("O", "O-")
+
+    # deadline
+    r = rng.random()
+    if r < 0.45:
+        n = int(pick([15, 20, 30, 40, 45, 60, 90]))
+        tmpl = pick(ZH_DEADLINE if zh else EN_DEADLINE)
+        if "{t}" in tmpl:
+            n = int(pick([20, 30, 40, 45, 60, 75, 90, 120, 150]))
+            t = _zh_clock(now + n, rng) if zh else _clock(now + n)
+            clauses.append(tmpl.format(t=t))
+        else:
+            clauses.append(tmpl.format(n=n))
+        label["deadline_min"] = n
+    if r > 0.3 and rng.random() < 0.6:  # a time that is not a deadline (with or without one)
+        back = int(pick([10, 15, 20, 30, 45, 60]))
+        tmpl = pick(ZH_DEADLINE_NEG if zh else EN_DEADLINE_NEG)
+        t = _zh_clock(now - back, rng) if zh else _clock(now - back)
+        clauses.append(tmpl.format(t=t, n=back))
+    # ship-with
+    r = rng.random()
+    if r < 0.35:
+        o = other_id()
+        clauses.append(pick(ZH_WITH if zh else EN_WITH).format(o=o))
+        label["with"] = "o" + o.lower().removeprefix("o-").removeprefix("o")
+    elif r < 0.6:
+        clauses.append(pick(ZH_WITH_NEG if zh else EN_WITH_NEG).format(o=other_id()))
+    # station
+    r = rng.random()
+    if r < 0.35:
+        sid = pick(["A", "B", "C"])
+        s = pick((ZH_ST if zh else EN_ST)[sid])
+        clauses.append(pick(ZH_STATION if zh else EN_STATION).format(s=s, z=s))
+        label["station"] = sid
+    elif r < 0.55:
+        s = pick((ZH_ST if zh else EN_ST)[pick(["A", "B", "C"])])
+        clauses.append(pick(ZH_STATION_NEG if zh else EN_STATION_NEG).format(s=s, z=s))
+    # cancel
+    r = rng.random()
+    if r < 0.2:
+        clauses.append(pick(ZH_CANCEL if zh else EN_CANCEL))
+        label["cancel"] = True
+    elif r < 0.35:
+        clauses.append(pick(ZH_CANCEL_NEG if zh else EN_CANCEL_NEG))
+    # tone
+    # the tone: a word says it; without one, a deadline of 30 minutes or less is urgent; a
+    # relaxed word never sits beside a deadline within the hour (it would contradict it)
+    tone = str(rng.choice(["urgent", "normal", "low"], p=[0.3, 0.5, 0.2]))
+    short = label["deadline_min"] is not None and label["deadline_min"] <= 60
+    if tone == "low" and short:
+        tone = "normal"
+    word = pick((ZH_TONE if zh else EN_TONE)[tone])
+    if word:
+        clauses.insert(int(rng.integers(len(clauses) + 1)), word)
+    urgent_by_time = label["deadline_min"] is not None and label["deadline_min"] <= 30
+    label["urgency"] = tone if word else ("urgent" if urgent_by_time else "normal")
+    if tone == "normal" and urgent_by_time:
+        label["urgency"] = "urgent"
+    order = rng.permutation(len(clauses)) if len(clauses) > 1 else range(len(clauses))
+    parts = [clauses[i] for i in order] or (["常规订单"] if zh else ["regular order"])
+    if zh:
+        text = "，".join(p.rstrip("！。，") for p in parts) + "。"
+    else:
+        text = ". ".join(p[0].upper() + p[1:].rstrip("!.") for p in parts) + "."
+    return {"id": own, "time": _clock(now), "note": text, "label": label,
+            "lang": lang, "stations": STATIONS, "source": SOURCE}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=240)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    rng = np.random.default_rng(a.seed)
+    rows = [make_note(k, rng, "en" if k % 2 == 0 else "zh") for k in range(a.n)]
+    with a.out.open("x", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(f"wrote {len(rows)} notes to {a.out}")
+
+
+if __name__ == "__main__":
+    main()

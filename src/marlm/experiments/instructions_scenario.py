@@ -1,0 +1,155 @@
+"""The instructions scenario: orders whose notes cancel them, name a station, pair them with
+another order or give a deadline in words (English and Chinese), run with the notes' instructions
+enforced and under the rule (listed fields only), on the same seed and orders.
+
+The shipped file is ``marlm/data/orders/instructions.jsonl`` (24 orders on ``small``, 22 of them
+in the first 20 steps for 4 robots); what each note means, written with it, is
+``instructions_truth.json`` beside it, and every figure is counted against that truth, not
+against the model's reading.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+#: Stations of ``small`` as the scenario describes them (A top left, B top right).
+SCENARIO_STATIONS = "A=dock A,B=cold chain"
+
+
+def scenario_paths() -> tuple[Path, Path]:
+    """The scenario's order file and its truth file."""
+    base = resources.files("marlm") / "data" / "orders"
+    return Path(str(base / "instructions.jsonl")), Path(str(base / "instructions_truth.json"))
+
+
+def truth() -> dict[str, dict[str, Any]]:
+    """order id -> ``{"cancel", "station", "with", "deadline_min"}`` as the notes mean them."""
+    return json.loads(scenario_paths()[1].read_text(encoding="utf-8"))["orders"]
+
+
+def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> dict[str, Any]:
+    """What a run did with the instructions, from its trace events, against :func:`truth`.
+
+    Returns:
+        ``cancelled_delivered`` (truly cancelled orders delivered), ``stations_met`` /
+        ``stations_required``, ``pairs_together`` / ``pairs`` (same station, within the window),
+        ``worded_deadlines_met`` / ``worded_deadlines``, ``delivered_kept`` (orders not truly
+        cancelled, delivered) and ``last_step``.
+    """
+    import math
+
+    from marlm.hybrid.planning.instructions import SHIP_WINDOW_STEPS
+
+    t = truth()
+    arrival: dict[str, int] = {}
+    delivered: dict[str, tuple[int, str | None]] = {}
+    last = 0
+    for e in events:
+        if e.get("type") != "order":
+            last = max(last, int(e.get("step", 0) or 0))
+            continue
+        if e["event"] == "arrived":
+            arrival[e["order"]] = e["step"]
+        elif e["event"] == "delivered":
+            delivered[e["order"]] = (e["step"], e.get("station"))
+    need_station = {o: x["station"] for o, x in t.items() if x["station"] and not x["cancel"]}
+    pairs = sorted({tuple(sorted((o, x["with"]))) for o, x in t.items() if x["with"]})
+    worded = {o: x["deadline_min"] for o, x in t.items() if x["deadline_min"] is not None}
+
+    def together(a: str, b: str) -> bool:
+        if a not in delivered or b not in delivered:
+            return False
+        (sa, na), (sb, nb) = delivered[a], delivered[b]
+        return na == nb and abs(sa - sb) <= SHIP_WINDOW_STEPS
+
+    def in_time(o: str, minutes: int) -> bool:
+        steps = math.ceil(minutes * 60 / step_seconds)
+        return o in delivered and o in arrival and delivered[o][0] <= arrival[o] + steps
+
+    return {
+        "cancelled_delivered": sum(o in delivered for o, x in t.items() if x["cancel"]),
+        "cancelled_total": sum(x["cancel"] for x in t.values()),
+        "stations_met": sum(delivered.get(o, (0, None))[1] == s for o, s in need_station.items()),
+        "stations_required": len(need_station),
+        "pairs_together": sum(together(a, b) for a, b in pairs),
+        "pairs": len(pairs),
+        "worded_deadlines_met": sum(in_time(o, m) for o, m in worded.items()),
+        "worded_deadlines": len(worded),
+        "delivered_kept": sum(o in delivered for o, x in t.items() if not x["cancel"]),
+        "last_step": last,
+    }
+
+
+__all__ = ["SCENARIO_STATIONS", "instruction_figures", "scenario_paths", "truth"]
+
+
+def run_instructions_scenario(
+    out_dir: str | Path,
+    *,
+    llm: str = "embedded",
+    step_seconds: float | None = None,
+    steps: int = 600,
+    seed: int = 0,
+    sync: bool = True,
+    reader: Any = None,
+) -> dict[str, dict[str, Any]]:
+    """Run the scenario twice into ``out_dir/instructions`` and ``out_dir/rule``: the rule
+    planner with the notes' instructions enforced (:class:`~marlm.hybrid.planning.instructions.
+    InstructionDesk`), and the rule planner alone; executor ``greedy``, PIBT, no GIF.
+
+    Args:
+        out_dir: a new folder.
+        llm: the backend that reads the notes.
+        step_seconds: warehouse seconds per step (None: the default of
+            :mod:`marlm.hybrid.planning.instructions`).
+        steps, seed: the runs' length and seed.
+        sync: read each note inside the step (reproducible) instead of on a thread.
+        reader: an :class:`~marlm.llm.triage.instructions.InstructionReader` to use (None: one
+            on ``llm`` with the scenario's stations).
+
+    Returns:
+        ``{"instructions": figures, "rule": figures}``: :func:`instruction_figures` of each
+        run plus its ``delivered`` count.
+    """
+    from marlm.hybrid.build import build_planner, cache_dir
+    from marlm.hybrid.controller import run, run_config
+    from marlm.hybrid.planning.instructions import STEP_SECONDS, InstructionDesk
+    from marlm.llm.triage.candidates import parse_stations
+
+    step_seconds = STEP_SECONDS if step_seconds is None else step_seconds
+    if reader is None:
+        from marlm.llm.backends import make_backend
+        from marlm.llm.triage.instructions import InstructionReader
+
+        reader = InstructionReader(make_backend(llm), parse_stations(SCENARIO_STATIONS),
+                                   cache_dir=cache_dir())  # fmt: skip
+        reader.warm_up()
+    orders, _ = scenario_paths()
+    out: dict[str, dict[str, Any]] = {}
+    for name in ("instructions", "rule"):
+        config = run_config(
+            layout="small", orders=str(orders), steps=steps, seed=seed, planner="rule",
+            executor="greedy", sync_planner=True, gif=False, n_robots=4,
+        )  # fmt: skip
+        desk = None
+        if name == "instructions":
+            desk = lambda env: InstructionDesk(env, reader, step_seconds=step_seconds, sync=sync)  # noqa: E731
+        figures: dict[str, Any] = {}
+
+        def facts(
+            events: list[dict[str, Any]], figures: dict[str, Any] = figures
+        ) -> dict[str, Any]:
+            figures.update(instruction_figures(events, step_seconds))
+            return {"instructions": dict(figures)}
+
+        result = run(config, Path(out_dir) / name, planner=build_planner("rule"), facts=facts,
+                     desk=desk)  # fmt: skip
+        figures["delivered"] = result.metrics.get("delivered")
+        out[name] = figures
+    return out
+
+
+__all__ += ["run_instructions_scenario"]

@@ -1,0 +1,137 @@
+"""The notes' instructions, read off the control thread and enforced on it.
+
+:class:`InstructionDesk` hands every arriving order's note to an
+:class:`~marlm.llm.triage.instructions.InstructionReader` on its own thread; each control step
+(:meth:`InstructionDesk.update`, before planning) it applies the readings that have come back to
+the environment (:mod:`marlm.envs.warehouse.instructions`), and nothing waits for the model:
+
+- ``cancel``: the order is never assigned again (a carried shelf goes back);
+- ``station``: the only drop of the order;
+- ``with``: both orders of the pair go to one station (the required one of either, else the
+  station nearest the first one's shelf), and once one is delivered the other's deadline is at
+  most :data:`SHIP_WINDOW_STEPS` steps later, so the planner's deadline order brings it next;
+- ``deadline_min``: the order's deadline becomes the earlier of the listed one and
+  ``arrival + ceil(deadline_min * 60 / step_seconds)``.
+
+Clock: an order's ``time`` is its clock at arrival; without one it is :data:`START_CLOCK` plus
+``arrival * step_seconds``. A model that never answers leaves the run the rule's.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from typing import Any
+
+from marlm.envs.warehouse import WarehouseEnv
+from marlm.llm.triage.candidates import same_order_id
+
+#: Seconds of warehouse time per control step (``--step-seconds``).
+STEP_SECONDS = 5.0
+#: The clock at step 0 for orders without a ``time``.
+START_CLOCK = "08:00"
+#: Steps within which a ship-with pair reaches its station after the first of the two.
+SHIP_WINDOW_STEPS = 40
+
+
+def clock_of(order: Any, step_seconds: float) -> str:
+    """``"HH:MM"``: the order's clock at arrival (its ``time``, else :data:`START_CLOCK` plus
+    ``arrival * step_seconds``)."""
+    if order.time:
+        return order.time
+    h, m = map(int, START_CLOCK.split(":"))
+    minutes = (h * 60 + m + int(order.arrival * step_seconds // 60)) % (24 * 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+class InstructionDesk:
+    """Reads notes on a thread, applies readings on the control thread (module docstring).
+
+    Args:
+        env: the run's environment.
+        reader: an :class:`~marlm.llm.triage.instructions.InstructionReader` whose stations are
+            the layout's (``A``, ``B``, ... in reading order).
+        step_seconds: warehouse seconds per step.
+        sync: read each note inside :meth:`update` (a reproducible run) instead of on a thread.
+    """
+
+    def __init__(self, env: WarehouseEnv, reader: Any, *, step_seconds: float = STEP_SECONDS,
+                 sync: bool = False) -> None:  # fmt: skip
+        self.env, self.reader, self.step_seconds, self.sync = env, reader, step_seconds, sync
+        self.readings: dict[str, dict[str, Any]] = {}
+        self.pairs: dict[str, str] = {}
+        self.worded_deadline: dict[str, int] = {}
+        self._asked: set[str] = set()
+        self._done: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._todo: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        if not sync:
+            self._thread = threading.Thread(target=self._work, name="instructions", daemon=True)
+            self._thread.start()
+
+    def _read(self, order: Any) -> Any:
+        return self.reader.read(order.note, clock_of(order, self.step_seconds), order.id)
+
+    def _work(self) -> None:
+        while True:
+            order = self._todo.get()
+            if order is None:
+                return
+            self._done.put((order.id, self._read(order)))
+
+    def update(self) -> None:
+        """Ask for the notes of orders that arrived; apply the readings that came back; keep
+        ship-with pairs within their window. Control thread, before planning."""
+        env = self.env
+        for oid, order in env.orders.items():
+            if oid in self._asked or env.order_status(oid) == "future" or not order.note:
+                continue
+            self._asked.add(oid)
+            if self.sync:
+                self._apply(oid, self._read(order))
+            else:
+                self._todo.put(order)
+        while True:
+            try:
+                oid, reading = self._done.get_nowait()
+            except queue.Empty:
+                break
+            self._apply(oid, reading)
+        delivered = dict(env.delivered)
+        for a, b in self.pairs.items():
+            if a in delivered and b not in delivered and env.order_status(b) != "cancelled":
+                env.tighten_deadline(b, delivered[a] + SHIP_WINDOW_STEPS)
+
+    def _apply(self, oid: str, reading: Any) -> None:
+        env, x = self.env, reading.instructions
+        self.readings[oid] = {**x.as_dict(), "source": reading.source}
+        if reading.source == "fallback":
+            return
+        if x.cancel:
+            env.cancel(oid)
+            return
+        names = set(env.layout.station_names.values())
+        if x.station in names:
+            env.require_station(oid, x.station)
+        if x.deadline_min is not None:
+            order = env.orders[oid]
+            step = order.arrival + math.ceil(x.deadline_min * 60 / self.step_seconds)
+            self.worded_deadline[oid] = step
+            env.tighten_deadline(oid, step)
+        if x.with_ is not None:
+            partner = next((o for o in env.orders if o != oid and same_order_id(o, x.with_)), None)
+            if partner is not None and env.order_status(partner) != "cancelled":
+                self.pairs[oid], self.pairs[partner] = partner, oid
+                drop = env._drop_of.get(oid) or env._drop_of.get(partner) or env.drop_cell(partner)
+                name = env.layout.station_names[drop]
+                env.require_station(oid, name)
+                env.require_station(partner, name)
+
+    def close(self) -> None:
+        """Stop the reading thread (a read in flight finishes on its own; nothing waits)."""
+        if self._thread is not None:
+            self._todo.put(None)
+
+
+__all__ = ["SHIP_WINDOW_STEPS", "START_CLOCK", "STEP_SECONDS", "InstructionDesk", "clock_of"]

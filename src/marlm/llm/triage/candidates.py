@@ -1,0 +1,422 @@
+"""Candidates for an order note's instructions, found by a parser in English and Chinese.
+
+The parser never decides: it lists what a note *could* mean, each with the words around it, and
+a model chooses among them (:mod:`marlm.llm.triage.instructions`). A value no candidate holds can
+never become an instruction, so a model cannot invent an order id, a station or a time.
+
+What it finds:
+
+- **deadlines**, in whole minutes after the order's clock time: clock times (``11:00``,
+  ``3pm``, ``3:30 pm``, ``noon``, ``11点``, ``11点半``, ``十一点三十分``, ``下午3点``; a time
+  earlier than the order's is the next day's) and relative phrases (``within 30 minutes``,
+  ``in 2 hours``, ``half an hour``, ``半小时内``, ``20分钟内``, ``一刻钟``, ``两个小时``);
+- **order ids** ``o12``, ``O-12``, ``o 12`` (normalised to ``o12``; leading zeros kept);
+- **stations**: the letter of a station next to a station word (``dock B``, ``station C``,
+  ``B口``, ``C站``, ``to C``) and the station's description as the user wrote it (``cold
+  chain``), or its Chinese word for a few common ones (``冷链``);
+- **cancellation cues**: ``cancel``, ``drop it``, ``no longer needed``, ``取消``, ``不要了``, ...
+
+Every candidate keeps its ``span`` (character offsets in the note) and its ``context``: the
+clause holding it (cut at sentence and clause punctuation), which is what the model reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from marlm.errors import InputError
+
+#: Minutes in a day: a clock time earlier than the order's is the next day's.
+DAY_MIN = 24 * 60
+
+#: Chinese words for a few station descriptions in English (lower case).
+STATION_GLOSSARY: dict[str, tuple[str, ...]] = {
+    "cold chain": ("冷链", "冷藏", "冷库"),
+    "frozen": ("冷冻",),
+    "dock": ("码头", "月台"),
+    "returns": ("退货",),
+    "hazmat": ("危险品",),
+    "express": ("快递", "加急口"),
+}
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9}  # fmt: skip
+_EN_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "ten": 10,
+               "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "forty-five": 45,
+               "fifty": 50, "sixty": 60, "ninety": 90, "a": 1, "an": 1}  # fmt: skip
+_NUM = r"(?:\d{1,3}|[零〇一二两三四五六七八九十]{1,3})"
+_CLAUSE_BREAKS = re.compile(r"[.;!?。；！？,，\n]|\s—\s|\s-\s|\bbut\b|但是|不过|但")
+
+
+def cn_number(text: str) -> int | None:
+    """``"30"``, ``"三十"``, ``"二十五"``, ``"十"``, ``"两"`` -> int; None when not a number."""
+    if text.isdigit():
+        return int(text)
+    if not text or any(ch not in _CN_DIGITS and ch != "十" for ch in text):
+        return None
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        t = _CN_DIGITS.get(tens) if tens else 1
+        o = _CN_DIGITS.get(ones) if ones else 0
+        if t is None or o is None:
+            return None
+        return t * 10 + o
+    if len(text) == 1:
+        return _CN_DIGITS[text]
+    return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One thing a note may say.
+
+    Attributes:
+        kind: ``"deadline"``, ``"with"``, ``"station"`` or ``"cancel"``.
+        value: minutes after the order's clock time (``int``, deadline), an order id (``str``,
+            ``o12``), a station id (``str``, ``C``), or ``True`` (cancel cue).
+        text: the words matched, as written.
+        span: ``(start, end)`` character offsets in the note.
+        context: the clause holding the match, as written (what a model reads).
+    """
+
+    kind: str
+    value: int | str | bool
+    text: str
+    span: tuple[int, int]
+    context: str
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Everything the parser found in one note, each list in note order."""
+
+    deadline: list[Candidate] = field(default_factory=list)
+    with_: list[Candidate] = field(default_factory=list)
+    station: list[Candidate] = field(default_factory=list)
+    cancel: list[Candidate] = field(default_factory=list)
+
+    def values(self, kind: str) -> list[int | str]:
+        """The distinct values of one kind (``deadline``, ``with``, ``station``), note order."""
+        found = self.with_ if kind == "with" else getattr(self, kind)
+        return list(dict.fromkeys(c.value for c in found))
+
+
+def parse_clock(text: str, *, source: str = "time", line: int | None = None) -> int:
+    """``"HH:MM"`` (24-hour) -> minutes after midnight.
+
+    Raises:
+        InputError: not ``HH:MM`` with ``HH`` in 0-23 and ``MM`` in 0-59.
+    """
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})", text.strip()) if isinstance(text, str) else None
+    if m is None or int(m[1]) > 23 or int(m[2]) > 59:
+        raise InputError(
+            f'got {text!r}; write the order\'s clock time as "HH:MM" (24-hour), e.g. "09:30"',
+            source=source,
+            line=line,
+            field="time",
+        )
+    return int(m[1]) * 60 + int(m[2])
+
+
+def parse_stations(text: str | None) -> dict[str, str]:
+    """``"A=dock A,B=dock B,C=cold chain"`` -> ``{"A": "dock A", "B": "dock B", "C": "cold
+    chain"}``; a bare ``"A,B,C"`` names stations without descriptions. None or ``""``: ``{}``.
+
+    Raises:
+        InputError: an id that is not letters, or an id given twice (field ``--stations``).
+    """
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        sid, _, desc = part.partition("=")
+        sid, desc = sid.strip(), desc.strip()
+        if not re.fullmatch(r"[A-Za-z]{1,3}", sid):
+            raise InputError(
+                f"station id {sid!r} is not a letter; write ID=description, comma-separated, "
+                'e.g. --stations "A=dock A,B=dock B,C=cold chain"',
+                source="--stations",
+                field="--stations",
+            )
+        if sid in out:
+            raise InputError(
+                f"station {sid!r} given twice; give each station once",
+                source="--stations",
+                field="--stations",
+            )
+        out[sid] = desc
+    return out
+
+
+def _context(note: str, start: int, end: int) -> str:
+    """The clause of ``note`` holding ``[start, end)``: cut at the last break before and the
+    first break after (sentence and clause punctuation, ``but``, ``但``)."""
+    left = 0
+    for m in _CLAUSE_BREAKS.finditer(note, 0, start):
+        left = m.end()
+    m = _CLAUSE_BREAKS.search(note, end)
+    right = m.start() if m else len(note)
+    return note[left:right].strip() or note[start:end]
+
+
+def _cand(kind: str, value: int | str | bool, note: str, m: re.Match, group: int = 0) -> Candidate:
+    s, e = m.span(group)
+    return Candidate(kind, value, m.group(group), (s, e), _context(note, s, e))
+
+
+# --------------------------------------------------------------------------- deadlines
+_EN_CLOCK = re.compile(
+    r"(?<![\d:])(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?)(?![a-z])|(?<![\d:.])(\d{1,2}):(\d{2})(?![\d:])",
+    re.IGNORECASE,
+)
+_EN_NOON = re.compile(r"\b(noon|midday|midnight)\b", re.IGNORECASE)
+_ZH_CLOCK = re.compile(
+    rf"(凌晨|早上|上午|中午|下午|傍晚|晚上)?({_NUM})[点點时](?:(半)|(一刻)|(三刻)|({_NUM})分?)?"
+)
+_EN_REL = re.compile(
+    r"\b(half an hour|half-hour|a quarter of an hour|quarter of an hour|an hour and a half"
+    r"|(\d{1,3}|one|two|three|four|five|six|ten|fifteen|twenty|thirty|forty-five|forty|fifty"
+    r"|sixty|ninety|an?)\s*(minutes?|mins?|hours?|hrs?|h)\b)",
+    re.IGNORECASE,
+)
+_ZH_REL = re.compile(rf"(半个?小时|一刻钟|({_NUM})个?半?(?:小时|钟头)|({_NUM})分钟)")
+
+
+def _clock_minutes(hour: int, minute: int, now: int, *, twelve: bool = False) -> int | None:
+    """Minutes from ``now`` to the next ``hour:minute``; ``twelve``: an hour written without
+    a.m./p.m. (``4点``, ``4:15``) is the sooner of its morning and afternoon times."""
+    if not (0 <= hour <= 24 and 0 <= minute <= 59):
+        return None
+    t = (hour % 24) * 60 + minute
+    ahead = (t - now) % DAY_MIN
+    if twelve and 1 <= hour <= 12:
+        ahead = min(ahead, (t + DAY_MIN // 2 - now) % DAY_MIN)
+    return ahead
+
+
+def _deadlines(note: str, now: int) -> list[Candidate]:
+    out: list[Candidate] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(c: Candidate | None) -> None:
+        if c is None or c.value is None:
+            return
+        if any(s < c.span[1] and c.span[0] < e for s, e in taken):
+            return
+        taken.append(c.span)
+        out.append(c)
+
+    for m in _EN_CLOCK.finditer(note):
+        if m[3]:  # 3pm, 3:30 p.m.
+            h, mi = int(m[1]), int(m[2] or 0)
+            if h > 12:
+                continue
+            h = h % 12 + (12 if m[3].lower().startswith("p") else 0)
+            v = _clock_minutes(h, mi, now)
+        else:  # 24-hour unless written with one digit ("4:15": the sooner of 04:15, 16:15)
+            h, mi = int(m[4]), int(m[5])
+            v = _clock_minutes(h, mi, now, twelve=len(m[4]) == 1)
+        if v is not None:
+            add(_cand("deadline", v, note, m))
+    for m in _EN_NOON.finditer(note):
+        h = 0 if m[1].lower() == "midnight" else 12
+        add(_cand("deadline", _clock_minutes(h, 0, now), note, m))
+    for m in _ZH_CLOCK.finditer(note):
+        h = cn_number(m[2])
+        if h is None or h > 24:
+            continue
+        if m[3]:
+            mi = 30
+        elif m[4]:
+            mi = 15
+        elif m[5]:
+            mi = 45
+        elif m[6]:
+            mi = cn_number(m[6])
+        else:
+            mi = 0
+        if mi is None:
+            continue
+        if m[1] in ("下午", "傍晚", "晚上") and h < 12 or m[1] == "中午" and h < 6:
+            h += 12
+        add(_cand("deadline", _clock_minutes(h, mi, now, twelve=not m[1]), note, m))
+    for m in _EN_REL.finditer(note):
+        phrase = m[1].lower()
+        if phrase in ("half an hour", "half-hour"):
+            v = 30
+        elif "quarter" in phrase:
+            v = 15
+        elif phrase == "an hour and a half":
+            v = 90
+        else:
+            n = int(m[2]) if m[2].isdigit() else _EN_NUMBERS.get(m[2].lower())
+            if n is None:
+                continue
+            v = n * 60 if m[3].lower().startswith("h") else n
+        add(_cand("deadline", v, note, m))
+    for m in _ZH_REL.finditer(note):
+        phrase = m[1]
+        if phrase.startswith("半"):
+            v = 30
+        elif phrase == "一刻钟":
+            v = 15
+        elif m[2] is not None:
+            n = cn_number(m[2])
+            if n is None:
+                continue
+            v = n * 60 + (30 if "半" in phrase else 0)
+        else:
+            n = cn_number(m[3])
+            if n is None:
+                continue
+            v = n
+        add(_cand("deadline", v, note, m))
+    out.sort(key=lambda c: c.span)
+    return out
+
+
+# --------------------------------------------------------------------------- order ids
+_ORDER_ID = re.compile(r"(?<![A-Za-z0-9])[oO](?:-|\s)?(\d{1,5})(?![A-Za-z0-9])")
+
+
+def normalise_order_id(text: str) -> str:
+    """``"O-12"``, ``"o 12"``, ``"o12"`` -> ``"o12"`` (leading zeros kept)."""
+    m = _ORDER_ID.fullmatch(text.strip())
+    return f"o{m[1]}" if m else text.strip().lower()
+
+
+def same_order_id(a: str, b: str) -> bool:
+    """Whether two ids name one order: equal after :func:`normalise_order_id`, or ``o``-ids
+    with equal numbers (``o7`` and ``o07``)."""
+    na, nb = normalise_order_id(a), normalise_order_id(b)
+    if na == nb:
+        return True
+    ma, mb = re.fullmatch(r"o(\d+)", na), re.fullmatch(r"o(\d+)", nb)
+    return bool(ma and mb and int(ma[1]) == int(mb[1]))
+
+
+def _order_ids(note: str, own_id: str | None) -> list[Candidate]:
+    out = []
+    for m in _ORDER_ID.finditer(note):
+        oid = f"o{m[1]}"
+        if own_id is not None and same_order_id(oid, own_id):
+            continue
+        out.append(_cand("with", oid, note, m))
+    return out
+
+
+# --------------------------------------------------------------------------- stations
+_EN_STATION_WORDS = r"(?:dock|station|gate|door|bay|stn|port|lane|counter)"
+_ZH_STATION_WORDS = r"(?:号口|号站|号门|口|站|门|区)"
+
+
+def _stations(note: str, stations: dict[str, str]) -> list[Candidate]:
+    out: list[Candidate] = []
+    taken: list[tuple[int, int]] = []
+    lower = note.lower()
+
+    def add(sid: str, s: int, e: int) -> None:
+        if any(a < e and s < b for a, b in taken):
+            return
+        taken.append((s, e))
+        out.append(Candidate("station", sid, note[s:e], (s, e), _context(note, s, e)))
+
+    # descriptions first (longest first), so "dock A" is one match, not "dock" plus "A"
+    described = sorted(((d, sid) for sid, d in stations.items() if d), key=lambda x: -len(x[0]))
+    for desc, sid in described:
+        words = [desc.lower()] + [w for k, ws in STATION_GLOSSARY.items() if k == desc.lower()
+                                  for w in ws]  # fmt: skip
+        for w in words:
+            for m in re.finditer(re.escape(w), lower):
+                s, e = m.span()
+                before = lower[s - 1] if s else " "
+                after = lower[e] if e < len(lower) else " "
+                if w.isascii() and (before.isalnum() or after.isalnum()):
+                    continue
+                add(sid, s, e)
+    for sid in stations:
+        letter = re.escape(sid)
+        patterns = [
+            rf"\b{_EN_STATION_WORDS}\s*{letter}(?![A-Za-z0-9])",
+            rf"(?<![A-Za-z0-9]){letter}\s*{_EN_STATION_WORDS}\b",
+            rf"(?<![A-Za-z0-9]){letter}\s*{_ZH_STATION_WORDS}",
+            rf"\bto\s+{letter}(?![A-Za-z0-9])",
+            rf"(?:到|去|送|至|往|发){letter}(?![A-Za-z0-9])",
+        ]
+        for p in patterns:
+            flags = re.IGNORECASE if p.startswith(r"\b" + _EN_STATION_WORDS) else 0
+            for m in re.finditer(p, note, flags):
+                add(sid, *m.span())
+    out.sort(key=lambda c: c.span)
+    return out
+
+
+# --------------------------------------------------------------------------- cancel cues
+_CANCEL = re.compile(
+    r"\b(cancel(?:l?ed|l?ing|lation|s)?|call(?:ed)? (?:it|this|the order) off|drop (?:it|this"
+    r"(?: order)?|the order)|scrap (?:it|this(?: order)?|the order)|void(?:ed)?|no longer "
+    r"(?:needed|need(?:s|ed)? it|wanted)|(?:do not|don't|doesn't|does not) need (?:it|this)"
+    r"(?: any ?more)?|not needed any ?more|never ?mind)\b"
+    r"|(取消|不要了|撤单|作废|退单|不用送了|别送了|不需要了|算了)",
+    re.IGNORECASE,
+)
+
+
+def _cancel_cues(note: str) -> list[Candidate]:
+    out = []
+    for m in _CANCEL.finditer(note):
+        s, e = m.span()
+        # the cue and everything after it: a withdrawal ("... no wait, keep it") follows it
+        tail = note[max(0, _clause_start(note, s)) :].strip()
+        out.append(Candidate("cancel", True, m.group(0), (s, e), tail))
+    return out
+
+
+def _clause_start(note: str, start: int) -> int:
+    left = 0
+    for m in _CLAUSE_BREAKS.finditer(note, 0, start):
+        left = m.end()
+    return left
+
+
+def find_candidates(
+    note: str, time: str | int, stations: dict[str, str] | None = None, own_id: str | None = None
+) -> Candidates:
+    """Every candidate instruction in ``note`` (module docstring).
+
+    Args:
+        note: the order's free text, any language.
+        time: the order's clock time, ``"HH:MM"`` or minutes after midnight; deadlines are
+            minutes after it.
+        stations: station id -> description (:func:`parse_stations`); ``{}`` finds none.
+        own_id: the order's own id, never a ship-with candidate.
+
+    Returns:
+        :class:`Candidates`, each list in note order.
+
+    Raises:
+        InputError: ``time`` is a string that is not ``HH:MM``.
+    """
+    now = parse_clock(time) if isinstance(time, str) else int(time) % DAY_MIN
+    note = note or ""
+    return Candidates(
+        deadline=_deadlines(note, now),
+        with_=_order_ids(note, own_id),
+        station=_stations(note, stations or {}),
+        cancel=_cancel_cues(note),
+    )
+
+
+__all__ = [
+    "DAY_MIN",
+    "STATION_GLOSSARY",
+    "Candidate",
+    "Candidates",
+    "cn_number",
+    "find_candidates",
+    "normalise_order_id",
+    "parse_clock",
+    "parse_stations",
+    "same_order_id",
+]

@@ -1,0 +1,231 @@
+"""The instruction parser on hand-written English and Chinese notes: exact candidates."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from marlm.errors import InputError
+from marlm.llm.triage.candidates import (
+    cn_number,
+    find_candidates,
+    normalise_order_id,
+    parse_clock,
+    parse_stations,
+    same_order_id,
+)
+from marlm.llm.triage.instructions import (
+    Accuracy,
+    InstructionReader,
+    Instructions,
+    candidate_labels,
+    dev_set_path,
+    heldout_set_path,
+    instruction_schema,
+    load_instruction_notes,
+    parse_instruction_answer,
+)
+
+ST = parse_stations("A=dock A,B=dock B,C=cold chain")
+
+
+def deadlines(note: str, time: str = "10:00") -> list[int]:
+    return [int(c.value) for c in find_candidates(note, time, ST).deadline]
+
+
+@pytest.mark.parametrize(
+    ("note", "time", "want"),
+    [
+        ("Before the 11:00 truck", "10:20", [40]),
+        ("within 30 minutes", "10:00", [30]),
+        ("in half an hour please", "10:00", [30]),
+        ("deliver in 2 hours", "10:00", [120]),
+        ("by 3pm", "13:00", [120]),
+        ("by 3:30 pm", "13:00", [150]),
+        ("deliver by noon", "10:00", [120]),
+        ("received at 09:10, deliver by 11:30", "09:00", [10, 150]),
+        ("半小时内送到", "10:00", [30]),
+        ("20分钟内", "10:00", [20]),
+        ("11点半前", "10:00", [90]),
+        ("十一点三十分前", "10:00", [90]),
+        ("下午3点前", "13:00", [120]),
+        ("四点一刻前送到", "15:45", [30]),
+        ("一刻钟之内", "10:00", [15]),
+        ("两个小时内", "10:00", [120]),
+        ("by 00:15", "23:30", [45]),  # after midnight: the next day's
+        ("no time in this note", "10:00", []),
+    ],
+)
+def test_deadline_candidates_in_minutes_after_the_orders_clock(note, time, want):
+    assert deadlines(note, time) == want
+
+
+def test_order_ids_are_normalised_and_the_orders_own_id_is_no_candidate():
+    c = find_candidates("ship with O-12, not o5; 和o 7一起", "10:00", ST, own_id="o05")
+    assert [x.value for x in c.with_] == ["o12", "o7"]
+    assert normalise_order_id("O-12") == "o12"
+    assert same_order_id("o7", "o07") and not same_order_id("o7", "o17")
+
+
+def test_stations_from_letters_descriptions_and_chinese_words():
+    c = find_candidates("cold chain only, not dock B; 送到A口; 走冷链; station C", "10:00", ST)
+    assert [(x.value, x.text) for x in c.station] == [
+        ("C", "cold chain"), ("B", "dock B"), ("A", "A口"), ("C", "冷链"), ("C", "station C"),
+    ]  # fmt: skip
+    assert find_candidates("dock B", "10:00", {}).station == []  # no stations given: none
+    # a lone capital letter without a station word is no station
+    assert find_candidates("Plan A is fine", "10:00", ST).station == []
+
+
+def test_cancel_cues_keep_what_follows_them():
+    c = find_candidates("Cancel this... no wait, keep it. Dock B.", "10:00", ST)
+    assert [x.text for x in c.cancel] == ["Cancel"]
+    assert c.cancel[0].context.startswith("Cancel this... no wait, keep it")
+    assert [x.text for x in find_candidates("客户取消了", "10:00", ST).cancel] == ["取消"]
+    assert find_candidates("customer waiting", "10:00", ST).cancel == []
+
+
+def test_clause_context_of_a_candidate():
+    c = find_candidates("Received at 09:10. Deliver before the 11:00 truck, dock B", "09:00", ST)
+    assert [x.context for x in c.deadline] == [
+        "Received at 09:10",
+        "Deliver before the 11:00 truck",
+    ]
+
+
+def test_chinese_numbers():
+    assert [cn_number(x) for x in ("三十", "二十五", "十", "两", "45", "十二")] == [
+        30,
+        25,
+        10,
+        2,
+        45,
+        12,
+    ]
+    assert cn_number("百") is None
+
+
+@pytest.mark.parametrize("bad", ["9.30", "25:00", "10:61", "", "noon"])
+def test_a_bad_clock_time_names_the_field_and_the_fix(bad):
+    with pytest.raises(InputError, match=r"field 'time'.*HH:MM"):
+        parse_clock(bad)
+
+
+def test_stations_option_errors():
+    assert parse_stations("A,B") == {"A": "", "B": ""}
+    with pytest.raises(InputError, match="--stations.*given twice"):
+        parse_stations("A=x,A=y")
+    with pytest.raises(InputError, match="not a letter"):
+        parse_stations("1=dock")
+
+
+def test_the_schema_offers_only_candidates_and_answers_outside_them_are_refused():
+    c = find_candidates("ship with o12 before 11:00", "10:00", ST)
+    schema = instruction_schema(c)
+    assert schema["properties"]["with"] == {"enum": ["o12", None]}
+    assert schema["properties"]["deadline_min"] == {"enum": [60, None]}
+    assert schema["properties"]["cancel"] == {"enum": [False]}
+    ok = parse_instruction_answer(
+        json.dumps({"urgency": "urgent", "cancel": False, "deadline_min": 60, "with": "o12",
+                    "station": None}), c)  # fmt: skip
+    assert ok == Instructions("urgent", False, 60, "o12", None)
+    with pytest.raises(ValueError, match="not a candidate"):
+        parse_instruction_answer(json.dumps({"urgency": "low", "cancel": False,
+                                             "deadline_min": None, "with": "o99",
+                                             "station": None}), c)  # fmt: skip
+
+
+def test_candidate_labels_and_accuracy():
+    c = find_candidates("received at 09:10, before the 11:00 truck, ship with o3", "09:00", ST)
+    lab = {"urgency": "normal", "cancel": False, "deadline_min": 120, "with": "o3", "station": None}
+    assert candidate_labels(c, lab) == {
+        "cancel": [],
+        "deadline": [0, 1],
+        "with": [1],
+        "station": [],
+    }
+    acc = Accuracy()
+    assert acc.add({**lab, "deadline_min": 121}, lab) == []  # within a minute
+    assert acc.add({**lab, "with": None}, lab) == ["with"]
+    assert acc.rates()["all"] == 0.5
+
+
+class FixedEmbedder:
+    """Hidden states that are a hash of the text: a model that embeds, without a model."""
+
+    name = "fixed"
+
+    def embed(self, texts):
+        out = []
+        for t in texts:
+            rng = np.random.default_rng(abs(hash(t)) % 2**32)
+            out.append(rng.normal(size=8))
+        return np.array(out)
+
+    def chat(self, *a, **k):  # pragma: no cover - not asked in this test
+        raise AssertionError
+
+
+class FixedUrgency:
+    class stats:
+        latencies_s: list = []
+
+    def classify(self, note):
+        from marlm.llm.triage import TriageDecision
+
+        return TriageDecision("normal", "model", "probe")
+
+    def warm_up(self):
+        pass
+
+
+def test_the_reader_never_answers_a_value_no_candidate_holds():
+    notes = load_instruction_notes(dev_set_path())[:60]
+    reader = InstructionReader(FixedEmbedder(), ST, dev_notes=notes, urgency=FixedUrgency())
+    for row in notes:
+        r = reader.read(row["note"], row["time"], row["id"])
+        c = r.candidates
+        got = r.instructions
+        assert got.deadline_min is None or got.deadline_min in c.values("deadline")
+        assert got.with_ is None or got.with_ in c.values("with")
+        assert got.station is None or got.station in c.values("station")
+        assert not got.cancel or c.cancel
+
+
+def test_the_shipped_sets_are_apart_and_say_their_source():
+    dev, held = load_instruction_notes(dev_set_path()), load_instruction_notes(heldout_set_path())
+    assert len(dev) == 240 and len(held) == 60
+    assert {r["note"] for r in dev}.isdisjoint(r["note"] for r in held)
+    assert all("marlm development set" in r["source"] for r in dev)
+    assert all("marlm held-out set" in r["source"] for r in held)
+    for rows in (dev, held):
+        assert {r["lang"] for r in rows} == {"en", "zh"}
+
+
+def test_stations_are_named_in_reading_order_and_deliveries_name_them():
+    from marlm.envs.warehouse import WarehouseEnv
+    from marlm.envs.warehouse.layout import parse_layout, station_name
+
+    assert [station_name(k) for k in (0, 1, 25, 26, 27)] == ["A", "B", "Z", "AA", "AB"]
+    layout = parse_layout("P..P\n.RS.\nP...", name="three")
+    assert layout.station_names == {(0, 0): "A", (0, 3): "B", (2, 0): "C"}
+    from marlm.envs.warehouse.orders import Order
+
+    env = WarehouseEnv(layout, orders=[Order(id="o1", shelf="S1-2", priority="normal",
+                                             arrival=0, deadline=50)], max_steps=30)  # fmt: skip
+    env.reset(seed=0)
+    delivered = []
+    for _ in range(30):
+        if not env.agents:
+            break
+        target = env.target_of("robot_0")
+        r, c = env._cell_rc[env._cells[0]]
+        a = 0
+        if target is not None:
+            tr, tc = target
+            a = 2 if tr > r else 1 if tr < r else 4 if tc > c else 3 if tc < c else 0
+        env.step({"robot_0": a})
+        delivered += [e for e in env._last_events if e["type"] == "delivered"]
+    assert [(e["order"], e["station"]) for e in delivered] == [("o1", "B")]
