@@ -8,8 +8,9 @@ import json
 import pytest
 
 from marlm.errors import InputError
+from marlm.eval.demo_rows import reading_rows
 from marlm.eval.metrics import reading
-from marlm.experiments.demo import _reading_rows, fell_behind, order_labels
+from marlm.experiments.demo import fell_behind, order_labels
 
 
 def _order(kind, oid, step):
@@ -59,12 +60,12 @@ def test_a_reading_is_in_time_when_applied_by_the_assignment_or_the_order_went_o
 def test_the_table_says_how_many_plans_the_model_reached_not_a_share_decided_by_it():
     m = {"llm_calls": 3, "plans_effective": 2, "decided_by_model_share": 1.0,
          "reading": reading(EVENTS, {"b": "urgent"})}  # fmt: skip
-    rows = dict(_reading_rows(m))
+    rows = dict(reading_rows(m))
     assert rows["  with a class the model read"] == "1 of 2"
     assert rows["notes read in time (before assignment)"] == "60%"
     assert rows["  truly urgent"] == "100% (1 of 1)"
     assert "  decided by the model" not in rows
-    assert dict(_reading_rows({"decided_by_model_share": None}))["  decided by the model"] == "-"
+    assert dict(reading_rows({"decided_by_model_share": None}))["  decided by the model"] == "-"
 
 
 def test_the_demo_says_when_the_model_fell_behind_and_what_helps():

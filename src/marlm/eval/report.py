@@ -208,10 +208,10 @@ def _triage_html(demo: dict[str, Any] | None) -> list[str]:
     class it read). Nothing for a run folder without those figures."""
     if not demo or "by_true_class" not in demo:
         return []
-    from marlm.experiments.demo import _reading_rows, _side_rows
+    from marlm.eval.demo_rows import reading_rows, side_rows
 
     cf = demo.get("counterfactual_rule")
-    side = _side_rows(demo, cf)
+    side = side_rows(demo, cf)
     out = ["<h3>Triage: this run and the rule on the same orders</h3>"]
     if cf is not None:
         out.append(
@@ -223,7 +223,7 @@ def _triage_html(demo: dict[str, Any] | None) -> list[str]:
         out.append(table([(k, v) for k, v, _ in side], ["metric", "this run"]))
     if demo.get("reading") is not None and demo.get("llm_calls"):
         out.append("<h3>The model's reading</h3>")
-        rows = [("plans that took effect", str(demo.get("plans_effective"))), *_reading_rows(demo)]
+        rows = [("plans that took effect", str(demo.get("plans_effective"))), *reading_rows(demo)]
         out.append(table(rows, ["metric", "value"]))
     return out
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from marlm.errors import InputError
+from marlm.eval.demo_rows import own_rows, side_rows
 from marlm.eval.outputs import atomic_path, check_run_folder, claim_run_folder
 from marlm.experiments.settings import (
     LLM_MODEL_DEFAULT,
@@ -432,18 +433,6 @@ def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress
     }
 
 
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
-    return str(v)
-
-
-def _share(v) -> str:
-    return "-" if v is None else f"{100 * v:.0f}%"
-
-
 def metrics_table(m: dict, title: str) -> Table:
     """The demo's table of figures (a rich ``Table``), from a metrics dict. With a
     ``counterfactual_rule`` entry (the same seed and orders under the rule planner, run
@@ -456,106 +445,11 @@ def metrics_table(m: dict, title: str) -> Table:
     cf = m.get("counterfactual_rule")
     if cf is not None:
         t.add_column("rule, same orders", justify="right")
-    for k, v, r in _side_rows(m, cf):
+    for k, v, r in side_rows(m, cf):
         t.add_row(k, v, *([] if cf is None else [r or "-"]))
-    for k, v in _own_rows(m):
+    for k, v in own_rows(m):
         t.add_row(k, v, *([] if cf is None else [""]))
     return t
-
-
-def _side_rows(m: dict, cf: dict | None) -> list[tuple[str, str, str | None]]:
-    """The rows with a figure of the rule counterfactual beside this run's."""
-    own = m.get("by_true_class") or {}
-    idle = m.get("idle_robot_steps") or {}
-    cf_idle = (cf or {}).get("idle_robot_steps") or {}
-    classes = [c for c in ("urgent", "normal", "low") if c in (own.get("latency_mean_steps") or {})]
-    truth = m.get("true_class_source", "listed priority")
-    return [
-        ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}",
-         None if cf is None else f"{cf['delivered']} / {m.get('orders_total', '?')}"),
-        ("throughput per 1000 steps", _fmt(m.get("throughput_per_1000_steps")),
-         None if cf is None else _fmt(cf.get("throughput_per_1000_steps"))),
-        *[
-            (f"mean order latency, {c} by {truth} (steps)",
-             _fmt(own["latency_mean_steps"].get(c)),
-             None if cf is None else _fmt(cf["latency_mean_steps"].get(c)))
-            for c in classes
-        ],
-        *[
-            (f"idle robot-steps with an order waiting: {cause.replace('_', ' ')}",
-             _fmt(idle.get(cause)), None if cf is None else _fmt(cf_idle.get(cause)))
-            for cause in ("waiting_for_model", "no_order", "blocked")
-        ],
-    ]  # fmt: skip
-
-
-def _own_rows(m: dict) -> list[tuple[str, str]]:
-    """The rows of this run's figures only."""
-    own = m.get("by_true_class") or {}
-    lat = m.get("order_latency_mean_steps") or {}
-    return [
-        ("on-time rate", _fmt(m.get("on_time_rate"))),
-        *[
-            (f"mean order latency, listed {p} (steps)", _fmt(lat.get(p)))
-            for p in ("urgent", "normal", "low")
-            if not own
-        ],
-        ("deadline misses", _fmt(m.get("deadline_misses"))),
-        ("collisions", _fmt(m.get("collisions"))),
-        ("shield overrides", _fmt(m.get("shield_overrides"))),
-        ("deadlock breaks", _fmt(m.get("deadlock_breaks"))),
-        ("longest still with a task (steps)", _fmt(m.get("still_with_task_max_steps"))),
-        ("plans that took effect", _fmt(m.get("plans_effective"))),
-        *(reading := _reading_rows(m))[:1],
-        ("  decided by the rule standing in (deadline)",
-         _share(m.get("decided_by_rule_stand_in_share"))),
-        ("  decided by the rule after a failure", _share(m.get("decided_by_fallback_share"))),
-        *reading[1:],
-        ("LLM calls", _fmt(m.get("llm_calls"))),
-        ("LLM calls unanswered / invalid",
-         f"{_fmt(m.get('llm_unanswered'))} / {_fmt(m.get('llm_invalid'))}"),
-        ("time to the first answer (s)", _fmt(m.get("llm_first_answer_s"))),
-        ("LLM latency p50 / p95 (ms)",
-         f"{_fmt(m.get('llm_latency_p50_ms'))} / {_fmt(m.get('llm_latency_p95_ms'))}"),
-        ("control step p50 (ms)", _fmt(m.get("step_latency_p50_ms"))),
-        ("control step p99 (ms)", _fmt(m.get("step_latency_p99_ms"))),
-        ("steps", _fmt(m.get("steps"))),
-    ]  # fmt: skip
-
-
-def _reading_rows(m: dict) -> list[tuple[str, str]]:
-    """The rows of the model's reading (``metrics["reading"]``): the plans its classes reached,
-    the notes it read in time, by true class, the unread backlog, notes per second and latency
-    by the class it read; the model-decided share where the run has no reading figures."""
-    r = m.get("reading")
-    if r is None or not m.get("llm_calls"):
-        return [("  decided by the model", _share(m.get("decided_by_model_share")))]
-    t = r["read_in_time"]
-    rows = [
-        (
-            "  with a class the model read",
-            f"{r['plans_with_model_class']} of {m.get('plans_effective')}",
-        ),
-        ("notes read by the model", f"{r['model_read']} of {t['orders']}"),
-        ("notes read in time (before assignment)", _share(t["share"])),
-        *[
-            (f"  truly {c}", f"{_share(v['share'])} ({v['in_time']} of {v['orders']})")
-            for c, v in r["read_in_time_by_true_class"].items()
-        ],
-        (
-            "unread notes worth reading, max (steps 0, 50, ...)",
-            f"{r['unread_backlog']['max']} ({' '.join(map(str, r['unread_backlog']['counts'][:8]))})",
-        ),
-        (
-            "notes read / arriving per second",
-            f"{_fmt(r['notes_per_s'])} / {_fmt(r['arrivals_per_s'])}",
-        ),
-        *[
-            (f"mean order latency, read {c} by the model (steps)", _fmt(v))
-            for c, v in r["latency_by_model_class"].items()
-        ],
-    ]
-    return rows  # fmt: skip
 
 
 def stopped_hint(out: Path, *, gif: bool = True, counterfactual: bool = True) -> str:
