@@ -98,7 +98,8 @@ class Candidates:
 
     def values(self, kind: str) -> list[int | str]:
         """The distinct values of one kind (``deadline``, ``with``, ``station``), note order."""
-        found = self.with_ if kind == "with" else getattr(self, kind)
+        found = {"deadline": self.deadline, "with": self.with_, "station": self.station,
+                 "cancel": self.cancel}[kind]  # fmt: skip
         return list(dict.fromkeys(c.value for c in found))
 
 

@@ -203,6 +203,7 @@ class InstructionReader:
         self.lock = threading.RLock()
         self._heads: dict[str, LinearProbe | None] | None = None
         self._memo: dict[str, np.ndarray] = {}
+        self._constant: dict[str, int] = {}  # a head whose answers were all one class
 
     # ------------------------------------------------------------------ heads
     def embedding_key(self) -> str:
@@ -285,7 +286,6 @@ class InstructionReader:
             X, y = data[k]
             if len(set(y)) < 2:
                 heads[k] = None
-                self._constant = getattr(self, "_constant", {})
                 self._constant[k] = y[0] if y else 0
                 continue
             heads[k] = LinearProbe(self._embed(X), y, 2, C=HEAD_C)
