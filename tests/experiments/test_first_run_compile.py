@@ -7,7 +7,7 @@ import pytest
 
 import marlm.cli.demo
 from cli_run import run_main
-from marlm.hybrid.rules import shield
+from marlm.hybrid.rules import factory, pibt_layer, shield
 
 
 @pytest.mark.parametrize(("rule", "ran"), [("pibt", ["pibt"]), ("local", ["local"]), ("none", [])])
@@ -16,8 +16,8 @@ def test_the_warm_up_compiles_the_rule_layer_of_the_run_only(monkeypatch, rule, 
     # under PIBT, which never calls them.
     called = []
     monkeypatch.setattr(shield.Shield, "filter", lambda *a, **k: called.append("local"))
-    monkeypatch.setattr(shield.PibtShield, "filter", lambda *a, **k: called.append("pibt"))
-    shield.warm_up(rule)
+    monkeypatch.setattr(pibt_layer.PibtShield, "filter", lambda *a, **k: called.append("pibt"))
+    factory.warm_up(rule)
     assert sorted(set(called)) == ran
 
 

@@ -357,7 +357,9 @@ class _StepFold:
                 still=self.best, recoveries=recs, idle=first.idle,
             ),
         )  # fmt: skip
-        points = np.array(self.points, dtype=np.float64).reshape(-1, len(self.rnames))
+        points = np.array(self.points, dtype=np.float64).reshape(
+            len(self.point_steps), len(self.rnames)
+        )
         curves = {name: points[:, i] for i, name in enumerate(self.rnames)}
         steps = np.asarray(self.point_steps, dtype=np.int64)
         times = np.array(sorted(int(e["step"]) for e in events_of(events, "order")

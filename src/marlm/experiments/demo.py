@@ -352,7 +352,10 @@ def order_labels(path: str | Path) -> tuple[str, dict[str, str]] | None:
     Raises:
         InputError: a ``label`` that is not one of the three classes (naming the line).
     """
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # the order reader names the file's error and its line
     lines, labels = [], {}
     for i, line in enumerate(text.splitlines(), 1):
         try:
