@@ -117,13 +117,8 @@ def demo(
         policy=policy, order_every=order_every, counterfactual=not no_counterfactual,
     )  # fmt: skip
     console, claimed = rich_console(stderr=True), []
-    hint = lambda: (  # noqa: E731
-        stopped_hint(
-            claimed[0], gif=gif, counterfactual=not no_counterfactual and planner != "rule"
-        )
-        if claimed
-        else ""
-    )
+    cf = not no_counterfactual and planner != "rule"
+    hint = lambda: stopped_hint(claimed[0], gif=gif, counterfactual=cf) if claimed else ""  # noqa: E731
     with on_interrupt(hint):
         with contextlib.ExitStack() as stack:
             stage = stages(lambda: stack.enter_context(_progress(console)))

@@ -116,11 +116,13 @@ def reading_queue(planner: Any, snap: Snapshot, order: str = "priority") -> list
         return planner.unclassified(sorted(everything, key=lambda o: (-o.arrival, o.id)))
     from marlm.hybrid.planning.triage import queue_order  # the planner's own ranking
 
+    # Optional abilities of a triaging planner (TriagePlanner's view, deadlines, first readings);
+    # the reading-order tests drive them with planners of their own.
     view = getattr(planner, "view", None)
     classes = view(snap.pending) if view is not None else {}
-    deadlines = getattr(planner, "deadlines", lambda _: None)(snap.pending)
+    deadlines = getattr(planner, "deadlines", lambda _: None)(snap.pending)  # optional: above
     place = {o.id: i for i, o in enumerate(queue_order(snap.pending, classes, deadlines))}
-    first = getattr(planner, "first_urgent", {})
+    first = getattr(planner, "first_urgent", {})  # optional: above
     n = len(place)
 
     def key(o: Any) -> tuple:
@@ -374,6 +376,7 @@ class PlanScheduler:
         reading_order: str | None = None,
     ) -> None:
         if reading_order is None:  # the planner's own choice (TriagePlanner.reading_order)
+            # optional: a triaging planner says which notes its model reads first
             reading_order = getattr(planner, "reading_order", "priority")
         if reading_order not in READING_ORDERS:
             raise ValueError(

@@ -66,6 +66,7 @@ def total_deadline(seconds: float) -> Any:
     client's own timeouts bound each socket operation alone, so a server that sends its
     headers a byte at a time, or its headers and then nothing, would hold a call for as long as
     it likes. Past the deadline the next operation raises the client's own timeout error."""
+    # a thread-local that is unset until this thread's first request
     previous = getattr(_deadline, "at", None)
     _deadline.at = time.monotonic() + max(seconds, 0.0)
     try:
@@ -76,6 +77,7 @@ def total_deadline(seconds: float) -> Any:
 
 def _left(timeout: float | None, error: type[Exception]) -> float | None:
     """``timeout`` cut to what is left of the thread's deadline; ``error`` once it passed."""
+    # a thread-local that is unset until this thread's first request
     at = getattr(_deadline, "at", None)
     if at is None:
         return timeout
@@ -103,6 +105,7 @@ class _DeadlineStream:
         return _DeadlineStream(inner, self._errors)
 
     def __getattr__(self, name: str) -> Any:  # close, get_extra_info
+        # the wrapped stream's other methods, unchanged
         return getattr(self._inner, name)
 
 
@@ -122,6 +125,7 @@ class _DeadlineBackend:
         return _DeadlineStream(inner, self._errors)
 
     def __getattr__(self, name: str) -> Any:  # sleep
+        # the wrapped stream's other methods, unchanged
         return getattr(self._inner, name)
 
 
@@ -130,6 +134,7 @@ def http_timeouts(http_client: Any) -> type[Exception]:
     ``httpx2``): raised as it is, not as ``openai.APITimeoutError``, while a body is read."""
     for cls in type(http_client).__mro__:
         module = sys.modules.get(cls.__module__.split(".")[0])
+        # httpx, when installed: its timeout error
         if module is not None and hasattr(module, "TimeoutException"):
             return module.TimeoutException
     return TimeoutError
@@ -140,11 +145,15 @@ def hold_deadlines(http_client: Any) -> int:
     client, its proxies' pools included) under :func:`total_deadline`; returns how many pools.
     Reaches into the transports' pools (``_pool._network_backend``): httpx offers no total
     timeout, and its transports take no network backend."""
+    # httpx's private transport, pool and network backend: absent in other versions (checked)
     transports = [getattr(http_client, "_transport", None)]
+    # httpx's private transport, pool and network backend: absent in other versions (checked)
     transports += list((getattr(http_client, "_mounts", None) or {}).values())
     held = 0
     for transport in transports:
+        # httpx's private transport, pool and network backend: absent in other versions (checked)
         pool = getattr(transport, "_pool", None)
+        # httpx's private transport, pool and network backend: absent in other versions (checked)
         backend = getattr(pool, "_network_backend", None)
         if backend is None or isinstance(backend, _DeadlineBackend):
             continue
