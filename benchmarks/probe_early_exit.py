@@ -84,7 +84,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default=None, help="write every figure here")
     args = ap.parse_args()
-    pool = [replace(x, label=nearest_class(x.label, TWO)) for x in load_labelled_notes(default_pool_path())]
+    pool = [
+        replace(x, label=nearest_class(x.label, TWO))
+        for x in load_labelled_notes(default_pool_path())
+    ]
     held = [
         LabelledNote(id=r["id"], note=r["note"], label=nearest_class(r["label"], TWO))
         for r in map(json.loads, HELD.read_text().splitlines())
@@ -143,7 +146,9 @@ def main() -> None:
         for k, v in cost.items():
             a = np.array(v) * 1e3
             latency[k] = {"cpu_p50": float(np.median(a)), "cpu_p95": float(np.percentile(a, 95))}
-            print(f"{k}: CPU per held note p50 / p95 {np.median(a):.1f} / {np.percentile(a, 95):.1f} ms")
+            print(
+                f"{k}: CPU per held note p50 / p95 {np.median(a):.1f} / {np.percentile(a, 95):.1f} ms"
+            )
     print(f"load average {os.getloadavg()}")
     if args.json:
         out = {"chosen": chosen, "rows": rows, "latency_ms": latency, "load": os.getloadavg()}

@@ -375,6 +375,7 @@ class EmbeddedModel:
         import numpy as np
 
         from ..server_embed import check_texts
+
         texts = check_texts(texts, field="texts")
         if self._layer_unavailable is not None:
             raise self._layer_unavailable
