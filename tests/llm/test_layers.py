@@ -96,7 +96,8 @@ def test_a_layer_the_model_does_not_have_is_one_typed_error_and_not_a_failure(re
         model.embed_layer(["a note"], 40, cache_dir=reader_cache)
     assert model.breaker.state().failures == 0  # a build detail, not the backend's health
     with pytest.raises(LayerReadUnavailable):  # remembered: not tried again at every note
-        model.embed_layer(["a note"], 2, cache_dir=reader_cache)
+        model.embed_layer(["a note"], 40, cache_dir=reader_cache)
+    assert model.embed_layer(["a note"], LAYER, cache_dir=reader_cache).shape == (1, 576)
 
 
 def test_without_the_gguf_package_the_reader_says_so(monkeypatch, tmp_path):

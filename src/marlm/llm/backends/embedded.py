@@ -131,7 +131,7 @@ class EmbeddedModel:
         self._embedder: Any = None  # a second context on the same file, made by embed()
         self._embed_cache: tuple = ((), None)  # tokens in its KV cache, their hidden states
         self._layer_readers: dict[int, Any] = {}  # early-exit readers by layer (embed_layer)
-        self._layer_unavailable: BackendError | None = None  # why embed_layer cannot run
+        self._layer_unavailable: dict[int, BackendError] = {}  # why embed_layer(layer) cannot
         self.clock: Clock = clock or SystemClock()
         self.breaker = breaker or default_breaker(self.clock)
         self._guard = Guard(self.breaker, self.clock)
@@ -358,7 +358,7 @@ class EmbeddedModel:
         """The mean over each text's tokens of the residual stream after block ``layer``
         (llama.cpp's ``l_out-<layer>``), decoding blocks ``0..layer`` only, on weights derived
         once from this model's file (:mod:`.layers`: the first ``layer + 2`` blocks as Q8_0,
-        written into ``cache_dir``, default a folder under the temporary directory). Prefix reuse
+        written into ``cache_dir``, default :func:`.layers.default_cache_dir`). Prefix reuse
         as in :meth:`embed`; one thread; the same guard (lock, timeout per text, breaker,
         cancel, close).
 
@@ -377,8 +377,8 @@ class EmbeddedModel:
         from ..server_embed import check_texts
 
         texts = check_texts(texts, field="texts")
-        if self._layer_unavailable is not None:
-            raise self._layer_unavailable
+        if layer in self._layer_unavailable:
+            raise self._layer_unavailable[layer]
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
             try:
                 reader = self._make_layer_reader(layer, cache_dir)
@@ -395,7 +395,7 @@ class EmbeddedModel:
                         )
                     rows.append(reader.states(tokens).mean(axis=0))
             except LayerReadUnavailable as e:
-                self._layer_unavailable = e
+                self._layer_unavailable[layer] = e
                 raise
             except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
                 raise
@@ -405,15 +405,12 @@ class EmbeddedModel:
 
     def _make_layer_reader(self, layer: int, cache_dir: str | Path | None) -> Any:
         """The early-exit reader of ``layer``, created on first use (called holding the lock)."""
-        from .layers import LayerReader
+        from .layers import LayerReader, default_cache_dir
 
         reader = self._layer_readers.get(layer)
         if reader is None:
-            if cache_dir is None:
-                import tempfile
-
-                cache_dir = Path(tempfile.gettempdir()) / f"marlm-{os.getuid()}"
-            reader = LayerReader(self.model_path, layer, cache_dir=cache_dir)
+            folder = default_cache_dir() if cache_dir is None else cache_dir
+            reader = LayerReader(self.model_path, layer, cache_dir=folder)
             self._layer_readers[layer] = reader
         return reader
 

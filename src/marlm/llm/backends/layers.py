@@ -172,6 +172,14 @@ def _capture_callback() -> Any:
         return _CALLBACK
 
 
+def default_cache_dir() -> Path:
+    """Where derived weights go when the caller names no folder: ``$MARLM_CACHE``, else
+    ``$XDG_CACHE_HOME/marlm`` (``~/.cache/marlm``), the folder of marlm's other caches."""
+    if os.environ.get("MARLM_CACHE"):
+        return Path(os.environ["MARLM_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "marlm"
+
+
 class LayerReader:
     """Per-token residual stream after block ``layer`` of a GGUF model, through derived weights
     and a stop in the graph (module docstring).
@@ -305,4 +313,10 @@ class LayerReader:
             self._llm.close()
 
 
-__all__ = ["DERIVE_VERSION", "READER_QTYPE", "LayerReader", "derive_weights"]
+__all__ = [
+    "DERIVE_VERSION",
+    "READER_QTYPE",
+    "LayerReader",
+    "default_cache_dir",
+    "derive_weights",
+]
