@@ -100,7 +100,8 @@ def request_embeddings(
     backend: Any, texts: Sequence[str], *, model: str | None = None
 ) -> np.ndarray:
     """``float32[len(texts), d]``: the server's embedding of each text, in one request
-    (``model``: the name sent, default the backend's).
+    (``model``: the name sent, default the backend's; a server that refuses that name raises
+    :class:`~marlm.llm.errors.LayerReadUnavailable`, which the breaker does not count).
 
     ``backend`` is a :class:`marlm.llm.backends.OpenAICompatible`; its guard (lock, breaker,
     close) and retry policy apply (connection errors, 429 and 5xx are retried up to
@@ -157,6 +158,13 @@ def request_embeddings(
             except openai.APIStatusError as e:
                 status = int(e.status_code)
                 detail = " ".join((e.response.text if e.response is not None else str(e)).split())
+                if model is not None and (
+                    status in (400, 404, 422) or unavailable_reason(status, detail)
+                ):
+                    # the name asked for is not served: the server's property, not its health
+                    raise LayerReadUnavailable(
+                        f"{backend.base_url} does not serve {model} (HTTP {status}: {detail[:200]})"
+                    ) from e
                 if unavailable_reason(status, detail):
                     raise EmbeddingsUnavailable(
                         f"{url} serves no embeddings (HTTP {status}: {detail[:200]})",

@@ -27,9 +27,7 @@ from ..errors import (
     BackendTimeout,
     ContextLengthExceeded,
     EndpointNotFound,
-    LayerReadUnavailable,
     MalformedReply,
-    RequestRefused,
     ScoringUnsupported,
 )
 from ..scoring import (
@@ -443,13 +441,9 @@ class OpenAICompatible:
                 naming the model); callers then use :meth:`embed`.
             the rest: as :meth:`embed`.
         """
-        from ..server_embed import EmbeddingsUnavailable, request_embeddings
+        from ..server_embed import request_embeddings
 
-        name = f"{self.model}:l_out-{layer}"
-        try:
-            return request_embeddings(self, texts, model=name)
-        except (EmbeddingsUnavailable, RequestRefused) as e:
-            raise LayerReadUnavailable(f"{self.base_url} does not serve {name} ({e})") from e
+        return request_embeddings(self, texts, model=f"{self.model}:l_out-{layer}")
 
     def score_batch(
         self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None
