@@ -78,7 +78,7 @@ def derive_weights(src: str | Path, blocks: int, cache_dir: str | Path) -> Path:
         raise LayerReadUnavailable(f"{src.name}: no block count to cut ({e})") from e
     if not 1 <= blocks <= n_blocks:
         raise LayerReadUnavailable(f"{src.name} has {n_blocks} blocks, not {blocks}")
-    target = getattr(Q, READER_QTYPE)
+    target = Q[READER_QTYPE]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

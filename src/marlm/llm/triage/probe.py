@@ -28,7 +28,7 @@ from marlm.errors import CACHE_READ_ERRORS
 from ..backends.protocols import LayerEmbedder, TokenCounter
 from ..errors import BackendError, ContextLengthExceeded, LayerReadUnavailable
 from ..probe import DEFAULT_C, LinearProbe
-from .decision import TriageDecision
+from .decision import TriageDecision, warn_once
 from .mode import Mode
 from .notes import clean_note
 from .pool import NotePool, model_id, write_cache
@@ -87,6 +87,10 @@ class ProbeMode(Mode):
                 except LayerReadUnavailable as e:
                     self.feature_note = str(e)
                     self._feature = FINAL
+                    warn_once(
+                        f"probe-layer:{self.model_name}",
+                        f"triage probe reads the final states (about 4 times the CPU a note): {e}",
+                    )
         return self._feature
 
     def _states(self, inputs: Sequence[str]) -> np.ndarray:
