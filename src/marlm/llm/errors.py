@@ -112,6 +112,11 @@ class ScoringUnsupported(BackendError):
     """The backend cannot return option log-likelihoods (no prompt log-probabilities, or wrong ones)."""
 
 
+class LayerReadUnavailable(BackendError):
+    """The early-exit reader (:mod:`marlm.llm.backends.layers`) cannot run with this model or
+    build; the message says which step. Callers fall back to the model's final states."""
+
+
 class InvalidAnswer(ValueError):
     """The model answered, but the answer is unusable: the model's fault, not the backend's.
 
@@ -139,6 +144,7 @@ __all__ = [
     "ContextLengthExceeded",
     "EndpointNotFound",
     "InvalidAnswer",
+    "LayerReadUnavailable",
     "MalformedReply",
     "RequestRefused",
     "ScoringUnsupported",

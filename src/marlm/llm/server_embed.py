@@ -38,11 +38,15 @@ from .errors import (
     BackendHTTPError,
     BackendTimeout,
     ContextLengthExceeded,
+    LayerReadUnavailable,
     RequestRefused,
 )
 
 #: Request paths answered by :class:`EmbeddingsEndpoint`.
 EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
+#: A model name ending so asks :class:`EmbeddingsEndpoint` for block ``j``'s output by early
+#: exit (``EmbeddedModel.embed_layer``) instead of the final states: ``smollm2:l_out-9``.
+LAYER_SUFFIX = re.compile(r":l_out-(\d{1,3})$")
 #: Most texts one request to :class:`EmbeddingsEndpoint` may carry.
 MAX_INPUTS = 256
 
@@ -92,8 +96,12 @@ def _row(value: Any) -> Any:
     return value
 
 
-def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
-    """``float32[len(texts), d]``: the server's embedding of each text, in one request.
+def request_embeddings(
+    backend: Any, texts: Sequence[str], *, model: str | None = None
+) -> np.ndarray:
+    """``float32[len(texts), d]``: the server's embedding of each text, in one request
+    (``model``: the name sent, default the backend's; a server that refuses that name raises
+    :class:`~marlm.llm.errors.LayerReadUnavailable`, which the breaker does not count).
 
     ``backend`` is a :class:`marlm.llm.backends.OpenAICompatible`; its guard (lock, breaker,
     close) and retry policy apply (connection errors, 429 and 5xx are retried up to
@@ -132,7 +140,10 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
             try:
                 with total_deadline(left):
                     raw = backend._client.embeddings.with_raw_response.create(
-                        model=backend.model, input=texts, encoding_format="float", timeout=left
+                        model=model or backend.model,
+                        input=texts,
+                        encoding_format="float",
+                        timeout=left,
                     )
                     text = raw.text
                 return parse_embeddings(json.loads(text), len(texts), backend.name)
@@ -147,6 +158,13 @@ def request_embeddings(backend: Any, texts: Sequence[str]) -> np.ndarray:
             except openai.APIStatusError as e:
                 status = int(e.status_code)
                 detail = " ".join((e.response.text if e.response is not None else str(e)).split())
+                if model is not None and (
+                    status in (400, 404, 422) or unavailable_reason(status, detail)
+                ):
+                    # the name asked for is not served: the server's property, not its health
+                    raise LayerReadUnavailable(
+                        f"{backend.base_url} does not serve {model} (HTTP {status}: {detail[:200]})"
+                    ) from e
                 if unavailable_reason(status, detail):
                     raise EmbeddingsUnavailable(
                         f"{url} serves no embeddings (HTTP {status}: {detail[:200]})",
@@ -363,7 +381,19 @@ class EmbeddingsEndpoint:
                     f"field 'input[{i}]': a text of {n} tokens is longer than the "
                     f"{EMBED_MAX_TOKENS} tokens this endpoint embeds; shorten it"
                 )
-            vectors = await to_thread.run_sync(model.embed, texts)
+            layer = LAYER_SUFFIX.search(str(body.get("model") or ""))
+            if layer is None:
+                vectors = await to_thread.run_sync(model.embed, texts)
+            else:
+                vectors = await to_thread.run_sync(
+                    lambda: model.embed_layer(texts, int(layer.group(1)), cache_dir=None)
+                )
+        except LayerReadUnavailable as e:  # as OpenAI answers a model it does not serve
+            message = f"field 'model': {_shown(body.get('model'))} is not served here ({e})"
+            await send_json(
+                send, 404, _error(message, "model", "invalid_request_error", "model_not_found")
+            )
+            return
         except ContextLengthExceeded as e:  # never retried by clients: a 400, not a 500
             error = _error(str(e), "input", "invalid_request_error", "context_length_exceeded")
             await send_json(send, 400, error)

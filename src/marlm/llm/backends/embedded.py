@@ -29,6 +29,7 @@ from ..errors import (
     BackendTimeout,
     CircuitOpen,
     ContextLengthExceeded,
+    LayerReadUnavailable,
 )
 from ..scoring import OptionScores, check_options, score_llama
 from .guard import Guard, check_timeout, default_breaker
@@ -129,6 +130,8 @@ class EmbeddedModel:
         self._n_threads, self._n_batch = n_threads, n_batch
         self._embedder: Any = None  # a second context on the same file, made by embed()
         self._embed_cache: tuple = ((), None)  # tokens in its KV cache, their hidden states
+        self._layer_readers: dict[int, Any] = {}  # early-exit readers by layer (embed_layer)
+        self._layer_unavailable: dict[int, BackendError] = {}  # why embed_layer(layer) cannot
         self.clock: Clock = clock or SystemClock()
         self.breaker = breaker or default_breaker(self.clock)
         self._guard = Guard(self.breaker, self.clock)
@@ -349,6 +352,68 @@ class EmbeddedModel:
                 raise self._failure(e) from e
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
 
+    def embed_layer(
+        self, texts: Sequence[str], layer: int, *, cache_dir: str | Path | None = None
+    ) -> Any:
+        """The mean over each text's tokens of the residual stream after block ``layer``
+        (llama.cpp's ``l_out-<layer>``), decoding blocks ``0..layer`` only, on weights derived
+        once from this model's file (:mod:`.layers`: the first ``layer + 2`` blocks as Q8_0,
+        written into ``cache_dir``, default :func:`.layers.default_cache_dir`). Prefix reuse
+        as in :meth:`embed`; one thread; the same guard (lock, timeout per text, breaker,
+        cancel, close).
+
+        Returns:
+            ``float32[len(texts), n_embd]``, unnormalised (the residual stream, before any norm).
+
+        Raises:
+            LayerReadUnavailable: the early exit cannot run with this model or build (the
+                reason says which step); the breaker does not count it. Callers fall back to
+                :meth:`embed`.
+            InputError, ContextLengthExceeded, BackendTimeout, CircuitOpen, BackendClosed,
+                BackendError: as for :meth:`embed`.
+        """
+        import numpy as np
+
+        from ..server_embed import check_texts
+
+        texts = check_texts(texts, field="texts")
+        if layer in self._layer_unavailable:
+            raise self._layer_unavailable[layer]
+        with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
+            try:
+                reader = self._make_layer_reader(layer, cache_dir)
+                reader.clear_abort()
+                rows = []
+                for text in texts:
+                    check()
+                    check.renew()
+                    tokens = reader.tokenize(text)
+                    if len(tokens) > EMBED_MAX_TOKENS:
+                        raise ContextLengthExceeded(
+                            f"{self.name}: a text of {len(tokens)} tokens is longer than the "
+                            f"{EMBED_MAX_TOKENS} tokens embed_layer() takes; shorten it"
+                        )
+                    rows.append(reader.states(tokens).mean(axis=0))
+            except LayerReadUnavailable as e:
+                self._layer_unavailable[layer] = e
+                raise
+            except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
+                raise
+            except Exception as e:
+                raise self._failure(e) from e
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+
+    def _make_layer_reader(self, layer: int, cache_dir: str | Path | None) -> Any:
+        """The early-exit reader of ``layer``, created on first use (called holding the lock)."""
+        from .layers import LayerReader, default_cache_dir
+
+        reader = self._layer_readers.get(layer)
+        if reader is None:
+            folder = default_cache_dir() if cache_dir is None else cache_dir
+            reader = LayerReader(self.model_path, layer, cache_dir=folder)
+            self._layer_readers[layer] = reader
+        return reader
+
     def _make_embedder(self) -> None:
         """Create the embedding context on first use (called holding the lock)."""
         if self._embedder is None:
@@ -433,7 +498,9 @@ class EmbeddedModel:
         """
         owner = self._guard.owner
         if owner is not None and (thread is None or owner is thread):
-            self._request_abort()  # stops a long prompt evaluation between decode batches
+            self._request_abort()
+            for reader in self._layer_readers.values():
+                reader.abort()  # stops a long prompt evaluation between decode batches
         return self._guard.cancel(timeout_s, thread)
 
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S, *, free: bool = True) -> bool:
@@ -454,9 +521,12 @@ class EmbeddedModel:
         self._guard.closing.set()
         if self._guard.owner is not None:
             self._request_abort()
+            for reader in self._layer_readers.values():
+                reader.abort()
         if not self._guard.lock.acquire(timeout=max(timeout_s, 0.0)):
             _keep_alive(self._llm)  # a decode is still running: never free the model
             _keep_alive(self._embedder)
+            _keep_alive(self._layer_readers)
             return False
         try:
             self.closed = True
@@ -465,9 +535,12 @@ class EmbeddedModel:
                     self._llm.close()
                     if self._embedder is not None:
                         self._embedder.close()
+                    for reader in self._layer_readers.values():
+                        reader.close()
             else:
                 _keep_alive(self._llm)
                 _keep_alive(self._embedder)
+                _keep_alive(self._layer_readers)
         finally:
             self._guard.lock.release()
         _open_models.discard(self)

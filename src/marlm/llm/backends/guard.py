@@ -25,6 +25,7 @@ from ..errors import (
     BackendTimeout,
     CircuitOpen,
     ContextLengthExceeded,
+    LayerReadUnavailable,
     RequestRefused,
     ScoringUnsupported,
 )
@@ -35,7 +36,14 @@ BREAKER_COOLDOWN_S = 30.0
 
 #: Failures that say nothing about the backend's health: the breaker does not count them (a
 #: request the caller got wrong among them).
-_NEUTRAL = (ContextLengthExceeded, RequestRefused, ScoringUnsupported, BackendClosed, CircuitOpen)
+_NEUTRAL = (
+    ContextLengthExceeded,
+    RequestRefused,
+    ScoringUnsupported,
+    BackendClosed,
+    CircuitOpen,
+    LayerReadUnavailable,  # a build detail of the early exit, not the backend's health
+)
 
 
 class Guard:

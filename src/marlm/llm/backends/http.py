@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from marlm.errors import InputError
@@ -422,6 +423,27 @@ class OpenAICompatible:
         from ..server_embed import request_embeddings
 
         return request_embeddings(self, texts)
+
+    def embed_layer(
+        self, texts: Sequence[str], layer: int, *, cache_dir: str | Path | None = None
+    ) -> Any:
+        """Block ``layer``'s output by early exit, from a server that serves it under the model
+        name ``<model>:l_out-<layer>`` (``marlm llm serve`` does:
+        :data:`marlm.llm.server_embed.LAYER_SUFFIX`): ``float32[len(texts), d]``. ``cache_dir``
+        is the server's business (accepted for the protocol, unused).
+
+        A server that serves only its final states may also ignore the name and answer them:
+        the probe trains and reads on whatever this call returns, so its features stay
+        consistent either way.
+
+        Raises:
+            LayerReadUnavailable: the server does not serve that name (a 404, or a refusal
+                naming the model); callers then use :meth:`embed`.
+            the rest: as :meth:`embed`.
+        """
+        from ..server_embed import request_embeddings
+
+        return request_embeddings(self, texts, model=f"{self.model}:l_out-{layer}")
 
     def score_batch(
         self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None

@@ -130,6 +130,19 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class LayerEmbedder(Protocol):
+    """The mean over each text's tokens of an intermediate layer's output, computed through that
+    layer only: ``embed_layer(texts, layer, cache_dir=None) -> float32[len(texts), d]``
+    (:meth:`~marlm.llm.backends.EmbeddedModel.embed_layer`). Raises
+    :class:`~marlm.llm.errors.LayerReadUnavailable` where the model or build cannot (callers
+    then use :meth:`Embedder.embed`), else as :meth:`Embedder.embed`."""
+
+    def embed_layer(
+        self, texts: Sequence[str], layer: int, *, cache_dir: str | Path | None = None
+    ) -> np.ndarray: ...
+
+
+@runtime_checkable
 class TokenCounter(Protocol):
     """Tokens of each text as the backend reads it: ``count_tokens(texts) -> list[int]``."""
 
@@ -181,6 +194,7 @@ __all__ = [
     "Embedder",
     "FileBacked",
     "Guarded",
+    "LayerEmbedder",
     "Message",
     "Named",
     "Scorer",

@@ -1,10 +1,13 @@
 """``probe``: a linear probe on the model's own hidden states (Alain and Bengio 2016,
 "Understanding intermediate layers using linear classifier probes").
 
-Multinomial logistic regression (:class:`marlm.llm.probe.LinearProbe`) on the mean of the
-model's final hidden states over :func:`probe_input` (the backend's ``embed``), trained on every
-pool note; the pool's hidden states are kept on disk per model file and :data:`PROBE_VERSION`
-under ``cache_dir``. Needs a backend that embeds (:class:`~marlm.llm.backends.Embedder`).
+Multinomial logistic regression (:class:`marlm.llm.probe.LinearProbe`) on the mean over
+:func:`probe_input`'s tokens of the residual stream after block :data:`PROBE_LAYER`, read by
+early exit where the backend can (:class:`~marlm.llm.backends.LayerEmbedder`: blocks
+``0..PROBE_LAYER`` only, no output projection), else of the model's final hidden states (the
+backend's ``embed``, e.g. a server's ``/v1/embeddings``); trained on every pool note. The pool's
+states are kept on disk per model file, feature and :data:`PROBE_VERSION` under ``cache_dir``.
+Needs a backend that embeds (:class:`~marlm.llm.backends.Embedder`).
 """
 
 from __future__ import annotations
@@ -22,14 +25,21 @@ import numpy as np
 
 from marlm.errors import CACHE_READ_ERRORS
 
-from ..backends.protocols import TokenCounter
-from ..errors import BackendError, ContextLengthExceeded
+from ..backends.protocols import LayerEmbedder, TokenCounter
+from ..errors import BackendError, ContextLengthExceeded, LayerReadUnavailable
 from ..probe import DEFAULT_C, LinearProbe
-from .decision import TriageDecision
+from .decision import TriageDecision, warn_once
 from .mode import Mode
 from .notes import clean_note
 from .pool import NotePool, model_id, write_cache
 from .prompts import PROBE_MAX_BYTES, PROBE_VERSION, probe_input
+
+#: The block whose output the probe reads where the backend has early exit (``None``: the final
+#: states). Chosen by the selection written down in docs/triage.md ("A note in tens of
+#: milliseconds") before its accuracy was computed.
+PROBE_LAYER: int | None = 9
+#: The feature of a backend without early exit: the model's final hidden states.
+FINAL = "final"
 
 
 class ProbeMode(Mode):
@@ -53,6 +63,48 @@ class ProbeMode(Mode):
         self._probe: LinearProbe | None = None
         #: Where the pool's hidden states came from: "computed", "disk cache" or "memory".
         self.probe_source: str | None = None
+        #: The block read (``None``: the final states), fixed at first use by :meth:`feature`.
+        self.layer: int | None = PROBE_LAYER
+        self._feature: str | None = None
+        #: Why the early exit is not used, when the backend has it but it cannot run.
+        self.feature_note: str | None = None
+
+    def feature(self) -> str:
+        """``"l_out-<j>"`` when this backend reads block ``j`` by early exit (tried once, on one
+        text), else :data:`FINAL`; fixed for the classifier's life (the probe is trained on it).
+        A failure other than :class:`LayerReadUnavailable` (a timeout, a closed backend) leaves
+        it undecided, so the next call tries again."""
+        if self._feature is None:
+            layer = self.layer
+            if layer is None or not isinstance(self.model, LayerEmbedder):
+                self._feature = FINAL
+            else:
+                try:
+                    self.model.embed_layer(
+                        [probe_input("warm-up")], layer, cache_dir=self.cache_dir
+                    )
+                    self._feature = f"l_out-{layer}"
+                except LayerReadUnavailable as e:
+                    self.feature_note = str(e)
+                    self._feature = FINAL
+                    warn_once(
+                        f"probe-layer:{self.model_name}",
+                        f"triage probe reads the final states (about 4 times the CPU a note): {e}",
+                    )
+        return self._feature
+
+    def _states(self, inputs: Sequence[str]) -> np.ndarray:
+        """``float64[len(inputs), d]``: the feature of each probe input (one request)."""
+        if self.feature() == FINAL:
+            X = self.model.embed(list(inputs))
+        else:
+            X = self.model.embed_layer(list(inputs), self.layer, cache_dir=self.cache_dir)
+        return np.asarray(X, dtype=np.float64)
+
+    def _key(self, text: str) -> str:
+        """The memo's key of a probe input: its feature and the text (a memo is shared by the
+        classifiers of one model, :meth:`~marlm.llm.triage.Triage.without`)."""
+        return f"{self.feature()}\x00{text}"
 
     def decide(self, text: str, fb: str, truncated: bool) -> TriageDecision:
         """:meth:`decide_many` of one note, the caller's fallback on failure."""
@@ -70,18 +122,20 @@ class ProbeMode(Mode):
 
         try:
             self.probe(progress=progress)
-            self.model.embed([probe_input(clean_note("warm-up", self.pool.max_note_chars))])
+            self._states([probe_input(clean_note("warm-up", self.pool.max_note_chars))])
         except EmbeddingsUnavailable:  # the classifier says so and changes mode
             raise
         except (BackendError, ValueError):
             pass
 
     def embedding_key(self) -> str:
-        """What a ``probe`` input's hidden state depends on, hashed: the model file and
-        :data:`PROBE_VERSION` with :data:`PROBE_MAX_BYTES` (``str``, 16 hex digits)."""
-        blob = json.dumps(
-            [model_id(self.model), PROBE_VERSION, PROBE_MAX_BYTES], ensure_ascii=False
-        )
+        """What a ``probe`` input's hidden state depends on, hashed: the model file,
+        :data:`PROBE_VERSION` with :data:`PROBE_MAX_BYTES`, and the feature read
+        (:meth:`feature`) (``str``, 16 hex digits)."""
+        parts: list[Any] = [model_id(self.model), PROBE_VERSION, PROBE_MAX_BYTES]
+        if self.feature() != FINAL:  # the final states keep the key they always had
+            parts.append(self.feature())
+        blob = json.dumps(parts, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     def _embed_file(self) -> Path | None:
@@ -97,17 +151,18 @@ class ProbeMode(Mode):
         path = self._embed_file()
         memo = self.memo
         self.probe_source = "memory"
-        if path is not None and path.is_file() and any(t not in memo for t in inputs):
+        key = self._key
+        if path is not None and path.is_file() and any(key(t) not in memo for t in inputs):
             try:
                 with np.load(path, allow_pickle=False) as z:
                     stored = dict(
                         zip(z["texts"].tolist(), z["vectors"].astype(np.float64), strict=True)
                     )
-                memo.update(stored)
+                memo.update((key(t), v) for t, v in stored.items())
                 self.probe_source = "disk cache"
             except CACHE_READ_ERRORS:
                 pass  # cut short, empty, another version: computed again and replaced below
-        missing = [t for t in dict.fromkeys(inputs) if t not in memo]
+        missing = [t for t in dict.fromkeys(inputs) if key(t) not in memo]
         if missing:
             self.probe_source = "computed"
         # One note first, then 16 a request: a request may take the call's timeout per note, so
@@ -118,12 +173,13 @@ class ProbeMode(Mode):
             if progress is not None:
                 progress(k, len(missing))
             part = missing[k:end]
-            vectors = np.asarray(self.model.embed(part), dtype=np.float64)
+            vectors = self._states(part)
             self.stats.prior_calls += len(part)
-            memo.update(zip(part, vectors, strict=True))
+            memo.update(zip(map(key, part), vectors, strict=True))
         if missing and path is not None:
-            texts = list(memo)
-            vectors = np.stack([memo[t] for t in texts])
+            prefix = key("")
+            texts = [k[len(prefix) :] for k in memo if k.startswith(prefix)]
+            vectors = np.stack([memo[key(t)] for t in texts])
             write_cache(
                 path,
                 lambda tmp: np.savez(
@@ -132,7 +188,7 @@ class ProbeMode(Mode):
                 key="embed-cache",
                 what="triage cache",
             )
-        return np.stack([memo[t] for t in inputs])
+        return np.stack([memo[key(t)] for t in inputs])
 
     def probe(self, progress: Callable[[int, int], None] | None = None) -> LinearProbe:
         """The ``probe`` mode's classifier, trained on first use on every pool note (labels
@@ -159,7 +215,7 @@ class ProbeMode(Mode):
             probe = self.probe()
             t0, cpu0 = self.clock(), time.thread_time()
             inputs = [probe_input(t) for t in texts]
-            X = np.asarray(self.model.embed(inputs), dtype=np.float64)
+            X = self._states(inputs)
             cpu = (time.thread_time() - cpu0) / len(texts)
             count = self.count_tokens
             n_tokens = count(inputs) if count is not None else [None] * len(texts)
