@@ -9,8 +9,9 @@ rows; the server's CPU is in its own process), and the unread backlog a stream o
 
 - ``embedded l_out-9``: the default (early exit, one thread, :mod:`marlm.llm.backends.layers`);
 - ``embedded final``: the final states (the probe before the early exit; what a server gives);
-- ``served final, batch B``: ``marlm llm serve`` on loopback (one thread), the probe over
-  ``/v1/embeddings`` with B notes a request.
+- ``served l_out-9, batch B``: ``marlm llm serve`` on loopback (one thread), the probe over
+  ``/v1/embeddings`` (the early-exit name) with B notes a request; ``served final``: the same
+  server's final states (what a server without the early exit gives).
 
 ``medium`` brings one order every 1.2 steps at the 40 ms tick: 20.8 notes a second; ten times
 that is 208 notes a second (the default ``--rate``).
@@ -100,15 +101,14 @@ def main() -> None:
         proc, base = _serve()
         try:
             server = OpenAICompatible(base, "smollm2", timeout_s=120)
-            for b in (1, args.batch):
-                rows.append(
-                    (
-                        f"served final, batch {b}",
-                        *_rate(
-                            Triage(server, mode="probe", cache_dir=cache), notes, args.rounds, b
-                        ),
-                    )
-                )
+            for name, layer, b in (
+                ("served l_out-9, batch 1", 9, 1),
+                (f"served l_out-9, batch {args.batch}", 9, args.batch),
+                (f"served final, batch {args.batch}", None, args.batch),
+            ):
+                tri = Triage(server, mode="probe", cache_dir=cache)
+                tri._as(ProbeMode).layer = layer
+                rows.append((name, *_rate(tri, notes, args.rounds, b)))
         finally:
             proc.terminate()
             proc.wait(timeout=30)
