@@ -45,7 +45,7 @@ def test_a_nan_observation_stops_training_with_the_agent_the_step_and_the_featur
 
 def test_an_infinite_reward_stops_training_naming_the_reward():
     with pytest.raises(InputError, match=r"^field 'reward': agent 'a0' got inf from the "):
-        train_deep(InfReward, DeepConfig(learner="qmix", steps=64, num_envs=1))
+        train_deep(InfReward, DeepConfig(learner="qmix", steps=64, num_envs=1, learning_starts=8))
 
 
 def test_action_mask_observations_are_refused_before_any_step():
@@ -86,3 +86,17 @@ def test_episodes_longer_than_a_chunk_per_copy_are_said_not_logged_as_nothing():
         "1024 joint steps (256 steps per copy with --envs 4), fewer than one episode of this "
         "environment; raise --checkpoint-every or lower --envs"
     )
+
+
+def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps(tmp_path, capsys):
+    """``train env --learner qmix --steps 800`` saved the untouched network and printed
+    ``epsilon 0.05`` as if it had trained."""
+    argv = ["train", "env", "marlm.envs.grid:GridRace", "--learner", "qmix", "--steps", "800"]
+    code, err = run_main([*argv, "--no-plot", "--out", tmp_path / "run"], capsys)
+    assert code == 2, err
+    assert err.strip() == (
+        "marlm: error: field '--steps': --steps 800 ends before qmix learns: its first "
+        "update comes after 1000 joint steps (the replay buffer's warm-up), so the network "
+        "would be saved as initialised; pass --steps above 1000"
+    ), err
+    assert not (tmp_path / "run").exists()

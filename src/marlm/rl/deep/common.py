@@ -134,6 +134,15 @@ class DeepConfig:
             )
         if self.learning_starts < 0:
             raise InputError("must be >= 0", source="--learning-starts", field="learning_starts")
+        if self.learner in ("qmix", "dqn-vdn", "dqn") and self.steps <= self.learning_starts:
+            raise InputError(
+                f"--steps {self.steps} ends before {self.learner} learns: its first update comes "
+                f"after {self.learning_starts} joint steps (the replay buffer's warm-up), so the "
+                f"network would be saved as initialised; pass --steps above "
+                f"{self.learning_starts}",
+                source="--steps",
+                field="steps",
+            )
         for name in ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_fraction"):
             _in_range(getattr(self, name), 0.0, 1.0, "--" + name.replace("_", "-"), name)
         if not (isinstance(self.lr, int | float) and self.lr > 0):
