@@ -93,7 +93,7 @@ def test_resume_refuses_another_setting(tmp_path):
 
 def test_value_based_learners_refuse_box_actions():
     with pytest.raises(InputError, match="--learner mappo or ippo"):
-        train_deep(Reach, DeepConfig(learner="qmix", steps=64))
+        train_deep(Reach, DeepConfig(learner="qmix", steps=64, learning_starts=8))
 
 
 @pytest.mark.parametrize("learner", ["ippo", "dqn-vdn", "dqn"])
