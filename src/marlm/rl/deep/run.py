@@ -158,6 +158,8 @@ def _train(
                 field="steps",
             )
         learner.load_state_arrays({k[6:]: v for k, v in arrays.items() if k.startswith("state/")})
+        if config.learner in VALUE_LEARNERS:  # the exploration schedule goes on as it started
+            learner.schedule_steps = int(saved.get("schedule_steps", saved["steps"]))
         done = {f: arrays[f"episodes/{f}"] for f in EPISODE_FIELDS}
         episodes = [{f: done[f][j] for f in EPISODE_FIELDS} for j in range(len(done["length"]))]
         rng = vec.rng = restore_rng(meta["rng_state"])
@@ -177,7 +179,8 @@ def _train(
             logs = stack_episodes(episodes, len(shape.agents), shape.n_actions)
             arrays.update({f"episodes/{k}": v for k, v in logs.items()})
             save_checkpoint(
-                checkpoint, kind=CHECKPOINT_KIND, config=_meta_config(config, shape),
+                checkpoint, kind=CHECKPOINT_KIND,
+                config={**_meta_config(config, shape), "schedule_steps": _schedule(learner, config)},
                 episode=step, rng=rng, arrays=arrays,
             )  # fmt: skip
         if progress is not None:
@@ -194,6 +197,15 @@ def _train(
         config, shape, stack_episodes(episodes, len(shape.agents), shape.n_actions), step,
         losses, learner.policy_arrays(), learner, rng, history,
     )  # fmt: skip
+
+
+#: The learners with an exploration schedule over the run's steps (epsilon-greedy).
+VALUE_LEARNERS = ("qmix", "dqn-vdn", "dqn")
+
+
+def _schedule(learner: Any, config: DeepConfig) -> int:
+    """The steps the learner's schedule spans (``config.steps`` for the policy-gradient ones)."""
+    return int(learner.schedule_steps) if config.learner in VALUE_LEARNERS else config.steps
 
 
 def _check_finite(learner: Any, step: int, n: int, checkpoint: Path | None) -> None:
