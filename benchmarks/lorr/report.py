@@ -99,7 +99,9 @@ def table(path: str) -> str:
         for ln in f:
             if ln.strip():
                 r = json.loads(ln)
-                rows.setdefault(f"marlm {r['track']}", {})[r["instance"]] = r  # each at its own steps
+                rows.setdefault(f"marlm {r['track']}", {})[r["instance"]] = (
+                    r  # each at its own steps
+                )
     head = "| entry | " + " | ".join(INSTANCES) + " | score |"
     out = [head, "|" + "---|" * (len(INSTANCES) + 2)]
     for name, vals in PUBLISHED.items():
