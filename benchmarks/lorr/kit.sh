@@ -72,7 +72,9 @@ build() {  # name python_flag track
   if [[ "$2" == true ]]; then bash "$src/python/set_track.bash" "$3" >/dev/null; fi
   cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DPYTHON="$2" \
     -Dpybind11_DIR="$pybind_dir" -DPYTHON_EXECUTABLE="$py" -DPython_EXECUTABLE="$py" >"$src/cmake.log" 2>&1
-  make -C "$src/build" -j"${LORR_JOBS:-2}" lifelong >"$src/make.log" 2>&1
+  local targets=lifelong
+  [[ "$2" == true ]] && targets="lifelong MAPF"  # MAPF: the module that registers the kit's types
+  make -C "$src/build" -j"${LORR_JOBS:-2}" $targets >"$src/make.log" 2>&1
 }
 build default false ""
 build combined true combined

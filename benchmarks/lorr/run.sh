@@ -49,7 +49,7 @@ for inst in ${instances//,/ }; do
   echo "{\"python_path\": \"$here/python\"}" > "$run/config.json"
   load0="$(cut -d' ' -f1-3 /proc/loadavg)"
   start=$(date +%s.%N)
-  (cd "$run" && PYTHONPATH="$here/python:$repo/src:$site" NUMBA_CACHE_DIR="$cache/numba" \
+  (cd "$run" && PYTHONPATH="$here/python:$cache/build-$track/build:$repo/src:$site" NUMBA_CACHE_DIR="$cache/numba" \
      "$cache/build-$track/build/lifelong" --inputFile "$json" -o "$run/out.json" \
      --simulationTime "$n" --outputScreen 2 --planTimeLimit 1000 --preprocessTimeLimit 30000 \
      --logFile "$run/kit.log" >"$run/stdout.log" 2>"$run/stderr.log")

@@ -69,7 +69,7 @@ def test_line_and_table(report, tmp_path):
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps(line) + "\n")
     table = report.table(str(results))
-    assert "| marlm combined (600 steps) | 348 (20.0 ms) | - |" in table
+    assert "| marlm combined | 348 (20.0 ms) | - |" in table
     assert table.rstrip().endswith(f"| {348 / 696:.2f} (1 of 10) |")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,18 @@ def test_run_folder_and_diagnose_run(tmp_path):
     again = diagnose_run(tmp_path / "run")
     assert [f.to_dict() for f in again] == [f.to_dict() for f in findings]
     del res
+
+
+def test_diagnose_agrees_with_train_env_on_a_healthy_gridrace_run(tmp_path, capsys):
+    """``train env`` logs no goal arrivals for a generic environment; diagnose read its all-False
+    column as "nobody arrived" and called both agents of a healthy run lazy, naming
+    ``--reward individual``, which ``train env`` does not have."""
+    from cli_run import run_main
+
+    out = tmp_path / "run"
+    argv = ["train", "env", "marlm.envs.grid:GridRace", "--steps", "6000", "--no-plot"]
+    code, err = run_main([*argv, "--out", out], capsys)
+    assert code == 0, err
+    trained = json.loads((out / "findings.json").read_text())
+    assert trained == []
+    assert diagnose_run(out) == []

@@ -1,5 +1,6 @@
 """The start-kit's Python planner: marlm's rule layer for turning robots (see ``marlm_entry``)."""
 
+import MAPF  # noqa: F401 - registers the kit's types (SharedEnvironment) with pybind11
 import marlm_entry
 
 

@@ -1,5 +1,6 @@
 """The start-kit's Python scheduler: marlm's errand scheduler (see ``marlm_entry``)."""
 
+import MAPF  # noqa: F401 - registers the kit's types (SharedEnvironment) with pybind11
 import marlm_entry
 
 

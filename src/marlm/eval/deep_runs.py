@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from marlm.eval.diagnose import Finding, detect_lazy_agent
+from marlm.eval.diagnose import ENV_REMEDY, RACE_REMEDY, Finding, detect_lazy_agent
 from marlm.rl.deep.common import DeepConfig, ReachedFn
 from marlm.rl.deep.policy import policy_to_arrays
 from marlm.rl.deep.run import DeepResult, curve_window, deep_metrics, train_deep
@@ -44,6 +44,7 @@ def deep_findings(res: DeepResult, *, reached: bool) -> list[Finding]:
         ep["team_return"], ep["own_return"], res.agents,
         reached=ep["reached"] if reached else None,
         action_counts=ep["action_counts"] if res.shape.discrete else None,
+        remedy=RACE_REMEDY if reached else ENV_REMEDY,  # train race logs arrivals, train env not
     )  # fmt: skip
 
 

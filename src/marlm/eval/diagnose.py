@@ -95,6 +95,17 @@ def _window(n: int, window: int | None) -> int:
     return max(1, n // 10) if window is None else max(1, min(window, n))
 
 
+#: The lazy-agent remedy in the options of ``marlm train race`` (the tabular learners).
+RACE_REMEDY = (
+    "give each agent its own sub-reward (--reward individual or --reward difference) so its "
+    "own contribution is credited"
+)
+#: The same in the options of ``marlm train env`` (the network learners).
+ENV_REMEDY = (
+    "give each agent its own reward (--individual-reward) so its own contribution is credited"
+)
+
+
 def detect_lazy_agent(
     team_return: np.ndarray,
     own_return: np.ndarray,
@@ -108,6 +119,7 @@ def detect_lazy_agent(
     max_share: float = 0.1,
     max_action_share: float = 0.9,
     min_sequence_share: float = 0.75,
+    remedy: str = RACE_REMEDY,
 ) -> list[Finding]:
     """Name each agent that lets the others do the work while the team return rises.
 
@@ -188,8 +200,7 @@ def detect_lazy_agent(
                 kind="lazy_agent",
                 agent=agent,
                 message=f"{agent} {reason} while the team return rose from {first:.2f} to {last:.2f}",
-                suggestion="give each agent its own sub-reward (--reward individual or --reward "
-                "difference) so its own contribution is credited",
+                suggestion=remedy,
                 evidence={
                     "team_return_first": first,
                     "team_return_last": last,
@@ -392,10 +403,18 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
     n_agents = episodes["own_return"].shape[1]
     # A deep run (marlm.eval.deep_runs) names its agents; the tabular race has agent_0, agent_1.
     agents = metrics.get("agents") or [f"agent_{i}" for i in range(n_agents)]
+    deep = "learner" in metrics
+    # A deep run logs goal arrivals only where the environment has them (its metrics then carry
+    # reached_goal_rate); otherwise its reached column is all False, which reads as "nobody
+    # arrived" (both agents of a healthy GridRace run were called lazy).
+    logged = not deep or any(str(k).endswith("/reached_goal_rate") for k in metrics)
     findings = detect_lazy_agent(
         episodes["team_return"], episodes["own_return"], agents,
-        reached=episodes.get("reached"), action_counts=episodes.get("action_counts"),
-        action_sequences=episodes.get("actions"),
+        reached=episodes.get("reached") if logged else None,
+        action_counts=episodes.get("action_counts"),
+        action_sequences=None if deep else episodes.get("actions"),
+        # train race logs arrivals (its --reward options); train env does not (--individual-reward)
+        remedy=RACE_REMEDY if logged else ENV_REMEDY,
     )  # fmt: skip
     alone_path = folder / "fixed_partner.npz"
     if alone_path.is_file():

@@ -51,7 +51,7 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
         "from marlm.envs.grid import GridRace\n\ndef make(size=4):\n    return GridRace(size=size)\n"
     )
     args = ["train", "env", "my_race:make", "--env-kwargs", '{"size": 3}', "--learner", "qmix",
-            "--steps", "512", "--envs", "2", "--checkpoint-every", "256"]  # fmt: skip
+            "--steps", "1280", "--envs", "2", "--checkpoint-every", "640"]  # fmt: skip
     code, err = run_main([*args, "--out", "a", "--checkpoint", "ck.npz", "--plot"], capsys)
     assert code == 0, err
     assert (tmp_path / "a" / "curves.png").read_bytes()[:4] == b"\x89PNG"

@@ -93,7 +93,7 @@ def test_resume_refuses_another_setting(tmp_path):
 
 def test_value_based_learners_refuse_box_actions():
     with pytest.raises(InputError, match="--learner mappo or ippo"):
-        train_deep(Reach, DeepConfig(learner="qmix", steps=64))
+        train_deep(Reach, DeepConfig(learner="qmix", steps=64, learning_starts=8))
 
 
 @pytest.mark.parametrize("learner", ["ippo", "dqn-vdn", "dqn"])
@@ -104,3 +104,16 @@ def test_the_other_learners_run_and_log_every_episode(learner):
     np.testing.assert_allclose(ep["own_return"].sum(1), ep["team_return"])
     # Shared reward: each agent learned from the team reward of every step it acted in.
     assert (ep["learn_return"] != ep["own_return"]).any()
+
+
+def test_resuming_with_more_steps_keeps_the_exploration_schedule(tmp_path):
+    """Resuming a 400-step qmix run with --steps 800 raised epsilon from 0.05 back to 0.29
+    (the schedule was recomputed over the new total)."""
+    ckpt = tmp_path / "ckpt.npz"
+    first = _race_config("qmix", 400, num_envs=2, chunk=200, learning_starts=50, eps_fraction=1.0)
+    done = train_deep(RACE3, first, checkpoint=ckpt)
+    assert done.learner.epsilon() == pytest.approx(0.05)
+    more = _race_config("qmix", 800, num_envs=2, chunk=200, learning_starts=50, eps_fraction=1.0)
+    resumed = train_deep(RACE3, more, resume=ckpt, stop_after=600)
+    assert resumed.learner.epsilon() == pytest.approx(0.05)  # was 0.2875, recomputed over 800
+    assert resumed.learner.schedule_steps == 400

@@ -134,6 +134,15 @@ class DeepConfig:
             )
         if self.learning_starts < 0:
             raise InputError("must be >= 0", source="--learning-starts", field="learning_starts")
+        if self.learner in ("qmix", "dqn-vdn", "dqn") and self.steps <= self.learning_starts:
+            raise InputError(
+                f"--steps {self.steps} ends before {self.learner} learns: its first update comes "
+                f"after {self.learning_starts} joint steps (the replay buffer's warm-up), so the "
+                f"network would be saved as initialised; pass --steps above "
+                f"{self.learning_starts}",
+                source="--steps",
+                field="steps",
+            )
         for name in ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_fraction"):
             _in_range(getattr(self, name), 0.0, 1.0, "--" + name.replace("_", "-"), name)
         if not (isinstance(self.lr, int | float) and self.lr > 0):
@@ -277,6 +286,17 @@ def _action_space(env: Any, agents: list[str]) -> spaces.Space:
     return first
 
 
+def non_finite(agent: str, step: int, field: str, value: float) -> InputError:
+    """The one-line error of a NaN or inf from the environment: learners stop at the first
+    one (a network trained on it ends with every weight NaN behind a normal-looking table)."""
+    return InputError(
+        f"agent {agent!r} got {value} from the environment at step {step}; marlm's learners stop "
+        "at the first NaN or inf instead of training on it: fix the environment, or replace the "
+        "value in a wrapper",
+        field=field,
+    )
+
+
 class VecParallelEnv:
     """``num_envs`` copies of a ParallelEnv stepped together, as arrays.
 
@@ -315,6 +335,16 @@ class VecParallelEnv:
             raise InputError("the environment has no possible_agents", field="possible_agents")
         self.rng = rng
         self.reached_fn = reached_fn
+        for a in self.agents:
+            space = env.observation_space(a)
+            if isinstance(space, spaces.Dict) and "action_mask" in space.spaces:
+                raise InputError(
+                    f"agent {a!r}'s observations carry an action_mask (PettingZoo's convention), "
+                    "which marlm's deep learners do not apply: a masked action would reach the "
+                    "environment. Wrap it so that observations are the 'observation' part and the "
+                    "environment maps or ignores illegal actions itself",
+                    field="observation_space",
+                )
         self.flat = {a: _Flattener(env.observation_space(a)) for a in self.agents}
         act = _action_space(env, self.agents)
         self.discrete = isinstance(act, spaces.Discrete)
@@ -363,13 +393,21 @@ class VecParallelEnv:
         """Stop the copies' Ray actors, if any (local copies need nothing)."""
         self.copies.close()
 
-    def _encode(self, obs: dict[str, Any], out: np.ndarray, alive: np.ndarray) -> None:
+    def _encode(
+        self, obs: dict[str, Any], out: np.ndarray, alive: np.ndarray, steps: int | None = None
+    ) -> None:
+        """Observations of one copy into ``out`` (``float32[N, obs_dim]``) and ``alive``;
+        ``steps``: the environment steps taken when they came (for the NaN/inf error)."""
         out[:] = 0.0
         for i, a in enumerate(self.agents):
             got = a in obs
             alive[i] = got
             if got:
                 x = self.flat[a](obs[a])
+                if not np.isfinite(x).all():
+                    j = int(np.flatnonzero(~np.isfinite(x))[0])
+                    where = self.t if steps is None else steps
+                    raise non_finite(a, where, f"observation[{j}]", float(x[j]))
                 out[i, : x.shape[0]] = x
 
     def _state(self, s: Any) -> np.ndarray:
@@ -432,10 +470,12 @@ class VecParallelEnv:
             obs, rewards, terms, truncs, infos, agents_after, state_after = answer
             acting, idx = acting_idx[c]
             got = np.zeros(n, dtype=bool)
-            self._encode(obs, out["next_obs"][c], got)
+            self._encode(obs, out["next_obs"][c], got, steps=self.t + 1)
             out["next_state"][c] = self._state(state_after)
             for a, i in zip(acting, idx, strict=True):
                 r = float(rewards.get(a, 0.0))
+                if not np.isfinite(r):
+                    raise non_finite(a, self.t + 1, "reward", r)
                 term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
                 out["reward"][c, i] = r
                 out["terminated"][c, i] = term
@@ -446,6 +486,11 @@ class VecParallelEnv:
                 self._ep.add(c, i, r, own, actions[c, i] if self.discrete else None, reached)
             self._ep.length[c] += 1
             self.t += 1
+            # PettingZoo's API: an agent whose terminated or truncated flag is set is done,
+            # whether or not the environment removed it from ``agents`` (many do not).
+            agents_after = [
+                a for a in agents_after if not (terms.get(a, False) or truncs.get(a, False))
+            ]
             live = np.array([a in agents_after for a in self.agents])
             self.live[c] = agents_after
             out["next_alive"][c] = live & ~out["terminated"][c]

@@ -148,6 +148,8 @@ class DQNLearner:
             raise ValueError("DQN, VDN and QMIX need a Discrete action space")
         set_threads(config.threads)
         self.shape, self.config = shape, config
+        #: Steps the exploration schedule spans (``config.steps``; a resumed run's is the first's).
+        self.schedule_steps = config.steps
         self.n = len(shape.agents)
         self.eye = np.eye(self.n, dtype=np.float32)
         # QMIX's hypernetworks read the global state, or all observations without state().
@@ -184,9 +186,11 @@ class DQNLearner:
         return obs.reshape(*obs.shape[:-2], self.n * obs.shape[-1])
 
     def epsilon(self) -> float:
-        """Linear from ``eps_start`` to ``eps_end`` over ``eps_fraction`` of the run's steps."""
+        """Linear from ``eps_start`` to ``eps_end`` over ``eps_fraction`` of
+        :attr:`schedule_steps` (the run's steps; a resumed run keeps the schedule it started
+        with, so a larger ``--steps`` does not raise exploration again)."""
         cfg = self.config
-        span = max(1.0, cfg.eps_fraction * cfg.steps)
+        span = max(1.0, cfg.eps_fraction * self.schedule_steps)
         frac = min(1.0, self.steps / span)
         return cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start)
 

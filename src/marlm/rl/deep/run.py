@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from marlm.errors import InputError
+from marlm.errors import InputError, RunError
 from marlm.rl.checkpoint import load_checkpoint, restore_rng, save_checkpoint
 from marlm.rl.deep.common import (
     EPISODE_FIELDS,
@@ -158,6 +158,8 @@ def _train(
                 field="steps",
             )
         learner.load_state_arrays({k[6:]: v for k, v in arrays.items() if k.startswith("state/")})
+        if config.learner in VALUE_LEARNERS:  # the exploration schedule goes on as it started
+            learner.schedule_steps = int(saved.get("schedule_steps", saved["steps"]))
         done = {f: arrays[f"episodes/{f}"] for f in EPISODE_FIELDS}
         episodes = [{f: done[f][j] for f in EPISODE_FIELDS} for j in range(len(done["length"]))]
         rng = vec.rng = restore_rng(meta["rng_state"])
@@ -168,6 +170,7 @@ def _train(
         vec.reset()
         vec.t = step
         losses = learner.train_steps(vec, rng, n)
+        _check_finite(learner, step, n, checkpoint)
         episodes += vec.take_episodes()
         step += n
         history.append({"step": step, **losses})
@@ -176,15 +179,56 @@ def _train(
             logs = stack_episodes(episodes, len(shape.agents), shape.n_actions)
             arrays.update({f"episodes/{k}": v for k, v in logs.items()})
             save_checkpoint(
-                checkpoint, kind=CHECKPOINT_KIND, config=_meta_config(config, shape),
+                checkpoint, kind=CHECKPOINT_KIND,
+                config={**_meta_config(config, shape), "schedule_steps": _schedule(learner, config)},
                 episode=step, rng=rng, arrays=arrays,
             )  # fmt: skip
         if progress is not None:
             progress(step, config.steps)
+    if not episodes and step > config.chunk:
+        per_copy = config.chunk // config.num_envs
+        raise RunError(
+            f"no episode finished in {step} joint steps: the copies restart every "
+            f"--checkpoint-every {config.chunk} joint steps ({per_copy} steps per copy with "
+            f"--envs {config.num_envs}), fewer than one episode of this environment; raise "
+            "--checkpoint-every or lower --envs"
+        )
     return DeepResult(
         config, shape, stack_episodes(episodes, len(shape.agents), shape.n_actions), step,
         losses, learner.policy_arrays(), learner, rng, history,
     )  # fmt: skip
+
+
+#: The learners with an exploration schedule over the run's steps (epsilon-greedy).
+VALUE_LEARNERS = ("qmix", "dqn-vdn", "dqn")
+
+
+def _schedule(learner: Any, config: DeepConfig) -> int:
+    """The steps the learner's schedule spans (``config.steps`` for the policy-gradient ones)."""
+    return int(learner.schedule_steps) if config.learner in VALUE_LEARNERS else config.steps
+
+
+def _check_finite(learner: Any, step: int, n: int, checkpoint: Path | None) -> None:
+    """Stop at the first non-finite network weight after a chunk, before it is saved (a loss
+    is NaN by design before the first update: the weights are what a NaN spreads to).
+
+    Raises:
+        RunError: naming the weight array, the steps and what was kept.
+    """
+    kept = (
+        f"the checkpoint {checkpoint} holds step {step}"
+        if checkpoint is not None and step
+        else "nothing was saved"
+    )
+    for name, array in learner.state_arrays().items():
+        a = np.asarray(array)
+        if name.startswith("replay/"):
+            continue  # stored transitions: checked as they came from the environment
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise RunError(
+                f"the network weights {name} hold NaN or inf after steps {step + 1}-{step + n}; "
+                f"{kept}. Lower --lr, or keep --reward-norm on, and try again"
+            )
 
 
 def evaluate(

@@ -1,0 +1,121 @@
+"""Small ParallelEnvs that broke the deep learners when tried, restated from the public reports
+they came from (a NaN from a sensor, agents kept in ``agents`` after they are done, PettingZoo's
+action-mask convention). Importable as ``api_cases:NAME`` for ``marlm train env``."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+
+class Base(ParallelEnv):
+    metadata = {"name": "api_base"}
+
+    def __init__(self, n_agents: int = 2, max_steps: int = 10):
+        self.possible_agents = [f"a{i}" for i in range(n_agents)]
+        self.max_steps = max_steps
+        self.agents: list[str] = []
+        self.t = 0
+        self.steps_taken = 0  # over the environment's life, every episode
+
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 1.0, (2,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(3)
+
+    def _obs(self):
+        return {a: np.array([self.t / self.max_steps, 0.5], np.float32) for a in self.agents}
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        self.steps_taken += 1
+        trunc = self.t >= self.max_steps
+        out = (self._obs(), {a: 1.0 for a in self.agents}, {a: False for a in self.agents},
+               {a: trunc for a in self.agents}, {a: {} for a in self.agents})  # fmt: skip
+        if trunc:
+            self.agents = []
+        return out
+
+
+class NeverEmpties(Base):
+    """Every agent is terminated at step 5, but ``agents`` is never emptied."""
+
+    metadata = {"name": "api_never_empties"}
+
+    def step(self, actions):
+        self.t += 1
+        self.steps_taken += 1
+        done = self.t >= 5
+        return (self._obs(), {a: 1.0 for a in self.agents}, {a: done for a in self.agents},
+                {a: False for a in self.agents}, {a: {} for a in self.agents})  # fmt: skip
+
+
+class NanObs(Base):
+    """One observation feature is NaN at step 3 of every episode."""
+
+    metadata = {"name": "api_nan_obs"}
+
+    def observation_space(self, agent):
+        return spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+    def _obs(self):
+        v = np.nan if self.t == 3 else 0.5
+        return {a: np.array([self.t / self.max_steps, v], np.float32) for a in self.agents}
+
+
+class InfReward(Base):
+    """A reward of +inf at step 2."""
+
+    metadata = {"name": "api_inf_reward"}
+
+    def step(self, actions):
+        obs, rew, terms, truncs, infos = super().step(actions)
+        if self.t == 2:
+            rew = {a: float("inf") for a in rew}
+        return obs, rew, terms, truncs, infos
+
+
+class Masked(ParallelEnv):
+    """Observations ``{"observation", "action_mask"}``; action 2 is never legal and raises."""
+
+    metadata = {"name": "api_masked"}
+
+    def __init__(self):
+        self.possible_agents = ["a0", "a1"]
+        self.agents: list[str] = []
+        self.t = 0
+
+    def observation_space(self, agent):
+        return spaces.Dict({"observation": spaces.Box(0.0, 1.0, (2,), np.float32),
+                            "action_mask": spaces.MultiBinary(3)})  # fmt: skip
+
+    def action_space(self, agent):
+        return spaces.Discrete(3)
+
+    def _obs(self):
+        return {a: {"observation": np.array([self.t / 20, 0.5], np.float32),
+                    "action_mask": np.array([1, 1, 0], np.int8)} for a in self.agents}  # fmt: skip
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        for a, act in actions.items():
+            if int(act) == 2:
+                raise ValueError(f"illegal action 2 for {a}: action_mask is [1, 1, 0]")
+        self.t += 1
+        done = self.t >= 20
+        out = (self._obs(), {a: 0.1 for a in self.agents}, {a: False for a in self.agents},
+               {a: done for a in self.agents}, {a: {} for a in self.agents})  # fmt: skip
+        if done:
+            self.agents = []
+        return out

@@ -1,0 +1,102 @@
+"""Environments that break PettingZoo's API or send non-finite numbers: the deep learners stop at
+the first NaN or inf with one line naming the agent, the step and the field; treat an agent whose
+terminated or truncated flag is set as done although it stays in ``agents``; and refuse
+action-mask observations up front. Each case failed before: NaN weights behind a normal table
+and exit 0; an environment stepped for the whole run with no episode logged; an illegal action
+reaching the environment and an 80-line traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from api_cases import InfReward, Masked, NanObs, NeverEmpties
+
+from cli_run import run_main
+from marlm.errors import InputError
+from marlm.rl.deep.common import DeepConfig, VecParallelEnv
+from marlm.rl.deep.run import train_deep
+
+
+def test_agents_done_but_kept_in_agents_end_the_episode_at_step_5():
+    envs = []
+
+    def make():
+        envs.append(NeverEmpties())
+        return envs[-1]
+
+    vec = VecParallelEnv(make, 1, np.random.default_rng(0))
+    vec.reset()
+    for _ in range(12):
+        vec.step(np.zeros((1, 2), dtype=np.int64))
+    lengths = [int(e["length"]) for e in vec.take_episodes()]
+    assert lengths == [5, 5]  # two whole episodes in 12 steps, each ended by termination
+    assert envs[-1].t == 2  # the copy was reset after each: its third episode is 2 steps old
+
+
+def test_a_nan_observation_stops_training_with_the_agent_the_step_and_the_feature():
+    with pytest.raises(InputError) as e:
+        train_deep(NanObs, DeepConfig(learner="mappo", steps=64, num_envs=1, rollout=16))
+    assert str(e.value) == (
+        "field 'observation[1]': agent 'a0' got nan from the environment at step 3; marlm's "
+        "learners stop at the first NaN or inf instead of training on it: fix the environment, "
+        "or replace the value in a wrapper"
+    )
+
+
+def test_an_infinite_reward_stops_training_naming_the_reward():
+    with pytest.raises(InputError, match=r"^field 'reward': agent 'a0' got inf from the "):
+        train_deep(InfReward, DeepConfig(learner="qmix", steps=64, num_envs=1, learning_starts=8))
+
+
+def test_action_mask_observations_are_refused_before_any_step():
+    with pytest.raises(InputError) as e:
+        VecParallelEnv(Masked, 2, np.random.default_rng(0))
+    assert str(e.value).startswith(
+        "field 'observation_space': agent 'a0''s observations carry an action_mask"
+    )
+
+
+@pytest.mark.parametrize(("name", "starts"), [
+    ("NanObs", "marlm: error: field 'observation[1]': agent 'a0' got nan from the environment"),
+    ("Masked", "marlm: error: field 'observation_space': agent 'a0''s observations carry"),
+])  # fmt: skip
+def test_train_env_says_it_in_one_line_and_writes_no_run(name, starts, tmp_path, capsys):
+    argv = ["train", "env", f"api_cases:{name}", "--steps", "64", "--no-plot"]
+    code, err = run_main([*argv, "--out", tmp_path / "run"], capsys)
+    assert code == 2, err
+    assert err.startswith(starts), err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_episodes_longer_than_a_chunk_per_copy_are_said_not_logged_as_nothing():
+    """3000-step episodes with 8 copies and 10,240 joint steps a chunk (1,280 per copy): on main
+    the run logged 0 episodes and printed a normal table."""
+    from functools import partial
+
+    from api_cases import Base
+
+    from marlm.errors import RunError
+
+    long = partial(Base, 2, 3000)
+    cfg = DeepConfig(learner="mappo", steps=2048, num_envs=4, rollout=64, chunk=1024)
+    with pytest.raises(RunError) as e:
+        train_deep(long, cfg)
+    assert str(e.value) == (
+        "no episode finished in 2048 joint steps: the copies restart every --checkpoint-every "
+        "1024 joint steps (256 steps per copy with --envs 4), fewer than one episode of this "
+        "environment; raise --checkpoint-every or lower --envs"
+    )
+
+
+def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps(tmp_path, capsys):
+    """``train env --learner qmix --steps 800`` saved the untouched network and printed
+    ``epsilon 0.05`` as if it had trained."""
+    argv = ["train", "env", "marlm.envs.grid:GridRace", "--learner", "qmix", "--steps", "800"]
+    code, err = run_main([*argv, "--no-plot", "--out", tmp_path / "run"], capsys)
+    assert code == 2, err
+    assert err.strip() == (
+        "marlm: error: field '--steps': --steps 800 ends before qmix learns: its first "
+        "update comes after 1000 joint steps (the replay buffer's warm-up), so the network "
+        "would be saved as initialised; pass --steps above 1000"
+    ), err
+    assert not (tmp_path / "run").exists()
