@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -45,28 +46,17 @@ from marlm.llm.triage import (
 )
 from marlm.llm.triage_eval import stratified_folds
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from triage_layers import Features, LayerReader  # noqa: E402 - the benchmark beside this one
+
 LAYERS = (0, 2, 4, 6, 8, 9, 10, 12, 14)
 TWO = ("urgent", "normal")
 HELD = Path(__file__).resolve().parent / "data" / "held_stream_notes.jsonl"
 
 
-class Features:
-    """A stand-in backend whose ``embed`` returns one candidate's precomputed features."""
-
-    def __init__(self, name: str, table: dict[str, np.ndarray]) -> None:
-        self.name, self.table = f"features:{name}", table
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        return np.stack([self.table[t] for t in texts])
-
-
 def _layer_means(path: Path, texts: list[str]) -> dict[str, dict[str, np.ndarray]]:
-    """Mean over tokens of every ``l_out-<j>`` of :data:`LAYERS`, by candidate and text."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from triage_layers import LayerReader  # the benchmark's multi-tensor Python callback
-
+    """Mean over tokens of every ``l_out-<j>`` of :data:`LAYERS`, by candidate and text (the
+    multi-tensor Python callback of ``triage_layers.py``)."""
     model = EmbeddedModel(path, n_threads=1)
     names = [f"l_out-{j}" for j in LAYERS]
     reader = LayerReader(model, names)
