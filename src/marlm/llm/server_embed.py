@@ -158,10 +158,10 @@ def request_embeddings(
             except openai.APIStatusError as e:
                 status = int(e.status_code)
                 detail = " ".join((e.response.text if e.response is not None else str(e)).split())
-                if model is not None and (
-                    status in (400, 404, 422) or unavailable_reason(status, detail)
-                ):
-                    # the name asked for is not served: the server's property, not its health
+                # A server with no embeddings at all is said as such (below), once; a name it
+                # does not serve is the server's property, not its health.
+                no_embeddings = status in (405, 501) or bool(_NO_EMBEDDINGS.search(detail))
+                if model is not None and status in (400, 404, 422) and not no_embeddings:
                     raise LayerReadUnavailable(
                         f"{backend.base_url} does not serve {model} (HTTP {status}: {detail[:200]})"
                     ) from e
