@@ -133,10 +133,10 @@ class _NoEarlyExit(EmbeddedModel):
         raise LayerReadUnavailable("l_out-9 not read (0 bytes, 0 rows for 3 tokens)")
 
 
-def test_the_probe_reads_the_final_states_where_the_early_exit_cannot_run(tmp_path):
+def test_the_probe_reads_the_final_states_where_the_early_exit_cannot_run(reader_cache):
     from marlm.llm.triage.probe import FINAL, ProbeMode
 
-    tri = Triage(_NoEarlyExit(n_threads=1), mode="probe", cache_dir=tmp_path)
+    tri = Triage(_NoEarlyExit(n_threads=1), mode="probe", cache_dir=reader_cache)
     mode = tri._as(ProbeMode)
     with pytest.warns(RuntimeWarning) as caught:
         assert mode.feature() == FINAL
@@ -147,6 +147,7 @@ def test_the_probe_reads_the_final_states_where_the_early_exit_cannot_run(tmp_pa
     )
     assert mode.feature_note == "l_out-9 not read (0 bytes, 0 rows for 3 tokens)"
     model = EmbeddedModel(n_threads=1)
-    layered = Triage(model, mode="probe", cache_dir=tmp_path)._as(ProbeMode)
-    assert layered.feature() == "l_out-9" and layered.feature_note is None
+    layered = Triage(model, mode="probe", cache_dir=reader_cache)._as(ProbeMode)
+    layered.layer = LAYER  # the weights derived above (the default, 9, derives 11 blocks)
+    assert layered.feature() == f"l_out-{LAYER}" and layered.feature_note is None
     assert layered.embedding_key() != mode.embedding_key()  # separate disk caches
