@@ -553,3 +553,14 @@ def test_a_damaged_pool_cache_is_computed_again_and_replaced(embedded_model, tmp
     third = Triage(embedded_model, examples=three, cache_dir=tmp_path)
     third.warm_up()
     assert third.probe_source == "disk cache" and third.stats.prior_calls == 0
+
+
+def test_a_classifier_without_some_notes_keeps_the_injected_clock():
+    # Triage.without() built its copy with the default clock: latencies of a held-out run were
+    # measured on the wall clock whatever clock the caller gave.
+    from marlm.llm.triage import Triage
+
+    ticks = iter(range(100))
+    base = Triage(None, mode="generate", clock=lambda: float(next(ticks)))
+    other = base.without(["Blood tubes for the lab, needed within the hour."])
+    assert other.clock is base.clock

@@ -175,8 +175,9 @@ class Triage:
         return None
 
     def without(self, texts: Sequence[str]) -> Triage:
-        """A classifier with the same model and settings whose pool leaves out ``texts`` (the
-        notes a scenario or a test will ask about), so no answer is looked up in the pool.
+        """A classifier with the same model and settings (its clock too) whose pool leaves out
+        ``texts`` (the notes a scenario or a test will ask about), so no answer is looked up in
+        the pool.
         Hidden states the probe already has are shared (they carry no label)."""
         other = Triage(
             self.model,
@@ -192,6 +193,7 @@ class Triage:
             max_tokens=self.max_tokens,
             hold_out=texts,
             cache_dir=self.cache_dir,
+            clock=self.clock,
         )
         other._embedded = self._embedded
         for mode in other._helpers.values():
