@@ -9,12 +9,17 @@ What it finds:
 - **deadlines**, in whole minutes after the order's clock time: clock times (``11:00``,
   ``3pm``, ``3:30 pm``, ``noon``, ``11点``, ``11点半``, ``十一点三十分``, ``下午3点``; a time
   earlier than the order's is the next day's) and relative phrases (``within 30 minutes``,
-  ``in 2 hours``, ``half an hour``, ``半小时内``, ``20分钟内``, ``一刻钟``, ``两个小时``);
-- **order ids** ``o12``, ``O-12``, ``o 12`` (normalised to ``o12``; leading zeros kept);
+  ``in 2 hours``, ``in 1.5 hrs``, ``within the hour``, ``half an hour``, ``半小时内``, ``20分钟内``, ``一刻钟``, ``两个小时``);
+- **order ids** ``o12``, ``O-12``, ``o 12``, and without the ``o``: ``order 12``, ``#12``,
+  ``订单12``, ``和12一起`` (normalised to ``o12``; leading zeros kept);
 - **stations**: the letter of a station next to a station word (``dock B``, ``station C``,
   ``B口``, ``C站``, ``to C``) and the station's description as the user wrote it (``cold
   chain``), or its Chinese word for a few common ones (``冷链``);
-- **cancellation cues**: ``cancel``, ``drop it``, ``no longer needed``, ``取消``, ``不要了``, ...
+- **cancellation cues**: ``cancel``, ``drop it``, ``no longer needed``, ``取消``, ``不要了``, ...;
+- **tone cues**, the words that say how urgently the writer asks: ``urgent``/``low`` values for
+  ``asap``, ``rush``, ``line is stopped``, ``customer waiting``, ``加急``, ``马上``, ``急`` and for
+  ``no rush``, ``whenever you can``, ``can wait``, ``low priority``, ``不急``, ``有空再``,
+  ``明天也行``; a negated urgent word is a low cue (``not urgent``, ``不着急``), found first.
 
 Every candidate keeps its ``span`` (character offsets in the note) and its ``context``: the
 clause holding it (cut at sentence and clause punctuation), which is what the model reads.
@@ -74,7 +79,8 @@ class Candidate:
     Attributes:
         kind: ``"deadline"``, ``"with"``, ``"station"`` or ``"cancel"``.
         value: minutes after the order's clock time (``int``, deadline), an order id (``str``,
-            ``o12``), a station id (``str``, ``C``), or ``True`` (cancel cue).
+            ``o12``), a station id (``str``, ``C``), ``True`` (cancel cue), or ``"urgent"`` /
+            ``"low"`` (tone cue).
         text: the words matched, as written.
         span: ``(start, end)`` character offsets in the note.
         context: the clause holding the match, as written (what a model reads).
@@ -95,11 +101,13 @@ class Candidates:
     with_: list[Candidate] = field(default_factory=list)
     station: list[Candidate] = field(default_factory=list)
     cancel: list[Candidate] = field(default_factory=list)
+    tone: list[Candidate] = field(default_factory=list)
 
     def values(self, kind: str) -> list[int | str]:
-        """The distinct values of one kind (``deadline``, ``with``, ``station``), note order."""
+        """The distinct values of one kind (``deadline``, ``with``, ``station``, ``cancel``,
+        ``tone``), note order."""
         found = {"deadline": self.deadline, "with": self.with_, "station": self.station,
-                 "cancel": self.cancel}[kind]  # fmt: skip
+                 "cancel": self.cancel, "tone": self.tone}[kind]  # fmt: skip
         return list(dict.fromkeys(c.value for c in found))
 
 
@@ -172,12 +180,28 @@ _EN_CLOCK = re.compile(
     re.IGNORECASE,
 )
 _EN_NOON = re.compile(r"\b(noon|midday|midnight)\b", re.IGNORECASE)
+# "half past five", "quarter to six": the hour in words or digits (the sooner of its two times)
+_EN_PAST = re.compile(
+    r"\b(half|(?:a )?quarter)\s+(past|to)\s+(\d{1,2}|one|two|three|four|five|six|seven|eight|nine"
+    r"|ten|eleven|twelve)\b",
+    re.IGNORECASE,
+)
+_EN_HOURS = {w: k for k, w in enumerate(
+    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"], start=1)}  # fmt: skip
+# an hour alone after a deadline word: "by 4", "out by 11", "before 9 o'clock" (not "by 4 pm",
+# which _EN_CLOCK reads, nor "by 4 pallets")
+_EN_BARE_HOUR = re.compile(
+    r"\b(?:by|before|until|till|no later than)\s+(\d{1,2})(?:\s*o'?clock)?(?![\d:]|\.\d)"
+    r"(?!\s*(?:a\.?m|p\.?m|min|h\b|hours?|hrs?|days?|weeks?|%|x\b|pallets?|box|boxes|cases?"
+    r"|units?|items?|cartons?|pcs|pieces?|bags?|kg|lbs?|people|robots?))",
+    re.IGNORECASE,
+)
 _ZH_CLOCK = re.compile(
-    rf"(凌晨|早上|上午|中午|下午|傍晚|晚上)?({_NUM})[点點时](?:(半)|(一刻)|(三刻)|({_NUM})分?)?"
+    rf"(凌晨|早上|今早|上午|中午|下午|傍晚|晚上|今晚)?({_NUM})[点點时](?:(半)|(一刻)|(三刻)|({_NUM})分?)?"
 )
 _EN_REL = re.compile(
     r"\b(half an hour|half-hour|a quarter of an hour|quarter of an hour|an hour and a half"
-    r"|(\d{1,3}|one|two|three|four|five|six|ten|fifteen|twenty|thirty|forty-five|forty|fifty"
+    r"|the hour|(\d{1,3}(?:\.\d+)?|one|two|three|four|five|six|ten|fifteen|twenty|thirty|forty-five|forty|fifty"
     r"|sixty|ninety|an?)\s*(minutes?|mins?|hours?|hrs?|h)\b)",
     re.IGNORECASE,
 )
@@ -194,6 +218,15 @@ def _clock_minutes(hour: int, minute: int, now: int, *, twelve: bool = False) ->
     if twelve and 1 <= hour <= 12:
         ahead = min(ahead, (t + DAY_MIN // 2 - now) % DAY_MIN)
     return ahead
+
+
+def _not_a_clock(note: str, m: re.Match) -> bool:
+    """``一点`` that means "a little", not one o'clock: ``一点都不急``, ``一点儿``, ``快一点``."""
+    if m[1] or m.group(0)[-1] not in "点點" or cn_number(m[2]) != 1:
+        return False
+    after = note[m.end() : m.end() + 1]
+    before = note[m.start() - 1 : m.start()] if m.start() else ""
+    return after in ("都", "也", "儿", "兒") or before in tuple("差有快慢早晚好多")
 
 
 def _deadlines(note: str, now: int) -> list[Candidate]:
@@ -220,6 +253,17 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
             v = _clock_minutes(h, mi, now, twelve=len(m[4]) == 1)
         if v is not None:
             add(_cand("deadline", v, note, m))
+    for m in _EN_PAST.finditer(note):
+        h = int(m[3]) if m[3].isdigit() else _EN_HOURS[m[3].lower()]
+        past = 30 if m[1].lower() == "half" else 15
+        h, mi = (h, past) if m[2].lower() == "past" else (h - 1, 60 - past)
+        v = _clock_minutes(h, mi, now, twelve=True)
+        if v is not None:
+            add(_cand("deadline", v, note, m))
+    for m in _EN_BARE_HOUR.finditer(note):
+        v = _clock_minutes(int(m[1]), 0, now, twelve=True)
+        if v is not None:
+            add(_cand("deadline", v, note, m, 1))
     for m in _EN_NOON.finditer(note):
         h = 0 if m[1].lower() == "midnight" else 12
         add(_cand("deadline", _clock_minutes(h, 0, now), note, m))
@@ -237,9 +281,9 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
             mi = cn_number(m[6])
         else:
             mi = 0
-        if mi is None:
+        if mi is None or _not_a_clock(note, m):
             continue
-        if m[1] in ("下午", "傍晚", "晚上") and h < 12 or m[1] == "中午" and h < 6:
+        if m[1] in ("下午", "傍晚", "晚上", "今晚") and h < 12 or m[1] == "中午" and h < 6:
             h += 12
         add(_cand("deadline", _clock_minutes(h, mi, now, twelve=not m[1]), note, m))
     for m in _EN_REL.finditer(note):
@@ -250,11 +294,13 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
             v = 15
         elif phrase == "an hour and a half":
             v = 90
+        elif phrase == "the hour":  # "within the hour"
+            v = 60
         else:
-            n = int(m[2]) if m[2].isdigit() else _EN_NUMBERS.get(m[2].lower())
+            n = float(m[2]) if m[2][0].isdigit() else _EN_NUMBERS.get(m[2].lower())
             if n is None:
                 continue
-            v = n * 60 if m[3].lower().startswith("h") else n
+            v = round(n * 60) if m[3].lower().startswith("h") else round(n)
         add(_cand("deadline", v, note, m))
     for m in _ZH_REL.finditer(note):
         phrase = m[1]
@@ -279,6 +325,12 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
 
 # --------------------------------------------------------------------------- order ids
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])[oO](?:-|\s)?(\d{1,5})(?![A-Za-z0-9])")
+# an id written without its "o": "order 622", "#622", "订单622", "和656一起", "与670同车"
+_BARE_ORDER_ID = re.compile(
+    r"(?:\border\s*(?:no\.?|number)?\s*#?|#|订单|单号)\s*(\d{1,5})(?![\d:])"
+    r"|(?<=[和跟与同])\s*(\d{1,5})(?=\s*(?:一起|同|合并|放|装))|(\d{1,5})(?=号单|号订单)",
+    re.IGNORECASE,
+)
 
 
 def normalise_order_id(text: str) -> str:
@@ -304,6 +356,14 @@ def _order_ids(note: str, own_id: str | None) -> list[Candidate]:
         if own_id is not None and same_order_id(oid, own_id):
             continue
         out.append(_cand("with", oid, note, m))
+    for m in _BARE_ORDER_ID.finditer(note):
+        group = next(k for k in (1, 2, 3) if m[k])
+        oid = f"o{m[group]}"
+        if own_id is not None and same_order_id(oid, own_id):
+            continue
+        if not any(c.span[0] <= m.start(group) < c.span[1] for c in out):
+            out.append(_cand("with", oid, note, m, group))
+    out.sort(key=lambda c: c.span)
     return out
 
 
@@ -355,11 +415,12 @@ def _stations(note: str, stations: dict[str, str]) -> list[Candidate]:
 
 # --------------------------------------------------------------------------- cancel cues
 _CANCEL = re.compile(
-    r"\b(cancel(?:l?ed|l?ing|lation|s)?|call(?:ed)? (?:it|this|the order) off|drop (?:it|this"
+    r"\b(cancel(?:l?ed|l?ing|lation|s)?|cancled|cxl(?:d|ed)?|canx|call(?:ed)? (?:it|this|the order) off|drop (?:it|this"
     r"(?: order)?|the order)|scrap (?:it|this(?: order)?|the order)|void(?:ed)?|no longer "
-    r"(?:needed|need(?:s|ed)? it|wanted)|(?:do not|don't|doesn't|does not) need (?:it|this)"
-    r"(?: any ?more)?|not needed any ?more|never ?mind)\b"
-    r"|(取消|不要了|撤单|作废|退单|不用送了|别送了|不需要了|算了)",
+    r"(?:needed|need(?:s|ed)? it|wanted)|(?:do not|don't|doesn't|does not) (?:need|want) (?:it|this)"
+    r"(?: any ?more)?|not needed any ?more|never ?mind|pull(?:s|ed)? (?:the|this|their) order"
+    r"|withdr(?:ew|awn|aws?) (?:the|this|their) order)\b"
+    r"|(取消|不要了|撤单|撤回|撤销|作废|退单|不用送了|别送了|不需要了|算了)",
     re.IGNORECASE,
 )
 
@@ -371,6 +432,54 @@ def _cancel_cues(note: str) -> list[Candidate]:
         # the cue and everything after it: a withdrawal ("... no wait, keep it") follows it
         tail = note[max(0, _clause_start(note, s)) :].strip()
         out.append(Candidate("cancel", True, m.group(0), (s, e), tail))
+    return out
+
+
+# --------------------------------------------------------------------------- tone cues
+# low first: a negated urgent word ("not urgent", "不急") is a low cue, and the urgent patterns
+# skip what a low cue already holds
+_LOW_EN = re.compile(
+    r"\b(?:no (?:rush|hurry|urgency|pressure)|not (?:urgent|a priority|time[- ]?(?:critical|sensitive)"
+    r"|in a hurry|pressing)|nothing urgent|no need to (?:rush|hurry)|(?:don't|do not) (?:rush|hurry)"
+    r"|in no hurry|low(?:est)?[- ]prio(?:rity)?|not high[- ]prio(?:rity)?|whenever|when (?:you(?:'re)? "
+    r"(?:can|are free|have time|get (?:a chance|to it|round to it))|convenient|possible)"
+    r"|(?:it |this |that )?(?:can|could) wait|(?:next|later this) week|tomorrow(?:'s| is| would be)? "
+    r"(?:fine|ok|okay)|(?:by|until|till) (?:tomorrow|next week|the end of the (?:week|month))"
+    r"|take your time|in your own time|at your leisure|back of the queue)\b",
+    re.IGNORECASE,
+)
+_URGENT_EN = re.compile(
+    r"\b(?:urgent(?:ly)?|asap|a\.s\.a\.p|as soon as (?:possible|you can)|rush(?:ed)?|hurry|immediately"
+    r"|right (?:away|now)|straight away|at once|top[- ]prio(?:rity)?|high[- ]prio(?:rity)?"
+    r"|first prio(?:rity)?|priority (?:order|one)|express|expedite[ds]?|critical|emergency|pronto"
+    r"|waiting|line (?:is )?(?:down|stopped|halted)|(?:production|assembly|machines?) (?:is |are |has "
+    r"|have )?(?:stopped|down|halted|idle|stalled)|stopped|drop everything|jump the queue"
+    r"|(?:front|top) of the (?:queue|pile|list)|quick(?:ly)?|fast)\b",
+    re.IGNORECASE,
+)
+_LOW_ZH = re.compile(
+    r"不(?:太|是很|怎么|用|必)?着?急|别着?急|没(?:那么|什么|啥)?急|不赶(?:时间)?|不紧急|不用赶|有空|慢慢"
+    r"|明天(?:也|再)?(?:行|可以|发|送|都行)|明天再|下(?:个)?(?:周|星期|礼拜)|随便(?:什么时候|哪天)"
+    r"|什么时候都(?:行|可以)|低优先级?|不优先|晚(?:点|些)(?:也|再)?(?:行|可以|送|发)|可以(?:等|缓|晚)"
+    r"|不(?:用|必)(?:那么)?(?:快|赶)"
+)
+_URGENT_ZH = re.compile(
+    r"加急|急件|紧急|特急|急用|急需|急要|十万火急|火速|马上|立刻|立即|立马|赶紧|赶快|尽快|尽早|越快越好"
+    r"|抓紧|快点|快些|快一点|优先|等着|在等|等货|停线|停产|停工|停机|停了|停摆|急"
+)
+
+
+def _tone_cues(note: str) -> list[Candidate]:
+    out: list[Candidate] = []
+    taken: list[tuple[int, int]] = []
+    for rx, value in ((_LOW_EN, "low"), (_LOW_ZH, "low"), (_URGENT_EN, "urgent"),
+                      (_URGENT_ZH, "urgent")):  # fmt: skip
+        for m in rx.finditer(note):
+            s, e = m.span()
+            if not any(a < e and s < b for a, b in taken):
+                taken.append((s, e))
+                out.append(_cand("tone", value, note, m))
+    out.sort(key=lambda c: c.span)
     return out
 
 
@@ -406,6 +515,7 @@ def find_candidates(
         with_=_order_ids(note, own_id),
         station=_stations(note, stations or {}),
         cancel=_cancel_cues(note),
+        tone=_tone_cues(note),
     )
 
 
