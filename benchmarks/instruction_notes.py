@@ -26,10 +26,14 @@ EN_DEADLINE = [
     "before the {t} truck", "needs to be there by {t}", "must be at the dock by {t}",
     "within {n} minutes", "deliver in {n} mins", "the courier collects at {t}, have it ready",
     "due {t} latest", "we need it in {n} minutes", "no later than {t}",
+    "out the door within {n} minutes", "has to leave by {t}", "ready for pickup at {t} latest",
+    "ship within {n} min", "must be loaded before {t}", "the van leaves at {t}, get it on",
 ]  # fmt: skip
 EN_DEADLINE_NEG = [
     "received at {t}", "customer phoned at {t}", "the {t} batch was fine",
     "last time this took {n} minutes", "logged at {t} by the night shift", "it sat for {n} minutes yesterday",
+    "arrived at {t}", "we open at {t}", "the driver waited {n} minutes at the gate this morning",
+    "the truck got here at {t}", "their store closes at {t} btw",
 ]  # fmt: skip
 ZH_DEADLINE = [
     "{t}前送到",
@@ -38,6 +42,11 @@ ZH_DEADLINE = [
     "{t}之前必须到",
     "{n}分钟之内要",
     "赶{t}的车",
+    "{n}分钟内出库",
+    "{n}分钟之内发走",
+    "{t}前出库",
+    "{t}以前装车",
+    "{n}分钟内完成",
 ]
 ZH_DEADLINE_NEG = [
     "{t}收到的单",
@@ -45,33 +54,61 @@ ZH_DEADLINE_NEG = [
     "上次花了{n}分钟",
     "{t}那批没问题",
     "{n}分钟前登记的",
+    "货是{t}到仓的",
+    "车{t}到的",
+    "客户收货时间是{t}以后",
+    "仓库{t}开门",
+    "上周花了{n}分钟才装完",
 ]
 
 EN_WITH = ["ship with {o}", "send it together with {o}", "same pallet as {o}", "pack it with {o}",
-           "combine with {o} for the customer", "goes out with {o}"]  # fmt: skip
+           "combine with {o} for the customer", "goes out with {o}", "same truck as {o}",
+           "keep it together with {o}", "combine with order {n}"]  # fmt: skip
 EN_WITH_NEG = ["{o} was late yesterday", "unlike {o}, this one is small", "{o} already shipped",
-               "not related to {o}", "same customer as {o} last week", "ignore {o}"]  # fmt: skip
-ZH_WITH = ["和{o}一起发", "跟{o}一起送", "与{o}合并发货", "和{o}同一托盘", "跟{o}一起走"]
-ZH_WITH_NEG = ["{o}昨天晚了", "{o}已经发走了", "跟{o}没关系", "{o}是别的客户的", "不用管{o}"]
+               "not related to {o}", "same customer as {o} last week", "ignore {o}",
+               "{o} was a duplicate", "was going to go with {o}, now ships alone"]  # fmt: skip
+ZH_WITH = ["和{o}一起发", "跟{o}一起送", "与{o}合并发货", "和{o}同一托盘", "跟{o}一起走",
+           "和{o}同一辆车", "与{n}同车", "跟{o}一起装车"]  # fmt: skip
+ZH_WITH_NEG = ["{o}昨天晚了", "{o}已经发走了", "跟{o}没关系", "{o}是别的客户的", "不用管{o}",
+               "跟上周的{o}一样的货", "本来要跟{o}一起走，现在单独发"]  # fmt: skip
 
-EN_STATION = ["{s} only", "must go to {s}", "deliver to {s}", "use {s}", "drop it at {s}"]
+EN_STATION = ["{s} only", "must go to {s}", "deliver to {s}", "use {s}", "drop it at {s}",
+              "load at {s}", "has to go through {s}", "{s} is free, so it has to be there"]  # fmt: skip
 EN_STATION_NEG = [
     "no {s} needed",
     "not {s}",
     "{s} is not required",
     "{s} is full today, any other is fine",
+    "don't use {s}",
+    "avoid {s}, it is under maintenance",
 ]
-ZH_STATION = ["送到{z}", "只能去{z}", "走{z}", "放{z}"]
-ZH_STATION_NEG = ["不需要{z}", "不用去{z}", "别送{z}", "{z}今天满了，别的都行"]
+ZH_STATION = ["送到{z}", "只能去{z}", "走{z}", "放{z}", "{z}装车", "只能进{z}"]
+ZH_STATION_NEG = ["不需要{z}", "不用去{z}", "别送{z}", "{z}今天满了，别的都行", "不要走{z}",
+                  "{z}在检修，别用", "别走{z}", "不能进{z}"]  # fmt: skip
 EN_ST = {"A": ["dock A"], "B": ["dock B", "station B"], "C": ["cold chain", "station C"]}
 ZH_ST = {"A": ["A口", "A站"], "B": ["B口", "B站"], "C": ["冷链", "C口"]}
 
 EN_CANCEL = ["customer cancelled", "cancel this order", "drop it, they changed their mind",
-             "no longer needed", "please cancel", "call it off, the client backed out"]  # fmt: skip
+             "no longer needed", "please cancel", "call it off, the client backed out",
+             "the buyer pulled the order", "they withdrew the order this morning",
+             "order cancelled by the buyer, do not ship", "cancelled - they found it cheaper elsewhere",
+             "cust cancelled, pls pull it from the wave", "cancelled per customer email, ignore my earlier note",
+             "payment failed, the order is cancelled", "they decided they don't want this one", "cxl, cust changed mind"]  # fmt: skip
 EN_CANCEL_NEG = ["do not cancel", "cancel this... no wait, keep it", "they thought about cancelling but kept it",
-                 "not cancelled, still needed", "don't cancel, it was a mistake"]  # fmt: skip
-ZH_CANCEL = ["客户取消了", "这单取消", "不要了，客户改主意了", "订单作废", "撤单"]
-ZH_CANCEL_NEG = ["别取消", "本来要取消，现在不取消了", "先不要取消", "取消是误会，照常发"]
+                 "not cancelled, still needed", "don't cancel, it was a mistake",
+                 "the cancel request was rejected, the order stands",
+                 "{o} was cancelled, this one ships as normal", "the customer wants to cancel {o}, not this one",
+                 "they asked if they could cancel, I am checking, do not cancel yet"]  # fmt: skip
+ZH_CANCEL = ["客户取消了", "这单取消", "不要了，客户改主意了", "订单作废", "撤单",
+             "客户撤回了订单", "取消吧，重复下单了", "客户退单了，别发", "取消，客户说不要了，不用拣货",
+             "付款失败，订单已取消", "客户说拍错了，这单不要了", "客户已退款，单子撤销"]  # fmt: skip
+ZH_CANCEL_NEG = ["别取消", "本来要取消，现在不取消了", "先不要取消", "取消是误会，照常发",
+                 "原本要取消，后来客户又加了量，保留", "要不要取消？不取消，继续发",
+                 "{o}取消了，这单照常发", "客户要取消的是{o}，不是这单", "客户问能不能取消，我在确认，先别取消"]  # fmt: skip
+
+#: Chinese numerals for the minutes the Chinese templates write in words half of the time.
+ZH_MINUTES = {15: "十五", 20: "二十", 30: "三十", 40: "四十", 45: "四十五", 60: "六十",
+              90: "九十"}  # fmt: skip
 
 EN_TONE = {"urgent": ["urgent!", "asap", "customer waiting at the counter", "rush order"],
            "normal": ["", "", "standard restock", "regular order"],
@@ -126,7 +163,8 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
             t = _zh_clock(now + n, rng) if zh else _clock(now + n)
             clauses.append(tmpl.format(t=t))
         else:
-            clauses.append(tmpl.format(n=n))
+            words = zh and rng.random() < 0.5
+            clauses.append(tmpl.format(n=ZH_MINUTES[n] if words else n))
         label["deadline_min"] = n
     if r > 0.3 and rng.random() < 0.6:  # a time that is not a deadline (with or without one)
         back = int(pick([10, 15, 20, 30, 45, 60]))
@@ -137,8 +175,9 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
     r = rng.random()
     if r < 0.35:
         o = other_id()
-        clauses.append(pick(ZH_WITH if zh else EN_WITH).format(o=o))
-        label["with"] = "o" + o.lower().removeprefix("o-").removeprefix("o")
+        number = o.lower().removeprefix("o-").removeprefix("o")
+        clauses.append(pick(ZH_WITH if zh else EN_WITH).format(o=o, n=number))
+        label["with"] = "o" + number
     elif r < 0.6:
         clauses.append(pick(ZH_WITH_NEG if zh else EN_WITH_NEG).format(o=other_id()))
     # station
@@ -157,7 +196,7 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
         clauses.append(pick(ZH_CANCEL if zh else EN_CANCEL))
         label["cancel"] = True
     elif r < 0.35:
-        clauses.append(pick(ZH_CANCEL_NEG if zh else EN_CANCEL_NEG))
+        clauses.append(pick(ZH_CANCEL_NEG if zh else EN_CANCEL_NEG).format(o=other_id()))
     # tone
     # the tone: a word says it; without one, a deadline of 30 minutes or less is urgent; a
     # relaxed word never sits beside a deadline within the hour (it would contradict it)
@@ -184,7 +223,7 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=240)
+    ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()

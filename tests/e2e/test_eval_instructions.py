@@ -64,11 +64,9 @@ def test_an_existing_out_is_never_replaced(tmp_path):
     assert r.returncode == 2 and "--stations" in r.stderr
 
 
-# On a fresh cache the reader first embeds its development set and the triage pool (about 800
-# texts): over pytest's 600 s on the busy shared machine, so it runs with MARLM_SLOW=1 until the
-# heads' training inputs are cut down or shipped.
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
+# The heads trained on the development set ship with marlm for the embedded model: a fresh cache
+# reads these notes without embedding the development set (it took over 600 s here before).
+@pytest.mark.timeout(600)
 def test_the_embedded_model_reads_labelled_notes_into_the_contract(tmp_path):
     rows = [
         {"id": "o1", "time": "10:20", "note": "Before the 11:00 truck, cold chain only.",

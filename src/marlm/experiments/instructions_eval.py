@@ -225,14 +225,32 @@ def run_instructions_eval(config: InstructionsEvalConfig) -> dict[str, Any]:
 
 
 def _urgency_cost(reader: Any, rows: list[dict[str, Any]]) -> float | None:
-    """Milliseconds per note of the urgency reading alone (one hidden state of the note), the
-    same notes embedded again one at a time; None in ``schema`` mode."""
+    """Milliseconds per note of the triage probe's urgency reading (the hidden state of the
+    note's probe input at :data:`~marlm.llm.triage.probe.PROBE_LAYER` by early exit where the
+    backend has it, else the final states), the same notes read again one at a time; None in
+    ``schema`` mode."""
+    from marlm.llm.backends.protocols import LayerEmbedder
+    from marlm.llm.errors import LayerReadUnavailable
+    from marlm.llm.triage.probe import PROBE_LAYER
+    from marlm.llm.triage.prompts import probe_input
+
     if reader.mode != "probe":
         return None
+    model, layer = reader.model, PROBE_LAYER
+    if not isinstance(model, LayerEmbedder):
+        layer = None
     spent = []
     for row in rows:
+        text = probe_input(row["note"] + " ")  # not in any memo: a fresh reading
         t0 = time.perf_counter()
-        reader.model.embed([row["note"] + " "])  # not in the memo: a fresh reading
+        try:
+            if layer is None:
+                model.embed([text])
+            else:
+                model.embed_layer([text], layer, cache_dir=reader.cache_dir)
+        except LayerReadUnavailable:
+            layer = None
+            model.embed([text])
         spent.append(time.perf_counter() - t0)
     return 1000 * sum(spent) / len(spent)
 
@@ -249,7 +267,7 @@ def instructions_eval_lines(r: dict[str, Any]) -> list[str]:
     urg = r["urgency_ms_per_note"]
     lines.append(
         f"model time per note: {r['ms_per_note']:.0f} ms, {r['inputs_per_note']:.2f} model "
-        "inputs" + (f" (the urgency reading alone: {urg:.0f} ms, 1 input)" if urg else "")
+        "inputs" + (f" (the triage probe's urgency reading: {urg:.0f} ms, 1 input)" if urg else "")
     )
     if r["fallbacks"]:
         lines.append(f"fallbacks: {r['fallbacks']} notes read by the parser alone (backend failed)")

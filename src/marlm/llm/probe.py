@@ -75,6 +75,33 @@ class LinearProbe:
         self.bias = r.x[d * k :]
         self.n_classes = k
 
+    def state(self) -> dict[str, np.ndarray]:
+        """The fitted parameters: ``mean`` and ``scale`` (``float64[d]``), ``weights``
+        (``float64[d, n_classes]``) and ``bias`` (``float64[n_classes]``), for
+        :meth:`from_state`."""
+        return {"mean": self.mean, "scale": self.scale, "weights": self.weights, "bias": self.bias}
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray]) -> LinearProbe:
+        """A probe with the parameters :meth:`state` gave, without training.
+
+        Raises:
+            ValueError: shapes that disagree, or a value that is not finite.
+        """
+        mean, scale, weights, bias = (np.asarray(state[k], dtype=np.float64)
+                                      for k in ("mean", "scale", "weights", "bias"))  # fmt: skip
+        d = mean.shape[0] if mean.ndim == 1 else -1
+        if scale.shape != (d,) or weights.ndim != 2 or weights.shape[0] != d:
+            raise ValueError(f"bad probe shapes {mean.shape}, {scale.shape}, {weights.shape}")
+        if bias.shape != (weights.shape[1],):
+            raise ValueError(f"bias {bias.shape} does not match weights {weights.shape}")
+        if not all(np.isfinite(a).all() for a in (mean, scale, weights, bias)):
+            raise ValueError("a probe parameter is not finite")
+        probe = cls.__new__(cls)
+        probe.mean, probe.scale, probe.weights, probe.bias = mean, scale, weights, bias
+        probe.n_classes = weights.shape[1]
+        return probe
+
     def log_proba(self, X: np.ndarray) -> np.ndarray:
         """``float64[n, n_classes]``: log class probabilities of the rows of ``X`` (``float[n, d]``)."""
         S = ((np.asarray(X, dtype=np.float64) - self.mean) / self.scale) @ self.weights + self.bias
