@@ -25,6 +25,8 @@ CASES = [
     (["demo"], "--tick-ms", "inf"),
     (["demo"], "--tick-ms", "1e308"),  # was an OverflowError traceback from the tick's sleep
     (["demo"], "--plan-deadline", "nan"),
+    (["demo", "--scenario", "instructions"], "--step-seconds", "0"),
+    (["demo", "--scenario", "instructions"], "--step-seconds", "nan"),
     (["compare"], "--robots", "0"),
     (["compare"], "--steps", "0"),
     (["compare"], "--seed", "-3"),

@@ -7,7 +7,15 @@ import time
 from pathlib import Path
 
 from marlm.eval.outputs import fresh_folder
-from marlm.hybrid.defaults import DEFAULT_TRAINING, DEMO_EXECUTOR, EXECUTOR_HELP, MAX_TICK_MS
+from marlm.hybrid.defaults import (
+    DEFAULT_TRAINING,
+    DEMO_EXECUTOR,
+    DEMO_TICK_MS,
+    EXECUTOR_HELP,
+    INSTRUCTIONS_TICK_MS,
+    MAX_TICK_MS,
+    STEP_SECONDS,
+)
 from marlm.stops import console as rich_console
 
 from .app import (
@@ -51,7 +59,22 @@ DWELL_HELP = (
 SCENARIO_HELP = (
     "none: the orders of --orders (or the shipped sample); congested: a generated stream from "
     "--seed, one order every --order-every steps, all listed normal, urgency only in the notes "
-    "(English and Chinese development notes, held out of the triage pool; docs/triage.md)."
+    "(English and Chinese development notes, held out of the triage pool; docs/triage.md); "
+    "instructions: 24 orders on small whose notes cancel them, pair them, name a station (A top "
+    "left, B top right: stations are lettered in reading order) or give a deadline in words, "
+    "enforced as the model reads them (docs/instructions.md)."
+)
+TICK_HELP = (
+    f"Control period in ms (0 = as fast as possible; {INSTRUCTIONS_TICK_MS:g} with --scenario "
+    "instructions unless given)."
+)
+TICK_BOUND = finite_at_least(0, high=MAX_TICK_MS, unit="milliseconds")
+STEP_SECONDS_BOUND = finite_at_least(
+    0, exclusive=True, high=3600, unit="seconds", example=STEP_SECONDS
+)
+STEP_SECONDS_HELP = (
+    "With --scenario instructions: warehouse seconds per control step, mapping the notes' "
+    f"worded deadlines to steps (default {STEP_SECONDS:g})."
 )
 NO_COUNTERFACTUAL_HELP = (
     "Skip the run of the same seed and orders under the rule planner, without a model, whose "
@@ -88,9 +111,7 @@ def demo(
     no_shield: bool = opt(False, None, None, "--no-shield", hidden=True),
     shield_rule: str | None = opt(None, None, None, "--shield-rule", hidden=True),
     sync: bool = opt(False, "Wait for the planner inside the step (reproducible trace)."),
-    tick_ms: float = opt(
-        40.0, "Control period in ms (0 = as fast as possible).",
-        finite_at_least(0, high=MAX_TICK_MS, unit="milliseconds")),
+    tick_ms: float | None = opt(None, TICK_HELP, TICK_BOUND, show_default=f"{DEMO_TICK_MS:g}"),
     plan_deadline: float = opt(2.0, DEADLINE_HELP, finite_at_least(0, unit="seconds")),
     policy: Path | None = opt(
         None, "With --executor rl: its Q-table (.npz); default: cached or trained now."),
@@ -99,6 +120,7 @@ def demo(
     scenario: str = opt("none", SCENARIO_HELP),
     order_every: int | None = opt(
         None, "With --scenario congested: steps between orders (default 3).", at_least(1, example=3)),
+    step_seconds: float | None = opt(None, STEP_SECONDS_HELP, STEP_SECONDS_BOUND),
     no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
 ) -> None:  # fmt: skip
     """Run the warehouse: LLM planner, learned executor, rule shield.
@@ -114,10 +136,11 @@ def demo(
         tick_ms=tick_ms, gif=gif, plan_deadline=plan_deadline, dwell=dwell, scenario=scenario,
         out=out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")),
         overwrite=overwrite, llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout,
-        policy=policy, order_every=order_every, counterfactual=not no_counterfactual,
+        policy=policy, order_every=order_every, step_seconds=step_seconds,
+        counterfactual=not no_counterfactual,
     )  # fmt: skip
     console, claimed = rich_console(stderr=True), []
-    cf = not no_counterfactual and planner != "rule"
+    cf = not no_counterfactual and (planner != "rule" or scenario == "instructions")
     hint = lambda: stopped_hint(claimed[0], gif=gif, counterfactual=cf) if claimed else ""  # noqa: E731
     with on_interrupt(hint):
         with contextlib.ExitStack() as stack:

@@ -38,12 +38,42 @@ def side_rows(m: dict, cf: dict | None) -> list[tuple[str, str, str | None]]:
              None if cf is None else fmt(cf["latency_mean_steps"].get(c)))
             for c in classes
         ],
+        *instruction_rows(m.get("instructions"), (cf or {}).get("instructions"), cf is not None),
         *[
             (f"idle robot-steps with an order waiting: {cause.replace('_', ' ')}",
              fmt(idle.get(cause)), None if cf is None else fmt(cf_idle.get(cause)))
             for cause in ("waiting_for_model", "no_order", "blocked")
         ],
     ]  # fmt: skip
+
+
+def instruction_rows(
+    own: dict | None, rule: dict | None, with_rule: bool
+) -> list[tuple[str, str, str | None]]:
+    """The instructions scenario's rows (none without its figures): what each run did with the
+    notes' instructions, counted against what the notes mean
+    (:func:`marlm.experiments.instructions_scenario.instruction_figures`)."""
+    if not own:
+        return []
+    rows = (
+        ("cancelled orders delivered", "cancelled_delivered", "cancelled_total"),
+        ("required stations met", "stations_met", "stations_required"),
+        ("ship-with pairs together", "pairs_together", "pairs"),
+        ("worded deadlines met", "worded_deadlines_met", "worded_deadlines"),
+    )
+
+    def cell(f: dict | None, got: str, total: str) -> str | None:
+        return None if f is None else f"{f[got]} / {f[total]}"
+
+    out = [(label, cell(own, got, total) or "-", cell(rule, got, total) if with_rule else None)
+           for label, got, total in rows]  # fmt: skip
+    if "read_in_time" in own:
+        out.append(("  instruction notes read before their delivery",
+                    f"{own['read_in_time']} / {own['instruction_notes']}", None))  # fmt: skip
+    for label, key in (("orders not cancelled, delivered", "delivered_kept"),
+                       ("step of the last delivery", "last_delivery_step")):  # fmt: skip
+        out.append((label, fmt(own.get(key)), fmt((rule or {}).get(key)) if with_rule else None))
+    return out
 
 
 def own_rows(m: dict) -> list[tuple[str, str]]:

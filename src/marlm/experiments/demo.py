@@ -28,6 +28,7 @@ from marlm.experiments.settings import (
     warn_if_orders_after_the_end,
     warn_if_robots_drawn,
 )
+from marlm.hybrid.defaults import DEMO_TICK_MS, INSTRUCTIONS_TICK_MS, STEP_SECONDS
 
 # The run's modules (the controller, the planners, the congested scenario: numba, scipy, the
 # environment) are imported where they are used, not here: `marlm demo --executor nope` and
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 #: The executors ``marlm demo --executor`` takes (``llm`` runs in ``marlm compare``).
 DEMO_EXECUTORS = ("rl", "learned", "greedy", "random")
 _USE = "use rl, learned, greedy or random"
+
+#: The values of ``--scenario``.
+SCENARIOS = ("none", "congested", "instructions")
 
 #: The default of ``--plan-deadline`` in seconds (:mod:`marlm.cli.demo`; a test keeps them equal).
 PLAN_DEADLINE_S = 2.0
@@ -62,9 +66,14 @@ class DemoConfig:
             a server and the seconds one call may take.
         policy: the rl executor's Q-table file (.npz); None: the cached one, trained if
             missing (only with ``run.executor == "rl"``; the other executors train nothing).
-        scenario: ``"none"`` (the orders of ``run.orders``) or ``"congested"`` (a stream
-            generated from the seed, urgency only in the notes; :mod:`marlm.experiments.congested`).
+        scenario: ``"none"`` (the orders of ``run.orders``), ``"congested"`` (a stream
+            generated from the seed, urgency only in the notes; :mod:`marlm.experiments.congested`)
+            or ``"instructions"`` (the shipped orders whose notes cancel, pair, name a station or
+            give a deadline in words, enforced as the model reads them;
+            :mod:`marlm.experiments.instructions_scenario`).
         order_every: steps between the congested scenario's orders (>= 1).
+        step_seconds: warehouse seconds per control step in the instructions scenario (a worded
+            deadline of ``m`` minutes is ``ceil(m * 60 / step_seconds)`` steps).
         counterfactual: also run the same seed and orders under the rule planner, without a
             model, for the table's second column (``metrics.json``: ``counterfactual_rule``).
     """
@@ -78,6 +87,7 @@ class DemoConfig:
     policy: Path | None = None
     scenario: str = "none"
     order_every: int = 3
+    step_seconds: float = STEP_SECONDS
     counterfactual: bool = True
 
     @classmethod
@@ -91,8 +101,11 @@ class DemoConfig:
         Raises:
             InputError: naming the option: ``--executor llm`` (it runs in ``marlm compare``),
                 ``--policy`` with another executor than ``rl``, an unknown ``--shield`` or
-                ``--scenario``, ``--orders`` with the congested scenario, ``--order-every``
-                without it (None: the default pace, 3), then (a conflict
+                ``--scenario``, ``--orders`` with a scenario, ``--order-every`` without the
+                congested one (None: the default pace, 3), ``--step-seconds`` without the
+                instructions one (None: 5 s), a ``--layout`` other than ``small`` with it (a
+                ``tick_ms`` of None: :data:`DEMO_TICK_MS`, :data:`INSTRUCTIONS_TICK_MS` there), then
+                (a conflict
                 first, so a missing file never hides it) an ``--orders`` or ``--policy`` path
                 that is a folder or not there, or a run setting
                 :func:`marlm.hybrid.controller.run_config` refuses.
@@ -110,8 +123,8 @@ class DemoConfig:
                 "add --executor rl, or drop --policy",
                 field="--policy",
             )
-        if scenario not in ("none", "congested"):
-            raise InputError(f"got {scenario!r}; use none or congested", field="--scenario")
+        if scenario not in SCENARIOS:
+            raise InputError(f"got {scenario!r}; use {', '.join(SCENARIOS)}", field="--scenario")
         if scenario != "congested" and settings.get("order_every") is not None:
             raise InputError(
                 "sets the pace of the congested scenario's generated orders; add --scenario "
@@ -120,11 +133,39 @@ class DemoConfig:
             )
         if settings.get("order_every") is None:
             settings.pop("order_every", None)  # the congested scenario's default pace
+        if scenario != "instructions" and settings.get("step_seconds") is not None:
+            raise InputError(
+                "maps steps to the clock of the instructions scenario's notes; add --scenario "
+                "instructions, or drop --step-seconds",
+                field="--step-seconds",
+            )
+        if settings.get("step_seconds") is None:
+            settings.pop("step_seconds", None)  # 5 s a step
+        if settings.get("tick_ms") is None:
+            settings["tick_ms"] = (
+                INSTRUCTIONS_TICK_MS if scenario == "instructions" else DEMO_TICK_MS
+            )
         if scenario == "congested" and orders is not None:
             raise InputError(
                 "--scenario congested generates its orders; drop --orders or --scenario",
                 field="--orders",
             )
+        if scenario == "instructions":
+            if orders is not None:
+                raise InputError(
+                    "--scenario instructions runs its shipped orders; drop --orders or --scenario",
+                    field="--orders",
+                )
+            if layout != "small":
+                raise InputError(
+                    f"--scenario instructions runs on 'small' (its orders' shelves and stations), "
+                    f"not {layout!r}; drop --layout",
+                    field="--layout",
+                )
+            from marlm.experiments.instructions_scenario import SCENARIO_ROBOTS, scenario_paths
+
+            orders = str(scenario_paths()[0])
+            robots = SCENARIO_ROBOTS if robots is None else robots
         for path, option, what in (
             (orders, "--orders", "a JSONL order file"),
             (settings.get("policy"), "--policy", "a Q-table file (.npz) written by marlm train warehouse"),
@@ -148,7 +189,8 @@ class DemoConfig:
     def unused_options_note(self) -> str | None:
         """The note (a line per reason) of the options this run does not read
         (:func:`marlm.experiments.settings.unused_options_note`), or None: with ``--planner
-        rule``, the model options and ``--plan-deadline`` the user set; with ``--planner triage*``,
+        rule`` (outside the instructions scenario, whose notes the model reads), the model options
+        and ``--plan-deadline`` the user set; with ``--planner triage*``,
         a ``--plan-deadline`` the user set (its answers apply however late); with a model run in
         process (``--llm embedded`` or a ``.gguf`` file), a ``--llm-model`` the user set (it
         names the model a ``--llm`` server serves).
@@ -156,7 +198,7 @@ class DemoConfig:
         Raises:
             InputError: a ``--llm`` value :func:`model_name_note` refuses (naming ``--llm``).
         """
-        if self.run.planner == "rule":
+        if self.run.planner == "rule" and self.scenario != "instructions":
             return unused_options_note("--planner rule asks no model", [
                 *model_options(self.llm, self.llm_model, self.llm_timeout_s),
                 ("--plan-deadline", self.run.plan_deadline_s, PLAN_DEADLINE_S),
@@ -265,6 +307,13 @@ def run_demo(
     plan = build_planner(
         run_cfg.planner, config.llm, model_name=config.llm_model, timeout_s=config.llm_timeout_s
     )
+    reader = None
+    if config.scenario == "instructions":
+        from marlm.experiments.instructions_scenario import scenario_reader
+        from marlm.hybrid.build import make_model
+
+        model = make_model(config.llm, model_name=config.llm_model, timeout_s=config.llm_timeout_s)
+        reader = scenario_reader(model)
     out = claim_run_folder(config.out, overwrite=config.overwrite)
     if on_claim is not None:
         on_claim(out)
@@ -282,11 +331,19 @@ def run_demo(
             "note: --tick-ms 0 without --sync: robots step as fast as the CPU allows and will "
             "outrun the planner; use --sync for reproducible runs."
         )
+    if reader is not None:
+        say(
+            "scenario: instructions, 24 orders on small, all listed normal; their notes cancel, "
+            f"pair, name a station or give a deadline in words, read at {config.step_seconds:g} s "
+            "a step and enforced (the rule beside: listed fields only)"
+        )
     note = config.unused_options_note()
     if note:
         say(note)
-    say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else ""))
-    counterfactual = config.counterfactual and run_cfg.planner != "rule"
+    say(f"planner: {run_cfg.planner}" + (f" on {config.llm}" if run_cfg.planner != "rule" else "")
+        + (f"; the notes' instructions read on {config.llm}" if reader is not None else ""))  # fmt: skip
+    # the rule with the notes' instructions is not the rule: it has its counterfactual too
+    counterfactual = config.counterfactual and (run_cfg.planner != "rule" or reader is not None)
     if config.counterfactual and not counterfactual:
         say("no rule counterfactual: the planner is the rule (it would repeat this run)")
     if rl and q is None:
@@ -299,15 +356,37 @@ def run_demo(
         update = stage("warming up the model (triage pool, cached after)", None)
         warm(progress=update)
         update(1, 1)
+    desk = None
+    if reader is not None:
+        from marlm.hybrid.planning.instructions import InstructionDesk
+
+        update = stage("warming up the instructions reader (cached after)", None)
+        reader.warm_up(progress=update)
+        update(1, 1)
+        seconds, sync, desks = config.step_seconds, run_cfg.sync_planner, []
+
+        def make_desk(env: Any) -> InstructionDesk:
+            desks.append(InstructionDesk(env, reader, step_seconds=seconds, sync=sync))
+            return desks[-1]
+
+        desk = make_desk
+
     compile_rule_layer(run_cfg, stage)
+    worded = config.step_seconds if reader is not None else None
     result = run(
-        run_cfg, out, planner=plan, policy=q, env=env,
-        progress=stage("warehouse", run_cfg.steps), facts=lambda ev: _facts(ev, true_class, source),
+        run_cfg, out, planner=plan, policy=q, env=env, desk=desk,
+        progress=stage("warehouse", run_cfg.steps),
+        facts=lambda ev: _facts(ev, true_class, source, worded),
     )  # fmt: skip
+    if desk is not None and desks:
+        from marlm.experiments.instructions_scenario import read_in_time
+
+        result.metrics["instructions"].update(read_in_time(desks[-1]))
     if counterfactual:  # after the run: its folder is whole whatever happens here
         update = stage("counterfactual: rule planner, same orders", run_cfg.steps)
-        cf = _counterfactual(run_cfg, q, true_class, progress=update)
+        cf = _counterfactual(run_cfg, q, true_class, progress=update, step_seconds=worded)
         result.metrics["counterfactual_rule"] = cf
+    if counterfactual or desk is not None:
         with atomic_path(result.out_dir / "metrics.json") as tmp:
             text = json.dumps(result.metrics, indent=2, ensure_ascii=False)
             tmp.write_text(text, encoding="utf-8")
@@ -396,10 +475,16 @@ def compile_rule_layer(config: RunConfig, stage: Stage) -> None:
         update(1, 1)
 
 
-def _facts(events: list, true_class: dict | None, source: str = "the note's label") -> dict:
+def _facts(
+    events: list, true_class: dict | None, source: str = "the note's label",
+    step_seconds: float | None = None,
+) -> dict:  # fmt: skip
     """The demo's figures beyond the metrics: this run by true class (the note's label in a
-    generated scenario, else the listed priority). The rule counterfactual's figures
-    (``counterfactual_rule``) are added to ``metrics.json`` once it has run, after this run."""
+    generated scenario, else the listed priority), and with ``step_seconds`` (the instructions
+    scenario) what it did with the notes' instructions
+    (:func:`~marlm.experiments.instructions_scenario.instruction_figures`). The rule
+    counterfactual's figures (``counterfactual_rule``) are added to ``metrics.json`` once it
+    has run, after this run."""
     from marlm.eval.metrics import reading
     from marlm.experiments.congested import latency_by_true_class
 
@@ -410,14 +495,21 @@ def _facts(events: list, true_class: dict | None, source: str = "the note's labe
     }
     if true_class:
         out["true_class"] = true_class
+    if step_seconds is not None:
+        from marlm.experiments.instructions_scenario import instruction_figures
+
+        out["instructions"] = instruction_figures(events, step_seconds)
     return out
 
 
-def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress=None) -> dict:
+def _counterfactual(
+    config: RunConfig, q: Any, true_class: dict | None, progress=None,
+    step_seconds: float | None = None,
+) -> dict:  # fmt: skip
     """Run ``config``'s seed and orders under the rule planner, synchronously and as fast as
     possible, without a model or a GIF, in a temporary folder removed after; its figures by
-    true class and its idle robot-steps."""
-    from marlm.experiments.congested import latency_by_true_class
+    true class and its idle robot-steps (with ``step_seconds``, what it did with the notes'
+    instructions it does not read)."""
     from marlm.hybrid.controller import run
     from marlm.hybrid.planning.planner import RulePlanner
 
@@ -427,10 +519,11 @@ def _counterfactual(config: RunConfig, q: Any, true_class: dict | None, progress
     with tempfile.TemporaryDirectory(prefix="marlm-counterfactual-") as tmp:
         res = run(
             rule_config, Path(tmp) / "run", planner=RulePlanner(), policy=q, progress=progress,
-            facts=lambda events: {"by_true_class": latency_by_true_class(events, true_class)},
+            facts=lambda events: _facts(events, true_class, step_seconds=step_seconds),
         )  # fmt: skip
     return {
         **res.metrics["by_true_class"],
+        **({"instructions": res.metrics["instructions"]} if step_seconds is not None else {}),
         "idle_robot_steps": res.metrics.get("idle_robot_steps"),
         "scheme": res.metrics.get("scheme"),
     }

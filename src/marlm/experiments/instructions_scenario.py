@@ -17,6 +17,18 @@ from typing import Any
 
 #: Stations of ``small`` as the scenario describes them (A top left, B top right).
 SCENARIO_STATIONS = "A=dock A,B=cold chain"
+#: Robots of the scenario's runs.
+SCENARIO_ROBOTS = 4
+
+
+def scenario_reader(model: Any) -> Any:
+    """An :class:`~marlm.llm.triage.instructions.InstructionReader` on ``model`` with the
+    scenario's stations (:data:`SCENARIO_STATIONS`) and marlm's cache folder."""
+    from marlm.hybrid.build import cache_dir
+    from marlm.llm.triage.candidates import parse_stations
+    from marlm.llm.triage.instructions import InstructionReader
+
+    return InstructionReader(model, parse_stations(SCENARIO_STATIONS), cache_dir=cache_dir())
 
 
 def scenario_paths() -> tuple[Path, Path]:
@@ -37,7 +49,8 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
         ``cancelled_delivered`` (truly cancelled orders delivered), ``stations_met`` /
         ``stations_required``, ``pairs_together`` / ``pairs`` (same station, within the window),
         ``worded_deadlines_met`` / ``worded_deadlines``, ``delivered_kept`` (orders not truly
-        cancelled, delivered) and ``last_step``.
+        cancelled, delivered), ``last_delivery_step`` (the step the last of those was delivered,
+        None with none) and ``last_step``.
     """
     import math
 
@@ -79,11 +92,38 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
         "worded_deadlines_met": sum(in_time(o, m) for o, m in worded.items()),
         "worded_deadlines": len(worded),
         "delivered_kept": sum(o in delivered for o, x in t.items() if not x["cancel"]),
+        "last_delivery_step": max(
+            (delivered[o][0] for o, x in t.items() if not x["cancel"] and o in delivered),
+            default=None,
+        ),
         "last_step": last,
     }
 
 
-__all__ = ["SCENARIO_STATIONS", "instruction_figures", "scenario_paths", "truth"]
+def read_in_time(desk: Any) -> dict[str, int]:
+    """How many of the scenario's instruction notes (a cancellation, station, pair or worded
+    deadline in :func:`truth`) ``desk`` (an :class:`~marlm.hybrid.planning.instructions.
+    InstructionDesk` after its run) applied before their order was delivered (or never
+    delivered): ``{"read_in_time", "instruction_notes"}``."""
+    delivered = dict(desk.env.delivered)
+    meant = [o for o, x in truth().items()
+             if x["cancel"] or x["station"] or x["with"] or x["deadline_min"] is not None]  # fmt: skip
+    in_time = sum(
+        o in desk.applied_at and (o not in delivered or desk.applied_at[o] <= delivered[o])
+        for o in meant
+    )
+    return {"read_in_time": in_time, "instruction_notes": len(meant)}
+
+
+__all__ = [
+    "SCENARIO_ROBOTS",
+    "read_in_time",
+    "SCENARIO_STATIONS",
+    "instruction_figures",
+    "scenario_paths",
+    "scenario_reader",
+    "truth",
+]
 
 
 def run_instructions_scenario(
@@ -104,7 +144,7 @@ def run_instructions_scenario(
         out_dir: a new folder.
         llm: the backend that reads the notes.
         step_seconds: warehouse seconds per step (None: the default of
-            :mod:`marlm.hybrid.planning.instructions`).
+            :data:`marlm.hybrid.defaults.STEP_SECONDS`).
         steps, seed: the runs' length and seed.
         sync: read each note inside the step (reproducible) instead of on a thread.
         reader: an :class:`~marlm.llm.triage.instructions.InstructionReader` to use (None: one
@@ -114,25 +154,23 @@ def run_instructions_scenario(
         ``{"instructions": figures, "rule": figures}``: :func:`instruction_figures` of each
         run plus its ``delivered`` count.
     """
-    from marlm.hybrid.build import build_planner, cache_dir
+    from marlm.hybrid.build import build_planner
     from marlm.hybrid.controller import run, run_config
-    from marlm.hybrid.planning.instructions import STEP_SECONDS, InstructionDesk
-    from marlm.llm.triage.candidates import parse_stations
+    from marlm.hybrid.defaults import STEP_SECONDS
+    from marlm.hybrid.planning.instructions import InstructionDesk
 
     step_seconds = STEP_SECONDS if step_seconds is None else step_seconds
     if reader is None:
         from marlm.llm.backends import make_backend
-        from marlm.llm.triage.instructions import InstructionReader
 
-        reader = InstructionReader(make_backend(llm), parse_stations(SCENARIO_STATIONS),
-                                   cache_dir=cache_dir())  # fmt: skip
+        reader = scenario_reader(make_backend(llm))
         reader.warm_up()
     orders, _ = scenario_paths()
     out: dict[str, dict[str, Any]] = {}
     for name in ("instructions", "rule"):
         config = run_config(
             layout="small", orders=str(orders), steps=steps, seed=seed, planner="rule",
-            executor="greedy", sync_planner=True, gif=False, n_robots=4,
+            executor="greedy", sync_planner=True, gif=False, n_robots=SCENARIO_ROBOTS,
         )  # fmt: skip
         desk = None
         if name == "instructions":

@@ -8,6 +8,7 @@ Each error names the command-line option (``field '--shield'``) and what is allo
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections.abc import Sequence
@@ -87,6 +88,12 @@ def example_of(param: object, option: str) -> str:
     if kind not in (int, float) or not option.startswith("--"):
         return ""
     default = getattr(param, "default", None)  # the same parameter, by name
+    from typer.core import TyperOption
+
+    if default is None and isinstance(param, TyperOption):  # a default the command resolves
+        shown = param.show_default  # itself, shown in the help as text
+        with contextlib.suppress(TypeError, ValueError):
+            default = kind(shown) if isinstance(shown, str) else None
     numeric = isinstance(default, int | float) and not isinstance(default, bool)
     return f"; pass e.g. {option} {_show(default if numeric else kind(1))}"
 

@@ -22,3 +22,13 @@ EXECUTOR_HELP = (
 #: ``RunConfig.tick_ms`` and ``marlm demo --tick-ms`` at most, in milliseconds: one minute a
 #: control step (``1e308`` overflowed the tick's sleep).
 MAX_TICK_MS = 60_000
+
+#: The default of ``marlm demo --tick-ms``: 25 control steps a second.
+DEMO_TICK_MS = 40.0
+#: The default of ``--tick-ms`` in the instructions scenario: its 5 warehouse seconds a step shown
+#: 25 times faster. At 40 ms (125 times) a busy 2-core machine reads the notes' instructions
+#: after most of their orders were delivered (docs/instructions.md).
+INSTRUCTIONS_TICK_MS = 200.0
+#: Seconds of warehouse time per control step (``marlm demo --step-seconds``): the notes'
+#: worded deadlines and clock times are mapped to steps with it.
+STEP_SECONDS = 5.0

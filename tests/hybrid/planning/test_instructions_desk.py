@@ -98,3 +98,53 @@ def test_clock_of_an_order():
     o = Order(id="o1", shelf="S3-2", priority="normal", arrival=120, deadline=300)
     assert clock_of(o, 5.0) == "08:10"
     assert clock_of(o.model_copy(update={"time": "13:05"}), 5.0) == "13:05"
+
+
+class _NoModel:
+    """A backend that embeds nothing (every note here is read by the parser or the stub)."""
+
+    name = "none"
+
+    def embed(self, texts):  # pragma: no cover - never asked
+        raise AssertionError(texts)
+
+
+def test_the_desk_reads_at_once_what_needs_no_model_and_cancellations_first(monkeypatch):
+    import threading
+
+    from marlm.hybrid.planning.instructions import InstructionDesk
+    from marlm.llm.triage.candidates import parse_stations
+    from marlm.llm.triage.instructions import InstructionReader
+
+    notes = {"o1": "Before 08:20 please.", "o2": "Regular restock, no rush.",
+             "o3": "Ship with o1.", "o4": "Customer cancelled.", "o5": "Within 3 minutes."}  # fmt: skip
+    shelves = ["S3-2", "S3-9", "S4-3", "S6-2", "S7-9"]
+    orders = [Order(id=o, shelf=shelves[k], priority="normal", arrival=0, deadline=300,
+                    note=n) for k, (o, n) in enumerate(notes.items())]  # fmt: skip
+    env = WarehouseEnv("small", orders=orders, n_robots=1, auto_assign=False, max_steps=200)
+    env.reset(seed=0)
+    reader = InstructionReader(_NoModel(), parse_stations("A=dock A,B=cold chain"))
+    hold, asked = threading.Event(), []
+    parser_read = reader.read
+
+    def read(note, time, own_id=None):  # the model's reading: recorded, held on the thread
+        if threading.current_thread().name != "instructions":
+            return parser_read(note, time, own_id)  # only a note with nothing for the model
+        asked.append(own_id)
+        hold.wait(10)
+        return Reading(Instructions(), reader.candidates(note, time, own_id), "model", 1, 0.0)
+
+    monkeypatch.setattr(reader, "read", read)
+    desk = InstructionDesk(env, reader, step_seconds=5.0)
+    desk.update()
+    assert desk.readings == {"o2": {"urgency": "low", "cancel": False, "deadline_min": None,
+                                    "with": None, "station": None, "source": "parser"}}  # fmt: skip
+    hold.set()
+    for _ in range(500):
+        if len(asked) == 4:
+            break
+        threading.Event().wait(0.01)
+    desk.close()
+    # the cancellation, the order id, then the times oldest first; the thread may have taken
+    # the first note queued (o1) before update() queued the others
+    assert asked in (["o4", "o3", "o1", "o5"], ["o1", "o4", "o3", "o5"])

@@ -3,7 +3,11 @@
 :class:`InstructionDesk` hands every arriving order's note to an
 :class:`~marlm.llm.triage.instructions.InstructionReader` on its own thread; each control step
 (:meth:`InstructionDesk.update`, before planning) it applies the readings that have come back to
-the environment (:mod:`marlm.envs.warehouse.instructions`), and nothing waits for the model:
+the environment (:mod:`marlm.envs.warehouse.instructions`), and nothing waits for the model. A
+note the parser finds nothing in for the model is read at once on the control thread (a regular
+expression pass); the others are read in the order of what a late reading costs
+(:func:`~marlm.llm.triage.instructions.reading_rank`: cancellation cues first, then stations and
+order ids, then times), oldest first within a rank:
 
 - ``cancel``: the order is never assigned again (a carried shelf goes back);
 - ``station``: the only drop of the order;
@@ -27,8 +31,6 @@ from typing import Any
 from marlm.envs.warehouse import WarehouseEnv
 from marlm.llm.triage.candidates import same_order_id
 
-#: Seconds of warehouse time per control step (``--step-seconds``).
-STEP_SECONDS = 5.0
 #: The clock at step 0 for orders without a ``time``.
 START_CLOCK = "08:00"
 #: Steps within which a ship-with pair reaches its station after the first of the two.
@@ -52,19 +54,23 @@ class InstructionDesk:
         env: the run's environment.
         reader: an :class:`~marlm.llm.triage.instructions.InstructionReader` whose stations are
             the layout's (``A``, ``B``, ... in reading order).
-        step_seconds: warehouse seconds per step.
+        step_seconds: warehouse seconds per step (``marlm demo --step-seconds``; its default is
+            :data:`marlm.hybrid.defaults.STEP_SECONDS`).
         sync: read each note inside :meth:`update` (a reproducible run) instead of on a thread.
     """
 
-    def __init__(self, env: WarehouseEnv, reader: Any, *, step_seconds: float = STEP_SECONDS,
+    def __init__(self, env: WarehouseEnv, reader: Any, *, step_seconds: float,
                  sync: bool = False) -> None:  # fmt: skip
         self.env, self.reader, self.step_seconds, self.sync = env, reader, step_seconds, sync
         self.readings: dict[str, dict[str, Any]] = {}
+        #: order id -> the step its reading was applied at (a fallback's too)
+        self.applied_at: dict[str, int] = {}
         self.pairs: dict[str, str] = {}
         self.worded_deadline: dict[str, int] = {}
         self._asked: set[str] = set()
         self._done: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._todo: queue.Queue[Any] = queue.Queue()
+        self._todo: queue.PriorityQueue[tuple[int, int, Any]] = queue.PriorityQueue()
+        self._seq = 0
         self._thread: threading.Thread | None = None
         if not sync:
             self._thread = threading.Thread(target=self._work, name="instructions", daemon=True)
@@ -75,10 +81,21 @@ class InstructionDesk:
 
     def _work(self) -> None:
         while True:
-            order = self._todo.get()
+            _, _, order = self._todo.get()
             if order is None:
                 return
             self._done.put((order.id, self._read(order)))
+
+    def _rank(self, order: Any) -> int:
+        """:func:`~marlm.llm.triage.instructions.reading_rank` of the order's note (3: nothing
+        for the model; 2 for a reader that is not a ``probe``
+        :class:`~marlm.llm.triage.instructions.InstructionReader`: every note asks its model)."""
+        from marlm.llm.triage.instructions import InstructionReader, needs_model, reading_rank
+
+        if not isinstance(self.reader, InstructionReader) or self.reader.mode != "probe":
+            return 2
+        c = self.reader.candidates(order.note, clock_of(order, self.step_seconds), order.id)
+        return reading_rank(c) if needs_model(c) else 3
 
     def update(self) -> None:
         """Ask for the notes of orders that arrived; apply the readings that came back; keep
@@ -88,10 +105,12 @@ class InstructionDesk:
             if oid in self._asked or env.order_status(oid) == "future" or not order.note:
                 continue
             self._asked.add(oid)
-            if self.sync:
+            rank = 2 if self.sync else self._rank(order)
+            if self.sync or rank == 3:  # nothing for the model: the parser's reading, now
                 self._apply(oid, self._read(order))
             else:
-                self._todo.put(order)
+                self._seq += 1
+                self._todo.put((rank, self._seq, order))
         while True:
             try:
                 oid, reading = self._done.get_nowait()
@@ -106,6 +125,7 @@ class InstructionDesk:
     def _apply(self, oid: str, reading: Any) -> None:
         env, x = self.env, reading.instructions
         self.readings[oid] = {**x.as_dict(), "source": reading.source}
+        self.applied_at[oid] = env.step_count
         if reading.source == "fallback":
             return
         if x.cancel:
@@ -131,7 +151,7 @@ class InstructionDesk:
     def close(self) -> None:
         """Stop the reading thread (a read in flight finishes on its own; nothing waits)."""
         if self._thread is not None:
-            self._todo.put(None)
+            self._todo.put((-1, 0, None))
 
 
-__all__ = ["SHIP_WINDOW_STEPS", "START_CLOCK", "STEP_SECONDS", "InstructionDesk", "clock_of"]
+__all__ = ["SHIP_WINDOW_STEPS", "START_CLOCK", "InstructionDesk", "clock_of"]

@@ -1,0 +1,77 @@
+"""``marlm demo --scenario instructions``: the shipped orders whose notes cancel, pair, name a
+station or give a deadline in words, read by the real embedded model and enforced, beside the
+rule that reads only the listed fields."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_run import run_main
+from marlm.eval.demo_rows import instruction_rows, side_rows
+
+
+def test_the_scenario_honours_every_instruction_the_rule_ignores(tmp_path, capsys):
+    # --sync: every note is read inside its step, so the figures are exact on every run.
+    out = tmp_path / "run"
+    code, err = run_main(
+        ["demo", "--scenario", "instructions", "--sync", "--tick-ms", "0", "--no-gif",
+         "--out", str(out)], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "scenario: instructions, 24 orders on small" in err
+    m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    got, rule = m["instructions"], m["counterfactual_rule"]["instructions"]
+    pick = ("cancelled_delivered", "stations_met", "pairs_together", "worded_deadlines_met",
+            "delivered_kept")  # fmt: skip
+    assert [got[k] for k in pick] == [0, 4, 2, 5, 20]
+    assert [rule[k] for k in pick] == [4, 1, 0, 3, 20]
+    assert (got["last_delivery_step"], rule["last_delivery_step"]) == (87, 92)
+    assert (got["read_in_time"], got["instruction_notes"]) == (17, 17)  # read inside the step
+    rows = [r[0] for r in side_rows(m, m["counterfactual_rule"])]  # the table's rows
+    assert "cancelled orders delivered" in rows and "ship-with pairs together" in rows
+
+
+def test_rows_show_both_runs_against_what_the_notes_mean():
+    own = {"cancelled_delivered": 0, "cancelled_total": 4, "stations_met": 4,
+           "stations_required": 4, "pairs_together": 2, "pairs": 2, "worded_deadlines_met": 5,
+           "worded_deadlines": 5, "delivered_kept": 20, "last_delivery_step": 86}  # fmt: skip
+    rule = {**own, "cancelled_delivered": 4, "stations_met": 1, "last_delivery_step": 93}
+    rows = instruction_rows(own, rule, True)
+    assert rows[0] == ("cancelled orders delivered", "0 / 4", "4 / 4")
+    assert rows[1] == ("required stations met", "4 / 4", "1 / 4")
+    assert rows[-1] == ("step of the last delivery", "86", "93")
+    assert instruction_rows(None, rule, True) == []
+    assert instruction_rows(own, None, False)[0] == ("cancelled orders delivered", "0 / 4", None)
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "fix"),
+    [
+        (["--step-seconds", "4"], "--step-seconds", "add --scenario instructions"),
+        (["--scenario", "instructions", "--layout", "medium"], "--layout", "drop --layout"),
+        (["--scenario", "instructions", "--orders", "x.jsonl"], "--orders", "drop --orders"),
+        (["--scenario", "instructions", "--step-seconds", "0"], "--step-seconds", "pass e.g."),
+    ],
+)
+def test_a_bad_scenario_option_is_one_line_exit_2(tmp_path, capsys, args, field, fix):
+    code, err = run_main(["demo", *args, "--out", str(tmp_path / "run")], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and f"field '{field}'" in lines[0] and fix in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_scenario_runs_at_its_own_tick_unless_one_is_given(tmp_path):
+    from marlm.experiments.demo import DemoConfig
+    from marlm.hybrid.defaults import DEMO_TICK_MS, INSTRUCTIONS_TICK_MS
+
+    def tick(scenario, given):
+        return DemoConfig.from_options(
+            layout="small", orders=None, robots=None, shield="pibt", scenario=scenario,
+            executor="greedy", sync=False, plan_deadline=2.0, tick_ms=given, out=tmp_path / "r",
+        ).run.tick_ms  # fmt: skip
+
+    assert (DEMO_TICK_MS, INSTRUCTIONS_TICK_MS) == (40.0, 200.0)
+    assert tick("instructions", None) == 200.0 and tick("none", None) == 40.0
+    assert tick("instructions", 40.0) == 40.0 and tick("none", 0.0) == 0.0
