@@ -30,3 +30,13 @@ def test_every_requirement_of_a_recorded_build_is_an_exact_pin():
 def test_the_installed_llama_cpp_python_is_the_pinned_one():
     pins = {r.split("==")[1] for r in requirements() if r.startswith("llama-cpp-python")}
     assert pins == {metadata.version("llama-cpp-python")}
+
+
+def test_the_installed_llama_cpp_build_has_the_recorded_kernels():
+    # The recorded outputs are the AVX2 build's (README's set-up: CMAKE_ARGS=-DGGML_NATIVE=OFF).
+    # A build for an AVX-512/AMX CPU rounds otherwise, and its AMX kernel crashed on this model.
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode()
+    assert "AVX2 = 1" in info or not info.startswith("CPU : SSE"), info
+    assert "AVX512 = 1" not in info and "AMX_INT8 = 1" not in info, info

@@ -219,3 +219,16 @@ def test_the_demo_options_list_names_every_demo_option():
         if not p.hidden and p.opts[0] != "--help" and not {*p.opts, *p.secondary_opts} & listed
     ]
     assert not missing, missing
+
+
+def test_both_setup_commands_build_the_portable_llama_cpp_never_from_the_cache():
+    # pip's default build of llama-cpp-python is for the installing CPU: on an AVX-512 Xeon with
+    # AMX it crashed on the first token, and a wheel built that way stays in pip's cache.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = [ln for block in bash_blocks(readme) for ln in block.splitlines() if "venv" in ln]
+    installs = [ln for ln in setup if "python3 -m venv" in ln]
+    assert len(installs) == 2, installs
+    for ln in installs:
+        assert (
+            'CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install' in ln and "--no-cache-dir" in ln
+        )
