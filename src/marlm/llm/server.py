@@ -31,6 +31,7 @@ from typing import Any
 from marlm.errors import InputError
 
 from .backends import default_model_path
+from .backends.build import avoid_amx_repack
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -222,6 +223,7 @@ def build_app(
             f"(0: that context), got {n_ctx}",
             field="--n-ctx",
         )
+    avoid_amx_repack()  # create_app loads the model
     app = create_app(
         server_settings=ServerSettings(host=host, port=port, interrupt_requests=False),
         model_settings=[ModelSettings(**model_kwargs)],

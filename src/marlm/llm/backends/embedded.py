@@ -32,6 +32,7 @@ from ..errors import (
     LayerReadUnavailable,
 )
 from ..scoring import OptionScores, check_options, score_llama
+from .build import avoid_amx_repack
 from .guard import Guard, check_timeout, default_breaker
 from .hidden import EMBED_MAX_TOKENS, decode_hidden_states
 from .protocols import ChatResult, Message
@@ -113,6 +114,7 @@ class EmbeddedModel:
             ) from e
         if n_threads is None:
             n_threads = max(1, (os.cpu_count() or 2) // 2)
+        avoid_amx_repack()
         try:
             self._llm = Llama(
                 model_path=str(path),

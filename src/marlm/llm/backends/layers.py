@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LayerReadUnavailable
+from .build import avoid_amx_repack
 from .hidden import EMBED_MAX_TOKENS, reusable_prefix
 
 #: Quantisation of the derived blocks' matrices (norms stay float32, the token table as shipped).
@@ -216,6 +217,7 @@ class LayerReader:
             from llama_cpp import _internals
 
             callback = _capture_callback()
+            avoid_amx_repack()
             self._llm = llama_cpp.Llama(
                 model_path=str(self.path), n_ctx=64, n_threads=1, verbose=False
             )
