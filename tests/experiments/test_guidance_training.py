@@ -119,7 +119,9 @@ def test_candidates_simulated_as_ray_tasks_give_the_serial_run(tmp_path):
         ray.shutdown()
     for k in ("params", "score", "history", "hand", "learned"):
         assert parallel[k] == serial[k], k
-    assert serial["score"] != 1.0  # a search that moved: the equality says something
+    # candidates that scored apart from the hand guidance: the equality says something (whether
+    # one beats it depends on the CPU's linear algebra: not on a Xeon with AVX-512 at seed 3)
+    assert {h["mean"] for h in serial["history"]} - {1.0}
 
 
 def test_a_search_can_score_the_shipped_pibt_order():
