@@ -187,7 +187,7 @@ def test_the_reader_never_answers_a_value_no_candidate_holds():
 def test_the_shipped_sets_are_apart_and_say_their_source():
     dev = load_instruction_notes(dev_set_path())
     held = [load_instruction_notes(heldout_set_path(k)) for k in HELDOUT_SETS]
-    assert [len(dev), *map(len, held)] == [400, 60, 80, 100, 100]
+    assert [len(dev), *map(len, held)] == [400, 60, 80, 100, 100, 100, 100]
     texts = [{r["note"] for r in rows} for rows in (dev, *held)]
     for i, a in enumerate(texts):
         for b in texts[i + 1 :]:
@@ -299,3 +299,36 @@ def test_heads_trained_once_are_cached_and_read_back(tmp_path):
             assert np.array_equal(head.weights, loaded[k].weights)
     other = InstructionReader(FixedEmbedder(), ST, dev_notes=notes[:30], cache_dir=tmp_path)
     assert other.heads_key() != again.heads_key() and other._load_heads() is None
+
+
+@pytest.mark.parametrize(
+    ("note", "time", "deadlines"),
+    [
+        # a clock time just before the order's own is a past event, not a deadline 11 hours on
+        ("customer called at 9:30 asking about status", "09:50", []),
+        ("Regular order. entered at 7:45 by night shift", "07:50", []),
+        ("司机八点到的，货放C口冷库", "08:20", []),
+        ("车是七点五十到的，卸完货再说", "08:10", []),
+        ("the 07:10 batch was fine, ship by 11", "08:30", [150]),
+        # a time passed by more than two hours keeps the reading of the next occurrence
+        ("by 3", "13:25", [95]),
+        ("by 11", "13:25", [575]),
+        ("十二点半前送到A口", "11:50", [40]),
+    ],
+)
+def test_clock_times_just_passed_are_not_deadline_candidates(note, time, deadlines):
+    assert find_candidates(note, time, ST).values("deadline") == deadlines
+
+
+@pytest.mark.parametrize(
+    "note",
+    ["keep it refrigerated", "Frozen goods, needs the fridge until pickup.", "keep it chilled",
+     "冷冻品，需要冷藏", "放冷柜"],
+)  # fmt: skip
+def test_other_words_for_the_cold_chain_are_station_candidates(note):
+    assert find_candidates(note, "10:00", ST).values("station") == ["C"]
+
+
+@pytest.mark.parametrize("note", ["这单撤了，客户那边预算没批", "客户把单撤掉了"])
+def test_a_withdrawn_order_in_chinese_is_a_cancellation_candidate(note):
+    assert find_candidates(note, "10:00", ST).values("cancel") == [True]

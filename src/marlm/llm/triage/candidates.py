@@ -35,9 +35,24 @@ from marlm.errors import InputError
 #: Minutes in a day: a clock time earlier than the order's is the next day's.
 DAY_MIN = 24 * 60
 
-#: Chinese words for a few station descriptions in English (lower case).
+#: Other words, English and Chinese, for a few station descriptions (lower case): a note says
+#: "keep it chilled" or "冷冻品" of the station the user described as "cold chain".
 STATION_GLOSSARY: dict[str, tuple[str, ...]] = {
-    "cold chain": ("冷链", "冷藏", "冷库"),
+    "cold chain": (
+        "冷链",
+        "冷藏",
+        "冷库",
+        "冷冻",
+        "冷柜",
+        "refrigerated",
+        "refrigeration",
+        "refrigerate",
+        "chilled",
+        "fridge",
+        "freezer",
+        "frozen",
+        "cold storage",
+    ),
     "frozen": ("冷冻",),
     "dock": ("码头", "月台"),
     "returns": ("退货",),
@@ -208,16 +223,23 @@ _EN_REL = re.compile(
 _ZH_REL = re.compile(rf"(半个?小时|一刻钟|({_NUM})个?半?(?:小时|钟头)|({_NUM})分钟)")
 
 
+#: A clock time at most this many minutes before the order's own time is an event that has
+#: happened ("called at 9:30" on an order at 09:50, "司机八点到的" at 08:20), not a deadline
+#: half a day ahead.
+PAST_MIN = 120
+
+
 def _clock_minutes(hour: int, minute: int, now: int, *, twelve: bool = False) -> int | None:
     """Minutes from ``now`` to the next ``hour:minute``; ``twelve``: an hour written without
-    a.m./p.m. (``4点``, ``4:15``) is the sooner of its morning and afternoon times."""
+    a.m./p.m. (``4点``, ``4:15``) is the sooner of its morning and afternoon times. None for an
+    impossible time or one within :data:`PAST_MIN` minutes before ``now`` (either reading)."""
     if not (0 <= hour <= 24 and 0 <= minute <= 59):
         return None
     t = (hour % 24) * 60 + minute
-    ahead = (t - now) % DAY_MIN
-    if twelve and 1 <= hour <= 12:
-        ahead = min(ahead, (t + DAY_MIN // 2 - now) % DAY_MIN)
-    return ahead
+    readings = [t, t + DAY_MIN // 2] if twelve and 1 <= hour <= 12 else [t]
+    if any(0 < (now - r) % DAY_MIN <= PAST_MIN for r in readings):
+        return None
+    return min((r - now) % DAY_MIN for r in readings)
 
 
 def _not_a_clock(note: str, m: re.Match) -> bool:
@@ -420,7 +442,7 @@ _CANCEL = re.compile(
     r"(?:needed|need(?:s|ed)? it|wanted)|(?:do not|don't|doesn't|does not) (?:need|want) (?:it|this)"
     r"(?: any ?more)?|not needed any ?more|never ?mind|pull(?:s|ed)? (?:the|this|their) order"
     r"|withdr(?:ew|awn|aws?) (?:the|this|their) order)\b"
-    r"|(取消|不要了|撤单|撤回|撤销|作废|退单|不用送了|别送了|不需要了|算了)",
+    r"|(取消|不要了|撤单|撤回|撤销|撤了|撤掉|作废|退单|不用送了|别送了|不需要了|算了)",
     re.IGNORECASE,
 )
 
