@@ -35,6 +35,12 @@ EN_DEADLINE_NEG = [
     "arrived at {t}", "we open at {t}", "the driver waited {n} minutes at the gate this morning",
     "the truck got here at {t}", "their store closes at {t} btw",
 ]  # fmt: skip
+# times ahead of the order that are not deadlines either (a time just passed is no candidate)
+EN_DEADLINE_NEG_AHEAD = [
+    "the driver will be at the gate around {t}", "the customer calls back at {t}",
+    "their office closes at {t}, deliver tomorrow", "the delivery window opens at {t} tomorrow",
+    "we open at {t}", "the shift changes at {t}",
+]  # fmt: skip
 ZH_DEADLINE = [
     "{t}前送到",
     "{n}分钟内送到",
@@ -59,6 +65,13 @@ ZH_DEADLINE_NEG = [
     "客户收货时间是{t}以后",
     "仓库{t}开门",
     "上周花了{n}分钟才装完",
+]
+ZH_DEADLINE_NEG_AHEAD = [
+    "司机说{t}左右到",
+    "客户{t}会回电",
+    "客户公司{t}下班，明天送就行",
+    "门店{t}开门",
+    "{t}换班",
 ]
 
 EN_WITH = ["ship with {o}", "send it together with {o}", "same pallet as {o}", "pack it with {o}",
@@ -85,6 +98,20 @@ EN_STATION_NEG = [
 ZH_STATION = ["送到{z}", "只能去{z}", "走{z}", "放{z}", "{z}装车", "只能进{z}"]
 ZH_STATION_NEG = ["不需要{z}", "不用去{z}", "别送{z}", "{z}今天满了，别的都行", "不要走{z}",
                   "{z}在检修，别用", "别走{z}", "不能进{z}"]  # fmt: skip
+# a deadline and a station in one clause: {t} a clock time, {n} minutes, {s} / {z} the station
+EN_DEADLINE_STATION = ["within {n} minutes to {s}", "at {s} by {t}", "deliver to {s} before {t}",
+                       "get it to {s} within {n} mins", "{s} by {t} please"]  # fmt: skip
+ZH_DEADLINE_STATION = ["{t}前送到{z}", "{n}分钟内送到{z}", "{t}之前到{z}", "{n}分钟之内送{z}"]
+# the cold chain in other words (station C) and its negatives
+EN_COLD = [
+    "keep it refrigerated",
+    "keep it chilled",
+    "needs the fridge",
+    "frozen goods, keep frozen",
+]
+EN_COLD_NEG = ["no need to refrigerate", "does not need the fridge", "not a chilled item"]
+ZH_COLD = ["冷冻品", "需要冷藏", "放冷柜", "要冷冻保存"]
+ZH_COLD_NEG = ["不用冷藏", "常温就行，不用冷冻"]
 EN_ST = {"A": ["dock A"], "B": ["dock B", "station B"], "C": ["cold chain", "station C"]}
 ZH_ST = {"A": ["A口", "A站"], "B": ["B口", "B站"], "C": ["冷链", "C口"]}
 
@@ -98,13 +125,16 @@ EN_CANCEL_NEG = ["do not cancel", "cancel this... no wait, keep it", "they thoug
                  "not cancelled, still needed", "don't cancel, it was a mistake",
                  "the cancel request was rejected, the order stands",
                  "{o} was cancelled, this one ships as normal", "the customer wants to cancel {o}, not this one",
-                 "they asked if they could cancel, I am checking, do not cancel yet"]  # fmt: skip
+                 "they asked if they could cancel, I am checking, do not cancel yet",
+                 "should we cancel? waiting for the customer", "if the supplier does not deliver we'll cancel it",
+                 "cancel that, sorry, they want it after all", "the manager said we can't cancel, ship it"]  # fmt: skip
 ZH_CANCEL = ["客户取消了", "这单取消", "不要了，客户改主意了", "订单作废", "撤单",
              "客户撤回了订单", "取消吧，重复下单了", "客户退单了，别发", "取消，客户说不要了，不用拣货",
              "付款失败，订单已取消", "客户说拍错了，这单不要了", "客户已退款，单子撤销"]  # fmt: skip
 ZH_CANCEL_NEG = ["别取消", "本来要取消，现在不取消了", "先不要取消", "取消是误会，照常发",
                  "原本要取消，后来客户又加了量，保留", "要不要取消？不取消，继续发",
-                 "{o}取消了，这单照常发", "客户要取消的是{o}，不是这单", "客户问能不能取消，我在确认，先别取消"]  # fmt: skip
+                 "{o}取消了，这单照常发", "客户要取消的是{o}，不是这单", "客户问能不能取消，我在确认，先别取消",
+                 "如果供应商下午不到货就取消", "主管说取消不了，照常发", "要取消吗？先别动"]  # fmt: skip
 
 #: Chinese numerals for the minutes the Chinese templates write in words half of the time.
 ZH_MINUTES = {15: "十五", 20: "二十", 30: "三十", 40: "四十", 45: "四十五", 60: "六十",
@@ -155,6 +185,7 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
 
     # deadline
     r = rng.random()
+    deadline_words: dict[str, str] = {}  # what a clause joining it to a station writes
     if r < 0.45:
         n = int(pick([15, 20, 30, 40, 45, 60, 90]))
         tmpl = pick(ZH_DEADLINE if zh else EN_DEADLINE)
@@ -162,15 +193,25 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
             n = int(pick([20, 30, 40, 45, 60, 75, 90, 120, 150]))
             t = _zh_clock(now + n, rng) if zh else _clock(now + n)
             clauses.append(tmpl.format(t=t))
+            deadline_words = {"t": t}
         else:
             words = zh and rng.random() < 0.5
             clauses.append(tmpl.format(n=ZH_MINUTES[n] if words else n))
+            deadline_words = {"n": ZH_MINUTES[n] if words else str(n)}
         label["deadline_min"] = n
+        deadline_clause = len(clauses) - 1
     if r > 0.3 and rng.random() < 0.6:  # a time that is not a deadline (with or without one)
-        back = int(pick([10, 15, 20, 30, 45, 60]))
-        tmpl = pick(ZH_DEADLINE_NEG if zh else EN_DEADLINE_NEG)
-        t = _zh_clock(now - back, rng) if zh else _clock(now - back)
-        clauses.append(tmpl.format(t=t, n=back))
+        if rng.random() < 0.5:
+            back = int(pick([10, 15, 20, 30, 45, 60, 180, 240]))
+            tmpl = pick(ZH_DEADLINE_NEG if zh else EN_DEADLINE_NEG)
+            t = _zh_clock(now - back, rng) if zh else _clock(now - back)
+            clauses.append(tmpl.format(t=t, n=back))
+        else:
+            ahead = int(pick([40, 60, 90, 120, 180, 240]))
+            tmpl = pick(ZH_DEADLINE_NEG_AHEAD if zh else EN_DEADLINE_NEG_AHEAD)
+            clauses.append(
+                tmpl.format(t=_zh_clock(now + ahead, rng) if zh else _clock(now + ahead))
+            )
     # ship-with
     r = rng.random()
     if r < 0.35:
@@ -185,11 +226,21 @@ def make_note(k: int, rng: np.random.Generator, lang: str) -> dict:
     if r < 0.35:
         sid = pick(["A", "B", "C"])
         s = pick((ZH_ST if zh else EN_ST)[sid])
-        clauses.append(pick(ZH_STATION if zh else EN_STATION).format(s=s, z=s))
+        joined = [t for t in (ZH_DEADLINE_STATION if zh else EN_DEADLINE_STATION)
+                  if deadline_words and all(f"{{{k}}}" in t for k in deadline_words)]  # fmt: skip
+        if joined and rng.random() < 0.5:  # one clause: "三点半前送到B口", "at dock B by 15:30"
+            clauses[deadline_clause] = pick(joined).format(s=s, z=s, **deadline_words)
+        elif sid == "C" and rng.random() < 0.3:
+            clauses.append(pick(ZH_COLD if zh else EN_COLD))
+        else:
+            clauses.append(pick(ZH_STATION if zh else EN_STATION).format(s=s, z=s))
         label["station"] = sid
     elif r < 0.55:
         s = pick((ZH_ST if zh else EN_ST)[pick(["A", "B", "C"])])
-        clauses.append(pick(ZH_STATION_NEG if zh else EN_STATION_NEG).format(s=s, z=s))
+        if rng.random() < 0.25:
+            clauses.append(pick(ZH_COLD_NEG if zh else EN_COLD_NEG))
+        else:
+            clauses.append(pick(ZH_STATION_NEG if zh else EN_STATION_NEG).format(s=s, z=s))
     # cancel
     r = rng.random()
     if r < 0.2:
