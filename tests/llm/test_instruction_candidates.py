@@ -332,3 +332,18 @@ def test_other_words_for_the_cold_chain_are_station_candidates(note):
 @pytest.mark.parametrize("note", ["这单撤了，客户那边预算没批", "客户把单撤掉了"])
 def test_a_withdrawn_order_in_chinese_is_a_cancellation_candidate(note):
     assert find_candidates(note, "10:00", ST).values("cancel") == [True]
+
+
+@pytest.mark.parametrize(
+    ("note", "tone"),
+    [
+        ("Hi there, this isn't urgent - any time tomorrow works", ["low"]),
+        ("It is not that urgent", ["low"]),
+        ("不是加急，慢慢来就行", ["low"]),
+        ("这单不算急", ["low"]),
+        ("this is urgent!", ["urgent"]),  # a plain "is" is no negation
+        ("客户说是加急", ["urgent"]),
+    ],
+)
+def test_a_negated_urgent_word_is_a_low_cue(note, tone):
+    assert find_candidates(note, "10:00", ST).values("tone") == tone

@@ -467,7 +467,9 @@ _LOW_EN = re.compile(
     r"(?:can|are free|have time|get (?:a chance|to it|round to it))|convenient|possible)"
     r"|(?:it |this |that )?(?:can|could) wait|(?:next|later this) week|tomorrow(?:'s| is| would be)? "
     r"(?:fine|ok|okay)|(?:by|until|till) (?:tomorrow|next week|the end of the (?:week|month))"
-    r"|take your time|in your own time|at your leisure|back of the queue)\b",
+    r"|take your time|in your own time|at your leisure|back of the queue"
+    r"|(?:isn't|isn’t|isnt|is not|are not|aren't|was not|wasn't)\s+(?:that |very |super |really |too )?"
+    r"(?:urgent|a rush|pressing|time[- ]?(?:critical|sensitive)))\b",
     re.IGNORECASE,
 )
 _URGENT_EN = re.compile(
@@ -483,7 +485,7 @@ _LOW_ZH = re.compile(
     r"不(?:太|是很|怎么|用|必)?着?急|别着?急|没(?:那么|什么|啥)?急|不赶(?:时间)?|不紧急|不用赶|有空|慢慢"
     r"|明天(?:也|再)?(?:行|可以|发|送|都行)|明天再|下(?:个)?(?:周|星期|礼拜)|随便(?:什么时候|哪天)"
     r"|什么时候都(?:行|可以)|低优先级?|不优先|晚(?:点|些)(?:也|再)?(?:行|可以|送|发)|可以(?:等|缓|晚)"
-    r"|不(?:用|必)(?:那么)?(?:快|赶)"
+    r"|不(?:用|必)(?:那么)?(?:快|赶)|不是(?:很|特别)?(?:加急|急件|急单|紧急|急的)|不算(?:很)?(?:急|紧急)|并不急"
 )
 _URGENT_ZH = re.compile(
     r"加急|急件|紧急|特急|急用|急需|急要|十万火急|火速|马上|立刻|立即|立马|赶紧|赶快|尽快|尽早|越快越好"
