@@ -4,7 +4,7 @@ llama-cpp-python compiles llama.cpp on install, by default for the installing CP
 (``GGML_NATIVE``). On an AVX-512 Xeon with AMX (Sapphire Rapids class, here in a virtual machine)
 that build repacks the weights into "extra buffer types" for its AMX matrix kernel, and the first
 token of the shipped SmolLM2 (Q4_1) crashed the process with a segmentation fault: no exception,
-no line, the run gone (llama.cpp issue 20824 reports the same kernel crashing on other models).
+no line, the run gone (reported upstream for other models as ggml-org/llama.cpp#20824).
 Loading the model without extra buffer types (``llama_model_params.use_extra_bufts = False``)
 leaves the weights as they are in the file and runs the same model on the AVX-512 kernels.
 
@@ -27,6 +27,8 @@ from typing import Any
 AMX_MARK = "AMX_INT8 = 1"
 
 _lock = threading.Lock()
+#: Whether :func:`avoid_amx_repack` replaced the library's default model parameters.
+_replaced = False
 
 
 def system_info() -> str:
@@ -46,7 +48,6 @@ def without_extra_buffers(default_params: Callable[[], Any]) -> Callable[[], Any
         p.use_extra_bufts = False
         return p
 
-    params.marlm_without_extra_buffers = True  # type: ignore[attr-defined]
     return params
 
 
@@ -63,14 +64,16 @@ def avoid_amx_repack(info: str | None = None) -> bool:
     import llama_cpp
     import llama_cpp.llama_cpp as low
 
+    global _replaced
     with _lock:
-        if getattr(low.llama_model_default_params, "marlm_without_extra_buffers", False):
+        if _replaced:
             return True
         if AMX_MARK not in (system_info() if info is None else info):
             return False
         patched = without_extra_buffers(low.llama_model_default_params)
         low.llama_model_default_params = patched  # what llama_cpp.Llama calls
         llama_cpp.llama_model_default_params = patched  # the package's re-export
+        _replaced = True
     from importlib.metadata import version
 
     warnings.warn(

@@ -17,7 +17,10 @@ AMX_BUILD = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 
 
 @pytest.fixture
 def restored(monkeypatch):
-    """The library's own default params, put back after the test."""
+    """The library's own default params, put back after the test (and marlm's record of them)."""
+    from marlm.llm.backends import build
+
+    monkeypatch.setattr(build, "_replaced", False)
     monkeypatch.setattr(low, "llama_model_default_params", low.llama_model_default_params)
     monkeypatch.setattr(
         llama_cpp, "llama_model_default_params", llama_cpp.llama_model_default_params
