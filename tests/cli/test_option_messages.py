@@ -286,6 +286,16 @@ def test_order_every_without_the_congested_scenario_is_refused(tmp_path, capsys)
     assert not (tmp_path / "out").exists()
 
 
+def test_step_seconds_without_the_instructions_scenario_is_refused(tmp_path, capsys):
+    # --step-seconds maps steps to the clock of the instructions scenario's notes only.
+    code, err = run_main(["demo", "--step-seconds", "3", "--out", tmp_path / "out"], capsys)
+    assert code == 2 and err.strip() == (
+        "marlm: error: field '--step-seconds': maps steps to the clock of the instructions "
+        "scenario's notes; add --scenario instructions, or drop --step-seconds"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_compare_shield_none_points_to_the_scheme_without_a_rule_layer(tmp_path, capsys):
     # `demo --shield none` runs without a rule layer; `compare --shield none` said only
     # "allowed: pibt, local", not where compare's run without one is.

@@ -44,6 +44,14 @@ _USE = "use rl, learned, greedy or random"
 
 #: The values of ``--scenario``.
 SCENARIOS = ("none", "congested", "instructions")
+#: Options of one scenario only: setting -> (its scenario, what it does, for the error line).
+SCENARIO_OPTIONS = {
+    "order_every": ("congested", "sets the pace of the congested scenario's generated orders"),
+    "step_seconds": (
+        "instructions",
+        "maps steps to the clock of the instructions scenario's notes",
+    ),
+}
 
 #: The default of ``--plan-deadline`` in seconds (:mod:`marlm.cli.demo`; a test keeps them equal).
 PLAN_DEADLINE_S = 2.0
@@ -125,22 +133,12 @@ class DemoConfig:
             )
         if scenario not in SCENARIOS:
             raise InputError(f"got {scenario!r}; use {', '.join(SCENARIOS)}", field="--scenario")
-        if scenario != "congested" and settings.get("order_every") is not None:
-            raise InputError(
-                "sets the pace of the congested scenario's generated orders; add --scenario "
-                "congested, or drop --order-every",
-                field="--order-every",
-            )
-        if settings.get("order_every") is None:
-            settings.pop("order_every", None)  # the congested scenario's default pace
-        if scenario != "instructions" and settings.get("step_seconds") is not None:
-            raise InputError(
-                "maps steps to the clock of the instructions scenario's notes; add --scenario "
-                "instructions, or drop --step-seconds",
-                field="--step-seconds",
-            )
-        if settings.get("step_seconds") is None:
-            settings.pop("step_seconds", None)  # 5 s a step
+        for key, (owner, what) in SCENARIO_OPTIONS.items():
+            option = "--" + key.replace("_", "-")
+            if scenario != owner and settings.get(key) is not None:
+                raise InputError(f"{what}; add --scenario {owner}, or drop {option}", field=option)
+            if settings.get(key) is None:
+                settings.pop(key, None)  # the scenario's own default
         if settings.get("tick_ms") is None:
             settings["tick_ms"] = (
                 INSTRUCTIONS_TICK_MS if scenario == "instructions" else DEMO_TICK_MS
