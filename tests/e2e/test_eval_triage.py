@@ -112,7 +112,7 @@ def test_eval_triage_defaults_to_the_demos_path(small_notes, tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert (data["mode"], data["protocol"]) == ("probe", "held-out")
-    assert data["prompt_version"] == "triage-probe-v2"
+    assert data["prompt_version"] == "triage-probe-v3"
     assert data["pool"]["notes"] == len(given) - 2  # the two test notes were left out
     assert sorted(data["pool"]["removed"]) == sorted(x["id"] for x in test_rows[:2])
     assert data["calls"]["batch_prior"] == len(given) - 2  # pool notes embedded, then cached

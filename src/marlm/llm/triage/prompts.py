@@ -12,7 +12,7 @@ import numpy as np
 from .notes import TRUNCATION_MARK, LabelledNote, clean_note
 
 #: Version of the ``probe`` mode's input and classifier; recorded with its decisions.
-PROBE_VERSION = "triage-probe-v2"
+PROBE_VERSION = "triage-probe-v3"
 #: Longest ``probe`` input in UTF-8 bytes (the note is cut to fit): at most that many tokens for
 #: a byte-level tokenizer, which bounds the cost of one note.
 PROBE_MAX_BYTES = 320
@@ -126,14 +126,15 @@ def render_prompt(note: str, examples: Sequence[LabelledNote], classes: Sequence
 def probe_input(note: str, max_bytes: int = PROBE_MAX_BYTES) -> str:
     """The text whose mean hidden state the ``probe`` mode classifies.
 
-    ``Warehouse order note: "<note>"`` (the note already cleaned, JSON-quoted), then the question
-    ``Is this order urgent? Answer:`` on the next line; the note is cut (with a ``" …"`` mark)
-    until the whole text is at most ``max_bytes`` UTF-8 bytes.
+    ``Is this order urgent? Warehouse order note: "<note>"`` (the note already cleaned,
+    JSON-quoted): the question comes first, in the opening every note shares, which the reader
+    decodes once and keeps (13 tokens a note decoded instead of 21; chosen as docs/triage.md
+    writes down, "Fewer tokens"). The note is cut (with a ``" …"`` mark) until the whole text is
+    at most ``max_bytes`` UTF-8 bytes.
     """
-    question = "\nIs this order urgent? Answer:"
     text = note
     while True:
-        out = f"Warehouse order note: {_quote(text)}{question}"
+        out = f"Is this order urgent? Warehouse order note: {_quote(text)}"
         if len(out.encode("utf-8")) <= max_bytes or not text:
             return out
         cut = text[: -len(TRUNCATION_MARK)] if text.endswith(TRUNCATION_MARK) else text
