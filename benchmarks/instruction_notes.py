@@ -7,7 +7,7 @@ or withdrawn), plus an urgency tone. The label follows from the clauses chosen. 
 (``heldout.jsonl``) is written by hand, with phrasings none of these clauses use, and no reading
 mode is tuned on it.
 
-    python benchmarks/instruction_notes.py --out src/marlm/data/instructions/dev.jsonl
+    python benchmarks/instruction_notes.py --extend 200 --out src/marlm/data/instructions/dev.jsonl
 """
 
 from __future__ import annotations
@@ -135,6 +135,38 @@ ZH_CANCEL_NEG = ["别取消", "本来要取消，现在不取消了", "先不要
                  "原本要取消，后来客户又加了量，保留", "要不要取消？不取消，继续发",
                  "{o}取消了，这单照常发", "客户要取消的是{o}，不是这单", "客户问能不能取消，我在确认，先别取消",
                  "如果供应商下午不到货就取消", "主管说取消不了，照常发", "要取消吗？先别动"]  # fmt: skip
+
+#: The fifth pass's clauses, for the kinds held-out sets 6 to 10 missed (terse or polite ship-with
+#: and cancellation wordings; cancellations withdrawn, refused, asked about or conditional; a
+#: driver's arrival that is no deadline). They enter only the notes after the first 400
+#: (``--extend``), drawn from their own random stream, so the first 400 stay as they were.
+FIFTH: dict[str, list[str]] = {
+    "EN_WITH": ["keep with {o}", "pair with {o}, same truck", "goes w/ {n}", "ship w/ {o}",
+                "same consignee as {o}, ship together", "same van as {o}", "one pallet with {o}"],
+    "ZH_WITH": ["跟{n}拼托", "同{n}一车", "和{n}拼一车", "跟#{n}同一个托盘", "和{o}一批走",
+                "跟{n}合并发", "同{o}一托"],
+    "EN_WITH_NEG": ["has {o} left yet?", "{o} is the cold-chain one, this is not",
+                    "same truck as {o} is fine - no, actually send it separately"],
+    "ZH_WITH_NEG": ["{o}是冷链单，这单不是", "{o}那单已经取消了", "{o}发了吗？"],
+    "EN_CANCEL": ["customer called to cancel this order, pls don't pick",
+                  "cancel cancel cancel, wrong address", "cancel order, customer found a cheaper supplier",
+                  "the customer confirmed they want to cancel this order, please cancel and refund",
+                  "customer asked us to cancel this order entirely"],
+    "EN_CANCEL_NEG": ["cancellation withdrawn, the customer still wants it",
+                      "customer requested cancellation, we refused, proceed",
+                      "the supervisor refused the cancellation", "cancel this one - actually no, scratch that",
+                      "order cancelled. oh wait, they want to keep it, disregard the cancel",
+                      "cust asked to cancel, we said no, it is already on the truck",
+                      "{o} was cancelled so give its slot to this one", "the buyer cancelled {o}, not this one"],
+    "ZH_CANCEL": ["客户来电取消这单，别拣货", "已核实是这单，已取消", "取消！取消！这单不要了",
+                  "这单取消，客户找到更便宜的了"],
+    "ZH_CANCEL_NEG": ["这单先别取消，客户再考虑一下", "能不能取消这单？客户在犹豫", "取消申请被驳回了，继续发",
+                      "撤回刚才的取消，正常发", "这单取消了吗？麻烦查一下", "要是客户不付款就取消，现在先等着",
+                      "客户要求取消，货已装车，没法取消", "取消这单——算了不取消了"],
+    "EN_DEADLINE_NEG_AHEAD": ["driver arriving {t}", "the driver arrives at {t} for pickup",
+                              "the customer might swing by around {t}"],
+    "ZH_DEADLINE_NEG_AHEAD": ["司机{t}到，货先备好", "司机大概{t}到"],
+}  # fmt: skip
 
 #: Chinese numerals for the minutes the Chinese templates write in words half of the time.
 ZH_MINUTES = {15: "十五", 20: "二十", 30: "三十", 40: "四十", 45: "四十五", 60: "六十",
@@ -276,10 +308,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--extend", type=int, default=0, help="notes after the first n, with FIFTH")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     rows = [make_note(k, rng, "en" if k % 2 == 0 else "zh") for k in range(a.n)]
+    if a.extend:  # the fifth pass: more notes, the clause lists extended, the first n unchanged
+        lists = globals()
+        for name, extra in FIFTH.items():
+            lists[name] = lists[name] + extra
+        rng = np.random.default_rng([a.seed, 5])
+        rows += [make_note(a.n + k, rng, "en" if k % 2 == 0 else "zh") for k in range(a.extend)]
     with a.out.open("x", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")

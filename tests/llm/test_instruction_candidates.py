@@ -11,6 +11,7 @@ from marlm.errors import InputError
 from marlm.llm.triage.candidates import (
     cn_number,
     find_candidates,
+    named_alone,
     normalise_order_id,
     parse_clock,
     parse_stations,
@@ -187,7 +188,7 @@ def test_the_reader_never_answers_a_value_no_candidate_holds():
 def test_the_shipped_sets_are_apart_and_say_their_source():
     dev = load_instruction_notes(dev_set_path())
     held = [load_instruction_notes(heldout_set_path(k)) for k in HELDOUT_SETS]
-    assert [len(dev), *map(len, held)] == [400, 60, 80, 100, 100, 100, 100, 100, 99, 100, 100]
+    assert [len(dev), *map(len, held)] == [600, 60, 80, 100, 100, 100, 100, 100, 99, 100, 100, 100, 100]
     texts = [{r["note"] for r in rows} for rows in (dev, *held)]
     for i, a in enumerate(texts):
         for b in texts[i + 1 :]:
@@ -347,3 +348,52 @@ def test_a_withdrawn_order_in_chinese_is_a_cancellation_candidate(note):
 )
 def test_a_negated_urgent_word_is_a_low_cue(note, tone):
     assert find_candidates(note, "10:00", ST).values("tone") == tone
+
+
+@pytest.mark.parametrize(
+    ("note", "time", "deadlines"),
+    [
+        # a clock time after a word for tomorrow is tomorrow's, to the minute
+        ("明早八点前必须到店，今晚装A口。", "17:10", [890]),
+        ("仓库五点半下班。这单要求明早八点前送到客户那", "15:30", [120, 990]),
+        ("明天下午三点前送到", "10:00", [1740]),
+        ("明早七点前到冷链区，客户明天早上九点开门", "18:00", [780, 900]),
+        ("This one isn't urgent, tomorrow morning by 9 is fine.", "12:40", [1220]),
+        ("now says tmrw 10am is fine", "15:40", [1100]),
+        ("by 9:30 tomorrow", "10:00", [1410]),  # within two hours before now, but tomorrow's
+        ("tomorrow by 4", "10:00", [1800]),  # 1 to 6 without a.m./p.m.: the afternoon's
+        # no word for tomorrow in the clause: today's, as before
+        ("tomorrow is fine, by 4", "10:00", [360]),
+        ("明天也行，三点前", "10:00", [300]),
+    ],
+)
+def test_a_clock_time_after_a_word_for_tomorrow_is_tomorrows(note, time, deadlines):
+    assert find_candidates(note, time, ST).values("deadline") == deadlines
+
+
+@pytest.mark.parametrize(
+    ("note", "alone"),
+    [
+        ("十一点前出，A口，顺便跟o1457那单放同一车。", {"A": True}),
+        ("same pallet as o1346 and not via cold chain pls. dock a", {"C": False, "A": True}),
+        ("Dock B.", {"B": True}),
+        ("not dock A, use dock B", {"A": False, "B": False}),
+        ("别走C口", {"C": False}),
+        ("o1465是冷链单，这单不是，普通货，B口。", {"C": False, "B": True}),
+    ],
+)
+def test_a_station_named_alone_in_its_clause(note, alone):
+    c = find_candidates(note, "10:00", ST)
+    assert {x.value: named_alone(x) for x in c.station} == alone
+
+
+def test_a_station_named_alone_holds_whatever_its_head_says():
+    c = find_candidates("加急，A口，五点前", "16:00", ST)
+    reader = InstructionReader(FixedEmbedder(), ST, dev_notes=[])
+    no = {"cancel": np.zeros(0), "deadline": np.array([0.9]), "with": np.zeros(0),
+          "station": np.array([0.1])}  # fmt: skip
+    got = reader.choose(c, no)
+    assert (got.station, got.deadline_min) == ("A", 60)
+    ruled_out = find_candidates("not dock A", "16:00", ST)
+    none = {**no, "deadline": np.zeros(0)}
+    assert reader.choose(ruled_out, none).station is None

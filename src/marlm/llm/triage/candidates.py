@@ -229,13 +229,37 @@ _ZH_REL = re.compile(rf"(半个?小时|一刻钟|({_NUM})个?半?(?:小时|钟�
 PAST_MIN = 120
 
 
-def _clock_minutes(hour: int, minute: int, now: int, *, twelve: bool = False) -> int | None:
+#: A word for tomorrow just before a clock time, in its clause (``tomorrow morning by 9``,
+#: ``tmrw 10am``, ``明早八点前``, ``明天下午三点``).
+_TOMORROW = re.compile(r"(?:\btomorrow|\btmrw|\btmr|\bnext morning)\b[^.;!?,\n]{0,24}$|(?:明早|明天|明日|明儿|明晚)[^，,。；！？\s]{0,4}$",
+                       re.IGNORECASE)  # fmt: skip
+
+
+_TOMORROW_AFTER = re.compile(r"\s*(?:tomorrow|tmrw|tmr)\b", re.IGNORECASE)
+
+
+def _tomorrow(note: str, m: re.Match) -> bool:
+    """Whether the clock time ``m`` is tomorrow's: :data:`_TOMORROW` right before it, or
+    ``tomorrow`` right after it (``by 9:30 tomorrow``)."""
+    before = _TOMORROW.search(note[max(0, m.start() - 32) : m.start()]) is not None
+    return before or _TOMORROW_AFTER.match(note, m.end()) is not None
+
+
+def _clock_minutes(
+    hour: int, minute: int, now: int, *, twelve: bool = False, tomorrow: bool = False
+) -> int | None:
     """Minutes from ``now`` to the next ``hour:minute``; ``twelve``: an hour written without
     a.m./p.m. (``4点``, ``4:15``) is the sooner of its morning and afternoon times. None for an
-    impossible time or one within :data:`PAST_MIN` minutes before ``now`` (either reading)."""
+    impossible time or one within :data:`PAST_MIN` minutes before ``now`` (either reading).
+    ``tomorrow``: the time is on the next day (an hour without a.m./p.m. from 7 to 12 is the
+    morning's, from 1 to 6 the afternoon's: working hours)."""
     if not (0 <= hour <= 24 and 0 <= minute <= 59):
         return None
     t = (hour % 24) * 60 + minute
+    if tomorrow:
+        if twelve and 1 <= hour <= 6:
+            t += DAY_MIN // 2
+        return DAY_MIN - now + t
     readings = [t, t + DAY_MIN // 2] if twelve and 1 <= hour <= 12 else [t]
     if any(0 < (now - r) % DAY_MIN <= PAST_MIN for r in readings):
         return None
@@ -269,21 +293,22 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
             if h > 12:
                 continue
             h = h % 12 + (12 if m[3].lower().startswith("p") else 0)
-            v = _clock_minutes(h, mi, now)
+            v = _clock_minutes(h, mi, now, tomorrow=_tomorrow(note, m))
         else:  # 24-hour unless written with one digit ("4:15": the sooner of 04:15, 16:15)
             h, mi = int(m[4]), int(m[5])
-            v = _clock_minutes(h, mi, now, twelve=len(m[4]) == 1)
+            v = _clock_minutes(h, mi, now, twelve=len(m[4]) == 1,
+                               tomorrow=_tomorrow(note, m))  # fmt: skip
         if v is not None:
             add(_cand("deadline", v, note, m))
     for m in _EN_PAST.finditer(note):
         h = int(m[3]) if m[3].isdigit() else _EN_HOURS[m[3].lower()]
         past = 30 if m[1].lower() == "half" else 15
         h, mi = (h, past) if m[2].lower() == "past" else (h - 1, 60 - past)
-        v = _clock_minutes(h, mi, now, twelve=True)
+        v = _clock_minutes(h, mi, now, twelve=True, tomorrow=_tomorrow(note, m))
         if v is not None:
             add(_cand("deadline", v, note, m))
     for m in _EN_BARE_HOUR.finditer(note):
-        v = _clock_minutes(int(m[1]), 0, now, twelve=True)
+        v = _clock_minutes(int(m[1]), 0, now, twelve=True, tomorrow=_tomorrow(note, m))
         if v is not None:
             add(_cand("deadline", v, note, m, 1))
     for m in _EN_NOON.finditer(note):
@@ -307,7 +332,9 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
             continue
         if m[1] in ("下午", "傍晚", "晚上", "今晚") and h < 12 or m[1] == "中午" and h < 6:
             h += 12
-        add(_cand("deadline", _clock_minutes(h, mi, now, twelve=not m[1]), note, m))
+        tomorrow = _tomorrow(note, m)
+        add(_cand("deadline", _clock_minutes(h, mi, now, twelve=not m[1], tomorrow=tomorrow),
+                  note, m))  # fmt: skip
     for m in _EN_REL.finditer(note):
         phrase = m[1].lower()
         if phrase in ("half an hour", "half-hour"):
@@ -507,6 +534,12 @@ def _tone_cues(note: str) -> list[Candidate]:
     return out
 
 
+def named_alone(c: Candidate) -> bool:
+    """Whether ``c`` is its clause's only words (``"dock A"``, ``"A口。"``): nothing beside it
+    could rule it out, so it holds as written."""
+    return c.context.strip(" \t.。,，!！;；:：()（）").casefold() == c.text.casefold()
+
+
 def _clause_start(note: str, start: int) -> int:
     left = 0
     for m in _CLAUSE_BREAKS.finditer(note, 0, start):
@@ -550,6 +583,7 @@ __all__ = [
     "Candidates",
     "cn_number",
     "find_candidates",
+    "named_alone",
     "normalise_order_id",
     "parse_clock",
     "parse_stations",

@@ -41,7 +41,7 @@ from marlm.errors import CACHE_READ_ERRORS, InputError
 from ..backends.protocols import Embedder, LayerEmbedder
 from ..errors import BackendError, ContextLengthExceeded, LayerReadUnavailable
 from ..probe import LinearProbe
-from .candidates import Candidates, find_candidates, parse_clock
+from .candidates import Candidates, find_candidates, named_alone, parse_clock
 from .notes import URGENCY_CLASSES
 from .pool import model_id, write_cache
 
@@ -92,7 +92,7 @@ def dev_set_path() -> Path:
 
 
 #: The held-out sets shipped (:func:`heldout_set_path`).
-HELDOUT_SETS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+HELDOUT_SETS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 
 
 def shipped_heads_dir() -> Path:
@@ -107,7 +107,7 @@ def heldout_set_path(k: int = 1) -> Path:
     says (``docs/instructions.md``: which chose what, which is the reported figure).
 
     Raises:
-        ValueError: ``k`` not in 1..10.
+        ValueError: ``k`` not in 1..12.
     """
     if k not in HELDOUT_SETS:
         raise ValueError(f"held-out sets are 1 to {HELDOUT_SETS[-1]}, not {k}")
@@ -477,7 +477,8 @@ class InstructionReader:
 
     def choose(self, c: Candidates, probs: dict[str, np.ndarray]) -> Instructions:
         """The instructions from each head's probabilities (``float64[len(inputs)]`` of "this
-        candidate holds" per kind); urgency is left at its default."""
+        candidate holds" per kind; a station named alone in its clause holds,
+        :func:`~.candidates.named_alone`); urgency is left at its default."""
 
         def best(kind: str, found: list) -> Any:
             p = probs.get(kind)
@@ -487,6 +488,9 @@ class InstructionReader:
             return found[k].value if p[k] > 0.5 else None
 
         cancel = bool(c.cancel) and bool(probs["cancel"][0] > 0.5)
+        if len(probs.get("station", ())):  # a station named alone in its clause holds
+            alone = [float(named_alone(x)) for x in c.station]
+            probs = {**probs, "station": np.maximum(probs["station"], alone)}
         return Instructions(
             cancel=cancel,
             deadline_min=best("deadline", c.deadline),
