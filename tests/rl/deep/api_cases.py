@@ -119,3 +119,16 @@ class Masked(ParallelEnv):
         if done:
             self.agents = []
         return out
+
+
+class Shifty(Base):
+    """50-step episodes, or 2-step ones once ``Shifty.short`` is set: an environment that does
+    not replay the same from its seed and actions (a checkpoint's partial episode cannot be
+    restored)."""
+
+    metadata = {"name": "api_shifty"}
+    short = False
+
+    def reset(self, seed=None, options=None):
+        self.max_steps = 2 if Shifty.short else 50
+        return super().reset(seed=seed, options=options)

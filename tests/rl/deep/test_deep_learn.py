@@ -16,6 +16,7 @@ from deep_toys import Reach
 
 from marlm.envs.grid import GridRace
 from marlm.errors import InputError
+from marlm.rl.checkpoint import load_checkpoint
 from marlm.rl.deep.common import DeepConfig
 from marlm.rl.deep.run import evaluate, train_deep
 
@@ -71,6 +72,24 @@ def test_a_resumed_run_equals_the_uninterrupted_run(tmp_path):
         np.testing.assert_array_equal(b1, b2)
     for key, value in whole.episodes.items():
         np.testing.assert_array_equal(value, resumed.episodes[key])
+    _, arrays = load_checkpoint(ckpt, kind="deep")
+    assert arrays["partial/lengths"].min() > 0  # episodes were under way: the replay ran
+
+
+def test_a_copy_that_does_not_replay_restarts_with_a_warning(tmp_path):
+    from api_cases import Shifty
+
+    cfg = DeepConfig(learner="mappo", steps=256, num_envs=2, rollout=16, chunk=64)
+    ckpt = tmp_path / "ckpt.npz"
+    Shifty.short = False
+    train_deep(Shifty, cfg, checkpoint=ckpt, stop_after=64)  # two 50-step episodes under way
+    Shifty.short = True
+    try:
+        with pytest.warns(RuntimeWarning, match="did not replay its episode from the checkpoint"):
+            resumed = train_deep(Shifty, cfg, resume=ckpt)
+    finally:
+        Shifty.short = False
+    assert resumed.step == 256 and set(resumed.episodes["length"][2:].tolist()) == {2}
 
 
 def test_qmix_resume_restores_the_replay_buffer(tmp_path):

@@ -55,6 +55,19 @@ def test_two_workers_give_the_serial_run(local_ray, learner):
     assert not np.array_equal(other.episodes["length"], serial.episodes["length"])  # can fail
 
 
+def test_a_run_resumed_on_workers_replays_its_copies_and_equals_the_serial_run(local_ray, tmp_path):
+    cfg = DeepConfig(learner="mappo", steps=256, gamma=0.95, shared_reward=True, num_envs=3,
+                     rollout=16, chunk=128)  # fmt: skip
+    serial = train_deep(RACE3, cfg)
+    ckpt = tmp_path / "ckpt.npz"
+    train_deep(RACE3, cfg, checkpoint=ckpt, stop_after=128)
+    resumed = train_deep(RACE3, cfg, resume=ckpt, workers=2)  # the replay steps the actors
+    for key, value in serial.episodes.items():
+        np.testing.assert_array_equal(value, resumed.episodes[key])
+    for (w1, _), (w2, _) in zip(serial.policy["layers"], resumed.policy["layers"], strict=True):
+        np.testing.assert_array_equal(w1, w2)
+
+
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5])
 def test_workers_below_one_is_refused_before_any_work(workers):
     with pytest.raises(InputError, match="whole number >= 1") as e:

@@ -68,23 +68,33 @@ def test_train_env_says_it_in_one_line_and_writes_no_run(name, starts, tmp_path,
     assert len(err.strip().splitlines()) == 1, err
 
 
-def test_episodes_longer_than_a_chunk_per_copy_are_said_not_logged_as_nothing():
-    """3000-step episodes with 8 copies and 10,240 joint steps a chunk (1,280 per copy): on main
-    the run logged 0 episodes and printed a normal table."""
+def test_episodes_longer_than_a_chunk_per_copy_carry_over_and_are_logged():
+    """600-step episodes, 4 copies, 256 joint steps a chunk (64 per copy): every copy restarted
+    at each chunk and the run logged no episode at all."""
+    from functools import partial
+
+    from api_cases import Base
+
+    cfg = DeepConfig(learner="mappo", steps=2560, num_envs=4, rollout=32, chunk=256)
+    result = train_deep(partial(Base, 2, 600), cfg)
+    assert result.episodes["length"].tolist() == [600, 600, 600, 600]
+    assert result.episodes["own_return"][:, 0].tolist() == [600.0] * 4  # a reward of 1 a step
+
+
+def test_a_run_shorter_than_one_episode_per_copy_says_so():
     from functools import partial
 
     from api_cases import Base
 
     from marlm.errors import RunError
 
-    long = partial(Base, 2, 3000)
     cfg = DeepConfig(learner="mappo", steps=2048, num_envs=4, rollout=64, chunk=1024)
     with pytest.raises(RunError) as e:
-        train_deep(long, cfg)
+        train_deep(partial(Base, 2, 3000), cfg)
     assert str(e.value) == (
-        "no episode finished in 2048 joint steps: the copies restart every --checkpoint-every "
-        "1024 joint steps (256 steps per copy with --envs 4), fewer than one episode of this "
-        "environment; raise --checkpoint-every or lower --envs"
+        "no episode finished in 2048 joint steps (512 steps per copy with --envs 4), fewer than "
+        "one episode of this environment: nothing to log or compare; raise --steps or lower "
+        "--envs"
     )
 
 

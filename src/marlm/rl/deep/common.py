@@ -16,6 +16,7 @@ appendix on agent-specific inputs).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from gymnasium import spaces
 
 from marlm.errors import InputError
 from marlm.rl.deep import MAX_ENVS
-from marlm.rl.deep.copies import LocalCopies, RayCopies, check_workers
+from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
 
 PPO_LEARNERS = ("mappo", "ippo")
 DQN_LEARNERS = ("qmix", "dqn-vdn", "dqn")
@@ -59,8 +60,9 @@ class DeepConfig:
     step size before the shared-reward rule: :attr:`effective_lr`), ``shared_reward`` (every agent
     gets the team reward), ``reward_norm`` (divide rewards by their running standard deviation,
     :class:`marlm.rl.normalise.RunningNormaliser`), ``hidden`` (units of the two hidden layers),
-    ``chunk`` (joint steps between checkpoints; every copy of the environment restarts at a chunk
-    boundary, so a resumed run equals the uninterrupted one), ``threads`` (PyTorch's CPU threads).
+    ``chunk`` (joint steps between checkpoints; episodes carry over from chunk to chunk, and a
+    checkpoint keeps each episode under way as its reset seed and actions, replayed on resume, so
+    a resumed run equals the uninterrupted one), ``threads`` (PyTorch's CPU threads).
 
     PPO (CleanRL's ``ppo.py`` defaults, MAPPO's epochs and clip): ``rollout`` steps per copy per
     update, ``epochs``, ``minibatches``, ``clip``, ``gae_lambda``, ``ent_coef``, ``vf_coef``,
@@ -384,6 +386,8 @@ class VecParallelEnv:
         self._ep = _EpisodeAccumulator(k, n, self.shape.n_actions)
         self.episodes: list[dict[str, Any]] = []
         self.t = 0  # joint steps taken (each copy's step counts one)
+        self.seeds = [0] * k  # each copy's last reset seed
+        self.trail: list[list[np.ndarray]] = [[] for _ in range(k)]  # its actions since
 
     @property
     def num_envs(self) -> int:
@@ -420,17 +424,74 @@ class VecParallelEnv:
 
     def _reset_copies(self, ks: list[int]) -> None:
         """Reset copies ``ks``, drawing their seeds from the run's generator in that order."""
-        seeds = {k: int(self.rng.integers(2**31 - 1)) for k in ks}
+        self._reset_with({k: int(self.rng.integers(2**31 - 1)) for k in ks})
+
+    def _reset_with(self, seeds: dict[int, int]) -> None:
+        """Reset copy ``k`` with ``seeds[k]``: a new episode, its seed and actions kept for
+        :meth:`partial_arrays`."""
         for k, (obs, agents, state) in sorted(self.copies.reset(seeds).items()):
             self._encode(obs, self.obs[k], self.alive[k])
             self.live[k] = agents
             self.alive[k] &= np.array([a in agents for a in self.agents])
             self.state[k] = self._state(state)
             self._ep.clear(k)
+            self.seeds[k], self.trail[k] = seeds[k], []
 
     def reset(self) -> None:
         """Restart every copy (partial episodes are dropped from the logs)."""
         self._reset_copies(list(range(self.num_envs)))
+
+    def partial_arrays(self) -> dict[str, np.ndarray]:
+        """The episodes under way, as a checkpoint keeps them: ``seeds int64[K]`` (each copy's
+        last reset), ``lengths int64[K]`` (steps since) and ``actions`` (those steps' network
+        actions, copy after copy: ``int64[sum(lengths), N]`` or ``float32[sum(lengths), N, A]``)."""
+        rows = [a for trail in self.trail for a in trail]
+        tail = (len(self.agents), *self.shape.action_shape)
+        dtype = np.int64 if self.discrete else np.float32
+        return {
+            "seeds": np.array(self.seeds, dtype=np.int64),
+            "lengths": np.array([len(t) for t in self.trail], dtype=np.int64),
+            "actions": np.stack(rows).astype(dtype) if rows else np.zeros((0, *tail), dtype),
+        }
+
+    def restore(self, seeds: np.ndarray, lengths: np.ndarray, actions: np.ndarray) -> None:
+        """Put every copy back in the episode :meth:`partial_arrays` saved: reset it with its
+        seed and step it with the actions it took (PettingZoo environments are deterministic
+        given the reset seed and the actions), which rebuilds the episode's observations and
+        running sums exactly; no draw from the generator. A copy whose replay ends its episode
+        (an environment that is not deterministic) is restarted from the generator instead, with
+        one warning: its partial episode is lost, the run goes on.
+
+        Raises:
+            InputError: arrays of another number of copies or agents (field ``checkpoint``).
+        """
+        k = self.num_envs
+        tail = (len(self.agents), *self.shape.action_shape)
+        if seeds.shape != (k,) or lengths.shape != (k,) or actions.shape[1:] != tail \
+                or int(lengths.sum()) != actions.shape[0]:  # fmt: skip
+            raise InputError(f"the checkpoint's partial episodes are not {k} copies of "
+                             f"{len(self.agents)} agents", field="checkpoint")  # fmt: skip
+        t0, left = self.t, [int(x) for x in lengths]
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+        self._reset_with({c: int(seeds[c]) for c in range(k)})
+        for i in range(max(left, default=0)):
+            now = [c for c in range(k) if i < left[c]]
+            rows = {c: actions[starts[c] + i] for c in now}
+            answers = self.copies.step_only({c: self._joint(c, rows[c]) for c in now})
+            out = self._blank()
+            for c in now:
+                self.trail[c].append(rows[c])
+                if self._absorb(c, answers[c], rows[c], out):
+                    self.episodes.pop()
+                    left[c] = 0
+                    warnings.warn(
+                        f"copy {c} of the environment did not replay its episode from the "
+                        "checkpoint (the environment is not deterministic given its seed and "
+                        "actions): it restarts, its partial episode is not logged",
+                        RuntimeWarning, stacklevel=2,
+                    )  # fmt: skip
+                    self._reset_copies([c])
+        self.t = t0
 
     def to_env_action(self, a: np.ndarray) -> Any:
         """One agent's network action -> the environment's (``int``, or a clipped Box array)."""
@@ -449,64 +510,75 @@ class VecParallelEnv:
         agent would act again: not terminated). Afterwards ``self.obs``, ``self.state`` and
         ``self.alive`` describe the next step (reset copies start a new episode).
         """
+        out = self._blank()
+        joints = [self._joint(c, actions[c]) for c in range(self.num_envs)]
+        finished = []
+        for c, answer in enumerate(self.copies.step(joints)):
+            self.trail[c].append(np.array(actions[c], copy=True))
+            if self._absorb(c, answer, actions[c], out):
+                finished.append(c)
+        # Finished copies restart in copy order, their seeds drawn in that order: the copies
+        # never draw from the generator, so this is the draw order of stepping them one by one.
+        self._reset_copies(finished)
+        return out
+
+    def _blank(self) -> dict[str, np.ndarray]:
+        """The arrays of one transition (:meth:`step`), ``obs``/``state``/``alive`` filled."""
         k, n = self.alive.shape
-        out = {
+        return {
             "obs": self.obs.copy(), "state": self.state.copy(), "alive": self.alive.copy(),
             "reward": np.zeros((k, n), dtype=np.float32),
             "terminated": np.zeros((k, n), dtype=bool), "truncated": np.zeros((k, n), dtype=bool),
             "next_obs": np.zeros_like(self.obs), "next_state": np.zeros_like(self.state),
             "next_alive": np.zeros((k, n), dtype=bool),
         }  # fmt: skip
-        joints, acting_idx = [], []
-        for c in range(k):
-            acting = [a for a in self.agents if a in self.live[c]]
-            idx = [self.agents.index(a) for a in acting]
-            joints.append(
-                {a: self.to_env_action(actions[c, i]) for a, i in zip(acting, idx, strict=True)}
-            )
-            acting_idx.append((acting, idx))
-        finished = []
-        for c, answer in enumerate(self.copies.step(joints)):
-            obs, rewards, terms, truncs, infos, agents_after, state_after = answer
-            acting, idx = acting_idx[c]
-            got = np.zeros(n, dtype=bool)
-            self._encode(obs, out["next_obs"][c], got, steps=self.t + 1)
-            out["next_state"][c] = self._state(state_after)
-            for a, i in zip(acting, idx, strict=True):
-                r = float(rewards.get(a, 0.0))
-                if not np.isfinite(r):
-                    raise non_finite(a, self.t + 1, "reward", r)
-                term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
-                out["reward"][c, i] = r
-                out["terminated"][c, i] = term
-                out["truncated"][c, i] = trunc and not term
-                info = infos.get(a, {})
-                own = float(info.get("individual_reward", r)) if isinstance(info, dict) else r
-                reached = bool(self.reached_fn(a, term, info)) if self.reached_fn else False
-                self._ep.add(c, i, r, own, actions[c, i] if self.discrete else None, reached)
-            self._ep.length[c] += 1
-            self.t += 1
-            # PettingZoo's API: an agent whose terminated or truncated flag is set is done,
-            # whether or not the environment removed it from ``agents`` (many do not).
-            agents_after = [
-                a for a in agents_after if not (terms.get(a, False) or truncs.get(a, False))
-            ]
-            live = np.array([a in agents_after for a in self.agents])
-            self.live[c] = agents_after
-            out["next_alive"][c] = live & ~out["terminated"][c]
-            # An agent truncated by a time limit would act again: it is bootstrapped.
-            out["next_alive"][c] |= out["truncated"][c]
-            if not agents_after:
-                self.episodes.append({**self._ep.finish(c), "step": self.t})
-                finished.append(c)
-            else:
-                self.obs[c] = out["next_obs"][c]
-                self.alive[c] = live
-                self.state[c] = out["next_state"][c]
-        # Finished copies restart in copy order, their seeds drawn in that order: the copies
-        # never draw from the generator, so this is the draw order of stepping them one by one.
-        self._reset_copies(finished)
-        return out
+
+    def _joint(self, c: int, row: np.ndarray) -> dict[str, Any]:
+        """Copy ``c``'s joint action for the environment: ``row[i]`` for each agent acting."""
+        return {a: self.to_env_action(row[i]) for i, a in enumerate(self.agents)
+                if a in self.live[c]}  # fmt: skip
+
+    def _absorb(self, c: int, answer: StepAnswer, row: np.ndarray, out: dict) -> bool:
+        """Copy ``c``'s step answer into row ``c`` of ``out``, its running sums and the copy's
+        arrays; True when its episode ended (then logged, the copy to be reset)."""
+        n = len(self.agents)
+        obs, rewards, terms, truncs, infos, agents_after, state_after = answer
+        acting = [a for a in self.agents if a in self.live[c]]
+        idx = [self.agents.index(a) for a in acting]
+        got = np.zeros(n, dtype=bool)
+        self._encode(obs, out["next_obs"][c], got, steps=self.t + 1)
+        out["next_state"][c] = self._state(state_after)
+        for a, i in zip(acting, idx, strict=True):
+            r = float(rewards.get(a, 0.0))
+            if not np.isfinite(r):
+                raise non_finite(a, self.t + 1, "reward", r)
+            term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
+            out["reward"][c, i] = r
+            out["terminated"][c, i] = term
+            out["truncated"][c, i] = trunc and not term
+            info = infos.get(a, {})
+            own = float(info.get("individual_reward", r)) if isinstance(info, dict) else r
+            reached = bool(self.reached_fn(a, term, info)) if self.reached_fn else False
+            self._ep.add(c, i, r, own, row[i] if self.discrete else None, reached)
+        self._ep.length[c] += 1
+        self.t += 1
+        # PettingZoo's API: an agent whose terminated or truncated flag is set is done,
+        # whether or not the environment removed it from ``agents`` (many do not).
+        agents_after = [
+            a for a in agents_after if not (terms.get(a, False) or truncs.get(a, False))
+        ]
+        live = np.array([a in agents_after for a in self.agents])
+        self.live[c] = agents_after
+        out["next_alive"][c] = live & ~out["terminated"][c]
+        # An agent truncated by a time limit would act again: it is bootstrapped.
+        out["next_alive"][c] |= out["truncated"][c]
+        if not agents_after:
+            self.episodes.append({**self._ep.finish(c), "step": self.t})
+            return True
+        self.obs[c] = out["next_obs"][c]
+        self.alive[c] = live
+        self.state[c] = out["next_state"][c]
+        return False
 
     def take_episodes(self) -> list[dict[str, Any]]:
         """The episodes finished since the last call, in order of completion."""

@@ -61,6 +61,10 @@ class LocalCopies:
             _step(env, joint, self.with_state) for env, joint in zip(self.envs, joints, strict=True)
         ]
 
+    def step_only(self, joints: dict[int, dict]) -> dict[int, StepAnswer]:
+        """Step only copies ``k in joints``, each with ``joints[k]`` (a replay)."""
+        return {k: _step(self.envs[k], joint, self.with_state) for k, joint in joints.items()}
+
     def close(self) -> None:
         pass
 
@@ -84,6 +88,11 @@ class _CopiesActor:
 
     def step(self, joints: list[dict]) -> list[StepAnswer]:
         return self.local.step(joints)
+
+    def step_only(self, joints: dict[int, dict]) -> dict[int, StepAnswer]:
+        got = self.local.step_only({self.index[k]: j for k, j in joints.items()})
+        back = {i: k for k, i in self.index.items()}
+        return {back[i]: v for i, v in got.items()}
 
 
 def check_workers(workers: Any) -> int:
@@ -162,6 +171,17 @@ class RayCopies:
         for ks, answers in zip(self.groups, self._get(refs), strict=True):
             for k, answer in zip(ks, answers, strict=True):
                 out[k] = answer
+        return out
+
+    def step_only(self, joints: dict[int, dict]) -> dict[int, StepAnswer]:
+        refs = []
+        for actor, ks in zip(self.actors, self.groups, strict=True):
+            mine = {k: joints[k] for k in ks if k in joints}
+            if mine:
+                refs.append(actor.step_only.remote(mine))
+        out: dict[int, StepAnswer] = {}
+        for got in self._get(refs):
+            out.update(got)
         return out
 
     def close(self) -> None:

@@ -1,11 +1,14 @@
 """The deep learners' training loop: chunks, checkpoints, resume.
 
-A run is ``config.steps`` joint steps in chunks of ``config.chunk``. At the start of every chunk
-each copy of the environment restarts (a partial episode is dropped from the logs; PPO bootstraps
-it as a time limit), so after a chunk the whole run is in the learner's arrays and the run's
-generator: a checkpoint written there (:mod:`marlm.rl.checkpoint`, kind ``"deep"``) resumes the
-run draw for draw, and a resumed run ends with the same weights as the uninterrupted one
-(tested). Seeding happens once, here: ``numpy.random.default_rng(config.seed)`` draws every
+A run is ``config.steps`` joint steps in chunks of ``config.chunk``; the copies of the
+environment start once and their episodes carry over from chunk to chunk. After a chunk the
+whole run is in the learner's arrays, the run's generator and each copy's episode under way,
+kept as its reset seed and the actions since (:meth:`VecParallelEnv.partial_arrays`): a
+checkpoint written there (:mod:`marlm.rl.checkpoint`, kind ``"deep"``) resumes the run draw for
+draw, replaying those actions to put every copy back where it was, and a resumed run ends with
+the same weights and episode logs as the uninterrupted one (tested; the replay assumes what
+PettingZoo's API asks, an environment deterministic given its seed and actions). A checkpoint
+written before episodes carried over restarts the copies. Seeding happens once, here: ``numpy.random.default_rng(config.seed)`` draws every
 action, minibatch and reset seed; the weights' initialisation uses a ``torch.Generator`` seeded
 with the same number.
 """
@@ -138,6 +141,7 @@ def _train(
     shape = vec.shape
     learner = make_learner(shape, config)
     step, episodes, history = 0, [], []
+    partial: dict[str, np.ndarray] = {}
     if resume is not None:
         meta, arrays = load_checkpoint(resume, kind=CHECKPOINT_KIND)
         saved = meta["config"]
@@ -163,11 +167,15 @@ def _train(
         done = {f: arrays[f"episodes/{f}"] for f in EPISODE_FIELDS}
         episodes = [{f: done[f][j] for f in EPISODE_FIELDS} for j in range(len(done["length"]))]
         rng = vec.rng = restore_rng(meta["rng_state"])
+        partial = {k[8:]: v for k, v in arrays.items() if k.startswith("partial/")}
     losses: dict[str, float] = {}
     end = config.steps if stop_after is None else min(config.steps, stop_after)
+    if partial:
+        vec.restore(partial["seeds"], partial["lengths"], partial["actions"])
+    else:
+        vec.reset()
     while step < end:
         n = min(config.chunk, end - step)
-        vec.reset()
         vec.t = step
         losses = learner.train_steps(vec, rng, n)
         _check_finite(learner, step, n, checkpoint)
@@ -178,6 +186,7 @@ def _train(
             arrays = {f"state/{k}": v for k, v in learner.state_arrays().items()}
             logs = stack_episodes(episodes, len(shape.agents), shape.n_actions)
             arrays.update({f"episodes/{k}": v for k, v in logs.items()})
+            arrays.update({f"partial/{k}": v for k, v in vec.partial_arrays().items()})
             save_checkpoint(
                 checkpoint, kind=CHECKPOINT_KIND,
                 config={**_meta_config(config, shape), "schedule_steps": _schedule(learner, config)},
@@ -186,12 +195,10 @@ def _train(
         if progress is not None:
             progress(step, config.steps)
     if not episodes and step > config.chunk:
-        per_copy = config.chunk // config.num_envs
         raise RunError(
-            f"no episode finished in {step} joint steps: the copies restart every "
-            f"--checkpoint-every {config.chunk} joint steps ({per_copy} steps per copy with "
-            f"--envs {config.num_envs}), fewer than one episode of this environment; raise "
-            "--checkpoint-every or lower --envs"
+            f"no episode finished in {step} joint steps ({step // config.num_envs} steps per "
+            f"copy with --envs {config.num_envs}), fewer than one episode of this environment: "
+            "nothing to log or compare; raise --steps or lower --envs"
         )
     return DeepResult(
         config, shape, stack_episodes(episodes, len(shape.agents), shape.n_actions), step,
