@@ -478,7 +478,8 @@ def test_probe_mode_on_the_real_model_caches_the_pool_on_disk(embedded_model, tm
 def test_probe_input_is_cut_to_its_byte_budget():
     text = probe_input(clean_note("紧急！" * 200))
     assert len(text.encode("utf-8")) <= PROBE_MAX_BYTES
-    assert text.startswith('Is this order urgent? Warehouse order note: "紧急！') and text.endswith('…"')
+    assert text.startswith('Is this order urgent? Warehouse order note: "紧急！')
+    assert text.endswith('…"')
     expected = 'Is this order urgent? Warehouse order note: "Line 3 is down."'
     assert probe_input("Line 3 is down.") == expected
 
