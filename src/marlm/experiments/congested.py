@@ -111,8 +111,9 @@ def congested_orders(
 def held_out_planner(planner: Any, notes: Sequence[str]) -> Any:
     """``planner`` with ``notes`` left out of its triage pool (a triage planner's
     ``with_triage(triage.without(notes))``); any other planner unchanged."""
+    # Only a triage planner has a pool to leave notes out of; any planner may come here.
     triage = getattr(planner, "triage", None)
-    if triage is None or not callable(getattr(triage, "without", None)):
+    if triage is None or not callable(getattr(triage, "without", None)):  # its pool's method
         return planner
     return planner.with_triage(triage.without(list(notes)))
 

@@ -349,7 +349,7 @@ def run_demo(
         update = stage("training executor (cached after)", episodes)
         q, _ = cached_policy(progress=update)
         update(episodes, episodes)
-    warm = getattr(plan, "warm_up", None)
+    warm = getattr(plan, "warm_up", None)  # planners with a model to load have warm_up
     if warm is not None:  # before the control clock starts: the first answer is then prompt
         update = stage("warming up the model (triage pool, cached after)", None)
         warm(progress=update)

@@ -125,7 +125,7 @@ class RewardFunction(Protocol):
 
 def reward_function_stats(reward_fn: Any) -> dict[str, int]:
     """``reward_fn.stats()`` if it has one, else ``{}``."""
-    stats = getattr(reward_fn, "stats", None)
+    stats = getattr(reward_fn, "stats", None)  # a user's reward function may keep statistics
     return dict(stats()) if callable(stats) else {}
 
 
@@ -156,7 +156,7 @@ def _gridworld_loop(res: GridWorldResult, n: int, reward_fn: RewardFunction | No
 
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
-    reset = getattr(reward_fn, "reset", None)
+    reset = getattr(reward_fn, "reset", None)  # a user's reward function may hold state to reset
     eps = cfg.epsilon().values(n, res.episode)
     alpha = cfg.learning_rate().values(n, res.episode)
     for k in range(n):
@@ -392,7 +392,7 @@ class RaceLog:
         )  # fmt: skip
 
     def arrays(self, upto: int | None = None) -> dict[str, np.ndarray]:
-        return {f: getattr(self, f)[:upto] for f in RACE_LOG_FIELDS}
+        return {f: getattr(self, f)[:upto] for f in RACE_LOG_FIELDS}  # the declared fields
 
 
 @dataclass
@@ -569,7 +569,7 @@ def train_race(
         res.episode = meta["episode"]
         for f in RACE_LOG_FIELDS:
             if f in arrays:  # checkpoints older than the ``actions`` log lack it (left at -1)
-                getattr(res.log, f)[: res.episode] = arrays[f]
+                getattr(res.log, f)[: res.episode] = arrays[f]  # a declared RaceLog field
         res.rng = restore_rng(meta["rng_state"])
     step = _race_fast if engine == "fast" else _race_reference
     _run_chunks(

@@ -262,6 +262,7 @@ def map_seeds(
     except ray.exceptions.RayTaskError as e:
         _cancel(ray, pending)
         cause = e.as_instanceof_cause()
+        # Ray wraps a task's exception; ``cause`` is set only on Ray's own wrapper types.
         raise (cause.cause if getattr(cause, "cause", None) is not None else cause) from None
     except ray.exceptions.RayError as e:  # the worker died on every attempt (WorkerCrashedError)
         _cancel(ray, pending)

@@ -38,7 +38,7 @@ class TupleParallelEnv(ParallelEnv):
         self.env = env
         self.possible_agents = [f"agent_{i}" for i in range(len(obs.spaces))]
         self.agents: list[str] = []
-        spec = getattr(env, "spec", None)
+        spec = getattr(env, "spec", None)  # Gymnasium sets ``spec`` only on registered envs
         self.metadata = {"name": spec.id if spec is not None else type(env).__name__}
 
     def observation_space(self, agent: str) -> spaces.Space:

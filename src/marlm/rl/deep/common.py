@@ -116,6 +116,7 @@ class DeepConfig:
                 source="--learner",
                 field="learner",
             )
+        values = self.to_dict()  # the declared fields, checked by name below
         for name, option, example in (
             ("steps", "--steps", 50000), ("hidden", "--hidden", 64),
             ("num_envs", "--envs", 8), ("chunk", "--checkpoint-every", 10240),
@@ -124,7 +125,7 @@ class DeepConfig:
             ("batch", "--batch", 64), ("target_every", "--target-every", 100),
             ("mixer_embed", "--mixer-embed", 32),
         ):  # fmt: skip
-            _positive_int(getattr(self, name), option, name, example)
+            _positive_int(values[name], option, name, example)
         if self.num_envs > MAX_ENVS:  # each copy is held in memory: see MAX_ENVS
             raise InputError(
                 f"must be a whole number in 1..{MAX_ENVS} (copies held in memory at once), got "
@@ -146,11 +147,11 @@ class DeepConfig:
                 field="steps",
             )
         for name in ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_fraction"):
-            _in_range(getattr(self, name), 0.0, 1.0, "--" + name.replace("_", "-"), name)
+            _in_range(values[name], 0.0, 1.0, "--" + name.replace("_", "-"), name)
         if not (isinstance(self.lr, int | float) and self.lr > 0):
             raise InputError(f"must be > 0, got {self.lr!r}", source="--lr", field="lr")
         for name in ("clip", "ent_coef", "vf_coef", "max_grad_norm"):
-            if getattr(self, name) < 0:
+            if values[name] < 0:
                 raise InputError("must be >= 0", source="--" + name.replace("_", "-"), field=name)
 
     @property
@@ -359,6 +360,7 @@ class VecParallelEnv:
         except NotImplementedError:
             state = None
         if state is not None:
+            # PettingZoo's ``state_space`` is optional beside ``state()``: read it if declared.
             space = getattr(env, "state_space", None)
             if isinstance(space, spaces.Space):
                 self._state_flat = _Flattener(space)
@@ -371,6 +373,7 @@ class VecParallelEnv:
             action_shape=() if self.discrete else tuple(act.shape),
             low=None if self.discrete else np.asarray(act.low, dtype=np.float32),
             high=None if self.discrete else np.asarray(act.high, dtype=np.float32),
+            # ``metadata`` is optional on a ParallelEnv; its ``name`` names the run's environment.
             state_dim=state_dim, name=str(getattr(env, "metadata", {}).get("name", type(env).__name__)),
         )  # fmt: skip
         with_state = state_dim is not None
