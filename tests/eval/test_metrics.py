@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from marlm.eval.metrics import (
-    OnlineSignals,
     deliveries_over_time,
     recoveries,
     reward_curves,
     summarise,
 )
+from marlm.eval.online import OnlineSignals
 from marlm.eval.trace import TraceWriter, read_trace
 
 
@@ -220,7 +220,6 @@ def test_reward_curves_and_deliveries_over_time(tmp_path: Path) -> None:
 
 
 def test_online_signals_agree_with_the_offline_summary_on_a_real_run(tmp_path: Path) -> None:
-    from marlm.eval.metrics import OnlineSignals
     from marlm.hybrid.controller import run, run_config
     from marlm.hybrid.planning.planner import RulePlanner
 
@@ -252,8 +251,6 @@ def test_online_signals_agree_with_the_offline_summary_on_a_real_run(tmp_path: P
 
 
 def test_online_signals_window_and_open_failures() -> None:
-    from marlm.eval.metrics import OnlineSignals
-
     sig = OnlineSignals(window=10)
     for t in range(30):
         sig.update(_step(t, [0], lat=100.0 if t < 20 else 1.0))

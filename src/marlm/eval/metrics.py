@@ -1,4 +1,5 @@
-"""Online signals computed from a trace: success rate, throughput, latency, recovery cost.
+"""A run's figures computed from its trace: success rate, throughput, latency, recovery cost
+(the same signals while a run goes: :mod:`marlm.eval.online`).
 
 Every figure here is computed from trace events alone (see docs/trace-schema.md), so a run, a replay
 and a comparison are measured by the same code. Definitions, including what "back to normal" means
@@ -18,7 +19,6 @@ import numpy as np
 from marlm.eval.recovery import REAL_PLAN_SOURCES, Recovery, events_of, recoveries
 from marlm.outcomes import (
     FALLBACK_OUTCOMES,
-    LLM_SIDE_FAILURES,
     CallStatus,
     FailureKind,
     IdleCause,
@@ -170,7 +170,7 @@ def call_counts(calls: Sequence[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def _timed(call: dict[str, Any]) -> bool:
+def answer_timed(call: dict[str, Any]) -> bool:
     """Whether ``call``'s ``latency_ms`` is a model's answer time (``llm_latency_*``): the model
     answered (``answered`` or ``invalid_answer``), not a failed, timed-out or unanswered call."""
     if call.get("latency_ms") is None:
@@ -482,7 +482,7 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
         plan_lat = [float(e["planning_ms"]) for e in steps if e.get("planning_ms") is not None]
     else:
         step_lat, plan_lat = folded.step_lat, folded.plan_lat
-    llm_lat = [float(c["latency_ms"]) for c in calls if _timed(c)]
+    llm_lat = [float(c["latency_ms"]) for c in calls if answer_timed(c)]
     # None where no call was counted (a backend that gives no counts), never a false 0.
     counted = not calls or any(c.get("prompt_tokens") is not None for c in calls)
     prompt_tokens = sum(int(c.get("prompt_tokens") or 0) for c in calls) if counted else None
@@ -608,108 +608,17 @@ def deliveries_over_time(events: Sequence[dict[str, Any]]) -> tuple[np.ndarray, 
     return steps, counts
 
 
-class OnlineSignals:
-    """Signals to watch while a run goes: fed one trace event at a time, O(1) memory per window.
-
-    Args:
-        window: latency percentiles and throughput cover the last ``window`` control steps (and the
-            last ``window`` LLM calls the model answered, as in :func:`summarise`).
-
-    :meth:`update` takes the same dicts the trace gets; :meth:`snapshot` returns ``delivered``,
-    ``on_time_rate`` (so far: on time / arrived), ``throughput_per_1000_steps`` (over the window),
-    ``step_latency_p50_ms``/``p99`` and ``llm_latency_p50_ms``/``p99`` (over the window),
-    ``collisions``, ``shield_overrides``, ``llm_calls``, ``tokens``, and ``open_failures``: LLM-side
-    failures still waiting for a plan from the configured planner (condition 1 of "back to normal",
-    docs/metrics.md; the full recovery cost needs the whole trace, see :func:`recoveries`).
-    """
-
-    def __init__(self, window: int = 200) -> None:
-        from collections import deque
-
-        if window < 1:
-            raise ValueError(f"window must be >= 1, got {window}")
-        self.window = window
-        self._step_lat: deque[float] = deque(maxlen=window)
-        self._llm_lat: deque[float] = deque(maxlen=window)
-        self._delivered_at: deque[int] = deque()
-        self._missed: set[str] = set()
-        self.step = -1
-        self.arrived = 0
-        self.delivered = 0
-        self.on_time = 0
-        self.collisions = 0
-        self.shield_overrides = 0
-        self.llm_calls = 0
-        self.tokens = 0
-        self.open_failures = 0
-
-    def update(self, event: dict[str, Any]) -> None:
-        """Take one trace event (``{"type": ..., **fields}``)."""
-        etype = event.get("type")
-        if etype == "step":
-            self.step = int(event["step"])
-            if event.get("latency_ms") is not None:
-                self._step_lat.append(float(event["latency_ms"]))
-            self.collisions += int(event.get("collisions") or 0)
-            self.shield_overrides += len(event.get("overrides") or [])
-        elif etype == "order":
-            oid, kind = str(event["order"]), event["event"]
-            if kind == OrderEvent.ARRIVED:
-                self.arrived += 1
-            elif kind == OrderEvent.DEADLINE_MISSED:
-                self._missed.add(oid)
-            elif kind == OrderEvent.DELIVERED:
-                self.delivered += 1
-                self._delivered_at.append(int(event["step"]))
-                self.on_time += 0 if oid in self._missed else 1
-        elif etype == "llm_call":
-            self.llm_calls += 1
-            self.tokens += int(event.get("prompt_tokens") or 0) + int(
-                event.get("completion_tokens") or 0
-            )
-            if _timed(event):
-                self._llm_lat.append(float(event["latency_ms"]))
-        elif etype == "failure" and event.get("kind") in LLM_SIDE_FAILURES:
-            self.open_failures += 1
-        elif etype == "plan" and event.get("source") in REAL_PLAN_SOURCES:
-            self.open_failures = 0
-
-    def snapshot(self) -> dict[str, Any]:
-        """The current signals (JSON-ready; ``None`` where there is no data yet)."""
-        first = self.step - self.window + 1
-        while self._delivered_at and self._delivered_at[0] < first:
-            self._delivered_at.popleft()
-        span = min(self.window, self.step + 1)
-        return {
-            "step": self.step,
-            "delivered": self.delivered,
-            "on_time_rate": self.on_time / self.arrived if self.arrived else None,
-            "throughput_per_1000_steps": 1000.0 * len(self._delivered_at) / span
-            if span > 0
-            else None,
-            "step_latency_p50_ms": percentile(self._step_lat, 50),
-            "step_latency_p99_ms": percentile(self._step_lat, 99),
-            "llm_latency_p50_ms": percentile(self._llm_lat, 50),
-            "llm_latency_p99_ms": percentile(self._llm_lat, 99),
-            "collisions": self.collisions,
-            "shield_overrides": self.shield_overrides,
-            "llm_calls": self.llm_calls,
-            "tokens": self.tokens,
-            "open_failures": self.open_failures,
-        }
-
-
 __all__ = [
     "reading",
     "INVALID",
     "NO_ANSWER",
     "REAL_PLAN_SOURCES",
-    "OnlineSignals",
     "PRIORITIES",
     "BACKLOG_EVERY",
     "Recovery",
     "UNANSWERED",
     "call_counts",
+    "answer_timed",
     "call_status",
     "deliveries_over_time",
     "order_table",
