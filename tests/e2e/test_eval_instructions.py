@@ -62,6 +62,11 @@ def test_an_existing_out_is_never_replaced(tmp_path):
     assert out.read_text() == "mine\n"
     r = run("--notes", str(notes), "--out", str(tmp_path / "o2.jsonl"), "--stations", "A=x,A=y")
     assert r.returncode == 2 and "--stations" in r.stderr
+    # a folder that does not exist: said before the notes are read (it was a traceback after)
+    r = run("--notes", str(notes), "--out", str(tmp_path / "nodir" / "x.jsonl"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "field '--out'" in r.stderr and "does not exist" in r.stderr
+    assert not (tmp_path / "nodir").exists()
 
 
 # The heads trained on the development set ship with marlm for the embedded model: a fresh cache

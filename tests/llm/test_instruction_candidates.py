@@ -121,8 +121,15 @@ def test_stations_option_errors():
     assert parse_stations("A,B") == {"A": "", "B": ""}
     with pytest.raises(InputError, match="--stations.*given twice"):
         parse_stations("A=x,A=y")
-    with pytest.raises(InputError, match="not a letter"):
+    with pytest.raises(InputError, match="not 1 to 3 capital letters"):
         parse_stations("1=dock")
+    # lower-case ids and stations joined by another separator than a comma read no station at
+    # all ("B口" is station B, never "b"; "A=dock A;B=dock B" was one station A)
+    with pytest.raises(InputError, match="'a' is not 1 to 3 capital letters"):
+        parse_stations("a=dock A,b=dock B")
+    with pytest.raises(InputError, match="holds '='; separate stations with commas"):
+        parse_stations("A=dock A;B=dock B")
+    assert parse_stations("A=dock A,AB=dock AB") == {"A": "dock A", "AB": "dock AB"}
 
 
 def test_the_schema_offers_only_candidates_and_answers_outside_them_are_refused():

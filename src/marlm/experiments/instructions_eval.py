@@ -36,8 +36,8 @@ class InstructionsEvalConfig:
         llm, llm_model, llm_timeout_s: the backend.
 
     Raises:
-        InputError: an unknown mode, a bad ``--stations``, an ``out`` that exists or is a
-            folder.
+        InputError: an unknown mode, a bad ``--stations``, an ``out`` that exists, is a folder
+            or whose folder does not exist.
     """
 
     notes: Path
@@ -63,6 +63,12 @@ class InstructionsEvalConfig:
         if out.exists() or out.is_symlink():
             raise InputError(
                 "already exists; marlm never replaces it: give a new file name",
+                source=out,
+                field="--out",
+            )
+        if not out.parent.is_dir():  # said before any note is read, not after the reading
+            raise InputError(
+                f"its folder {str(out.parent)!r} does not exist; create it or give another path",
                 source=out,
                 field="--out",
             )

@@ -148,7 +148,9 @@ def parse_stations(text: str | None) -> dict[str, str]:
     chain"}``; a bare ``"A,B,C"`` names stations without descriptions. None or ``""``: ``{}``.
 
     Raises:
-        InputError: an id that is not letters, or an id given twice (field ``--stations``).
+        InputError: an id that is not 1 to 3 capital letters (a layout names its stations ``A``
+            to ``Z``, then ``AA``, ...), an id given twice, or a description holding ``=``
+            (stations joined by another separator than a comma) (field ``--stations``).
     """
     out: dict[str, str] = {}
     for part in (text or "").split(","):
@@ -156,10 +158,18 @@ def parse_stations(text: str | None) -> dict[str, str]:
             continue
         sid, _, desc = part.partition("=")
         sid, desc = sid.strip(), desc.strip()
-        if not re.fullmatch(r"[A-Za-z]{1,3}", sid):
+        if not re.fullmatch(r"[A-Z]{1,3}", sid):
             raise InputError(
-                f"station id {sid!r} is not a letter; write ID=description, comma-separated, "
-                'e.g. --stations "A=dock A,B=dock B,C=cold chain"',
+                f"station id {sid!r} is not 1 to 3 capital letters (a layout's stations are A, "
+                'B, C, ...); write ID=description, comma-separated, e.g. --stations "A=dock '
+                'A,B=dock B,C=cold chain"',
+                source="--stations",
+                field="--stations",
+            )
+        if "=" in desc:
+            raise InputError(
+                f"station {sid!r} has the description {desc!r}, which holds '='; separate "
+                'stations with commas, e.g. --stations "A=dock A,B=dock B"',
                 source="--stations",
                 field="--stations",
             )
