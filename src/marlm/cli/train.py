@@ -318,7 +318,7 @@ def train_env_cmd(
     checkpoint: Path | None = CHECKPOINT,
     resume: Path | None = RESUME,
     chunk: int = opt(
-        DEEP_CHUNK, "Joint steps between progress updates/checkpoints (the copies restart there).",
+        DEEP_CHUNK, "Joint steps between progress updates/checkpoints (episodes carry over).",
         at_least(1), "--checkpoint-every"),
     plot: bool = PLOT,
     workers: int = WORKERS,

@@ -108,6 +108,37 @@ def test_resume_refuses_another_setting(tmp_path):
     with pytest.raises(InputError, match="gamma"):
         train_deep(RACE3, DeepConfig(learner="mappo", steps=512, num_envs=2, chunk=256,
                                      shared_reward=True), resume=ckpt)  # fmt: skip
+    with pytest.raises(InputError) as e:  # the option as typed, not the field's name
+        train_deep(RACE3, _race_config("mappo", 512, num_envs=4, chunk=256), resume=ckpt)
+    assert "checkpoint has --envs 2 but this run has --envs 4; resume with the same --envs" in str(
+        e.value
+    )
+
+
+def test_extending_a_run_whose_steps_are_not_a_multiple_of_the_chunk_says_it_is_not_exact(
+    tmp_path,
+):
+    """3000 steps in chunks of 1024, then resumed to 5000: a correct run, but not the one long
+    run draw for draw (its updates fall at other steps); nothing said so."""
+    ckpt = tmp_path / "ckpt.npz"
+    train_deep(RACE3, _race_config("mappo", 300, num_envs=2, rollout=16, chunk=256),
+               checkpoint=ckpt)  # fmt: skip
+    with pytest.warns(RuntimeWarning, match="ends at step 300, not a multiple of"):
+        resumed = train_deep(RACE3, _race_config("mappo", 512, num_envs=2, rollout=16,
+                                                 chunk=256), resume=ckpt)  # fmt: skip
+    assert resumed.step == 512
+
+
+def test_resume_on_an_environment_of_other_sizes_is_one_line_not_a_torch_error(tmp_path):
+    """``--env-kwargs '{"size": 3}'`` on a checkpoint of the 5x5 race ended in a 66-line torch
+    size-mismatch traceback."""
+    ckpt = tmp_path / "ckpt.npz"
+    cfg = _race_config("mappo", 256, num_envs=2, chunk=256)
+    train_deep(functools.partial(GridRace, size=5), cfg, checkpoint=ckpt)
+    with pytest.raises(InputError) as e:
+        train_deep(RACE3, _race_config("mappo", 512, num_envs=2, chunk=256), resume=ckpt)
+    assert "checkpoint was trained on an environment with obs_dim" in str(e.value)
+    assert "--env-kwargs of the checkpointed run" in str(e.value)
 
 
 def test_value_based_learners_refuse_box_actions():

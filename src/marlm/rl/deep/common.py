@@ -173,12 +173,22 @@ def check_resume_config(saved: dict[str, Any], config: DeepConfig, source: Any) 
     """
     for key, value in config.to_dict().items():
         if key != "steps" and saved.get(key) != value:
+            option = option_name(key)
             raise InputError(
-                f"checkpoint has {key}={saved.get(key)!r} but this run has {key}={value!r}; resume "
-                f"with the same {key} or start a new run",
+                f"checkpoint has {option} {saved.get(key)!r} but this run has {option} {value!r}; "
+                f"resume with the same {option} or start a new run",
                 source=source,
                 field="checkpoint",
             )
+
+
+#: The command-line option of each :class:`DeepConfig` field whose name is not the field's.
+_OPTION_NAMES = {"num_envs": "--envs", "chunk": "--checkpoint-every"}
+
+
+def option_name(field_name: str) -> str:
+    """The ``marlm train`` option that sets :class:`DeepConfig` field ``field_name``."""
+    return _OPTION_NAMES.get(field_name, "--" + field_name.replace("_", "-"))
 
 
 # --------------------------------------------------------------------------------------------

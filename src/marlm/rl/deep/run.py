@@ -7,7 +7,10 @@ kept as its reset seed and the actions since (:meth:`VecParallelEnv.partial_arra
 checkpoint written there (:mod:`marlm.rl.checkpoint`, kind ``"deep"``) resumes the run draw for
 draw, replaying those actions to put every copy back where it was, and a resumed run ends with
 the same weights and episode logs as the uninterrupted one (tested; the replay assumes what
-PettingZoo's API asks, an environment deterministic given its seed and actions). A checkpoint
+PettingZoo's API asks, an environment deterministic given its seed and actions). That holds for a
+checkpoint at a chunk's end; one written at the end of a shorter last chunk (a first run whose
+``--steps`` is not a multiple of the chunk, extended later) goes on correctly but its updates
+fall at other steps than one long run's (a warning says so). A checkpoint
 written before episodes carried over restarts the copies. Seeding happens once, here: ``numpy.random.default_rng(config.seed)`` draws every
 action, minibatch and reset seed; the weights' initialisation uses a ``torch.Generator`` seeded
 with the same number.
@@ -15,6 +18,7 @@ with the same number.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +91,13 @@ def make_learner(shape: EnvShape, config: DeepConfig) -> Any:
 
 
 def _meta_config(config: DeepConfig, shape: EnvShape) -> dict[str, Any]:
-    return {**config.to_dict(), "env": shape.name, "agents": shape.agents}
+    return {**config.to_dict(), "env": shape.name, "agents": shape.agents, **_sizes(shape)}
+
+
+def _sizes(shape: EnvShape) -> dict[str, Any]:
+    """What the networks' sizes follow from: a checkpoint of other sizes cannot be loaded."""
+    return {"obs_dim": shape.obs_dim, "n_actions": shape.n_actions,
+            "action_shape": list(shape.action_shape), "state_dim": shape.state_dim}  # fmt: skip
 
 
 def train_deep(
@@ -153,6 +163,15 @@ def _train(
                     source=resume,
                     field="checkpoint",
                 )
+        for key, value in _sizes(shape).items():  # checkpoints before sizes were kept: no check
+            if key in saved and saved[key] != value:
+                raise InputError(
+                    f"checkpoint was trained on an environment with {key} {saved[key]!r}, this "
+                    f"one has {value!r}: resume with the environment and --env-kwargs of the "
+                    "checkpointed run, or start a new run",
+                    source=resume,
+                    field="checkpoint",
+                )
         step = meta["episode"]  # the checkpoint format's counter: joint steps here
         if step > config.steps:
             raise InputError(
@@ -161,6 +180,14 @@ def _train(
                 source=resume,
                 field="steps",
             )
+        if step % config.chunk:
+            warnings.warn(
+                f"the checkpoint ends at step {step}, not a multiple of --checkpoint-every "
+                f"{config.chunk} (the run it ended had --steps {step}): the run goes on from it "
+                "correctly, but not draw for draw as one run of these --steps would (its updates "
+                "fall at other steps)",
+                RuntimeWarning, stacklevel=2,
+            )  # fmt: skip
         learner.load_state_arrays({k[6:]: v for k, v in arrays.items() if k.startswith("state/")})
         if config.learner in VALUE_LEARNERS:  # the exploration schedule goes on as it started
             learner.schedule_steps = int(saved.get("schedule_steps", saved["steps"]))
