@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -25,6 +24,7 @@ from marlm.envs.warehouse.observations import (
     OBS_TARGET_OFFSET,
     ObservationTables,
 )
+from marlm.envs.warehouse.order_book import OrderBookMixin
 from marlm.envs.warehouse.orders import (
     ORDER_STATUSES,
     Order,
@@ -49,7 +49,7 @@ N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
 
 
-class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
+class WarehouseEnv(InstructionsMixin, OrderBookMixin, ObservationTables, ParallelEnv):
     """Robots fetch shelves for orders and bring them to stations.
 
     Description:
@@ -147,7 +147,6 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
     """
 
     # State set by reset (declared here: step reads it, reset's helpers assign it).
-    _offered: tuple[int, list[Order]]
     _pending_events: list[dict]
     _last_events: list[dict]
 
@@ -373,52 +372,6 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         """Ids of orders not delivered by their deadline, in the order the deadlines passed."""
         return list(self._missed)
 
-    def order_status(self, order_id: str) -> str:
-        """``"future" | "pending" | "assigned" | "picked" | "delivered"``. Raises KeyError."""
-        return self._status[order_id]
-
-    def pending_orders(self, precedence: Callable[[Order], Any] | None = None) -> list[Order]:
-        """Orders offered for assignment now, in order-list order: arrived, unassigned, their
-        shelf free (no order holds it), and, per shelf, only the first by ``precedence`` (a sort
-        key over orders; default :func:`dispatch_key`: listed priority urgent < normal < low,
-        deadline, arrival, id). A planner that reads urgency from the notes passes its own key,
-        so that an order it finds urgent is not offered behind a routine order for the same
-        shelf. The other arrived, unassigned orders wait (:meth:`waiting_orders`)."""
-        orders, holder = self._orders, self._shelf_holder
-        if precedence is None or precedence is dispatch_key:
-            # Each shelf's queue is kept sorted by dispatch_key: its head is the first.
-            book = self._book
-            if self._offered[0] == book:
-                return list(self._offered[1])
-            first = [q[0][1] for shelf, q in self._open.items() if shelf not in holder]
-        else:  # a planner's key may change between calls: the least of each free shelf's queue
-            place = self._place
-            first = [
-                min((e[1] for e in q), key=lambda o: (precedence(orders[o]), place[o]))
-                for shelf, q in self._open.items()
-                if shelf not in holder
-            ]
-        first.sort(key=self._place.__getitem__)
-        offered = [orders[o] for o in first]
-        if precedence is None or precedence is dispatch_key:
-            self._offered = (self._book, offered)
-            return list(offered)
-        return offered
-
-    def waiting_orders(self, precedence: Callable[[Order], Any] | None = None) -> list[Order]:
-        """Arrived, unassigned orders not offered now (:meth:`pending_orders` with the same
-        ``precedence``): their shelf is held by another order, or another order for it comes
-        first; in order-list order."""
-        ready = {o.id for o in self.pending_orders(precedence)}
-        waiting = [e[1] for q in self._open.values() for e in q if e[1] not in ready]
-        waiting.sort(key=self._place.__getitem__)
-        return [self._orders[o] for o in waiting]
-
-    def shelf_holder(self, shelf: str) -> str | None:
-        """Id of the order that holds ``shelf`` (assigned or picked, not yet delivered), or None
-        when the shelf stands in its place unclaimed."""
-        return self._shelf_holder.get(shelf)
-
     def idle_robots(self) -> list[str]:
         """Robots without a task, in index order."""
         return [a for i, a in enumerate(self.possible_agents) if self._task[i] is None]
@@ -499,13 +452,7 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         self._missed: list[str] = []
         self._step_count = 0
         self._n_pending = 0  # orders with status "pending"
-        # The open book: shelf -> [(dispatch_key, id)] of its pending orders, sorted, and each
-        # order's place in the order list; _book counts changes of status or shelf holder, and
-        # _offered keeps pending_orders() of the default key for the current _book.
-        self._open: dict[str, list[tuple[tuple, str]]] = {}
-        self._place = {o: k for k, o in enumerate(self._orders)}
-        self._book = 0
-        self._offered = (-1, [])
+        self._reset_book()
         self._cells = [0] * self.n_robots  # flat cell index row * width + col of each robot
         self._carrying = [False] * self.n_robots
         self._task: list[str | None] = [None] * self.n_robots
@@ -555,19 +502,6 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
     def _path_length(self, i: int, order_id: str) -> int:
         access = self.layout.access[self._orders[order_id].shelf]
         return self._distances(access)[self._cells[i]]
-
-    def _open_add(self, order: Order) -> None:
-        """Put a pending order in its shelf's queue (``O(log q + q)`` for ``q`` on that shelf)."""
-        bisect.insort(self._open.setdefault(order.shelf, []), (dispatch_key(order), order.id))
-        self._book += 1
-
-    def _open_remove(self, order: Order) -> None:
-        """Take an order that stops being pending out of its shelf's queue."""
-        queue = self._open[order.shelf]
-        del queue[bisect.bisect_left(queue, (dispatch_key(order), order.id))]
-        if not queue:
-            del self._open[order.shelf]
-        self._book += 1
 
     def _assign(self, i: int, order_id: str, events: list[dict]) -> None:
         self._open_remove(self._orders[order_id])
