@@ -58,7 +58,8 @@ from marlm.hybrid.defaults import MAX_TICK_MS
 from marlm.hybrid.planning.capabilities import planner_model, prompt_version
 from marlm.hybrid.planning.dwell import DwellPolicy
 from marlm.hybrid.planning.planner import Planner, PlannerName
-from marlm.hybrid.planning.scheduler import Clock, PlanScheduler, idle_cells
+from marlm.hybrid.planning.scheduler import PlanScheduler, idle_cells
+from marlm.hybrid.planning.worker import Clock
 from marlm.hybrid.render import frame as render_frame
 from marlm.hybrid.rules.factory import make_shield, warm_up
 from marlm.hybrid.rules.layer import RuleLayer, ShieldResult, shielded_step

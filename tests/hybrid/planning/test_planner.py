@@ -15,7 +15,7 @@ from marlm.hybrid.planning.planner import (
     rule_assign,
     validate_answer,
 )
-from marlm.hybrid.planning.scheduler import AsyncPlanner
+from marlm.hybrid.planning.worker import AsyncPlanner
 from marlm.llm.backends import BackendError, ChatResult
 
 

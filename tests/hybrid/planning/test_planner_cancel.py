@@ -6,7 +6,7 @@ import threading
 import time
 
 from marlm.hybrid.planning.planner import LLMPlanner, Snapshot
-from marlm.hybrid.planning.scheduler import AsyncPlanner
+from marlm.hybrid.planning.worker import AsyncPlanner
 from marlm.llm.backends import OpenAICompatible
 
 

@@ -9,7 +9,7 @@ notes) and the idle robots, and answers which robot takes which order. It never 
   under a JSON schema whose enums are the currently valid ids. The answer is validated (ids valid,
   each at most once); an invalid answer is retried once with the error text, then the rule decides.
 
-:class:`marlm.hybrid.planning.scheduler.AsyncPlanner` runs any planner off the control thread, so a slow
+:class:`marlm.hybrid.planning.worker.AsyncPlanner` runs any planner off the control thread, so a slow
 model never stalls the robots.
 """
 
@@ -518,7 +518,7 @@ def render_prompt(snapshot: Snapshot, orders: Sequence[OrderView]) -> str:
     return "\n".join(lines)
 
 
-#: Seconds :meth:`marlm.hybrid.planning.scheduler.AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
+#: Seconds :meth:`marlm.hybrid.planning.worker.AsyncPlanner.close` waits for a cancelled request to end (a model call stops at
 #: its next token or decode batch; this bounds one batch on a busy machine).
 CANCEL_WAIT_S = 30.0
 
