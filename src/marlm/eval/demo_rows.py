@@ -27,9 +27,16 @@ def side_rows(m: dict, cf: dict | None) -> list[tuple[str, str, str | None]]:
     cf_idle = (cf or {}).get("idle_robot_steps") or {}
     classes = [c for c in ("urgent", "normal", "low") if c in (own.get("latency_mean_steps") or {})]
     truth = m.get("true_class_source", "listed priority")
+    total, arrived = m.get("orders_total"), m.get("orders_arrived")
+    # A run cut short (--steps) ends before some orders arrive: say so, or "14 / 26" reads as
+    # twelve orders failed.
+    not_all = isinstance(total, int) and isinstance(arrived, int) and arrived < total
     return [
         ("orders delivered", f"{m['delivered']} / {m.get('orders_total', '?')}",
          None if cf is None else f"{cf['delivered']} / {m.get('orders_total', '?')}"),
+        *([("orders arrived by the last step", f"{arrived} / {total}",
+            None if cf is None else f"{cf.get('orders_arrived', '?')} / {total}")]
+          if not_all else []),
         ("throughput per 1000 steps", fmt(m.get("throughput_per_1000_steps")),
          None if cf is None else fmt(cf.get("throughput_per_1000_steps"))),
         *[
