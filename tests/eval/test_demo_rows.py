@@ -9,7 +9,7 @@ def test_a_run_cut_short_says_how_many_orders_arrived():
     """``marlm demo --steps 200`` printed "orders delivered 14 / 26" with twelve orders not yet
     arrived and nothing saying so: it read as twelve orders failed."""
     m = {"delivered": 14, "orders_total": 26, "orders_arrived": 14}
-    cf = {"delivered": 13, "orders_arrived": 14}
+    cf = {"delivered": 13, "orders_arrived": 14}  # the rule counterfactual's figures
     rows = side_rows(m, cf)
     assert rows[:2] == [
         ("orders delivered", "14 / 26", "13 / 26"),

@@ -130,7 +130,8 @@ def latency_by_true_class(
     Returns:
         ``delivered`` (int), ``throughput_per_1000_steps`` (float), ``latency_mean_steps``
         (``{class: float or None}``, arrival to delivery, over delivered orders) and
-        ``delivered_by_class`` (``{class: int}``).
+        ``delivered_by_class`` (``{class: int}``), ``orders_arrived`` (int: arrived by the last
+        step).
     """
     table = order_table(events)
     n_steps = sum(1 for e in events if e["type"] == "step")
@@ -149,6 +150,7 @@ def latency_by_true_class(
         "throughput_per_1000_steps": 1000.0 * delivered / n_steps if n_steps else None,
         "latency_mean_steps": {c: (float(np.mean(v)) if v else None) for c, v in lat.items()},
         "delivered_by_class": count,
+        "orders_arrived": sum(1 for r in table.values() if r["arrived"] is not None),
     }
 
 
