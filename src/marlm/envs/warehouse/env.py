@@ -24,7 +24,6 @@ from marlm.envs.warehouse.observations import (
     OBS_TARGET_OFFSET,
     ObservationTables,
 )
-from marlm.envs.warehouse.order_book import OrderBookMixin
 from marlm.envs.warehouse.orders import (
     ORDER_STATUSES,
     Order,
@@ -49,7 +48,7 @@ N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
 
 
-class WarehouseEnv(InstructionsMixin, OrderBookMixin, ObservationTables, ParallelEnv):
+class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
     """Robots fetch shelves for orders and bring them to stations.
 
     Description:

@@ -13,10 +13,32 @@ with the env's; every method runs on the control thread, between steps).
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING
+
+from marlm.envs.warehouse.order_book import OrderBookMixin
+
+if TYPE_CHECKING:
+    from marlm.envs.warehouse.layout import Layout
 
 
-class InstructionsMixin:
+class InstructionsMixin(OrderBookMixin):
     """Enforcement of an order's instructions (module docstring)."""
+
+    # The env's state this mixin reads and changes (set by the env's reset).
+    layout: Layout
+    possible_agents: list[str]
+    _task: list[str | None]
+    _target: list[tuple[int, int] | None]
+    _carrying: list[bool]
+    _step_count: int
+    _n_pending: int
+    _pending_events: list[dict]
+
+    if TYPE_CHECKING:  # the env's methods it calls
+
+        def release(self, agent: str) -> str: ...
+
+        def _event(self, kind: str, order_id: str, robot: int | None) -> dict: ...
 
     def _reset_instructions(self) -> None:
         self._cancelled: set[str] = set()
