@@ -19,6 +19,20 @@ from pathlib import Path
 from typing import Any
 
 
+def moves(events):
+    """What the robots and orders did, and what each plan changed: everything but the records
+    of model calls (``llm_call``, their ``failure`` and ``circuit_open``) and wall times."""
+    out = []
+    for e in events:
+        if e["type"] == "step":
+            out.append(("step", e["step"], e["actions"], e["positions"], e["rewards"]))
+        elif e["type"] in ("order", "idle"):
+            out.append(tuple(sorted((k, str(v)) for k, v in e.items() if k not in ("v", "t"))))
+        elif e["type"] == "plan" and (e["applied"] or e["preempted"]):
+            out.append(("plan", e["step"], str(e["applied"]), str(e["preempted"])))
+    return out
+
+
 def is_timing(key: str) -> bool:
     return key.endswith(("_ms", "_s")) or key in ("seconds", "elapsed")
 

@@ -16,6 +16,7 @@ from marlm.hybrid.planning.team import TeamPlanner
 from marlm.hybrid.planning.triage import TriagePlanner
 from marlm.llm.errors import BackendClosed
 from marlm.llm.triage import Triage
+from trace_diff import moves
 
 
 class SilentModel:
@@ -50,20 +51,6 @@ def _run(tmp_path, name, planner, *, sync=False):
     )  # fmt: skip
     result = run(config, tmp_path / name, planner=planner or RulePlanner())
     return result, read_trace(result.files["trace"]).events
-
-
-def moves(events):
-    """What the robots and orders did, and what each plan changed: everything but the records
-    of model calls (``llm_call``, their ``failure`` and ``circuit_open``) and wall times."""
-    out = []
-    for e in events:
-        if e["type"] == "step":
-            out.append(("step", e["step"], e["actions"], e["positions"], e["rewards"]))
-        elif e["type"] in ("order", "idle"):
-            out.append(tuple(sorted((k, str(v)) for k, v in e.items() if k not in ("v", "t"))))
-        elif e["type"] == "plan" and (e["applied"] or e["preempted"]):
-            out.append(("plan", e["step"], str(e["applied"]), str(e["preempted"])))
-    return out
 
 
 @pytest.fixture(scope="module")

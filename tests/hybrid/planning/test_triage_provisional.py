@@ -57,7 +57,7 @@ def _run(tmp_path, name, planner):
 
 
 def test_a_backend_that_fails_every_call_gets_no_provisional_class(tmp_path):
-    from test_never_idle import moves
+    from trace_diff import moves
 
     planner = TriagePlanner(Triage(DownModel(), mode="probe"), provisional=True)
     planner.warm_up()  # the probe cannot be fitted: the warm-up did not succeed
