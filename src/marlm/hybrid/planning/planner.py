@@ -205,6 +205,21 @@ def outcome_of(plan: Plan) -> PlanOutcome:
     return PlanOutcome.PLANNER_ERROR
 
 
+def planner_error_plan(snapshot: Snapshot, e: Exception) -> Plan:
+    """The rule's plan for ``snapshot`` after our planner code raised ``e``: source ``fallback``,
+    outcome ``planner_error`` (a bug of ours must not stop the robots, nor be blamed on the
+    model)."""
+    return Plan(
+        rule_assign(snapshot),
+        PlanSource.FALLBACK,
+        snapshot,
+        [],
+        f"planner error: {type(e).__name__}: {e}",
+        outcome=PlanOutcome.PLANNER_ERROR,
+        exception=e,
+    )
+
+
 class Planner(Protocol):
     """Anything that turns a :class:`Snapshot` into a :class:`Plan`."""
 
@@ -654,6 +669,7 @@ def plan_record(plan: Plan) -> dict[str, Any]:
 
 __all__ = [
     "CANCEL_WAIT_S",
+    "planner_error_plan",
     "BusyRobot",
     "LLMCall",
     "ModelCall",

@@ -60,6 +60,7 @@ from marlm.hybrid.planning.planner import (
     cancel_calls,
     effective_class,
     plan_preemptions,
+    planner_error_plan,
     rule_assign,
 )
 from marlm.llm.backends import Guarded
@@ -455,14 +456,7 @@ class TriagePlanner:
             )[: self.max_orders]
             calls = self.classify(todo)
         except Exception as e:  # triage bug (ours): the rule keeps robots moving
-            return Plan(
-                rule_assign(snapshot),
-                PlanSource.FALLBACK,
-                snapshot,
-                [],
-                f"planner error: {type(e).__name__}: {e}",
-                outcome=PlanOutcome.PLANNER_ERROR,
-            )
+            return planner_error_plan(snapshot, e)
         return self._decide(snapshot, calls)
 
     def decide(self, snapshot: Snapshot, calls: Sequence[TriageCallRecord] = ()) -> Plan:

@@ -19,9 +19,8 @@ from marlm.hybrid.planning.planner import (
     Plan,
     Planner,
     Snapshot,
-    rule_assign,
+    planner_error_plan,
 )
-from marlm.outcomes import PlanOutcome, PlanSource
 
 #: Seconds, monotonic (``time.perf_counter`` by default; a test's clock otherwise).
 Clock = Callable[[], float]
@@ -126,15 +125,7 @@ def _rule_on_error(ask: Callable[[Snapshot], Plan], snapshot: Snapshot) -> Plan:
     try:
         return ask(snapshot)
     except Exception as e:
-        return Plan(
-            rule_assign(snapshot),
-            PlanSource.FALLBACK,
-            snapshot,
-            [],
-            f"planner error: {type(e).__name__}: {e}",
-            outcome=PlanOutcome.PLANNER_ERROR,
-            exception=e,
-        )
+        return planner_error_plan(snapshot, e)
 
 
 def plan_or_fallback(planner: Planner, snapshot: Snapshot) -> Plan:
