@@ -147,12 +147,12 @@ class DeepConfig:
                 field="steps",
             )
         for name in ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_fraction"):
-            _in_range(values[name], 0.0, 1.0, "--" + name.replace("_", "-"), name)
+            _in_range(values[name], 0.0, 1.0, option_name(name), name)
         if not (isinstance(self.lr, int | float) and self.lr > 0):
             raise InputError(f"must be > 0, got {self.lr!r}", source="--lr", field="lr")
         for name in ("clip", "ent_coef", "vf_coef", "max_grad_norm"):
             if values[name] < 0:
-                raise InputError("must be >= 0", source="--" + name.replace("_", "-"), field=name)
+                raise InputError("must be >= 0", source=option_name(name), field=name)
 
     @property
     def effective_lr(self) -> float:
@@ -344,6 +344,7 @@ class VecParallelEnv:
             [env, *(env_fn() for _ in range(num_envs - 1))] if check_workers(workers) == 1 else None
         )
         self.agents = list(env.possible_agents)
+        self._index = {a: i for i, a in enumerate(self.agents)}
         if not self.agents:
             raise InputError("the environment has no possible_agents", field="possible_agents")
         self.rng = rng
@@ -490,11 +491,12 @@ class VecParallelEnv:
         for i in range(max(left, default=0)):
             now = [c for c in range(k) if i < left[c]]
             rows = {c: actions[starts[c] + i] for c in now}
-            answers = self.copies.step_only({c: self._joint(c, rows[c]) for c in now})
+            joints = {c: self._joint(c, rows[c]) for c in now}
+            answers = self.copies.step_only(joints)
             out = self._blank()
             for c in now:
                 self.trail[c].append(rows[c])
-                if self._absorb(c, answers[c], rows[c], out):
+                if self._absorb(c, answers[c], rows[c], joints[c], out):
                     self.episodes.pop()
                     left[c] = 0
                     warnings.warn(
@@ -528,7 +530,7 @@ class VecParallelEnv:
         finished = []
         for c, answer in enumerate(self.copies.step(joints)):
             self.trail[c].append(np.array(actions[c], copy=True))
-            if self._absorb(c, answer, actions[c], out):
+            if self._absorb(c, answer, actions[c], joints[c], out):
                 finished.append(c)
         # Finished copies restart in copy order, their seeds drawn in that order: the copies
         # never draw from the generator, so this is the draw order of stepping them one by one.
@@ -551,13 +553,16 @@ class VecParallelEnv:
         return {a: self.to_env_action(row[i]) for i, a in enumerate(self.agents)
                 if a in self.live[c]}  # fmt: skip
 
-    def _absorb(self, c: int, answer: StepAnswer, row: np.ndarray, out: dict) -> bool:
-        """Copy ``c``'s step answer into row ``c`` of ``out``, its running sums and the copy's
-        arrays; True when its episode ended (then logged, the copy to be reset)."""
+    def _absorb(
+        self, c: int, answer: StepAnswer, row: np.ndarray, joint: dict[str, Any], out: dict
+    ) -> bool:
+        """Copy ``c``'s answer to ``joint`` (:meth:`_joint`, its keys the agents that acted)
+        into row ``c`` of ``out``, its running sums and the copy's arrays; True when its episode
+        ended (then logged, the copy to be reset)."""
         n = len(self.agents)
         obs, rewards, terms, truncs, infos, agents_after, state_after = answer
-        acting = [a for a in self.agents if a in self.live[c]]
-        idx = [self.agents.index(a) for a in acting]
+        acting = list(joint)
+        idx = [self._index[a] for a in acting]
         got = np.zeros(n, dtype=bool)
         self._encode(obs, out["next_obs"][c], got, steps=self.t + 1)
         out["next_state"][c] = self._state(state_after)
