@@ -103,8 +103,8 @@ def shipped_heads_dir() -> Path:
 
 def heldout_set_path(k: int = 1) -> Path:
     """marlm's labelled held-out set ``k`` of instruction notes (1: 60 notes, 2: 80, 8: 99,
-    the others 100 each), each written apart from the development set and read as each line's ``source``
-    says (``docs/instructions.md``: which chose what, which is the reported figure).
+    the others 100 each), each written apart from the development set and read as each line's
+    ``source`` says (``docs/instructions.md``: which chose what, which is the reported figure).
 
     Raises:
         ValueError: ``k`` not in 1..12.

@@ -10,10 +10,10 @@ the same weights and episode logs as the uninterrupted one (tested; the replay a
 PettingZoo's API asks, an environment deterministic given its seed and actions). That holds for a
 checkpoint at a chunk's end; one written at the end of a shorter last chunk (a first run whose
 ``--steps`` is not a multiple of the chunk, extended later) goes on correctly but its updates
-fall at other steps than one long run's (a warning says so). A checkpoint
-written before episodes carried over restarts the copies. Seeding happens once, here: ``numpy.random.default_rng(config.seed)`` draws every
-action, minibatch and reset seed; the weights' initialisation uses a ``torch.Generator`` seeded
-with the same number.
+fall at other steps than one long run's (a warning says so). A checkpoint written before
+episodes carried over restarts the copies. Seeding happens once, here:
+``numpy.random.default_rng(config.seed)`` draws every action, minibatch and reset seed; the
+weights' initialisation uses a ``torch.Generator`` seeded with the same number.
 """
 
 from __future__ import annotations
