@@ -131,6 +131,7 @@ def reading_rows(m: dict) -> list[tuple[str, str]]:
             f"{r['plans_with_model_class']} of {m.get('plans_effective')}",
         ),
         ("notes read by the model", f"{r['model_read']} of {t['orders']}"),
+        *([("  the same note read before", str(r["recalled"]))] if r.get("recalled") else []),
         ("notes read in time (before assignment)", share(t["share"])),
         *[
             (f"  truly {c}", f"{share(v['share'])} ({v['in_time']} of {v['orders']})")

@@ -323,7 +323,8 @@ def reading(
     """Whether the model's reading of each note came in time to inform its order's assignment.
 
     An order's note was *read in time* when the class the model read was applied (its triage
-    ``llm_call`` answered, ``step_applied``) at or before the step its order was assigned, or
+    ``llm_call`` answered, ``step_applied``; or, for a note the model had read before for
+    another order, its ``recalled`` event) at or before the step its order was assigned, or
     when the order was assigned at the step it arrived (no plan could wait for a reading); an
     order never assigned counts as read in time once its class was applied. Only orders that
     arrived count; only triage calls (with an ``order``) are read.
@@ -336,7 +337,9 @@ def reading(
     Returns:
         ``read_in_time`` (``{"orders": int, "in_time": int, "share": float or None}``),
         ``read_in_time_by_true_class`` (``{class: that dict}``, empty without ``true_class``),
-        ``model_read`` (orders whose class the model read, at any time), ``unread_backlog``
+        ``model_read`` (orders whose class the model read, at any time, the ``recalled`` ones
+        included), ``recalled`` (orders given the class of the same note read before, with no
+        model call), ``unread_backlog``
         (``{"every_steps": BACKLOG_EVERY, "counts": [int, ...], "max": int}``: orders arrived,
         not assigned and without a class from the model, at steps 0, 50, ...; notes still worth
         reading), ``notes_per_s`` (answered triage calls over the seconds they took: the
@@ -361,6 +364,11 @@ def reading(
         step = int(c["step_applied"])
         if oid not in applied or step < applied[oid]:
             applied[str(oid)], label[str(oid)] = step, str(c.get("label"))
+    recalled = events_of(events, "recalled")
+    for r in recalled:  # a note the model read before, for another order: its class, no call
+        oid, step = str(r["order"]), int(r["step"])
+        if oid not in applied or step < applied[oid]:
+            applied[oid], label[oid] = step, str(r.get("label"))
 
     def in_time(oid: str, r: dict[str, Any]) -> bool:
         a = applied.get(oid)
@@ -410,6 +418,7 @@ def reading(
         "read_in_time": tally(list(arrived)),
         "read_in_time_by_true_class": by_true,
         "model_read": len(applied),
+        "recalled": len({str(r["order"]) for r in recalled}),
         "unread_backlog": {"every_steps": BACKLOG_EVERY, "counts": counts, "max": max(counts)},
         "notes_per_s": answered / seconds if seconds > 0 else None,
         "arrivals_per_s": len(arrived) / wall if wall else None,

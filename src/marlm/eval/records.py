@@ -351,6 +351,18 @@ class IdleRecord(TraceRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RecalledRecord(TraceRecord):
+    """``recalled``: an order's note was read before, word for word, for another order: the
+    class the model read then is applied to this order at ``step``, with no model call."""
+
+    TYPE: ClassVar[str] = "recalled"
+
+    step: int
+    order: str
+    label: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunEndRecord(TraceRecord):
     """``run_end``: once, last (``reason``: :class:`RunEndReason`)."""
 
@@ -374,6 +386,7 @@ RECORD_TYPES: dict[str, tuple[type[TraceRecord], ...]] = {
     "recovery": (RecoveryRecord,),
     "circuit_open": (CircuitOpenRecord,),
     "idle": (IdleRecord,),
+    "recalled": (RecalledRecord,),
     "run_end": (RunEndRecord,),
 }
 
@@ -387,6 +400,7 @@ __all__ = [
     "IdleRecord",
     "OrderRecord",
     "PlanRecord",
+    "RecalledRecord",
     "RecoveryRecord",
     "RunEndRecord",
     "RunStartRecord",

@@ -53,6 +53,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "recovery": ("kind", "step"),
     "circuit_open": ("step", "failures"),
     "idle": ("step",),
+    "recalled": ("step", "order"),
     "run_end": ("step", "reason"),
 }
 

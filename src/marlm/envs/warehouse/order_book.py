@@ -73,6 +73,12 @@ class OrderBookMixin:
         waiting.sort(key=self._place.__getitem__)
         return [self._orders[o] for o in waiting]
 
+    def open_orders(self) -> list[Order]:
+        """Arrived, unassigned orders, offered or waiting (:meth:`pending_orders` and
+        :meth:`waiting_orders` together), in no stated order; ``O(open orders)``."""
+        orders = self._orders
+        return [orders[e[1]] for q in self._open.values() for e in q]
+
     def shelf_holder(self, shelf: str) -> str | None:
         """Id of the order that holds ``shelf`` (assigned or picked, not yet delivered), or None
         when the shelf stands in its place unclaimed."""

@@ -43,6 +43,14 @@ class Triaging(Protocol):
 
 
 @runtime_checkable
+class Recalls(Protocol):
+    """``recall(orders)``: on the control thread, with no model call, gives the orders whose
+    note the model already read (the same text) that class; returns ``[(order_id, class)]``."""
+
+    def recall(self, orders: Sequence[Any]) -> list[tuple[str, str]]: ...
+
+
+@runtime_checkable
 class RanksShelves(Protocol):
     """Orders the orders waiting for one shelf: ``shelf_precedence(order)`` is a sort key."""
 
@@ -110,6 +118,7 @@ class PlannerAbilities:
     Attributes:
         cancel: ``cancel(thread, timeout_s)`` (:class:`CancelsCalls`), else ``None``.
         triaging: it decides classes apart from the assignment (:class:`Triaging`).
+        recall: its ``recall`` (:class:`Recalls`), else ``None``.
         precedence: its ``shelf_precedence`` (:class:`RanksShelves`), else ``None``.
         classifies: it keeps ``classes`` (:class:`Classifies`).
         preempts: it may be asked with no robot idle (:class:`Preempts`).
@@ -120,6 +129,7 @@ class PlannerAbilities:
 
     cancel: Callable[[threading.Thread, float], bool] | None = None
     triaging: bool = False
+    recall: Callable[[Sequence[Any]], list[tuple[str, str]]] | None = None
     precedence: Callable[[Any], Any] | None = None
     classifies: bool = False
     preempts: bool = False
@@ -135,6 +145,7 @@ class PlannerAbilities:
         return cls(
             cancel=planner.cancel if isinstance(planner, CancelsCalls) else None,
             triaging=isinstance(planner, Triaging),
+            recall=planner.recall if isinstance(planner, Recalls) else None,
             precedence=planner.shelf_precedence if isinstance(planner, RanksShelves) else None,
             classifies=isinstance(planner, Classifies),
             preempts=isinstance(planner, Preempts) and bool(planner.preempts),
@@ -157,6 +168,7 @@ __all__ = [
     "PlannerAbilities",
     "Preempts",
     "RanksShelves",
+    "Recalls",
     "Triaging",
     "Versioned",
     "WarmsUp",

@@ -52,7 +52,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from marlm.eval.metrics import IDLE_CAUSES
-from marlm.eval.records import CircuitOpenRecord, FailureRecord, IdleRecord, PlanRecord
+from marlm.eval.records import (
+    CircuitOpenRecord,
+    FailureRecord,
+    IdleRecord,
+    PlanRecord,
+    RecalledRecord,
+)
 from marlm.hybrid.planning.capabilities import PlannerAbilities, planner_model
 from marlm.hybrid.planning.dwell import DwellPolicy
 from marlm.hybrid.planning.planner import (
@@ -286,6 +292,8 @@ class PlanScheduler:
                 self._apply_answer(done)
         self._watch_breaker()
         env = self.env
+        if self.abilities.recall is not None:
+            self._recall(self.abilities.recall)
         # The snapshot (distances from every movable robot to every offered order) is built
         # only when a plan is made: at fleet scale it is most of a step's planning.
         pending = tuple(env.pending_orders(self._precedence))
@@ -306,6 +314,8 @@ class PlanScheduler:
                 if self.async_planner is None:
                     self._requested[id(snap)] = self.clock()
                     self._apply(plan_or_fallback(self.planner, snap))
+                    if self.abilities.recall is not None:  # a note twice in that plan's read
+                        self._recall(self.abilities.recall)
                 else:
                     self._ask_model(snap)
                     self._rule_now(snap)
@@ -429,6 +439,21 @@ class PlanScheduler:
         ).emit_to(self.emit)
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
+    def _recall(self, recall: Callable[[Sequence[Any]], list[tuple[str, str]]]) -> None:
+        """Give the unassigned orders whose note the model has read before, word for word, that
+        class now (the planner's ``recall``: no model call), one ``recalled`` event each;
+        orders in the request in flight are left to it (their call is recorded when it ends)."""
+        env = self.env
+        orders = env.open_orders()
+        if not orders:
+            return
+        ap = self.async_planner
+        if ap is not None and ap.busy and ap.snapshot is not None:
+            asked = {o.id for o in ap.snapshot.pending}
+            orders = [o for o in orders if o.id not in asked]
+        for oid, label in recall(orders):
+            RecalledRecord(step=env.step_count, order=oid, label=label).emit_to(self.emit)
+
     def _triage_ahead(self, snap: Snapshot) -> None:
         """Ask the worker to classify the notes the model should read next
         (:func:`reading_queue` in :attr:`reading_order`), together in one request (at most

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -235,6 +236,8 @@ class TriagePlanner:
         self.failures: dict[str, str | None] = {}  # TriageDecision.failure per order (typed)
         self.provisional = provisional
         real = isinstance(triage, Triage)
+        self._recalls = real  # a stand-in classifier has no cache to recall from
+        self._recalled: deque[tuple[str, str]] = deque()  # cached answers met by classify
         self._pool = triage.pool if provisional and real else None
         model = triage.model if real else None
         guarded = isinstance(model, Guarded) and model.breaker is not None
@@ -401,18 +404,48 @@ class TriagePlanner:
         )
         calls: list[TriageCallRecord] = []
         for order, d in zip(new, decisions, strict=True):
-            self.classes[order.id] = d.label
-            self.reasons[order.id] = d.reason or ""
-            self.failures[order.id] = d.failure
-            self.probs[order.id] = class_probabilities(d.scores) if d.source == "model" else None
-            self.sources[order.id] = d.source  # last: marks the order classified
-            if d.source == "model":
-                self._answered, self._failing = True, False
-            elif d.failure == "backend_error":
-                self._failing = True
-            if not d.cached and d.failure != "empty_note":
+            self._publish(order, d)
+            if d.cached:  # the same note twice in one request: recalled, not a model call
+                self._recalled.append((order.id, d.label))
+            elif d.failure != "empty_note":
                 calls.append(self._call(order, d))
         return calls
+
+    def recall(self, orders: Sequence[Any]) -> list[tuple[str, str]]:
+        """Give each order of ``orders`` not classified yet whose note the model has read before
+        (the same text, for another order) the model's class now, on the calling thread: no
+        model call, no wait (:meth:`~marlm.llm.triage.Triage.recall`), so a repeated note's
+        class is there the step its order arrives instead of after the notes queued before it.
+
+        Returns:
+            ``[(order_id, class), ...]`` of the orders :meth:`classify` answered from the cache
+            since the last call (a note twice in one request), then of the orders so classified
+            now, in the order given (none with a stand-in classifier, which keeps no cache).
+        """
+        if not self._recalls:
+            return []
+        out = []
+        while self._recalled:  # appended on the worker: popleft and append are atomic
+            out.append(self._recalled.popleft())
+        for order in self.unclassified(orders):
+            d = self.triage.recall(order.note)
+            if d is not None:
+                self._publish(order, d)
+                out.append((order.id, d.label))
+        return out
+
+    def _publish(self, order: Any, d: Any) -> None:
+        """Keep the decision ``d`` on ``order``'s note (``sources`` last: it marks the order
+        classified, for a reader on another thread)."""
+        self.classes[order.id] = d.label
+        self.reasons[order.id] = d.reason or ""
+        self.failures[order.id] = d.failure
+        self.probs[order.id] = class_probabilities(d.scores) if d.source == "model" else None
+        self.sources[order.id] = d.source
+        if d.source == "model":
+            self._answered, self._failing = True, False
+        elif d.failure == "backend_error":
+            self._failing = True
 
     def outcome(self, orders: Sequence[Any]) -> tuple[PlanOutcome, str | None]:
         """Who decided a plan over ``orders``, and why not the model.

@@ -242,6 +242,21 @@ class Triage:
                 self.stats.fallbacks += 1
             return decision
 
+    def recall(self, note: str | None) -> TriageDecision | None:
+        """The model's decision on ``note`` when the same note (cleaned) was read before, else
+        None: a dictionary read, no model call and no lock, so it never waits behind a
+        :meth:`classify` running on another thread (CPython's dictionary reads are atomic).
+
+        Returns:
+            the cached decision with ``cached=True`` and ``latency_s=0.0``, or None (a note not
+            read yet, or read and failed: only model answers are cached). Not counted in
+            :attr:`stats` (which a :meth:`classify` running elsewhere holds).
+        """
+        hit = self._cache.get(clean_note(note or "", self.max_note_chars))
+        if hit is None:
+            return None
+        return TriageDecision(**{**hit.__dict__, "cached": True, "latency_s": 0.0})
+
     def classify_many(
         self, notes: Sequence[str | None], *, fallbacks: Sequence[str | None] | None = None
     ) -> list[TriageDecision]:
