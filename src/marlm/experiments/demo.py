@@ -364,7 +364,9 @@ def run_demo(
         seconds, sync, desks = config.step_seconds, run_cfg.sync_planner, []
 
         def make_desk(env: Any) -> InstructionDesk:
-            desks.append(InstructionDesk(env, reader, step_seconds=seconds, sync=sync))
+            desks.append(
+                InstructionDesk(env, reader, step_seconds=seconds, sync=sync, arbitrate=True)
+            )
             return desks[-1]
 
         desk = make_desk

@@ -135,10 +135,15 @@ def run_instructions_scenario(
     seed: int = 0,
     sync: bool = True,
     reader: Any = None,
+    breakdowns: list[Any] | None = None,
+    arbitrate: bool = False,
+    tick_ms: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
-    """Run the scenario twice into ``out_dir/instructions`` and ``out_dir/rule``: the rule
+    """Run the scenario into ``out_dir/instructions`` and ``out_dir/rule``: the rule
     planner with the notes' instructions enforced (:class:`~marlm.hybrid.planning.instructions.
-    InstructionDesk`), and the rule planner alone; executor ``greedy``, PIBT, no GIF.
+    InstructionDesk`), and the rule planner alone; executor ``greedy``, PIBT, no GIF. With
+    ``arbitrate``, a third run, ``out_dir/arbitration``: the instructions enforced and the
+    orders to defer chosen when the robots are short (``InstructionDesk(arbitrate=True)``).
 
     Args:
         out_dir: a new folder.
@@ -149,10 +154,16 @@ def run_instructions_scenario(
         sync: read each note inside the step (reproducible) instead of on a thread.
         reader: an :class:`~marlm.llm.triage.instructions.InstructionReader` to use (None: one
             on ``llm`` with the scenario's stations).
+        breakdowns: robots out of service
+            (:class:`~marlm.envs.warehouse.breakdowns.Breakdown`), in every run; None: none.
+        arbitrate: add the arbitration run.
+        tick_ms: the control period (0: as fast as the CPU allows; give the demo's 200 ms with
+            ``sync=False``, or the steps outrun the reading).
 
     Returns:
-        ``{"instructions": figures, "rule": figures}``: :func:`instruction_figures` of each
-        run plus its ``delivered`` count.
+        ``{"instructions": figures, "rule": figures}`` (and ``"arbitration"``):
+        :func:`instruction_figures` of each run plus its ``delivered`` count and ``deferred``
+        (orders arbitration held back).
     """
     from marlm.hybrid.build import build_planner
     from marlm.hybrid.controller import run, run_config
@@ -166,15 +177,28 @@ def run_instructions_scenario(
         reader = scenario_reader(make_backend(llm))
         reader.warm_up()
     orders, _ = scenario_paths()
+    if breakdowns:
+        text = orders.read_text(encoding="utf-8")
+        orders = Path(out_dir) / "orders.jsonl"
+        orders.parent.mkdir(parents=True, exist_ok=True)
+        lines = [b.model_dump_json() + "\n" for b in breakdowns]
+        orders.write_text(text + "".join(lines), encoding="utf-8")
     out: dict[str, dict[str, Any]] = {}
-    for name in ("instructions", "rule"):
+    desks: dict[str, Any] = {}
+    for name in ("instructions", "rule", *(("arbitration",) if arbitrate else ())):
         config = run_config(
             layout="small", orders=str(orders), steps=steps, seed=seed, planner="rule",
             executor="greedy", sync_planner=True, gif=False, n_robots=SCENARIO_ROBOTS,
+            tick_ms=tick_ms,
         )  # fmt: skip
         desk = None
-        if name == "instructions":
-            desk = lambda env: InstructionDesk(env, reader, step_seconds=step_seconds, sync=sync)  # noqa: E731
+        if name != "rule":
+
+            def desk(env: Any, name: str = name) -> Any:
+                desks[name] = InstructionDesk(env, reader, step_seconds=step_seconds, sync=sync,
+                                              arbitrate=name == "arbitration")  # fmt: skip
+                return desks[name]
+
         figures: dict[str, Any] = {}
 
         def facts(
@@ -186,6 +210,7 @@ def run_instructions_scenario(
         result = run(config, Path(out_dir) / name, planner=build_planner("rule"), facts=facts,
                      desk=desk)  # fmt: skip
         figures["delivered"] = result.metrics.get("delivered")
+        figures["deferred"] = sorted(desks[name].deferred) if name in desks else []
         out[name] = figures
     return out
 

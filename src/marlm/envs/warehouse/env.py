@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from marlm.envs.warehouse.breakdowns import Breakdown, BreakdownMixin, load_breakdowns
 from marlm.envs.warehouse.dynamics import MOVES, STAY, moving_robots, numpy_sum
 from marlm.envs.warehouse.instructions import InstructionsMixin
 from marlm.envs.warehouse.layout import Layout, load_layout
@@ -48,7 +49,7 @@ N_ACTIONS = len(MOVES)
 ORDER_STATE_SIZE = 6
 
 
-class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
+class WarehouseEnv(InstructionsMixin, BreakdownMixin, ObservationTables, ParallelEnv):
     """Robots fetch shelves for orders and bring them to stations.
 
     Description:
@@ -131,6 +132,10 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         reward_weights (None): :class:`RewardWeights` or a dict of its fields.
         seed (None): seed used by the first ``reset()`` without a seed.
         render_mode (None): "rgb_array" or "ansi".
+        breakdowns (None): robots out of service for a stretch
+            (:class:`~marlm.envs.warehouse.breakdowns.Breakdown`); None: the ``breakdown``
+            lines of the order file when ``orders`` is a path, else none. A robot in a
+            breakdown takes no order (:meth:`idle_robots` leaves it out).
 
     References:
         Papoudakis, Christianos, Schäfer, Albrecht (2021), "Benchmarking Multi-Agent Deep
@@ -167,6 +172,7 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         reward_weights: RewardWeights | dict | None = None,
         seed: int | None = None,
         render_mode: str | None = None,
+        breakdowns: list[Breakdown] | None = None,
     ) -> None:
         self.layout = layout if isinstance(layout, Layout) else load_layout(layout)
         self._fixed_orders = self._load_order_argument(orders)
@@ -200,6 +206,10 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         self._rng: np.random.Generator | None = None
 
         self.possible_agents = [f"robot_{i}" for i in range(self.n_robots)]
+        from_file = isinstance(orders, str | Path)
+        if breakdowns is None:
+            breakdowns = load_breakdowns(orders) if from_file else []
+        self._check_breakdowns(breakdowns, str(orders) if from_file else "breakdowns")
         self.agents: list[str] = []
         self._index = {agent: i for i, agent in enumerate(self.possible_agents)}
         self._observation_space = spaces.Box(-1.0, 1.0, (OBS_SIZE,), np.float32)
@@ -372,8 +382,11 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         return list(self._missed)
 
     def idle_robots(self) -> list[str]:
-        """Robots without a task, in index order."""
-        return [a for i, a in enumerate(self.possible_agents) if self._task[i] is None]
+        """Robots without a task and in service (not in a breakdown), in index order."""
+        t, out = self._step_count, self._out_until
+        return [
+            a for i, a in enumerate(self.possible_agents) if self._task[i] is None and out[i] <= t
+        ]
 
     def target_of(self, agent: str) -> tuple[int, int] | None:
         """The cell the robot is heading for, or None when idle."""
@@ -405,6 +418,8 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
             raise ValueError(f"unknown order {order_id!r}")
         if self._task[i] is not None:
             raise ValueError(f"{agent} is busy with order {self._task[i]!r}")
+        if self._out_until[i] > self._step_count:
+            raise ValueError(f"{agent} is out of service until step {self._out_until[i]}")
         if self._status[order_id] != "pending":
             raise ValueError(f"order {order_id!r} is {self._status[order_id]}, not pending")
         shelf = self._orders[order_id].shelf
@@ -459,6 +474,7 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
         self._pending_events: list[dict] = []
         self._last_events: list[dict] = []
         self._reset_instructions()
+        self._reset_breakdowns()
 
     def _load_order_argument(self, orders) -> list[Order] | None:
         if orders is None:
@@ -584,12 +600,14 @@ class WarehouseEnv(InstructionsMixin, ObservationTables, ParallelEnv):
                 events.append(self._event("deadline_missed", order.id, None))
             self._miss_checked.add(order.id)
             self._next_deadline += 1
+        self._start_breakdowns()
         if self.auto_assign:
             self._auto_assign(events)
 
     def _auto_assign(self, events: list[dict]) -> None:
         """Pending orders by (priority, deadline, arrival, id) to the nearest idle robot."""
-        idle = [i for i, task in enumerate(self._task) if task is None]
+        t = self._step_count
+        idle = [i for i, task in enumerate(self._task) if task is None and self._out_until[i] <= t]
         if not idle or not self._n_pending:
             return  # nothing to assign or nobody to assign it to (pending_orders has no effect)
         # at most one order per shelf, and none for a held shelf

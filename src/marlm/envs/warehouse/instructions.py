@@ -143,6 +143,7 @@ class InstructionsMixin(OrderBookMixin):
             self._open_remove(order)
             self._n_pending -= 1
         self._cancelled.add(order_id)
+        self._held.discard(order_id)
         if outcome != "returning":
             self._status[order_id] = "cancelled"
         self._pending_events.append(self._event("order_cancelled", order_id, None))

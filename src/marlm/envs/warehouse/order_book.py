@@ -31,6 +31,7 @@ class OrderBookMixin:
         self._place = {o: k for k, o in enumerate(self._orders)}
         self._book = 0
         self._offered: tuple[int, list[Order]] = (-1, [])
+        self._held: set[str] = set()  # pending orders kept out of the book (hold)
 
     def order_status(self, order_id: str) -> str:
         """``"future" | "pending" | "assigned" | "picked" | "delivered"``. Raises KeyError."""
@@ -79,18 +80,49 @@ class OrderBookMixin:
         orders = self._orders
         return [orders[e[1]] for q in self._open.values() for e in q]
 
+    def hold(self, order_id: str) -> bool:
+        """Keep a pending order out of the offer (:meth:`pending_orders`, :meth:`waiting_orders`)
+        until :meth:`unhold`: it stays pending and keeps its deadline; the orders behind it for
+        its shelf come forward. Returns whether it was held now (False: not pending, or held
+        already). Raises KeyError for an unknown order."""
+        if self._status[order_id] != "pending" or order_id in self._held:
+            return False
+        self._open_remove(self._orders[order_id])
+        self._held.add(order_id)
+        return True
+
+    def unhold(self, order_id: str) -> bool:
+        """Offer a held order again; returns whether it was held."""
+        if order_id not in self._held:
+            return False
+        self._held.discard(order_id)
+        if self._status[order_id] == "pending":
+            self._open_add(self._orders[order_id])
+        return True
+
+    @property
+    def held(self) -> frozenset[str]:
+        """The orders held out of the offer now (:meth:`hold`)."""
+        return frozenset(self._held)
+
     def shelf_holder(self, shelf: str) -> str | None:
         """Id of the order that holds ``shelf`` (assigned or picked, not yet delivered), or None
         when the shelf stands in its place unclaimed."""
         return self._shelf_holder.get(shelf)
 
     def _open_add(self, order: Order) -> None:
-        """Put a pending order in its shelf's queue (``O(log q + q)`` for ``q`` on that shelf)."""
+        """Put a pending order in its shelf's queue (``O(log q + q)`` for ``q`` on that shelf);
+        a held order stays out."""
+        if order.id in self._held:
+            return
         bisect.insort(self._open.setdefault(order.shelf, []), (dispatch_key(order), order.id))
         self._book += 1
 
     def _open_remove(self, order: Order) -> None:
-        """Take an order that stops being pending out of its shelf's queue."""
+        """Take an order that stops being pending out of its shelf's queue (a held one is out
+        already)."""
+        if order.id in self._held:
+            return
         queue = self._open[order.shelf]
         del queue[bisect.bisect_left(queue, (dispatch_key(order), order.id))]
         if not queue:

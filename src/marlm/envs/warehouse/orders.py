@@ -10,6 +10,8 @@ JSONL order file, one JSON object per line (blank lines are skipped)::
 
 ``shelf`` is a shelf name (``S<row>-<col>``) or a cell ``"row,col"``; it is normalised to the name.
 ``note`` is optional free text in any language. Unknown keys are errors (they are usually typos).
+A line ``{"breakdown": "robot_1", "at": 30, "steps": 120}`` is a robot out of service, not an
+order (:mod:`marlm.envs.warehouse.breakdowns`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from marlm.envs.warehouse.breakdowns import is_breakdown_line
 from marlm.envs.warehouse.layout import Layout
 from marlm.errors import InputError, check_path_text, check_text
 
@@ -176,6 +179,8 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
                 line=lineno,
                 field="json",
             ) from None
+        if is_breakdown_line(obj):  # a robot out of service: read by load_breakdowns
+            continue
         order = parse_order(obj, layout, str(path), lineno)
         if order.id in seen:
             raise InputError(

@@ -57,11 +57,19 @@ class InstructionDesk:
         step_seconds: warehouse seconds per step (``marlm demo --step-seconds``; its default is
             :data:`marlm.hybrid.defaults.STEP_SECONDS`).
         sync: read each note inside :meth:`update` (a reproducible run) instead of on a thread.
+        arbitrate: when the robots in service cannot deliver every open order by its deadline,
+            hold back the orders :func:`~marlm.hybrid.planning.arbitration.defer` chooses from
+            the readings (urgency, worded deadlines) while the others wait for a robot
+            (:meth:`_arbitrate`); earliest-deadline-first on the listed fields until a note is
+            read.
     """
 
     def __init__(self, env: WarehouseEnv, reader: Any, *, step_seconds: float,
-                 sync: bool = False) -> None:  # fmt: skip
+                 sync: bool = False, arbitrate: bool = False) -> None:  # fmt: skip
         self.env, self.reader, self.step_seconds, self.sync = env, reader, step_seconds, sync
+        self.arbitrate = arbitrate
+        #: order id -> the first step arbitration held it back
+        self.deferred: dict[str, int] = {}
         self.readings: dict[str, dict[str, Any]] = {}
         #: order id -> the step its reading was applied at (a fallback's too)
         self.applied_at: dict[str, int] = {}
@@ -121,6 +129,49 @@ class InstructionDesk:
         for a, b in self.pairs.items():
             if a in delivered and b not in delivered and env.order_status(b) != "cancelled":
                 env.tighten_deadline(b, delivered[a] + SHIP_WINDOW_STEPS)
+        if self.arbitrate:
+            self._arbitrate()
+
+    def _service(self, order_id: str) -> int:
+        """Steps a robot spends on an order, estimated: twice its shelf's trip to the nearest
+        station (the way there is not known before a robot is chosen), plus pick and drop."""
+        layout = self.env.layout
+        trip = int(layout.station_distance[layout.access[self.env.orders[order_id].shelf]])
+        return 2 * trip + 2
+
+    def _arbitrate(self) -> None:
+        """Hold back the open orders :func:`~marlm.hybrid.planning.arbitration.defer` defers
+        (values from the readings' urgency, deadlines as tightened by worded ones, robots in
+        service free when their order is done) while any other open order waits for a robot;
+        offer them again when none does or when they are no longer deferred. No reading from
+        the model yet: nothing is held (earliest-deadline-first on the listed fields)."""
+        from marlm.hybrid.planning.arbitration import VALUE, Job, defer
+
+        env, t = self.env, self.env.step_count
+        open_ids = [o.id for o in env.open_orders()] + sorted(env.held)
+        read = {o: r for o, r in self.readings.items() if r.get("source") != "fallback"}
+        hold: set[str] = set()
+        if open_ids and read:
+            free_at = []
+            for a in env.possible_agents:
+                if not env.in_service(a):
+                    continue
+                task = env.task_of(a)
+                rest = 0 if task is None else self._service(task) // (2 if env.carrying(a) else 1)
+                free_at.append(t + rest)
+            jobs = [
+                Job(o, env.orders[o].deadline, self._service(o),
+                    VALUE.get(read.get(o, {}).get("urgency") or "normal", 1.0))
+                for o in open_ids
+            ]  # fmt: skip
+            deferred = set(defer(jobs, free_at))
+            if any(o not in deferred for o in open_ids):
+                hold = deferred
+        for o in env.held - hold:
+            env.unhold(o)
+        for o in hold - env.held:
+            if env.hold(o):
+                self.deferred.setdefault(o, t)
 
     def _apply(self, oid: str, reading: Any) -> None:
         env, x = self.env, reading.instructions

@@ -1,0 +1,151 @@
+"""Robots out of service for a stretch: a breakdown, given as a line of the order file.
+
+Besides its orders, an order file may hold lines such as::
+
+    {"breakdown": "robot_1", "at": 30, "steps": 120}
+
+From step ``at`` for ``steps`` steps the robot takes no order: an order it was sent for and has
+not picked goes back to the queue (a ``released`` event); a shelf it carries it still delivers,
+then takes nothing. It stays on the map and moves aside as an idle robot does (the movement
+layer still plans it), and is back in service at step ``at + steps``. A mixin of
+:class:`~marlm.envs.warehouse.WarehouseEnv` (its state is reset with the env's).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from marlm.errors import InputError
+
+
+class Breakdown(BaseModel):
+    """One robot out of service: ``breakdown`` (the robot, ``robot_<i>``) from step ``at``
+    (>= 0) for ``steps`` steps (>= 1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    breakdown: str
+    at: int = Field(ge=0)
+    steps: int = Field(ge=1)
+
+
+def is_breakdown_line(obj: object) -> bool:
+    """Whether a decoded order-file line is a breakdown (an object with a ``breakdown`` key)."""
+    return isinstance(obj, dict) and "breakdown" in obj
+
+
+def parse_breakdown(obj: dict, source: str = "<orders>", line: int | None = None) -> Breakdown:
+    """Validate one breakdown line.
+
+    Raises:
+        InputError: a missing, unknown or bad field, named with the fix.
+    """
+    try:
+        return Breakdown.model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "breakdown"
+        if err["type"] == "missing":
+            msg = 'missing; a breakdown line is {"breakdown": "robot_1", "at": 30, "steps": 120}'
+        elif err["type"] == "extra_forbidden":
+            msg = "unknown field in a breakdown line; allowed: breakdown, at, steps"
+        else:
+            msg = f"{err['msg']}, got {err.get('input')!r}"
+        raise InputError(msg, source=source, line=line, field=field) from None
+
+
+def load_breakdowns(path: str | Path) -> list[Breakdown]:
+    """The breakdown lines of an order file, in file order (the file is read as
+    :func:`~marlm.envs.warehouse.orders.load_orders` reads it, which checks the rest).
+
+    Raises:
+        InputError: a bad breakdown line (file, line and field named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []  # load_orders says it
+    out = []
+    text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if '"breakdown"' not in line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # load_orders says it
+        if is_breakdown_line(obj):
+            out.append(parse_breakdown(obj, str(path), lineno))
+    return out
+
+
+class BreakdownMixin:
+    """Robots out of service (module docstring)."""
+
+    # The env's state this mixin reads and changes (set by the env's constructor and reset).
+    possible_agents: list[str]
+    n_robots: int
+    _task: list[str | None]
+    _carrying: list[bool]
+    _step_count: int
+    _breakdowns: tuple[Breakdown, ...]
+
+    if TYPE_CHECKING:  # the env's methods it calls
+
+        def release(self, agent: str) -> str: ...
+
+    def _check_breakdowns(self, breakdowns: Sequence[Breakdown], source: str) -> None:
+        """Keep ``breakdowns`` after checking each names a robot of this env.
+
+        Raises:
+            InputError: a robot the env does not have.
+        """
+        for b in breakdowns:
+            if b.breakdown not in self.possible_agents:
+                raise InputError(
+                    f"no robot {b.breakdown!r}: the robots are robot_0 ... "
+                    f"robot_{self.n_robots - 1}",
+                    source=source,
+                    field="breakdown",
+                )
+        self._breakdowns = tuple(sorted(breakdowns, key=lambda b: b.at))
+
+    def _reset_breakdowns(self) -> None:
+        self._out_until = [0] * self.n_robots  # step at which each robot is back in service
+        self._next_breakdown = 0
+
+    def in_service(self, agent: str) -> bool:
+        """Whether ``agent`` may take an order now (not in a breakdown)."""
+        return self._out_until[self.possible_agents.index(agent)] <= self._step_count
+
+    @property
+    def out_of_service(self) -> list[str]:
+        """Robots in a breakdown now, in index order."""
+        t = self._step_count
+        return [a for i, a in enumerate(self.possible_agents) if self._out_until[i] > t]
+
+    def _start_breakdowns(self) -> None:
+        """The breakdowns that start at the current step: out of service, and an order not
+        picked yet back in the queue."""
+        t, plan = self._step_count, self._breakdowns
+        while self._next_breakdown < len(plan) and plan[self._next_breakdown].at <= t:
+            b = plan[self._next_breakdown]
+            self._next_breakdown += 1
+            i = self.possible_agents.index(b.breakdown)
+            self._out_until[i] = max(self._out_until[i], b.at + b.steps)
+            if self._out_until[i] > t and self._task[i] is not None and not self._carrying[i]:
+                self.release(b.breakdown)
+
+
+__all__ = [
+    "Breakdown",
+    "BreakdownMixin",
+    "is_breakdown_line",
+    "load_breakdowns",
+    "parse_breakdown",
+]
