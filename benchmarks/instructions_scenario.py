@@ -71,6 +71,7 @@ def table(r: dict) -> None:
         ("required stations met", "stations_met", "stations_required"),
         ("ship-with pairs together", "pairs_together", "pairs"),
         ("worded deadlines met", "worded_deadlines_met", "worded_deadlines"),
+        ("steps past the worded deadlines", "worded_late_steps", None),
         ("orders not cancelled, delivered", "delivered_kept", None),
         ("step of the last delivery", "last_delivery_step", None),
         ("step of the last event", "last_step", None),

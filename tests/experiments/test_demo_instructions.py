@@ -29,8 +29,28 @@ def test_the_scenario_honours_every_instruction_the_rule_ignores(tmp_path, capsy
     assert [rule[k] for k in pick] == [4, 1, 0, 3, 20]
     assert (got["last_delivery_step"], rule["last_delivery_step"]) == (87, 92)
     assert (got["read_in_time"], got["instruction_notes"]) == (17, 17)  # read inside the step
+    assert got["deferred"] == 0  # four robots keep up: nothing to defer
     rows = [r[0] for r in side_rows(m, m["counterfactual_rule"])]  # the table's rows
     assert "cancelled orders delivered" in rows and "ship-with pairs together" in rows
+
+
+def test_with_three_robots_down_the_demo_defers_orders_and_says_so(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, err = run_main(
+        ["demo", "--scenario", "instructions", "--sync", "--tick-ms", "0", "--no-gif",
+         "--breakdown", "robot_0,robot_1,robot_2@0+200", "--out", str(out)], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    got, rule = m["instructions"], m["counterfactual_rule"]["instructions"]
+    pick = ("cancelled_delivered", "worded_deadlines_met", "delivered_kept", "last_delivery_step")
+    assert [got[k] for k in pick] == [0, 2, 20, 229]
+    assert [rule[k] for k in pick] == [4, 0, 20, 250]  # the rule: the same robots down
+    assert got["deferred"] == 3
+    rows = {r[0]: r[1] for r in side_rows(m, m["counterfactual_rule"])}
+    assert rows["  orders deferred while robots were short"] == "3"
+    first = json.loads((out / "trace.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["config"]["breakdowns"][0] == {"breakdown": "robot_0", "at": 0, "steps": 200}
 
 
 def test_rows_show_both_runs_against_what_the_notes_mean():
@@ -53,6 +73,13 @@ def test_rows_show_both_runs_against_what_the_notes_mean():
         (["--scenario", "instructions", "--layout", "medium"], "--layout", "drop --layout"),
         (["--scenario", "instructions", "--orders", "x.jsonl"], "--orders", "drop --orders"),
         (["--scenario", "instructions", "--step-seconds", "0"], "--step-seconds", "pass e.g."),
+        (["--breakdown", "robot_1@30"], "--breakdown", "robot_0,robot_1@30+120"),
+        (["--breakdown", "robot_1@30+0"], "--breakdown", "at least 1 step"),
+        (
+            ["--scenario", "instructions", "--breakdown", "robot_7@0+9"],
+            "--breakdown",
+            "the robots are robot_0 ... robot_3",
+        ),
     ],
 )
 def test_a_bad_scenario_option_is_one_line_exit_2(tmp_path, capsys, args, field, fix):

@@ -77,6 +77,8 @@ def instruction_rows(
     if "read_in_time" in own:
         out.append(("  instruction notes read before their delivery",
                     f"{own['read_in_time']} / {own['instruction_notes']}", None))  # fmt: skip
+    if own.get("deferred"):
+        out.append(("  orders deferred while robots were short", str(own["deferred"]), None))
     for label, key in (("orders not cancelled, delivered", "delivered_kept"),
                        ("step of the last delivery", "last_delivery_step")):  # fmt: skip
         out.append((label, fmt(own.get(key)), fmt((rule or {}).get(key)) if with_rule else None))

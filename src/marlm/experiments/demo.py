@@ -170,6 +170,9 @@ class DemoConfig:
         ):  # fmt: skip
             if path is not None:
                 check_input_file(path, option=option, what=what)
+        from marlm.envs.warehouse.breakdowns import parse_breakdown_option
+
+        settings["breakdowns"] = parse_breakdown_option(settings.pop("breakdowns", "") or "")
         rule = check_rule_layer(shield, allow_none=True)  # imports the rule layer (numba)
         own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
         from marlm.hybrid.build import default_orders

@@ -48,9 +48,10 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
     Returns:
         ``cancelled_delivered`` (truly cancelled orders delivered), ``stations_met`` /
         ``stations_required``, ``pairs_together`` / ``pairs`` (same station, within the window),
-        ``worded_deadlines_met`` / ``worded_deadlines``, ``delivered_kept`` (orders not truly
-        cancelled, delivered), ``last_delivery_step`` (the step the last of those was delivered,
-        None with none) and ``last_step``.
+        ``worded_deadlines_met`` / ``worded_deadlines``, ``worded_late_steps`` (steps past those
+        deadlines, summed; an order never delivered counts to the last step),
+        ``delivered_kept`` (orders not truly cancelled, delivered), ``last_delivery_step`` (the
+        step the last of those was delivered, None with none) and ``last_step``.
     """
     import math
 
@@ -82,6 +83,11 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
         steps = math.ceil(minutes * 60 / step_seconds)
         return o in delivered and o in arrival and delivered[o][0] <= arrival[o] + steps
 
+    def late_by(o: str, minutes: int) -> int:
+        if o not in delivered or o not in arrival:
+            return last - arrival.get(o, last) - math.ceil(minutes * 60 / step_seconds)
+        return max(0, delivered[o][0] - arrival[o] - math.ceil(minutes * 60 / step_seconds))
+
     return {
         "cancelled_delivered": sum(o in delivered for o, x in t.items() if x["cancel"]),
         "cancelled_total": sum(x["cancel"] for x in t.values()),
@@ -91,6 +97,7 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
         "pairs": len(pairs),
         "worded_deadlines_met": sum(in_time(o, m) for o, m in worded.items()),
         "worded_deadlines": len(worded),
+        "worded_late_steps": sum(max(0, late_by(o, m)) for o, m in worded.items()),
         "delivered_kept": sum(o in delivered for o, x in t.items() if not x["cancel"]),
         "last_delivery_step": max(
             (delivered[o][0] for o, x in t.items() if not x["cancel"] and o in delivered),
@@ -104,7 +111,8 @@ def read_in_time(desk: Any) -> dict[str, int]:
     """How many of the scenario's instruction notes (a cancellation, station, pair or worded
     deadline in :func:`truth`) ``desk`` (an :class:`~marlm.hybrid.planning.instructions.
     InstructionDesk` after its run) applied before their order was delivered (or never
-    delivered): ``{"read_in_time", "instruction_notes"}``."""
+    delivered): ``{"read_in_time", "instruction_notes", "deferred"}`` (``deferred``: orders the
+    desk held back while the robots were short)."""
     delivered = dict(desk.env.delivered)
     meant = [o for o, x in truth().items()
              if x["cancel"] or x["station"] or x["with"] or x["deadline_min"] is not None]  # fmt: skip
@@ -112,7 +120,11 @@ def read_in_time(desk: Any) -> dict[str, int]:
         o in desk.applied_at and (o not in delivered or desk.applied_at[o] <= delivered[o])
         for o in meant
     )
-    return {"read_in_time": in_time, "instruction_notes": len(meant)}
+    return {
+        "read_in_time": in_time,
+        "instruction_notes": len(meant),
+        "deferred": len(desk.deferred),
+    }
 
 
 __all__ = [

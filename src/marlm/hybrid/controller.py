@@ -37,6 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from marlm.envs.warehouse import WarehouseEnv
+from marlm.envs.warehouse.breakdowns import Breakdown, load_breakdowns
 from marlm.errors import InputError
 from marlm.eval.gif import GifStream
 from marlm.eval.records import (
@@ -110,6 +111,9 @@ class RunConfig(BaseModel):
             order listed ``normal`` whose note says it is urgent has a tighter true deadline);
             the planner never sees them. Recorded in ``run_start.config``, so the metrics,
             ``metrics.json`` and ``marlm report`` all score the same deadlines.
+        breakdowns: robots out of service for a stretch
+            (:class:`~marlm.envs.warehouse.breakdowns.Breakdown`), besides the ``breakdown``
+            lines of the order file.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -130,6 +134,7 @@ class RunConfig(BaseModel):
     dwell: DwellName = "points"
     gif: bool = True
     scored_deadlines: dict[str, int] | None = None
+    breakdowns: tuple[Breakdown, ...] = ()
 
     @property
     def scheme(self) -> str:
@@ -337,6 +342,10 @@ def make_env(config: RunConfig) -> WarehouseEnv:
     to fail before any other work. Raises :class:`InputError` naming the file, line and field.
     """
     try:
+        breakdowns = None  # the order file's lines, if any
+        if config.breakdowns:
+            from_file = load_breakdowns(config.orders) if config.orders else []
+            breakdowns = [*from_file, *config.breakdowns]
         return WarehouseEnv(
             layout=config.layout,
             orders=config.orders,
@@ -344,8 +353,11 @@ def make_env(config: RunConfig) -> WarehouseEnv:
             n_robots=config.n_robots,
             max_steps=config.steps,
             auto_assign=False,
+            breakdowns=breakdowns,
         )
     except InputError as e:
+        if e.field == "breakdown" and e.source == "breakdowns":  # given as an option
+            raise InputError(e.message, field="--breakdown") from e
         if e.field in _OPTION_OF:  # name the command-line option the user typed
             raise InputError(
                 e.message, source=e.source, line=e.line, field="--" + _OPTION_OF[e.field]

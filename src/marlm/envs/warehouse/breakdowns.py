@@ -60,6 +60,29 @@ def parse_breakdown(obj: dict, source: str = "<orders>", line: int | None = None
         raise InputError(msg, source=source, line=line, field=field) from None
 
 
+def parse_breakdown_option(text: str, field: str = "--breakdown") -> tuple[Breakdown, ...]:
+    """``ROBOTS@AT+STEPS`` (``robot_0,robot_1@30+120``: both robots out of service from step 30
+    for 120 steps) as breakdowns; ``""``: none.
+
+    Raises:
+        InputError: another shape, naming ``field`` and an example.
+    """
+    if not text:
+        return ()
+    robots, at_sign, span = text.partition("@")
+    at, plus, steps = span.partition("+")
+    names = [r.strip() for r in robots.split(",") if r.strip()]
+    if not (at_sign and plus and names and at.strip().isdigit() and steps.strip().isdigit()):
+        raise InputError(
+            f"got {text!r}; write ROBOTS@AT+STEPS, e.g. robot_0,robot_1@30+120 (out of service "
+            "from step 30 for 120 steps)",
+            field=field,
+        )
+    if int(steps) < 1:
+        raise InputError(f"got {text!r}: a breakdown lasts at least 1 step", field=field)
+    return tuple(Breakdown(breakdown=n, at=int(at), steps=int(steps)) for n in names)
+
+
 def load_breakdowns(path: str | Path) -> list[Breakdown]:
     """The breakdown lines of an order file, in file order (the file is read as
     :func:`~marlm.envs.warehouse.orders.load_orders` reads it, which checks the rest).
@@ -148,4 +171,5 @@ __all__ = [
     "is_breakdown_line",
     "load_breakdowns",
     "parse_breakdown",
+    "parse_breakdown_option",
 ]

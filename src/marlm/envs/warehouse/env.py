@@ -206,7 +206,7 @@ class WarehouseEnv(InstructionsMixin, BreakdownMixin, ObservationTables, Paralle
         self._rng: np.random.Generator | None = None
 
         self.possible_agents = [f"robot_{i}" for i in range(self.n_robots)]
-        from_file = isinstance(orders, str | Path)
+        from_file = breakdowns is None and isinstance(orders, str | Path)
         if breakdowns is None:
             breakdowns = load_breakdowns(orders) if from_file else []
         self._check_breakdowns(breakdowns, str(orders) if from_file else "breakdowns")

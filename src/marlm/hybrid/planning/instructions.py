@@ -142,9 +142,11 @@ class InstructionDesk:
     def _arbitrate(self) -> None:
         """Hold back the open orders :func:`~marlm.hybrid.planning.arbitration.defer` defers
         (values from the readings' urgency, deadlines as tightened by worded ones, robots in
-        service free when their order is done) while any other open order waits for a robot;
-        offer them again when none does or when they are no longer deferred. No reading from
-        the model yet: nothing is held (earliest-deadline-first on the listed fields)."""
+        service free when their order is done) while an order they would make late waits for
+        a robot (one kept, due before the last deferred one's deadline plus the deferred orders'
+        work shared over the robots); offer them again when none does, so that they go before
+        the orders with slack, or when they are no longer deferred. No reading from the model yet: nothing is held (earliest-deadline-first on
+        the listed fields)."""
         from marlm.hybrid.planning.arbitration import VALUE, Job, defer
 
         env, t = self.env, self.env.step_count
@@ -165,8 +167,11 @@ class InstructionDesk:
                 for o in open_ids
             ]  # fmt: skip
             deferred = set(defer(jobs, free_at))
-            if any(o not in deferred for o in open_ids):
-                hold = deferred
+            if deferred:  # held while an order they would make late waits
+                work = sum(self._service(o) for o in deferred) // len(free_at)
+                due = max(env.orders[o].deadline for o in deferred) + work
+                if any(o not in deferred and env.orders[o].deadline <= due for o in open_ids):
+                    hold = deferred
         for o in env.held - hold:
             env.unhold(o)
         for o in hold - env.held:
