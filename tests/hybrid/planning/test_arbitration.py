@@ -36,6 +36,9 @@ def test_with_three_robots_down_arbitration_meets_more_worded_deadlines(tmp_path
     met = {k: (v["worded_deadlines_met"], v["worded_deadlines"]) for k, v in r.items()}
     assert met == {"rule": (0, 5), "instructions": (2, 5), "arbitration": (3, 5)}
     assert r["arbitration"]["deferred"] == ["o22", "o9"]
+    late = [r[k]["worded_late_steps"] for k in ("rule", "instructions", "arbitration")]
+    assert late == [614, 38, 34]  # the deferred two go before the orders with slack
+    assert r["arbitration"]["last_delivery_step"] == r["instructions"]["last_delivery_step"] == 239
     assert [r[k]["delivered_kept"] for k in ("rule", "instructions", "arbitration")] == [20] * 3
     assert r["instructions"]["deferred"] == [] and r["rule"]["cancelled_delivered"] == 4
     assert (tmp_path / "run" / "orders.jsonl").read_text().count('"breakdown"') == 3
