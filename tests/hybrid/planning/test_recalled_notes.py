@@ -26,7 +26,7 @@ def order(oid: str, note: str, arrival: int = 0, shelf: str = "S3-2") -> Order:
 
 def test_a_note_read_before_is_recalled_with_no_model_call(embedded_model):
     triage = Triage(embedded_model, mode="score")
-    assert triage.recall(URGENT) is None  # never read: nothing to recall
+    assert triage.recall(triage.note_key(URGENT)) is None  # never read: nothing to recall
     planner = TriagePlanner(triage)
     assert PlannerAbilities.of(planner).recall is not None
     (call,) = planner.classify([order("a", URGENT)])
@@ -35,14 +35,16 @@ def test_a_note_read_before_is_recalled_with_no_model_call(embedded_model):
     assert got == [("b", call.label)]  # the same note once cleaned; "a" is classified already
     assert planner.sources["b"] == "model" and planner.classes["b"] == planner.classes["a"]
     assert "c" not in planner.sources  # a note never read waits for the model
-    hit = triage.recall(URGENT)
+    assert triage.note_key("  " + URGENT + " ") == triage.note_key(URGENT)
+    hit = triage.recall(triage.note_key(URGENT))
     assert (hit.label, hit.cached, hit.latency_s) == (call.label, True, 0.0)
     assert triage.stats.model_calls == model_calls
     # The same new note twice in one request: one model call, the other order recalled.
     calls = planner.classify([order("d", ROUTINE), order("e", ROUTINE)])
     assert [c.order for c in calls] == ["d"]
-    assert planner.recall([]) == [("e", planner.classes["d"])]
-    assert planner.recall([]) == []  # drained once
+    # ... and "c", given before with that note unread, waited for it by its text.
+    assert planner.recall([]) == [("e", planner.classes["d"]), ("c", planner.classes["d"])]
+    assert planner.recall([order("c", ROUTINE)]) == []  # drained once; c is classified
 
 
 def test_a_repeated_note_gets_its_class_the_step_its_order_arrives(embedded_model):
@@ -108,3 +110,18 @@ def test_the_table_shows_the_recalled_notes_only_when_there_are_some():
     assert (rows["notes read by the model"], rows["  the same note read before"]) == ("1 of 1", "1")
     rows = dict(reading_rows({"llm_calls": 1, "reading": reading(events[:3])}))
     assert "  the same note read before" not in rows
+
+
+def test_each_note_is_looked_up_once_not_every_step(embedded_model, monkeypatch):
+    triage = Triage(embedded_model, mode="score")
+    planner = TriagePlanner(triage)
+    keys = []
+    real = triage.note_key
+    monkeypatch.setattr(triage, "note_key", lambda note: keys.append(note) or real(note))
+    backlog = [order(f"o{k}", f"note number {k}") for k in range(1000)]  # none read yet
+    for _ in range(3):  # three control steps with the same unread backlog
+        assert planner.recall(backlog) == []
+    assert len(keys) == 1000
+    (call,) = planner.classify([order("x", "note number 7")])  # the model reads one of them
+    assert planner.recall(backlog) == [("o7", call.label)]  # found by its text, no rescan
+    assert len(keys) == 1000  # nothing cleaned again

@@ -206,10 +206,12 @@ class WarehouseEnv(InstructionsMixin, BreakdownMixin, ObservationTables, Paralle
         self._rng: np.random.Generator | None = None
 
         self.possible_agents = [f"robot_{i}" for i in range(self.n_robots)]
-        from_file = breakdowns is None and isinstance(orders, str | Path)
+        source = "breakdowns"  # given: the caller's; else the order file's lines, if any
         if breakdowns is None:
-            breakdowns = load_breakdowns(orders) if from_file else []
-        self._check_breakdowns(breakdowns, str(orders) if from_file else "breakdowns")
+            breakdowns = []
+            if isinstance(orders, str | Path):
+                breakdowns, source = load_breakdowns(orders), str(orders)
+        self._check_breakdowns(breakdowns, source)
         self.agents: list[str] = []
         self._index = {agent: i for i, agent in enumerate(self.possible_agents)}
         self._observation_space = spaces.Box(-1.0, 1.0, (OBS_SIZE,), np.float32)

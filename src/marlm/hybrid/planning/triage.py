@@ -238,6 +238,9 @@ class TriagePlanner:
         real = isinstance(triage, Triage)
         self._recalls = real  # a stand-in classifier has no cache to recall from
         self._recalled: deque[tuple[str, str]] = deque()  # cached answers met by classify
+        self._recall_seen: set[str] = set()  # orders whose note recall looked up
+        self._recall_waiting: dict[str, list[Any]] = {}  # note key -> orders waiting for it
+        self._recall_cursor = 0  # the classifier's cache keys recall has seen
         self._pool = triage.pool if provisional and real else None
         model = triage.model if real else None
         guarded = isinstance(model, Guarded) and model.breaker is not None
@@ -417,21 +420,43 @@ class TriagePlanner:
         model call, no wait (:meth:`~marlm.llm.triage.Triage.recall`), so a repeated note's
         class is there the step its order arrives instead of after the notes queued before it.
 
+        Each order's note is looked up once, when first given; one not read yet waits, by its
+        text, until the classifier caches that text (:meth:`~marlm.llm.triage.Triage.
+        cached_since`): a call costs a set lookup per order given plus the notes newly read,
+        not a cleaning of every unread note every step.
+
         Returns:
-            ``[(order_id, class), ...]`` of the orders :meth:`classify` answered from the cache
-            since the last call (a note twice in one request), then of the orders so classified
-            now, in the order given (none with a stand-in classifier, which keeps no cache).
+            ``[(order_id, class), ...]``: the orders :meth:`classify` answered from the cache
+            since the last call (a note twice in one request), those given now in the order
+            given, then those whose text was read since (none with a stand-in classifier, which
+            keeps no cache). An order waiting by its text gets its class when the text is read,
+            even if a robot took it meanwhile.
         """
         if not self._recalls:
             return []
-        out = []
+        triage, out = self.triage, []
         while self._recalled:  # appended on the worker: popleft and append are atomic
             out.append(self._recalled.popleft())
-        for order in self.unclassified(orders):
-            d = self.triage.recall(order.note)
+        seen, waiting = self._recall_seen, self._recall_waiting
+        for order in orders:
+            if order.id in self.sources or order.id in seen:
+                continue
+            seen.add(order.id)
+            key = triage.note_key(order.note)
+            d = triage.recall(key) if key else None
             if d is not None:
                 self._publish(order, d)
                 out.append((order.id, d.label))
+            elif key:
+                waiting.setdefault(key, []).append(order)
+        new = triage.cached_since(self._recall_cursor)
+        self._recall_cursor += len(new)
+        for key in new:
+            d = triage.recall(key)
+            for order in waiting.pop(key, ()):
+                if d is not None and order.id not in self.sources:
+                    self._publish(order, d)
+                    out.append((order.id, d.label))
         return out
 
     def _publish(self, order: Any, d: Any) -> None:

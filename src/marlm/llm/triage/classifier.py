@@ -132,6 +132,7 @@ class Triage:
         self._helpers: dict[type[Mode], Mode] = {}
         self._mode = self._as(MODE_CLASSES[mode])
         self._cache: dict[str, TriageDecision] = {}
+        self._cached_texts: list[str] = []  # the cache's keys in the order they came (append only)
 
     def _as(self, kind: type[Mode]) -> Mode:
         """This classifier's mode when it is a ``kind``, else a ``kind`` over the same model,
@@ -238,24 +239,35 @@ class Triage:
             decision = self._mode.decide(text, fb, truncated)
             if decision.source == "model":
                 self._cache[text] = decision
+                self._cached_texts.append(text)
             else:
                 self.stats.fallbacks += 1
             return decision
 
-    def recall(self, note: str | None) -> TriageDecision | None:
-        """The model's decision on ``note`` when the same note (cleaned) was read before, else
-        None: a dictionary read, no model call and no lock, so it never waits behind a
-        :meth:`classify` running on another thread (CPython's dictionary reads are atomic).
+    def note_key(self, note: str | None) -> str:
+        """The text a note is read and cached by (cleaned and cut); ``""`` for an empty note."""
+        return clean_note(note or "", self.max_note_chars)
+
+    def recall(self, key: str) -> TriageDecision | None:
+        """The model's decision on the note of cache key ``key`` (:meth:`note_key`) when it was
+        read before, else None: a dictionary read, no model call and no lock, so it never waits
+        behind a :meth:`classify` running on another thread (CPython's dictionary reads are
+        atomic).
 
         Returns:
             the cached decision with ``cached=True`` and ``latency_s=0.0``, or None (a note not
             read yet, or read and failed: only model answers are cached). Not counted in
             :attr:`stats` (which a :meth:`classify` running elsewhere holds).
         """
-        hit = self._cache.get(clean_note(note or "", self.max_note_chars))
+        hit = self._cache.get(key)
         if hit is None:
             return None
         return TriageDecision(**{**hit.__dict__, "cached": True, "latency_s": 0.0})
+
+    def cached_since(self, k: int) -> list[str]:
+        """The cache keys added after the first ``k``, in the order they came (lock-free: the
+        list only grows), so a caller waiting for some notes looks up only the new ones."""
+        return self._cached_texts[k:]
 
     def classify_many(
         self, notes: Sequence[str | None], *, fallbacks: Sequence[str | None] | None = None
@@ -280,6 +292,7 @@ class Triage:
                     d = fresh.pop(text)
                     self.stats.notes += 1
                     self._cache[text] = d
+                    self._cached_texts.append(text)
                     truncated = len(" ".join((note or "").split())) > self.max_note_chars
                     out.append(replace(d, truncated=truncated))
                 elif text in fresh:  # a failed batch: this note's fallback, with the reason
