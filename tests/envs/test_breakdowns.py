@@ -44,15 +44,44 @@ def test_a_robot_in_a_breakdown_takes_no_order_and_its_unpicked_order_goes_back(
     "line, field, fix",
     [
         ({"breakdown": "robot_9", "at": 1, "steps": 3}, "breakdown", "robot_0 ... robot_1"),
+        ({"breakdown": "robot_0,robot_1", "at": 1, "steps": 3}, "breakdown",
+         "a line names one robot"),
         ({"breakdown": "robot_1", "at": 1}, "steps", '"steps": 120'),
-        ({"breakdown": "robot_1", "at": -1, "steps": 3}, "at", "greater than or equal to 0"),
+        ({"breakdown": "robot_1", "at": -1, "steps": 3}, "at", "got -1; a whole number of steps, "
+         "at least 0"),
+        ({"breakdown": "robot_1", "at": 30.5, "steps": 3}, "at", "got 30.5; a whole number"),
+        # as strict as an order's steps: no booleans, strings or floats taken for numbers
+        ({"breakdown": "robot_1", "at": True, "steps": 3}, "at", "got true; a whole number"),
+        ({"breakdown": "robot_1", "at": "30", "steps": 3}, "at", 'got "30"; a whole number'),
+        ({"breakdown": "robot_1", "at": 1, "steps": 1e2}, "steps", "got 100.0; a whole number"),
+        ({"breakdown": 1, "at": 1, "steps": 3}, "breakdown", "name one robot"),
         ({"breakdown": "robot_1", "at": 1, "steps": 3, "why": "x"}, "why", "breakdown, at, steps"),
     ],
-)
-def test_a_bad_breakdown_line_is_one_clear_error(tmp_path, line, field, fix):
+)  # fmt: skip
+def test_a_bad_breakdown_line_is_one_clear_error_naming_its_line(tmp_path, line, field, fix):
     with pytest.raises(InputError) as e:
         WarehouseEnv(layout="small", orders=_file(tmp_path, line), n_robots=2)
-    assert f"field '{field}'" in str(e.value) and fix in str(e.value)
+    assert f"orders.jsonl:3: field '{field}'" in str(e.value) and fix in str(e.value)
+
+
+def test_a_breakdown_key_written_with_an_escape_is_still_a_breakdown(tmp_path):
+    path = _file(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + '{"\\u0062reakdown": "robot_1", "at": 0, "steps": 9}\n', "utf-8")
+    env = WarehouseEnv(layout="small", orders=path, n_robots=2, auto_assign=False)
+    env.reset(seed=0)
+    assert env.out_of_service == ["robot_1"]
+    assert [b.model_dump() for b in env.breakdowns] == [
+        {"breakdown": "robot_1", "at": 0, "steps": 9}
+    ]
+
+
+def test_a_file_of_breakdown_lines_only_says_it_needs_an_order(tmp_path):
+    path = tmp_path / "only.jsonl"
+    path.write_text(json.dumps({"breakdown": "robot_1", "at": 0, "steps": 9}) + "\n", "utf-8")
+    with pytest.raises(InputError, match=r"no orders \(only 1 breakdown line\(s\)\); write one "
+                       r'order a line, e\.g\. \{"id": "o1"'):  # fmt: skip
+        WarehouseEnv(layout="small", orders=path, n_robots=2)
 
 
 def test_a_held_order_is_not_offered_and_the_next_for_its_shelf_comes_forward():

@@ -26,6 +26,9 @@ def test_the_scenario_honours_every_instruction_the_rule_ignores(tmp_path, capsy
     pick = ("cancelled_delivered", "stations_met", "pairs_together", "worded_deadlines_met",
             "delivered_kept")  # fmt: skip
     assert [got[k] for k in pick] == [0, 4, 2, 5, 20]
+    # the 4 cancelled orders, never assigned, are neither late nor unread
+    assert (m["on_time_rate"], m["deadline_misses"]) == (1.0, 0)
+    assert m["reading"]["read_in_time"] == {"orders": 20, "in_time": 20, "share": 1.0}
     assert [rule[k] for k in pick] == [4, 1, 0, 3, 20]
     assert (got["last_delivery_step"], rule["last_delivery_step"]) == (87, 92)
     assert (got["read_in_time"], got["instruction_notes"]) == (17, 17)  # read inside the step
@@ -75,6 +78,7 @@ def test_rows_show_both_runs_against_what_the_notes_mean():
         (["--scenario", "instructions", "--step-seconds", "0"], "--step-seconds", "pass e.g."),
         (["--breakdown", "robot_1@30"], "--breakdown", "robot_0,robot_1@30+120"),
         (["--breakdown", "robot_1@30+0"], "--breakdown", "at least 1 step"),
+        (["--breakdown", "robot_0@²+10"], "--breakdown", "write ROBOTS@AT+STEPS"),  # no traceback
         (
             ["--scenario", "instructions", "--breakdown", "robot_7@0+9"],
             "--breakdown",
@@ -102,3 +106,26 @@ def test_the_scenario_runs_at_its_own_tick_unless_one_is_given(tmp_path):
     assert (DEMO_TICK_MS, INSTRUCTIONS_TICK_MS) == (40.0, 200.0)
     assert tick("instructions", None) == 200.0 and tick("none", None) == 40.0
     assert tick("instructions", 40.0) == 40.0 and tick("none", 0.0) == 0.0
+
+
+def test_breakdowns_of_the_file_and_of_repeated_options_all_apply_and_are_recorded(
+    tmp_path, capsys
+):
+    from marlm.envs.warehouse.orders import sample_orders_path
+
+    orders = tmp_path / "orders.jsonl"
+    line = {"breakdown": "robot_1", "at": 30, "steps": 120}
+    orders.write_text(sample_orders_path().read_text() + json.dumps(line) + "\n", "utf-8")
+    out = tmp_path / "run"
+    code, err = run_main(
+        ["demo", "--planner", "rule", "--sync", "--tick-ms", "0", "--no-gif", "--steps", "60",
+         "--orders", str(orders), "--breakdown", "robot_2@1+2", "--breakdown", "robot_3@90+5",
+         "--out", str(out)], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "out of service (both runs): robot_2 steps 1-2, robot_1 steps 30-149, robot_3" in err
+    assert "1 breakdown(s) start at step 60 or later" in err and "robot_3 at step 90" in err
+    first = json.loads((out / "trace.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert [(b["breakdown"], b["at"]) for b in first["config"]["breakdowns"]] == [
+        ("robot_2", 1), ("robot_1", 30), ("robot_3", 90)
+    ]  # fmt: skip

@@ -78,7 +78,8 @@ STEP_SECONDS_HELP = (
 )
 BREAKDOWN_HELP = (
     "Robots out of service for a stretch, ROBOTS@AT+STEPS (e.g. robot_0,robot_1@30+120): they "
-    "take no order from step AT for STEPS steps, in this run and the rule's beside it; with "
+    "take no order from step AT for STEPS steps, in this run and the rule's beside it (give the "
+    "option again for another stretch; an order file's breakdown lines add to them); with "
     "--scenario instructions the orders to defer are then chosen from the notes."
 )
 NO_COUNTERFACTUAL_HELP = (
@@ -127,7 +128,7 @@ def demo(
         None, "With --scenario congested: steps between orders (default 3).", at_least(1, example=3)),
     step_seconds: float | None = opt(None, STEP_SECONDS_HELP, STEP_SECONDS_BOUND),
     no_counterfactual: bool = opt(False, NO_COUNTERFACTUAL_HELP, None, "--no-counterfactual"),
-    breakdown: str = opt("", BREAKDOWN_HELP, show_default=False),
+    breakdown: list[str] | None = opt(None, BREAKDOWN_HELP, show_default=False),
 ) -> None:  # fmt: skip
     """Run the warehouse: LLM planner, learned executor, rule shield.
 
@@ -143,7 +144,7 @@ def demo(
         out=out or fresh_folder(Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")),
         overwrite=overwrite, llm=llm, llm_model=llm_model, llm_timeout_s=llm_timeout,
         policy=policy, order_every=order_every, step_seconds=step_seconds,
-        counterfactual=not no_counterfactual, breakdowns=breakdown,
+        counterfactual=not no_counterfactual, breakdowns=breakdown or [],
     )  # fmt: skip
     console, claimed = rich_console(stderr=True), []
     cf = not no_counterfactual and (planner != "rule" or scenario == "instructions")

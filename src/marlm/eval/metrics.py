@@ -47,7 +47,8 @@ def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
     Returns:
         ``{order_id: {"priority", "arrived", "assigned", "picked", "delivered", "deadline_missed",
-        "deadline", "robot"}}`` with step numbers (``None`` when the event did not happen).
+        "cancelled", "deadline", "robot"}}`` with step numbers (``None`` when the event did not
+        happen).
     """
     table: dict[str, dict[str, Any]] = {}
     for ev in events_of(events, "order"):
@@ -69,7 +70,8 @@ def order_table(events: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 _ORDER_STEPS = tuple(
-    OrderEvent(e) for e in ("arrived", "assigned", "picked", "delivered", "deadline_missed")
+    OrderEvent(e)
+    for e in ("arrived", "assigned", "picked", "delivered", "deadline_missed", "cancelled")
 )
 
 
@@ -376,7 +378,10 @@ def reading(
             return a is not None
         return r["assigned"] == r["arrived"] or (a is not None and a <= r["assigned"])
 
-    arrived = {oid: r for oid, r in table.items() if r["arrived"] is not None}
+    # a cancelled order is never assigned: nothing its reading could have informed
+    arrived = {
+        oid: r for oid, r in table.items() if r["arrived"] is not None and r["cancelled"] is None
+    }
 
     def tally(ids: Sequence[str]) -> dict[str, Any]:
         n = len(ids)
@@ -467,6 +472,10 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
     orders = order_table(events)
     delivered = sum(1 for r in orders.values() if r["delivered"] is not None)
     arrived = sum(1 for r in orders.values() if r["arrived"] is not None)
+    # a cancelled order not delivered has no deadline left to meet (nor to miss)
+    dropped = sum(
+        1 for r in orders.values() if r["cancelled"] is not None and r["delivered"] is None
+    )
     scored = scored_deadlines(events)
     on_time = sum(
         1 for oid, r in orders.items() if r["arrived"] is not None and _on_time(r, scored.get(oid))
@@ -540,7 +549,7 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
         "orders_arrived": arrived,
         "deadline_misses": misses,
         "on_time": on_time,
-        "on_time_rate": (on_time / arrived) if arrived else None,
+        "on_time_rate": (on_time / (arrived - dropped)) if arrived - dropped > 0 else None,
         "order_latency_mean_steps": {p: _mean(latency_by_priority.get(p, [])) for p in priorities},
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,

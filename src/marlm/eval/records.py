@@ -352,8 +352,9 @@ class IdleRecord(TraceRecord):
 
 @dataclass(frozen=True, kw_only=True)
 class RecalledRecord(TraceRecord):
-    """``recalled``: an order's note was read before, word for word, for another order: the
-    class the model read then is applied to this order at ``step``, with no model call."""
+    """``recalled``: an order's note was read before for another order (the same text as the
+    model reads it: spacing cleaned, cut at 240 characters): the class the model read then is
+    applied to this order at ``step``, with no model call."""
 
     TYPE: ClassVar[str] = "recalled"
 

@@ -25,6 +25,7 @@ from marlm.experiments.settings import (
     model_name_note,
     model_options,
     unused_options_note,
+    warn_if_breakdowns_after_the_end,
     warn_if_orders_after_the_end,
     warn_if_robots_drawn,
 )
@@ -172,7 +173,10 @@ class DemoConfig:
                 check_input_file(path, option=option, what=what)
         from marlm.envs.warehouse.breakdowns import parse_breakdown_option
 
-        settings["breakdowns"] = parse_breakdown_option(settings.pop("breakdowns", "") or "")
+        given = settings.pop("breakdowns", None) or []
+        if isinstance(given, str):  # one ROBOTS@AT+STEPS, or a list of them (repeated option)
+            given = [given]
+        settings["breakdowns"] = tuple(b for text in given for b in parse_breakdown_option(text))
         rule = check_rule_layer(shield, allow_none=True)  # imports the rule layer (numba)
         own = {k: settings.pop(k) for k in list(settings) if k in cls.__dataclass_fields__}
         from marlm.hybrid.build import default_orders
@@ -298,6 +302,7 @@ def run_demo(
             raise
         raise InputError(e.message, source=config.run.orders, line=e.line, field=e.field) from None
     warn_if_robots_drawn(run_cfg.layout, run_cfg.n_robots)
+    warn_if_breakdowns_after_the_end(env.breakdowns, run_cfg.steps)
     if config.scenario == "none" and run_cfg.orders != default_orders(run_cfg.layout):
         warn_if_orders_after_the_end(run_cfg.orders, run_cfg.layout, run_cfg.steps)
     check_run_folder(config.out, overwrite=config.overwrite)
@@ -338,6 +343,11 @@ def run_demo(
             f"pair, name a station or give a deadline in words, read at {config.step_seconds:g} s "
             "a step and enforced (the rule beside: listed fields only)"
         )
+    if env.breakdowns:  # the order file's and --breakdown's, in both runs
+        spans = ", ".join(
+            f"{b.breakdown} steps {b.at}-{b.at + b.steps - 1}" for b in env.breakdowns
+        )
+        say(f"out of service (both runs): {spans}")
     note = config.unused_options_note()
     if note:
         say(note)

@@ -227,6 +227,26 @@ def warn_if_orders_after_the_end(orders: str | Path | None, layout: str, steps: 
     )
 
 
+def warn_if_breakdowns_after_the_end(breakdowns: Sequence[Any], steps: int) -> None:
+    """One warning when breakdowns (:class:`~marlm.envs.warehouse.breakdowns.Breakdown`) start at
+    or after the time limit: no robot is out of service for them, and the run says nothing else.
+
+    Args:
+        breakdowns: the run's (``WarehouseEnv.breakdowns``).
+        steps: the run's time limit in control steps (``--steps``).
+    """
+    late = [b for b in breakdowns if b.at >= steps]
+    if not late:
+        return
+    names = ", ".join(f"{b.breakdown} at step {b.at}" for b in late[:3])
+    more = f" and {len(late) - 3} more" if len(late) > 3 else ""
+    warnings.warn(
+        f"{len(late)} breakdown(s) start at step {steps} or later, when the run is over "
+        f"(--steps {steps}): {names}{more}; no robot is out of service for them",
+        stacklevel=1,
+    )
+
+
 def spread_seeds(notes: bool, **settings: Any) -> int:
     """The spread's seeds of ``marlm compare`` (``settings``: ``spread_seeds``, None where not
     given, ``workers``, ``address``): 5 by default, 0 in the notes-only scenario, which runs

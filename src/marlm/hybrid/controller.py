@@ -345,7 +345,7 @@ def make_env(config: RunConfig) -> WarehouseEnv:
         breakdowns = None  # the order file's lines, if any
         if config.breakdowns:
             from_file = load_breakdowns(config.orders) if config.orders else []
-            breakdowns = [*from_file, *config.breakdowns]
+            breakdowns = [*from_file, *(b for b in config.breakdowns if b not in from_file)]
         return WarehouseEnv(
             layout=config.layout,
             orders=config.orders,
@@ -428,6 +428,8 @@ def run(
         :class:`RunResult` with the metrics (see :func:`marlm.eval.metrics.summarise`).
     """
     env = make_env(config) if env is None else env
+    if tuple(env.breakdowns) != config.breakdowns:  # the order file's: recorded with the rest
+        config = config.model_copy(update={"breakdowns": tuple(env.breakdowns)})
     out = start_run_folder(out_dir)  # created only once the inputs are known to be good
     if executor is None:
         executor = make_executor(config.executor, policy, env)

@@ -125,3 +125,20 @@ def test_each_note_is_looked_up_once_not_every_step(embedded_model, monkeypatch)
     (call,) = planner.classify([order("x", "note number 7")])  # the model reads one of them
     assert planner.recall(backlog) == [("o7", call.label)]  # found by its text, no rescan
     assert len(keys) == 1000  # nothing cleaned again
+
+
+def test_two_orders_with_one_note_at_one_step_record_the_reuse_that_step(embedded_model):
+    # Both notes are read in one request; the second is the cache's answer to the first, and
+    # its recalled event was written only at the next arrival (or never, with none).
+    orders = [order("a", URGENT, 0, "S3-2"), order("b", URGENT, 0, "S3-3")]
+    env = WarehouseEnv(layout="small", orders=orders, n_robots=2, max_steps=50, auto_assign=False)
+    env.reset(seed=0)
+    events: list[dict] = []
+    sched = PlanScheduler(
+        env, TriagePlanner(Triage(embedded_model, mode="score")),
+        lambda t, **f: events.append({"type": t, **f}), sync=True,
+    )  # fmt: skip
+    sched.update()  # step 0: one plan reads both notes and assigns both orders
+    assert env.open_orders() == []
+    assert [e["order"] for e in events if e["type"] == "llm_call"] == ["a"]
+    assert [(e["step"], e["order"]) for e in events if e["type"] == "recalled"] == [(0, "b")]

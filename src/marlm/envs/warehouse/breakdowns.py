@@ -15,24 +15,36 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from marlm.errors import InputError
 
 
 class Breakdown(BaseModel):
     """One robot out of service: ``breakdown`` (the robot, ``robot_<i>``) from step ``at``
-    (>= 0) for ``steps`` steps (>= 1)."""
+    (a whole number >= 0) for ``steps`` steps (>= 1); JSON numbers only, as an order's steps."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    breakdown: str
-    at: int = Field(ge=0)
-    steps: int = Field(ge=1)
+    breakdown: StrictStr
+    at: StrictInt = Field(ge=0)
+    steps: StrictInt = Field(ge=1)
+    #: where it was read (an order file and its line), for error messages; None: an option
+    _source: str | None = PrivateAttr(None)
+    _line: int | None = PrivateAttr(None)
 
 
 def is_breakdown_line(obj: object) -> bool:
@@ -47,17 +59,24 @@ def parse_breakdown(obj: dict, source: str = "<orders>", line: int | None = None
         InputError: a missing, unknown or bad field, named with the fix.
     """
     try:
-        return Breakdown.model_validate(obj)
+        b = Breakdown.model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "breakdown"
+        example = '{"breakdown": "robot_1", "at": 30, "steps": 120}'
         if err["type"] == "missing":
-            msg = 'missing; a breakdown line is {"breakdown": "robot_1", "at": 30, "steps": 120}'
+            msg = f"missing; a breakdown line is {example}"
         elif err["type"] == "extra_forbidden":
             msg = "unknown field in a breakdown line; allowed: breakdown, at, steps"
+        elif field == "breakdown":
+            msg = f"got {json.dumps(err.get('input'))}; name one robot, e.g. {example}"
         else:
-            msg = f"{err['msg']}, got {err.get('input')!r}"
+            least = 1 if field == "steps" else 0
+            msg = (f"got {json.dumps(err.get('input'))}; a whole number of steps, at least "
+                   f"{least}, e.g. {example}")  # fmt: skip
         raise InputError(msg, source=source, line=line, field=field) from None
+    b._source, b._line = source, line
+    return b
 
 
 def parse_breakdown_option(text: str, field: str = "--breakdown") -> tuple[Breakdown, ...]:
@@ -72,7 +91,8 @@ def parse_breakdown_option(text: str, field: str = "--breakdown") -> tuple[Break
     robots, at_sign, span = text.partition("@")
     at, plus, steps = span.partition("+")
     names = [r.strip() for r in robots.split(",") if r.strip()]
-    if not (at_sign and plus and names and at.strip().isdigit() and steps.strip().isdigit()):
+    whole = re.compile(r"\s*[0-9]+\s*")  # ASCII digits only ("²".isdigit() is true)
+    if not (at_sign and plus and names and whole.fullmatch(at) and whole.fullmatch(steps)):
         raise InputError(
             f"got {text!r}; write ROBOTS@AT+STEPS, e.g. robot_0,robot_1@30+120 (out of service "
             "from step 30 for 120 steps)",
@@ -96,10 +116,10 @@ def load_breakdowns(path: str | Path) -> list[Breakdown]:
     out = []
     text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
     for lineno, line in enumerate(text.split("\n"), start=1):
-        if '"breakdown"' not in line:
+        if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line)  # every line: a key may be written with escapes
         except json.JSONDecodeError:
             continue  # load_orders says it
         if is_breakdown_line(obj):
@@ -130,10 +150,12 @@ class BreakdownMixin:
         """
         for b in breakdowns:
             if b.breakdown not in self.possible_agents:
+                one = "; a line names one robot" if "," in b.breakdown else ""
                 raise InputError(
                     f"no robot {b.breakdown!r}: the robots are robot_0 ... "
-                    f"robot_{self.n_robots - 1}",
-                    source=source,
+                    f"robot_{self.n_robots - 1}{one}",
+                    source=b._source or source,
+                    line=b._line,
                     field="breakdown",
                 )
         self._breakdowns = tuple(sorted(breakdowns, key=lambda b: b.at))
@@ -141,6 +163,11 @@ class BreakdownMixin:
     def _reset_breakdowns(self) -> None:
         self._out_until = [0] * self.n_robots  # step at which each robot is back in service
         self._next_breakdown = 0
+
+    @property
+    def breakdowns(self) -> tuple[Breakdown, ...]:
+        """Every breakdown of this env (the order file's and the given ones), by start step."""
+        return self._breakdowns
 
     def in_service(self, agent: str) -> bool:
         """Whether ``agent`` may take an order now (not in a breakdown)."""

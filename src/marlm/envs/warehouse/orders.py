@@ -157,6 +157,7 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
         raise InputError(f"no order file {str(path)!r}", source=str(path), field="orders")
     orders: list[Order] = []
     seen: dict[str, int] = {}
+    breakdowns = 0
     data = path.read_bytes().removeprefix(codecs.BOM_UTF8)  # as Windows editors write it
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         try:
@@ -180,6 +181,7 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
                 field="json",
             ) from None
         if is_breakdown_line(obj):  # a robot out of service: read by load_breakdowns
+            breakdowns += 1
             continue
         order = parse_order(obj, layout, str(path), lineno)
         if order.id in seen:
@@ -192,8 +194,10 @@ def load_orders(path: str | Path, layout: Layout) -> list[Order]:
         seen[order.id] = lineno
         orders.append(order)
     if not orders:
+        only = f" (only {breakdowns} breakdown line(s))" if breakdowns else ""
         raise InputError(
-            "the file holds no orders; write one JSON object per line",
+            f"the file holds no orders{only}; write one order a line, e.g. "
+            '{"id": "o1", "shelf": "S3-2", "priority": "normal", "arrival": 0, "deadline": 60}',
             source=str(path),
             field="orders",
         )

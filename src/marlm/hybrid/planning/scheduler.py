@@ -440,13 +440,12 @@ class PlanScheduler:
 
     # -- a triaging planner, asynchronous -------------------------------------------------------
     def _recall(self, recall: Callable[[Sequence[Any]], list[tuple[str, str]]]) -> None:
-        """Give the unassigned orders whose note the model has read before, word for word, that
-        class now (the planner's ``recall``: no model call), one ``recalled`` event each;
-        orders in the request in flight are left to it (their call is recorded when it ends)."""
+        """Give the unassigned orders whose note the model has read before (the same text as it
+        reads it: :meth:`~marlm.llm.triage.Triage.note_key`) that class now (the planner's
+        ``recall``: no model call), one ``recalled`` event each; orders in the request in flight
+        are left to it (their call is recorded when it ends)."""
         env = self.env
-        orders = env.open_orders()
-        if not orders:
-            return
+        orders = env.open_orders()  # none open: still asked, for the notes met twice in a read
         ap = self.async_planner
         if ap is not None and ap.busy and ap.snapshot is not None:
             asked = {o.id for o in ap.snapshot.pending}
