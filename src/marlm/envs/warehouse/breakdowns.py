@@ -133,6 +133,7 @@ class BreakdownMixin:
     # The env's state this mixin reads and changes (set by the env's constructor and reset).
     possible_agents: list[str]
     n_robots: int
+    _index: dict[str, int]  # agent -> its index
     _task: list[str | None]
     _carrying: list[bool]
     _step_count: int
@@ -171,7 +172,7 @@ class BreakdownMixin:
 
     def in_service(self, agent: str) -> bool:
         """Whether ``agent`` may take an order now (not in a breakdown)."""
-        return self._out_until[self.possible_agents.index(agent)] <= self._step_count
+        return self._out_until[self._index[agent]] <= self._step_count
 
     @property
     def out_of_service(self) -> list[str]:
@@ -186,7 +187,7 @@ class BreakdownMixin:
         while self._next_breakdown < len(plan) and plan[self._next_breakdown].at <= t:
             b = plan[self._next_breakdown]
             self._next_breakdown += 1
-            i = self.possible_agents.index(b.breakdown)
+            i = self._index[b.breakdown]
             self._out_until[i] = max(self._out_until[i], b.at + b.steps)
             if self._out_until[i] > t and self._task[i] is not None and not self._carrying[i]:
                 self.release(b.breakdown)
