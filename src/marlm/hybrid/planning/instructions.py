@@ -59,9 +59,9 @@ class InstructionDesk:
         sync: read each note inside :meth:`update` (a reproducible run) instead of on a thread.
         arbitrate: when the robots in service cannot deliver every open order by its deadline,
             hold back the orders :func:`~marlm.hybrid.planning.arbitration.defer` chooses from
-            the readings (urgency, worded deadlines) while the others wait for a robot
-            (:meth:`_arbitrate`); earliest-deadline-first on the listed fields until a note is
-            read.
+            the readings (urgency, worded deadlines) while the orders they would make late wait
+            for a robot (:meth:`_arbitrate`); earliest-deadline-first on the listed fields until
+            a note is read.
     """
 
     def __init__(self, env: WarehouseEnv, reader: Any, *, step_seconds: float,
@@ -145,8 +145,8 @@ class InstructionDesk:
         service free when their order is done) while an order they would make late waits for
         a robot (one kept, due before the last deferred one's deadline plus the deferred orders'
         work shared over the robots); offer them again when none does, so that they go before
-        the orders with slack, or when they are no longer deferred. No reading from the model yet: nothing is held (earliest-deadline-first on
-        the listed fields)."""
+        the orders with slack, or when they are no longer deferred. No reading from the model
+        yet: nothing is held (earliest-deadline-first on the listed fields)."""
         from marlm.hybrid.planning.arbitration import VALUE, Job, defer
 
         env, t = self.env, self.env.step_count
