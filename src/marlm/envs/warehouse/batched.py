@@ -385,9 +385,9 @@ class BatchedWarehouseEnv:
     def _reset_one(self, i: int, seed: int | None) -> None:
         """``WarehouseEnv.reset(seed)`` for env ``i`` up to its clock (see :meth:`_start`): the
         same draws from the same generator."""
-        if seed is not None or self._rngs[i] is None:
-            self._rngs[i] = np.random.default_rng(seed)
         rng = self._rngs[i]
+        if seed is not None or rng is None:
+            rng = self._rngs[i] = np.random.default_rng(seed)
         if self._fixed_orders is None:
             horizon = max(1, int(0.8 * self.max_steps))
             orders = generate_orders(self.layout, self.n_orders, rng, horizon)

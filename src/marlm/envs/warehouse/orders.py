@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -30,8 +31,8 @@ from marlm.envs.warehouse.layout import Layout
 from marlm.errors import InputError, check_path_text, check_text
 
 Priority = Literal["urgent", "normal", "low"]
-PRIORITIES: tuple[str, ...] = ("urgent", "normal", "low")
-PRIORITY_RANK = {p: i for i, p in enumerate(PRIORITIES)}
+PRIORITIES: tuple[Priority, ...] = ("urgent", "normal", "low")
+PRIORITY_RANK: dict[str, int] = {p: i for i, p in enumerate(PRIORITIES)}
 """Rank of each priority, urgent first (0)."""
 
 ORDER_STATUSES: tuple[str, ...] = ("future", "pending", "assigned", "picked", "delivered")
@@ -39,7 +40,20 @@ ORDER_STATUSES: tuple[str, ...] = ("future", "pending", "assigned", "picked", "d
 are the indices)."""
 
 
-def dispatch_key(order: Order) -> tuple[int, int, int, str]:
+class Dispatchable(Protocol):
+    """What the dispatch rule reads of an order (an :class:`Order`, or a planner's view of one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def priority(self) -> str: ...
+    @property
+    def arrival(self) -> int: ...
+    @property
+    def deadline(self) -> int: ...
+
+
+def dispatch_key(order: Dispatchable) -> tuple[int, int, int, str]:
     """The dispatch rule's queue order: priority (urgent first), then deadline, arrival and id.
 
     The environment's auto-assignment, the batched environment and the rule planner
@@ -79,7 +93,7 @@ class Order(BaseModel):
         return self
 
 
-def _error_field(err: dict) -> str:
+def _error_field(err: Mapping[str, Any]) -> str:
     if err["loc"]:
         return str(err["loc"][0])
     return "deadline" if "deadline" in err["msg"] else "order"

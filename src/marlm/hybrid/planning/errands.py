@@ -123,7 +123,7 @@ class ErrandScheduler:
             e1 = np.array([self.tasks[x].locs[0] for x in tids.tolist()], dtype=np.int64)
             legs = np.array([self.tasks[x].legs for x in tids.tolist()], dtype=np.int64)
             k = min(self.candidates, len(tids))
-            pairs = []  # (cost, agent, task index, distance)
+            pairs: list[tuple[int, int, int, int]] = []  # (cost, agent, task index, distance)
             for a in free_agents.tolist():
                 d = bfs_distance(self.nbr, int(cell[a]))[e1].astype(np.int64)
                 cost = d + legs

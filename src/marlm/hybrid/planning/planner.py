@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from marlm.envs.warehouse.layout import Layout
-from marlm.envs.warehouse.orders import PRIORITY_RANK, dispatch_key
+from marlm.envs.warehouse.orders import PRIORITY_RANK, Dispatchable, dispatch_key
 from marlm.eval.records import ChatCallRecord, TriageCallRecord
 from marlm.llm.backends import BackendError, BackendTimeout, Cancellable, ChatModel
 from marlm.outcomes import CallStatus, PlanOutcome, PlanSource
@@ -55,15 +55,15 @@ PlannerName = Literal[
 ]
 
 
-class OrderView(Protocol):
-    """What a planner reads of an order (``marlm.envs.warehouse.Order`` satisfies it)."""
+class OrderView(Dispatchable, Protocol):
+    """What a planner reads of an order (``marlm.envs.warehouse.Order`` satisfies it): what the
+    dispatch rule reads (id, priority, arrival, deadline), its shelf and its note; read-only
+    members, so that an order whose ``priority`` is a narrower type (``Literal``) satisfies it."""
 
-    id: str
-    shelf: str
-    priority: str
-    arrival: int
-    deadline: int
-    note: str
+    @property
+    def shelf(self) -> str: ...
+    @property
+    def note(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def plan_preemptions(
     *,
     protected: Collection[str] = (),
     pick_hold: int | None = None,
-    due: Mapping[str, int] | None = None,
+    due: Mapping[str, float] | None = None,
     eligible: Collection[str] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Urgent work first: robots to take off a normal or low order before pick-up.

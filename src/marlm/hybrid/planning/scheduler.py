@@ -59,7 +59,12 @@ from marlm.eval.records import (
     PlanRecord,
     RecalledRecord,
 )
-from marlm.hybrid.planning.capabilities import PlannerAbilities, planner_model
+from marlm.hybrid.planning.capabilities import (
+    Classifies,
+    PlannerAbilities,
+    Triaging,
+    planner_model,
+)
 from marlm.hybrid.planning.dwell import DwellPolicy
 from marlm.hybrid.planning.planner import (
     LLMCall,
@@ -264,6 +269,9 @@ class PlanScheduler:
         self.abilities = able = PlannerAbilities.of(planner)
         # A triaging planner, asynchronous: classes are decided ahead, plans made at once.
         self.ahead = self.async_planner is not None and able.triaging
+        # The planner as the protocols it meets, typed once (None: it does not).
+        self._triaging = planner if isinstance(planner, Triaging) else None
+        self._classifier = planner if isinstance(planner, Classifies) else None
         self._triage_failed: set[str] = set()  # orders whose classify raised: the rule's
         self._breaker, self._backend_name = able.breaker, able.backend
         # Which order of a shelf is offered first: the planner's ranking where it has one.
@@ -496,7 +504,10 @@ class PlanScheduler:
         again when that set changes."""
         if not snap.pending:
             return
-        raised = self.planner.raised(snap.pending)
+        tri = self._triaging
+        if tri is None:  # only a triaging planner plans ahead
+            return
+        raised = tri.raised(snap.pending)
         if not (snap.idle or (raised and self._may_preempt(snap))):
             return
         key = (*snap.key(), raised)
@@ -575,12 +586,12 @@ class PlanScheduler:
             dataclasses.replace(plan, assignments=pairs, preemptions=[]), released=preempted
         )
 
-    def _apply(self, plan: Plan, released: Sequence[tuple[str, str]] = ()) -> None:
+    def _apply(self, plan: Plan, released: Sequence[tuple[str, str | None]] = ()) -> None:
         """Assign the plan's pairs that are still valid (the reserve robot kept for urgent work,
         with a dwell policy); record the calls, the plan (with the ``released`` robots the
         caller took off their orders among its ``preempted``), a failure."""
         if self.dwell is not None:
-            classes = self.planner.classes if self.abilities.classifies else {}
+            classes = self._classifier.classes if self._classifier is not None else {}
             plan = self.dwell.keep_reserve(plan, classes)
         env = self.env
         step = env.step_count

@@ -243,8 +243,7 @@ class TriagePlanner:
         self._recall_cursor = 0  # the classifier's cache keys recall has seen
         self._pool = triage.pool if provisional and real else None
         model = triage.model if real else None
-        guarded = isinstance(model, Guarded) and model.breaker is not None
-        self._breaker = model.breaker if guarded else None
+        self._breaker = model.breaker if isinstance(model, Guarded) else None  # None: no breaker
         self._similar: SimilarNotes | FirstReader | None = None
         #: P(urgent) of each order's first reading (``first_reader="logistic"``; ``None``: none).
         self.first_urgent: dict[str, float | None] = {}

@@ -110,7 +110,7 @@ class AsyncPlanner:
         thread = self._thread
         ended = thread is None or not thread.is_alive()
         cancel = self._cancel
-        if not ended and cancel is not None:
+        if thread is not None and not ended and cancel is not None:
             if cancel(thread, timeout_s):  # its model call ended: the rest is quick
                 thread.join(timeout_s)
             ended = not thread.is_alive()

@@ -418,7 +418,7 @@ class Pibt:
         deep = deep[self.depth[goal_cells[deep]] > 0]
         if len(deep) < 2:
             return out
-        waiting = {int(goal_cells[i]): [] for i in deep}
+        waiting: dict[int, list[int]] = {int(goal_cells[i]): [] for i in deep}
         for i in deep.tolist():
             waiting[int(goal_cells[i])].append(i)
         for j in deep.tolist():
