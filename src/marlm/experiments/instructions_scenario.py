@@ -83,10 +83,10 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
         steps = math.ceil(minutes * 60 / step_seconds)
         return o in delivered and o in arrival and delivered[o][0] <= arrival[o] + steps
 
-    def late_by(o: str, minutes: int) -> int:
-        if o not in delivered or o not in arrival:
-            return last - arrival.get(o, last) - math.ceil(minutes * 60 / step_seconds)
-        return max(0, delivered[o][0] - arrival[o] - math.ceil(minutes * 60 / step_seconds))
+    def late_by(o: str, minutes: int) -> int:  # never delivered: late until the last step
+        end = delivered[o][0] if o in delivered else last
+        due = arrival.get(o, end) + math.ceil(minutes * 60 / step_seconds)
+        return max(0, end - due)
 
     return {
         "cancelled_delivered": sum(o in delivered for o, x in t.items() if x["cancel"]),
@@ -97,7 +97,7 @@ def instruction_figures(events: list[dict[str, Any]], step_seconds: float) -> di
         "pairs": len(pairs),
         "worded_deadlines_met": sum(in_time(o, m) for o, m in worded.items()),
         "worded_deadlines": len(worded),
-        "worded_late_steps": sum(max(0, late_by(o, m)) for o, m in worded.items()),
+        "worded_late_steps": sum(late_by(o, m) for o, m in worded.items()),
         "delivered_kept": sum(o in delivered for o, x in t.items() if not x["cancel"]),
         "last_delivery_step": max(
             (delivered[o][0] for o, x in t.items() if not x["cancel"] and o in delivered),

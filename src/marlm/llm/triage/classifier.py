@@ -227,10 +227,10 @@ class Triage:
         truncated = len(" ".join((note or "").split())) > self.max_note_chars
         with self._lock:
             self.stats.notes += 1
-            hit = self._cache.get(text)
+            hit = self.recall(text)
             if hit is not None:
                 self.stats.cache_hits += 1
-                return TriageDecision(**{**hit.__dict__, "cached": True, "latency_s": 0.0})
+                return hit
             if not text:
                 self.stats.fallbacks += 1
                 return TriageDecision(
@@ -238,8 +238,7 @@ class Triage:
                 )
             decision = self._mode.decide(text, fb, truncated)
             if decision.source == "model":
-                self._cache[text] = decision
-                self._cached_texts.append(text)
+                self._keep(text, decision)
             else:
                 self.stats.fallbacks += 1
             return decision
@@ -263,6 +262,12 @@ class Triage:
         if hit is None:
             return None
         return TriageDecision(**{**hit.__dict__, "cached": True, "latency_s": 0.0})
+
+    def _keep(self, key: str, decision: TriageDecision) -> None:
+        """Cache a model answer under its key, the key last in the list :meth:`cached_since`
+        reads (held under the lock by the callers)."""
+        self._cache[key] = decision
+        self._cached_texts.append(key)
 
     def cached_since(self, k: int) -> list[str]:
         """The cache keys added after the first ``k``, in the order they came (lock-free: the
@@ -291,8 +296,7 @@ class Triage:
                 if text in fresh and fresh[text].source == "model":
                     d = fresh.pop(text)
                     self.stats.notes += 1
-                    self._cache[text] = d
-                    self._cached_texts.append(text)
+                    self._keep(text, d)
                     truncated = len(" ".join((note or "").split())) > self.max_note_chars
                     out.append(replace(d, truncated=truncated))
                 elif text in fresh:  # a failed batch: this note's fallback, with the reason
