@@ -45,12 +45,11 @@ def numba_cache_dir(
         folder = _os.path.dirname(folder)  # the nearest existing folder numba would create in
     if writable(folder):
         return None
+    import sys
     import tempfile
 
-    return _os.path.join(
-        tempfile.gettempdir(),
-        f"marlm-numba-{getattr(_os, 'getuid', lambda: 'user')()}",  # getuid: POSIX only
-    )
+    user = "user" if sys.platform == "win32" else _os.getuid()  # getuid: POSIX only
+    return _os.path.join(tempfile.gettempdir(), f"marlm-numba-{user}")
 
 
 if (_cache := numba_cache_dir()) is not None:  # before any module imports numba

@@ -51,6 +51,30 @@ class Recalls(Protocol):
 
 
 @runtime_checkable
+class RanksReadings(Protocol):
+    """What the model's reading order reads (:func:`~marlm.hybrid.planning.scheduler.reading_queue`):
+    ``unclassified(orders)``, the queue's classes ``view(orders) -> {order_id: class}``, its
+    deadline terms ``deadlines(orders) -> {order_id: step} | None`` and each note's first
+    reading ``first_urgent = {order_id: P(urgent) | None}``."""
+
+    first_urgent: Mapping[str, float | None]
+
+    def unclassified(self, orders: Sequence[Any]) -> list[Any]: ...
+
+    def view(self, orders: Sequence[Any]) -> Mapping[str, str]: ...
+
+    def deadlines(self, orders: Sequence[Any]) -> Mapping[str, float] | None: ...
+
+
+@runtime_checkable
+class ChoosesReadingOrder(Protocol):
+    """``reading_order``: which notes the planner's model reads first (one of
+    :data:`~marlm.hybrid.planning.scheduler.READING_ORDERS`)."""
+
+    reading_order: str
+
+
+@runtime_checkable
 class RanksShelves(Protocol):
     """Orders the orders waiting for one shelf: ``shelf_precedence(order)`` is a sort key."""
 
@@ -162,11 +186,13 @@ def prompt_version(planner: Any) -> str | None:
 
 __all__ = [
     "CancelsCalls",
+    "ChoosesReadingOrder",
     "Classifies",
     "HasModel",
     "HasTriage",
     "PlannerAbilities",
     "Preempts",
+    "RanksReadings",
     "RanksShelves",
     "Recalls",
     "Triaging",

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from marlm.eval.metrics import IDLE_CAUSES
@@ -60,8 +60,10 @@ from marlm.eval.records import (
     RecalledRecord,
 )
 from marlm.hybrid.planning.capabilities import (
+    ChoosesReadingOrder,
     Classifies,
     PlannerAbilities,
+    RanksReadings,
     Triaging,
     planner_model,
 )
@@ -102,7 +104,7 @@ PRIORITY_BATCH = 2
 READING_ORDERS = ("priority", "arrival", "newest", "none")
 
 
-def reading_queue(planner: Any, snap: Snapshot, order: str = "priority") -> list[Any]:
+def reading_queue(planner: Triaging, snap: Snapshot, order: str = "priority") -> list[Any]:
     """The orders of ``snap`` whose note the model should read, first to read first.
 
     Only orders still unassigned (``snap.pending``, offered, and ``snap.waiting``, waiting for
@@ -130,13 +132,12 @@ def reading_queue(planner: Any, snap: Snapshot, order: str = "priority") -> list
         return planner.unclassified(sorted(everything, key=lambda o: (-o.arrival, o.id)))
     from marlm.hybrid.planning.triage import queue_order  # the planner's own ranking
 
-    # Optional abilities of a triaging planner (TriagePlanner's view, deadlines, first readings);
-    # the reading-order tests drive them with planners of their own.
-    view = getattr(planner, "view", None)
-    classes = view(snap.pending) if view is not None else {}
-    deadlines = getattr(planner, "deadlines", lambda _: None)(snap.pending)  # optional: above
+    # A planner without the queue's view (RanksReadings) is read in its listed order.
+    ranks = planner if isinstance(planner, RanksReadings) else None
+    classes = ranks.view(snap.pending) if ranks is not None else {}
+    deadlines = ranks.deadlines(snap.pending) if ranks is not None else None
     place = {o.id: i for i, o in enumerate(queue_order(snap.pending, classes, deadlines))}
-    first = getattr(planner, "first_urgent", {})  # optional: above
+    first: Mapping[str, float | None] = ranks.first_urgent if ranks is not None else {}
     n = len(place)
 
     def key(o: Any) -> tuple:
@@ -246,8 +247,10 @@ class PlanScheduler:
         reading_order: str | None = None,
     ) -> None:
         if reading_order is None:  # the planner's own choice (TriagePlanner.reading_order)
-            # optional: a triaging planner says which notes its model reads first
-            reading_order = getattr(planner, "reading_order", "priority")
+            if isinstance(planner, ChoosesReadingOrder):
+                reading_order = planner.reading_order
+            else:
+                reading_order = "priority"
         if reading_order not in READING_ORDERS:
             raise ValueError(
                 f"reading_order must be one of {READING_ORDERS}, got {reading_order!r}"
@@ -467,12 +470,12 @@ class PlanScheduler:
         :data:`PRIORITY_BATCH` in priority order, else :data:`TRIAGE_BATCH`), unless it is
         busy: a request's classes arrive together when it ends, so a long one on a busy machine
         would hold back the first classes for the last."""
-        ap = self.async_planner
-        if ap is None or ap.busy:
+        ap, tri = self.async_planner, self._triaging
+        if ap is None or ap.busy or tri is None:
             return
         todo = [
             o
-            for o in reading_queue(self.planner, snap, self.reading_order)
+            for o in reading_queue(tri, snap, self.reading_order)
             if o.id not in self._triage_failed
         ]
         if not todo:
