@@ -24,8 +24,12 @@ changes nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typer._coercion import RuntimeParam, TypeDescriptor
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?(?:[eE][-+]?[0-9]{1,2})?")
@@ -52,28 +56,62 @@ def plain_value(annotation: type, value: Any) -> Any:
     return _UNCHANGED
 
 
+class _PlainValuesHook:
+    """typer's ``build_runtime_param`` with plain parameters built by ``plain`` (see the module's
+    docstring), every other one by ``typers_own`` (the hook it replaces).
+
+    Its type marks typer's hook as already replaced (:func:`install` run twice replaces it
+    once).
+    """
+
+    def __init__(
+        self,
+        typers_own: Callable[[TypeDescriptor], RuntimeParam],
+        plain: Callable[[TypeDescriptor], RuntimeParam],
+    ) -> None:
+        self.typers_own = typers_own
+        self.plain = plain
+
+    def __call__(self, descriptor: TypeDescriptor) -> RuntimeParam:
+        """The runtime parameter of ``descriptor``: ``plain``'s for a ``bool``, ``str``, ``int``,
+        ``float`` or ``Path`` without a custom parser, range or ``path_type``, else typer's."""
+        info = descriptor.parameter_info
+        plain = (
+            descriptor.annotation in (bool, str, int, float, Path)
+            and descriptor.file_annotation is None
+            and info.parser is None
+            and info.min is None
+            and info.max is None
+            and info.path_type is None
+            and not info.clamp
+        )
+        return self.plain(descriptor) if plain else self.typers_own(descriptor)
+
+
 def install() -> bool:
     """Make typer convert plain values of plain parameters without pydantic (see the module's
-    docstring). Returns whether it did (``False``: this typer has no such conversion)."""
+    docstring). Returns whether it did (``False``: this typer has no such conversion, or builds
+    or calls it otherwise than this module expects)."""
     try:
         import typer.core
         from typer._coercion import RuntimeParam
         from typer._param_types import coerce_cli_path
+
+        # typer's hook (older typer releases have none to replace: ImportError)
+        from typer.core import build_runtime_param as build
     except ImportError:
         return False
-    # typer's hook and our mark on it, by name: older typer releases have no hook to replace
-    build = getattr(typer.core, "build_runtime_param", None)
-    if build is None or getattr(build, "plain_values", False):  # already replaced: our mark
-        return build is not None
+    if isinstance(build, _PlainValuesHook):  # already replaced
+        return True
 
     class PlainRuntimeParam(RuntimeParam):
         """Plain values converted here, the others by typer's own runtime parameter."""
 
         # Set in __init__ past typer's frozen dataclass (object.__setattr__); not its fields.
-        _descriptor: Any
-        _typer: Any
+        _descriptor: TypeDescriptor
+        _typer: RuntimeParam | None
 
-        def __init__(self, descriptor: Any) -> None:
+        def __init__(self, descriptor: TypeDescriptor) -> None:
             super().__init__(
                 parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
             )
@@ -83,36 +121,28 @@ def install() -> bool:
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             converted = plain_value(self.annotation, value)
             if converted is _UNCHANGED:
-                if self._typer is None:
-                    object.__setattr__(self, "_typer", build(self._descriptor))
-                return self._typer._coerce_value(value, param=param, ctx=ctx)
+                own = self._typer
+                if own is None:
+                    own = build(self._descriptor)
+                    object.__setattr__(self, "_typer", own)
+                return own._coerce_value(value, param=param, ctx=ctx)
             if self.annotation is Path:
                 return coerce_cli_path(
                     converted, self.parameter_info, path_type=Path, param=param, ctx=ctx
                 )
             return converted
 
-    def build_runtime_param(descriptor: Any) -> Any:
-        info = descriptor.parameter_info
-        plain = (
-            descriptor.annotation in (bool, str, int, float, Path)
-            and descriptor.file_annotation is None
-            # typer's parameter info has these only for some kinds of option: read by name
-            and all(getattr(info, a, None) is None for a in ("parser", "min", "max", "path_type"))
-            and not getattr(info, "clamp", False)  # the same: only numeric options have it
-        )
-        return PlainRuntimeParam(descriptor) if plain else build(descriptor)
-
-    if not _works(PlainRuntimeParam):
+    hook = _PlainValuesHook(build, PlainRuntimeParam)
+    if not _works(hook):
         return False
-    build_runtime_param.plain_values = True  # type: ignore[attr-defined]
-    typer.core.build_runtime_param = build_runtime_param
+    typer.core.build_runtime_param = hook
     return True
 
 
-def _works(runtime_param: type) -> bool:
-    """Whether this typer builds and calls runtime parameters as the ones above expect: an
-    ``int`` and a ``Path`` converted (a typer that changed them keeps its own conversion)."""
+def _works(build: Callable[..., Any]) -> bool:
+    """Whether this typer builds and calls runtime parameters as ``build`` (the hook of
+    :func:`install`) expects: an ``int`` and a ``Path`` option converted (a typer that changed
+    them keeps its own conversion). Typed loosely: the probe passes a stand-in parameter."""
 
     class Param:  # what RuntimeParam.coerce reads of a click parameter
         multiple, nargs, name = False, 1, "probe"
@@ -122,9 +152,7 @@ def _works(runtime_param: type) -> bool:
         from typer.models import OptionInfo
 
         return all(
-            runtime_param(resolve_type_descriptor(kind, OptionInfo())).coerce(
-                text, param=Param(), ctx=None
-            )
+            build(resolve_type_descriptor(kind, OptionInfo())).coerce(text, param=Param(), ctx=None)
             == kind(text)
             for kind, text in ((int, "7"), (Path, "marlm-probe"))
         )
