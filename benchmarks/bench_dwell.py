@@ -64,7 +64,12 @@ def main() -> None:
 
                     planner = TriagePlanner(triage)
                 config = run_config(
-                    planner=planner_name, sync_planner=True, gif=False, dwell=dwell, **settings
+                    planner=planner_name,
+                    sync_planner=True,
+                    tick_ms=0,
+                    gif=False,
+                    dwell=dwell,
+                    **settings,
                 )
                 folder = out / f"{name}-{planner_name}-{dwell}"
                 m = run(config, folder, planner=planner, policy=policy).metrics

@@ -240,7 +240,7 @@ def test_a_bad_order_value_is_named_with_one_that_passes(tmp_path, capsys, line,
     [
         ({"steps": 0}, "field '--steps': Input should be greater than 0 (got 0); pass e.g. --steps 600"),
         ({"n_robots": 0}, "field '--robots': Input should be greater than 0 (got 0); pass e.g. --robots 1"),
-        ({"tick_ms": -1}, "field '--tick-ms': Input should be greater than or equal to 0 (got -1); pass e.g. --tick-ms 0"),
+        ({"tick_ms": -1}, "field '--tick-ms': Input should be greater than or equal to 0 (got -1); pass e.g. --tick-ms 40"),
         ({"dwell": "x"}, "field '--dwell': Input should be 'reserve', 'points' or 'none' (got 'x')"),
     ],
 )  # fmt: skip

@@ -69,7 +69,9 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from marlm.hybrid.planning.planner import RulePlanner
 
     out = tmp_path_factory.mktemp("run")
-    config = run_config(layout="small", steps=150, seed=3, planner="rule", executor="greedy")
+    config = run_config(
+        layout="small", steps=150, seed=3, planner="rule", executor="greedy", tick_ms=0
+    )
     run(config, out, planner=RulePlanner())
     return out
 

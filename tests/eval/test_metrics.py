@@ -224,7 +224,7 @@ def test_online_signals_agree_with_the_offline_summary_on_a_real_run(tmp_path: P
     from marlm.hybrid.planning.planner import RulePlanner
 
     run(
-        run_config(steps=200, seed=4, planner="rule", executor="greedy", gif=False),
+        run_config(steps=200, seed=4, planner="rule", executor="greedy", gif=False, tick_ms=0),
         tmp_path,
         planner=RulePlanner(),
     )

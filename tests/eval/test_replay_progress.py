@@ -11,7 +11,7 @@ from marlm.hybrid.planning.planner import RulePlanner
 
 
 def test_replay_reports_progress_over_every_decision(tmp_path, monkeypatch, capsys):
-    config = run_config(steps=60, seed=3, planner="rule", executor="greedy", gif=False)
+    config = run_config(steps=60, seed=3, planner="rule", executor="greedy", gif=False, tick_ms=0)
     run(config, tmp_path / "run", planner=RulePlanner())
     calls: list[tuple[int, int]] = []
     said: list[str] = []

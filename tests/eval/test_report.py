@@ -115,7 +115,13 @@ def test_report_names_the_guidance_the_learned_executor_ran(tmp_path: Path) -> N
     from marlm.hybrid.controller import run, run_config
 
     config = run_config(
-        layout="small", steps=3, planner="rule", executor="learned", sync_planner=True, gif=False
+        layout="small",
+        steps=3,
+        planner="rule",
+        executor="learned",
+        sync_planner=True,
+        gif=False,
+        tick_ms=0,
     )
     result = run(config, tmp_path / "run", planner=build_planner("rule"))
     html = write_report(result.out_dir)[0].read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ MARLM = str(Path(sys.executable).parent / "marlm")
 def rule_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("rule_run")
     config = run_config(
-        layout="small", steps=120, seed=5, planner="rule", executor="greedy", gif=False
+        layout="small", steps=120, seed=5, planner="rule", executor="greedy", gif=False, tick_ms=0
     )
     run(config, out, planner=RulePlanner())
     return out
@@ -106,6 +106,7 @@ def test_embedded_model_replayed_on_its_own_trace_gives_the_same_answers(
         planner="llm",
         executor="greedy",
         sync_planner=True,
+        tick_ms=0,
         gif=False,
     )
     run(config, tmp_path, planner=LLMPlanner(embedded_model))

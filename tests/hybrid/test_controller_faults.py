@@ -224,6 +224,6 @@ def test_the_executor_is_asked_once_per_step_and_never_outside_the_loop(tmp_path
     from marlm.hybrid.planning.planner import RulePlanner
 
     executor = CountingExecutor()
-    config = run_config(steps=25, planner="rule", executor="greedy", gif=False)
+    config = run_config(steps=25, tick_ms=0, planner="rule", executor="greedy", gif=False)
     result = run(config, tmp_path / "count", planner=RulePlanner(), executor=executor)
     assert executor.calls == result.metrics["steps"] == 25

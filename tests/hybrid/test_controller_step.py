@@ -24,6 +24,7 @@ def test_a_robot_assigned_at_step_0_moves_towards_its_shelf_at_step_0(tmp_path: 
         layout="small", orders=str(orders), n_robots=1, steps=40, planner="rule",
         executor="greedy", shield=shield != "none",
         shield_rule="local" if shield == "local" else "pibt", sync_planner=True, gif=False,
+        tick_ms=0,
     )  # fmt: skip
     result = run(config, tmp_path / "run", planner=build_planner("rule"))
     events = read_trace(result.out_dir).events
@@ -50,7 +51,7 @@ def test_the_step_latency_counts_the_planning_done_on_the_control_thread(tmp_pat
     orders.write_text(json.dumps(order) + "\n")
     config = run_config(
         layout="small", orders=str(orders), n_robots=1, steps=3, planner="rule",
-        executor="greedy", sync_planner=True, gif=False,
+        executor="greedy", sync_planner=True, gif=False, tick_ms=0,
     )  # fmt: skip
     result = run(
         config, tmp_path / "run", planner=build_planner("rule"), clock=lambda: float(next(ticks))

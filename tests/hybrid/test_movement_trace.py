@@ -57,7 +57,7 @@ def movement_run(tmp_path: Path, executor: str, rule: str, dwell: str) -> Path:
     config = run_config(
         layout="small", n_orders=12, steps=120, seed=3, planner="rule", executor=executor,
         shield=rule != "none", shield_rule="pibt" if rule == "none" else rule, dwell=dwell,
-        sync_planner=True, gif=False,
+        sync_planner=True, tick_ms=0, gif=False,
     )  # fmt: skip
     policy = cached_policy()[0] if executor == "rl" else None
     result = run(config, tmp_path / "run", planner=build_planner("rule"), policy=policy)

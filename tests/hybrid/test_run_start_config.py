@@ -15,7 +15,7 @@ SAMPLE_ORDERS = Path(marlm.__file__).parent / "data" / "orders" / "sample.jsonl"
 def _run_start(tmp_path: Path, **settings) -> dict:
     config = run_config(
         layout="small", steps=3, seed=0, planner="rule", executor="greedy", sync_planner=True,
-        gif=False, **settings,
+        tick_ms=0, gif=False, **settings,
     )  # fmt: skip
     result = run(config, tmp_path, planner=build_planner("rule"))
     return next(e for e in read_trace(result.out_dir).events if e["type"] == "run_start")

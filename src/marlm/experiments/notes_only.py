@@ -193,6 +193,7 @@ def run_notes_only(
             executor="greedy",
             shield_rule=shield_rule,
             sync_planner=True,
+            tick_ms=0.0,
             gif=False,
             scored_deadlines=truth.true_deadline,  # the run's own metrics score the truth too
         )

@@ -55,7 +55,7 @@ from marlm.hybrid.acting.executor import GreedyExecutor, QExecutor, RandomExecut
 from marlm.hybrid.acting.guided_executor import learned_executor
 from marlm.hybrid.acting.scores import Executor
 from marlm.hybrid.core.view import step_view
-from marlm.hybrid.defaults import MAX_TICK_MS
+from marlm.hybrid.defaults import DEMO_EXECUTOR, DEMO_TICK_MS, MAX_TICK_MS, PLAN_DEADLINE_S
 from marlm.hybrid.planning.capabilities import planner_model, prompt_version
 from marlm.hybrid.planning.dwell import DwellPolicy
 from marlm.hybrid.planning.planner import Planner, PlannerName
@@ -88,7 +88,8 @@ class RunConfig(BaseModel):
         executor: ``"rl"`` (trained Q-table), ``"greedy"`` (shortest path), ``"random"``,
             ``"learned"`` (guidance costs as scores: the layout's own learned weights, else the
             hand guidance; :func:`marlm.hybrid.acting.guided_executor.learned_executor`), or
-            ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`).
+            ``"llm"`` (a model chooses every move; pass the executor object to :func:`run`);
+            default ``"learned"``, as ``marlm demo``.
         shield: whether the shield filters the executor's joint action.
         shield_rule: ``"pibt"`` (the executor's action scores ranked by PIBT, no random actions)
             or ``"local"`` (the earlier shield: holds conflicting moves, breaks deadlocks).
@@ -98,10 +99,12 @@ class RunConfig(BaseModel):
             (0 runs as fast as possible; finite and at most
             :data:`marlm.hybrid.defaults.MAX_TICK_MS`, 60,000, as ``marlm demo --tick-ms``; else
             a ``pydantic.ValidationError``, a ``ValueError``, naming ``tick_ms``). Real robots
-            have a control period; so does the demo.
+            have a control period; so does the demo: default 40 ms, as ``marlm demo``; pass 0
+            for batch runs (comparisons, tests).
         plan_deadline_s: with an asynchronous assigning planner (``llm``, ``team``), the oldest
-            model answer still applied, in seconds from its request (0: any age; finite). No
-            robot waits for the model: the rule assigns at once.
+            model answer still applied, in seconds from its request (0: any age; finite;
+            default 2, as ``marlm demo``). No robot waits for the model: the rule assigns at
+            once.
         dwell: where idle robots wait (:mod:`marlm.hybrid.planning.dwell`): ``"reserve"`` (dwell points
             learned from the orders so far, one idle robot kept for urgent work), ``"points"``
             (dwell points only) or ``"none"`` (an idle robot stays where it finished).
@@ -125,12 +128,12 @@ class RunConfig(BaseModel):
     steps: int = Field(600, gt=0)
     seed: int = Field(0, ge=0)
     planner: PlannerName = "triage"
-    executor: ExecutorName = "rl"
+    executor: ExecutorName = DEMO_EXECUTOR
     shield: bool = True
     shield_rule: Literal["pibt", "local"] = "pibt"
     sync_planner: bool = False
-    tick_ms: float = Field(0.0, ge=0, le=MAX_TICK_MS, allow_inf_nan=False)
-    plan_deadline_s: float = Field(0.0, ge=0, allow_inf_nan=False)
+    tick_ms: float = Field(DEMO_TICK_MS, ge=0, le=MAX_TICK_MS, allow_inf_nan=False)
+    plan_deadline_s: float = Field(PLAN_DEADLINE_S, ge=0, allow_inf_nan=False)
     dwell: DwellName = "points"
     gif: bool = True
     scored_deadlines: dict[str, int] | None = None

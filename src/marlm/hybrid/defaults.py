@@ -1,14 +1,18 @@
-"""Settings the ``marlm`` command shows as option defaults, in a module that imports nothing.
+"""Settings the ``marlm`` command shows as option defaults, in a module that imports nothing of
+marlm.
 
 ``marlm --help`` reads them, so they must not pull in the layers that use them
-(:mod:`marlm.hybrid.build` re-exports them).
+(:mod:`marlm.hybrid.build` re-exports them). Each is the default of its ``marlm`` option and of
+the config field that option sets (:class:`marlm.hybrid.controller.RunConfig`), declared once here.
 """
+
+from typing import Final
 
 #: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
 DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
 
 #: The executor ``marlm demo`` uses when no ``--executor`` is given.
-DEMO_EXECUTOR = "learned"
+DEMO_EXECUTOR: Final = "learned"
 
 #: ``marlm demo --executor``'s help: what each executor is, and what ``learned`` runs where.
 EXECUTOR_HELP = (
@@ -29,6 +33,9 @@ DEMO_TICK_MS = 40.0
 #: 25 times faster. At 40 ms (125 times) a busy 2-core machine reads the notes' instructions
 #: after most of their orders were delivered (docs/instructions.md).
 INSTRUCTIONS_TICK_MS = 200.0
+#: The default of ``marlm demo --plan-deadline`` and ``RunConfig.plan_deadline_s``, in seconds:
+#: an assigning model's answer older than this is not applied (the rule has assigned already).
+PLAN_DEADLINE_S = 2.0
 #: Seconds of warehouse time per control step (``marlm demo --step-seconds``): the notes'
 #: worded deadlines and clock times are mapped to steps with it.
 STEP_SECONDS = 5.0

@@ -141,7 +141,7 @@ def _run(tmp_path: Path, dwell: str, orders: list[dict], steps: int, n_robots: i
     path.write_text("".join(json.dumps(o) + "\n" for o in orders))
     config = run_config(
         layout="small", orders=str(path), n_robots=n_robots, steps=steps, planner="rule",
-        executor="greedy", sync_planner=True, gif=False, dwell=dwell,
+        executor="greedy", sync_planner=True, tick_ms=0, gif=False, dwell=dwell,
     )  # fmt: skip
     result = run(config, tmp_path / f"run-{dwell}", planner=build_planner("rule"))
     return result.metrics, read_trace(result.out_dir).events
@@ -208,7 +208,7 @@ def test_every_shipped_layout_has_its_measured_figure():
 def test_every_shipped_layout_delivers_with_dwell_points(tmp_path: Path, layout):
     config = run_config(
         layout=layout, orders=None, n_orders=8, steps=300, seed=1, planner="rule",
-        executor="greedy", sync_planner=True, gif=False, dwell="reserve",
+        executor="greedy", sync_planner=True, tick_ms=0, gif=False, dwell="reserve",
     )  # fmt: skip
     result = run(config, tmp_path / "run", planner=build_planner("rule"))
     m = result.metrics
