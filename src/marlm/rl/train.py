@@ -20,10 +20,10 @@ direction).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -115,17 +115,32 @@ def gridworld_state_text(env: GridWorld, cell: int) -> str:
 class RewardFunction(Protocol):
     """State text in, reward out (``marlm.llm.reward.LLMReward`` is one).
 
-    Optional methods, used when present: ``reset()`` at the start of every episode (an LLM reward
-    falls back to the previous reward, which must not leak across episodes) and ``stats()`` ->
-    ``{name: int}`` counters copied into ``metrics.json`` (e.g. ``llm/reward_calls``).
+    Optional methods, used when present: ``reset()`` at the start of every episode
+    (:class:`ResettableReward`: an LLM reward falls back to the previous reward, which must not
+    leak across episodes) and ``stats()`` -> ``{name: int}`` counters copied into
+    ``metrics.json`` (:class:`CountingReward`, e.g. ``llm/reward_calls``).
     """
 
-    def __call__(self, state_text: str) -> float: ...
+    def __call__(self, state_text: str, /) -> float: ...
 
 
-def reward_function_stats(reward_fn: Any) -> dict[str, int]:
+@runtime_checkable
+class ResettableReward(Protocol):
+    """A reward function with state to clear at the start of every episode."""
+
+    def reset(self) -> None: ...
+
+
+@runtime_checkable
+class CountingReward(Protocol):
+    """A reward function that keeps counters: ``stats()`` -> ``{name: int}``."""
+
+    def stats(self) -> Mapping[str, int]: ...
+
+
+def reward_function_stats(reward_fn: object) -> dict[str, int]:
     """``reward_fn.stats()`` if it has one, else ``{}``."""
-    stats = getattr(reward_fn, "stats", None)  # a user's reward function may keep statistics
+    stats = reward_fn.stats if isinstance(reward_fn, CountingReward) else None
     return dict(stats()) if callable(stats) else {}
 
 
@@ -156,7 +171,7 @@ def _gridworld_loop(res: GridWorldResult, n: int, reward_fn: RewardFunction | No
 
     cfg = res.config
     env = GridWorld(cfg.size, cfg.max_steps)
-    reset = getattr(reward_fn, "reset", None)  # a user's reward function may hold state to reset
+    reset = reward_fn.reset if isinstance(reward_fn, ResettableReward) else None
     eps = cfg.epsilon().values(n, res.episode)
     alpha = cfg.learning_rate().values(n, res.episode)
     for k in range(n):
@@ -309,12 +324,17 @@ def train_gridworld(
         InputError: unknown engine; ``chunk`` < 1; a resume checkpoint of another kind, shape
             or setting.
     """
+    from gymnasium import spaces
+
     from marlm.envs.grid import GridWorld
 
     check_choice(engine, ENGINES, "--engine", "engine")
     check_checkpoint_every(chunk)
     env = GridWorld(config.size, config.max_steps)
-    n_states, n_actions = env.observation_space.n, env.action_space.n
+    obs_space, act_space = env.observation_space, env.action_space
+    if not (isinstance(obs_space, spaces.Discrete) and isinstance(act_space, spaces.Discrete)):
+        raise TypeError(f"GridWorld's spaces are Discrete, got {obs_space} and {act_space}")
+    n_states, n_actions = obs_space.n, act_space.n
     res = GridWorldResult(
         config, np.zeros((n_states, n_actions)), np.zeros(config.episodes),
         np.zeros(config.episodes, dtype=np.int64), 0, np.random.default_rng(config.seed),
@@ -391,8 +411,17 @@ class RaceLog:
             np.full((episodes, 2, max_steps), -1, dtype=np.int8),
         )  # fmt: skip
 
+    def fields(self) -> dict[str, np.ndarray]:
+        """The arrays themselves (not copies) by name, in :data:`RACE_LOG_FIELDS` order."""
+        return {
+            "learn_return": self.learn_return, "own_return": self.own_return,
+            "team_return": self.team_return, "length": self.length, "reached": self.reached,
+            "action_counts": self.action_counts, "actions": self.actions,
+        }  # fmt: skip
+
     def arrays(self, upto: int | None = None) -> dict[str, np.ndarray]:
-        return {f: getattr(self, f)[:upto] for f in RACE_LOG_FIELDS}  # the declared fields
+        """The first ``upto`` episodes of every array (views), by name; all with ``None``."""
+        return {f: a[:upto] for f, a in self.fields().items()}
 
 
 @dataclass
@@ -428,7 +457,7 @@ def _race_fast(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, True))
     eps = _race_epsilons(cfg, n, first, (not learn[0], not learn[1]))
     alpha = cfg.learning_rate().values(n, first)
     # The kernel adds to the run's own log rows (views, zero and -1 as RaceLog.zeros made them).
-    part = RaceLog(*(getattr(res.log, f)[first : first + n] for f in RACE_LOG_FIELDS))
+    part = RaceLog(**{f: a[first : first + n] for f, a in res.log.fields().items()})
     common = (
         moves, goal, n_cells, cfg.max_steps, cfg.end == "any",
         mode_code(cfg.reward, cfg.counterfactual), cfg.mix_weight, learn[0], learn[1], eps, alpha,
@@ -453,7 +482,7 @@ def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, T
     cfg = res.config
     env = GridRace(cfg.size, end=cfg.end, reward="individual", max_steps=cfg.max_steps)
     names = env.possible_agents
-    n_obs = env.observation_space(names[0]).n
+    n_obs = int(env.observation_space(names[0]).n)
     learner: Any
     if cfg.learner == "iql":
         learner = IndependentQLearners(names, n_obs, 5)
@@ -487,15 +516,9 @@ def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, T
             rewards = dict(zip(acting, learn_r.tolist(), strict=True))
             if cfg.learner == "vdn":
                 learner.update(
-                    obs,
-                    actions,
-                    team,
-                    next_obs,
-                    terms,
-                    alpha=alpha[k],
-                    gamma=cfg.gamma,
+                    obs, actions, team, next_obs, terms, alpha=alpha[k], gamma=cfg.gamma,
                     learn=learn,
-                )
+                )  # fmt: skip
             elif cfg.learner == "jal":
                 learner.update(
                     obs, actions, rewards, next_obs, terms, alpha=alpha[k], gamma=cfg.gamma,
@@ -503,15 +526,9 @@ def _race_reference(res: RaceResult, n: int, learn: tuple[bool, bool] = (True, T
                 )  # fmt: skip
             else:
                 learner.update(
-                    obs,
-                    actions,
-                    rewards,
-                    next_obs,
-                    terms,
-                    alpha=alpha[k],
-                    gamma=cfg.gamma,
+                    obs, actions, rewards, next_obs, terms, alpha=alpha[k], gamma=cfg.gamma,
                     learn=learn,
-                )
+                )  # fmt: skip
             for a in acting:
                 i = names.index(a)
                 log.learn_return[ep, i] += rewards[a]
@@ -567,9 +584,9 @@ def train_race(
                 )
             table[:] = saved
         res.episode = meta["episode"]
-        for f in RACE_LOG_FIELDS:
+        for f, log in res.log.fields().items():
             if f in arrays:  # checkpoints older than the ``actions`` log lack it (left at -1)
-                getattr(res.log, f)[: res.episode] = arrays[f]  # a declared RaceLog field
+                log[: res.episode] = arrays[f]
         res.rng = restore_rng(meta["rng_state"])
     step = _race_fast if engine == "fast" else _race_reference
     _run_chunks(
