@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
@@ -24,6 +25,8 @@ class TupleParallelEnv(ParallelEnv):
 
     Agents are ``agent_0 .. agent_{n-1}`` in the tuples' order; ``infos[agent]`` is the step's
     ``info`` dict (shared by all agents). Every agent leaves ``agents`` when the episode ends.
+    ``metadata["name"]`` is the id of ``env``'s ``spec`` (a ``gymnasium.Env`` made by
+    ``gymnasium.make``), else its class name.
 
     Raises:
         ValueError: the observation or action space is not a ``Tuple`` of one entry per agent.
@@ -38,7 +41,7 @@ class TupleParallelEnv(ParallelEnv):
         self.env = env
         self.possible_agents = [f"agent_{i}" for i in range(len(obs.spaces))]
         self.agents: list[str] = []
-        spec = getattr(env, "spec", None)  # Gymnasium sets ``spec`` only on registered envs
+        spec = env.spec if isinstance(env, gymnasium.Env) else None  # None unless registered
         self.metadata = {"name": spec.id if spec is not None else type(env).__name__}
 
     def observation_space(self, agent: str) -> spaces.Space:
@@ -80,7 +83,6 @@ def rware(name: str = "rware-tiny-2ag-v2", **kwargs: Any) -> TupleParallelEnv:
     ``kwargs`` go to ``gymnasium.make``. Raises ``ImportError`` without the ``rware`` package
     (``pip install rware==2.0.0``, in the ``bench`` and ``dev`` extras).
     """
-    import gymnasium
     import rware as _rware  # noqa: F401  (registers the rware-* ids)
 
     return TupleParallelEnv(gymnasium.make(name, disable_env_checker=True, **kwargs))

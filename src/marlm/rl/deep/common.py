@@ -197,11 +197,22 @@ def option_name(field_name: str) -> str:
 
 
 class _Flattener:
-    """``space`` sample -> ``float32[flatdim]``, features with finite bounds scaled to [0, 1]."""
+    """``space`` sample -> ``float32[flatdim]``, features with finite bounds scaled to [0, 1].
 
-    def __init__(self, space: spaces.Space) -> None:
+    Raises:
+        InputError: a space that does not flatten to a vector (a ``Graph`` or ``Sequence`` in
+            it), naming ``field`` (the space's role: ``observation_space``, ``state_space``).
+    """
+
+    def __init__(self, space: spaces.Space, field: str = "observation_space") -> None:
         self.space = space
         flat = spaces.flatten_space(space)
+        if not isinstance(flat, spaces.Box):
+            raise InputError(
+                f"{space} does not flatten to a vector of features (gymnasium.spaces."
+                "flatten_space gives no Box for it); use spaces of fixed size",
+                field=field,
+            )
         low = np.asarray(flat.low, dtype=np.float64)
         high = np.asarray(flat.high, dtype=np.float64)
         bounded = np.isfinite(low) & np.isfinite(high) & (high > low)
@@ -233,6 +244,9 @@ class ObservationEncoder:
     Args:
         env: a ParallelEnv of the kind trained on (its ``possible_agents`` and
             ``observation_space``).
+
+    Raises:
+        InputError: an observation space that does not flatten to a vector.
     """
 
     def __init__(self, env: Any) -> None:
@@ -281,7 +295,7 @@ class EnvShape:
         return self.n_actions if self.discrete else int(np.prod(self.action_shape))
 
 
-def _action_space(env: Any, agents: list[str]) -> spaces.Space:
+def _action_space(env: Any, agents: list[str]) -> spaces.Discrete | spaces.Box:
     first = env.action_space(agents[0])
     for a in agents[1:]:
         if env.action_space(a) != first:
@@ -297,6 +311,17 @@ def _action_space(env: Any, agents: list[str]) -> spaces.Space:
             field="action_space",
         )
     return first
+
+
+def _action_fields(
+    act: spaces.Discrete | spaces.Box,
+) -> tuple[int, tuple[int, ...], np.ndarray | None, np.ndarray | None]:
+    """:class:`EnvShape`'s ``(n_actions, action_shape, low, high)`` for ``act``: ``(n, (), None,
+    None)`` for a ``Discrete(n)``; ``(0, shape, float32 low, float32 high)`` for a ``Box``."""
+    if isinstance(act, spaces.Discrete):
+        return int(act.n), (), None, None
+    low, high = (np.asarray(b, dtype=np.float32) for b in (act.low, act.high))
+    return 0, tuple(act.shape), low, high
 
 
 def non_finite(agent: str, step: int, field: str, value: float) -> InputError:
@@ -327,7 +352,7 @@ class VecParallelEnv:
 
     Raises:
         InputError: no agents, agents with different action spaces, an action space other than
-            Discrete or Box.
+            Discrete or Box, an observation or state space that does not flatten to a vector.
     """
 
     def __init__(
@@ -362,7 +387,7 @@ class VecParallelEnv:
         self.flat = {a: _Flattener(env.observation_space(a)) for a in self.agents}
         act = _action_space(env, self.agents)
         self.discrete = isinstance(act, spaces.Discrete)
-        self.action_start = int(act.start) if self.discrete else 0
+        self.action_start = int(act.start) if isinstance(act, spaces.Discrete) else 0
         state_dim = None
         self._state_flat: _Flattener | None = None
         env.reset(seed=0)
@@ -374,16 +399,15 @@ class VecParallelEnv:
             # PettingZoo's ``state_space`` is optional beside ``state()``: read it if declared.
             space = getattr(env, "state_space", None)
             if isinstance(space, spaces.Space):
-                self._state_flat = _Flattener(space)
+                self._state_flat = _Flattener(space, "state_space")
                 state_dim = self._state_flat.dim
             else:
                 state_dim = int(np.asarray(state).size)
+        n_actions, action_shape, low, high = _action_fields(act)
         self.shape = EnvShape(
             agents=self.agents, obs_dim=max(f.dim for f in self.flat.values()),
-            discrete=self.discrete, n_actions=int(act.n) if self.discrete else 0,
-            action_shape=() if self.discrete else tuple(act.shape),
-            low=None if self.discrete else np.asarray(act.low, dtype=np.float32),
-            high=None if self.discrete else np.asarray(act.high, dtype=np.float32),
+            discrete=self.discrete, n_actions=n_actions, action_shape=action_shape, low=low,
+            high=high,
             # ``metadata`` is optional on a ParallelEnv; its ``name`` names the run's environment.
             state_dim=state_dim, name=str(getattr(env, "metadata", {}).get("name", type(env).__name__)),
         )  # fmt: skip
