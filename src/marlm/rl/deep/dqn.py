@@ -106,7 +106,7 @@ class Replay:
 
     def __init__(self, capacity: int, n: int, obs_dim: int, state_dim: int) -> None:
         c = capacity
-        self.data = {
+        self.data: dict[str, np.ndarray] = {
             "obs": np.zeros((c, n, obs_dim), np.float32), "next_obs": np.zeros((c, n, obs_dim), np.float32),
             "state": np.zeros((c, state_dim), np.float32), "next_state": np.zeros((c, state_dim), np.float32),
             "actions": np.zeros((c, n), np.int64), "reward": np.zeros((c, n), np.float32),
@@ -158,16 +158,19 @@ class DQNLearner:
         self.q = mlp(shape.obs_dim + self.n, shape.n_actions, config.hidden, 1.0, g)
         self.q_target = mlp(shape.obs_dim + self.n, shape.n_actions, config.hidden, 1.0, g)
         self.q_target.load_state_dict(self.q.state_dict())
-        self.mixer: nn.Module | None = None
-        self.mixer_target: nn.Module | None = None
+        # (mixer, target mixer): QMIX's two hypernetwork mixers, VDN's sum (one module, nothing
+        # to learn), or None for dqn (each agent's own TD error).
+        self.mixers: tuple[nn.Module, nn.Module] | None = None
         if config.learner == "qmix":
-            self.mixer = QMixer(self.n, self.state_dim, config.mixer_embed, g)
-            self.mixer_target = QMixer(self.n, self.state_dim, config.mixer_embed, g)
-            self.mixer_target.load_state_dict(self.mixer.state_dict())
+            mixer = QMixer(self.n, self.state_dim, config.mixer_embed, g)
+            mixer_target = QMixer(self.n, self.state_dim, config.mixer_embed, g)
+            mixer_target.load_state_dict(mixer.state_dict())
+            self.mixers = (mixer, mixer_target)
         elif config.learner == "dqn-vdn":
-            self.mixer = self.mixer_target = VDNMixer()
+            vdn = VDNMixer()
+            self.mixers = (vdn, vdn)
         params = list(self.q.parameters()) + (
-            list(self.mixer.parameters()) if self.mixer is not None else []
+            list(self.mixers[0].parameters()) if self.mixers is not None else []
         )
         self.params = params
         self.opt = torch.optim.Adam(params, lr=config.effective_lr)
@@ -175,6 +178,12 @@ class DQNLearner:
         self.reward_norm = RunningNormaliser()
         self.steps = 0  # joint steps taken (the epsilon schedule's clock)
         self.updates = 0
+
+    def _learned_mixers(self) -> tuple[nn.Module, nn.Module] | None:
+        """QMIX's mixer and target mixer, whose weights are learned and saved; None otherwise."""
+        if self.mixers is not None and isinstance(self.mixers[0], QMixer):
+            return self.mixers
+        return None
 
     def _input(self, obs: np.ndarray) -> np.ndarray:
         ids = np.broadcast_to(self.eye, (*obs.shape[:-2], self.n, self.n))
@@ -222,7 +231,7 @@ class DQNLearner:
             # online network picks each agent's next action, the target network values it.
             a_next = self.q(x_next).argmax(-1, keepdim=True)
             q_next = self.q_target(x_next).gather(-1, a_next).squeeze(-1) * next_alive
-        if self.mixer is None:
+        if self.mixers is None:
             # Per agent (Mnih et al. 2015): y_i = r_i + gamma * (1 - terminated_i) * Q'(o'_i, a'_i)
             not_terminated = 1.0 - b["terminated"].float()
             td_target = b["reward"] + cfg.gamma * not_terminated * q_next
@@ -233,10 +242,11 @@ class DQNLearner:
             # y = r_team + gamma * (1 - terminated) * Q'_tot(Q'(o'_i, a'_i) for each i, s')
             # The team's episode ends when no agent would act again (all terminated).
             team_terminated = (next_alive.sum(-1) == 0).float()
+            mixer, mixer_target = self.mixers
             with torch.no_grad():
-                q_tot_next = self.mixer_target(q_next, b["next_state"])
+                q_tot_next = mixer_target(q_next, b["next_state"])
             td_target = b["team"] + cfg.gamma * (1.0 - team_terminated) * q_tot_next
-            td_error = self.mixer(q_taken, b["state"]) - td_target
+            td_error = mixer(q_taken, b["state"]) - td_target
             loss = (td_error**2).mean()
         self.opt.zero_grad()
         loss.backward()
@@ -245,8 +255,8 @@ class DQNLearner:
         self.updates += 1
         if self.updates % cfg.target_every == 0:  # hard copy (Mnih et al. 2015)
             self.q_target.load_state_dict(self.q.state_dict())
-            if isinstance(self.mixer, QMixer):
-                self.mixer_target.load_state_dict(self.mixer.state_dict())
+            if (learned := self._learned_mixers()) is not None:
+                learned[1].load_state_dict(learned[0].state_dict())
         return loss.item()
 
     def train_steps(self, vec: VecParallelEnv, rng: np.random.Generator, steps: int) -> dict:
@@ -281,9 +291,9 @@ class DQNLearner:
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Weights (online and target), Adam's moments, the replay buffer, the counters."""
         out = {**module_arrays("q", self.q), **module_arrays("q_target", self.q_target)}
-        if isinstance(self.mixer, QMixer):
-            out.update(module_arrays("mixer", self.mixer))
-            out.update(module_arrays("mixer_target", self.mixer_target))
+        if (learned := self._learned_mixers()) is not None:
+            out.update(module_arrays("mixer", learned[0]))
+            out.update(module_arrays("mixer_target", learned[1]))
         out.update(optimizer_arrays("adam", self.opt))
         out.update({f"replay/{k}": v for k, v in self.replay.data.items()})
         rn = self.reward_norm
@@ -304,9 +314,9 @@ class DQNLearner:
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         load_module_arrays("q", self.q, arrays)
         load_module_arrays("q_target", self.q_target, arrays)
-        if isinstance(self.mixer, QMixer):
-            load_module_arrays("mixer", self.mixer, arrays)
-            load_module_arrays("mixer_target", self.mixer_target, arrays)
+        if (learned := self._learned_mixers()) is not None:
+            load_module_arrays("mixer", learned[0], arrays)
+            load_module_arrays("mixer_target", learned[1], arrays)
         load_optimizer_arrays("adam", self.opt, arrays)
         for k in Replay.FIELDS:
             self.replay.data[k][:] = arrays[f"replay/{k}"]

@@ -64,6 +64,8 @@ class NumpyPolicy:
         self.rest = [(np.ascontiguousarray(w.T), b) for w, b in layers[1:]]
         self.low = arrays.get("policy/low")
         self.high = arrays.get("policy/high")
+        if (self.low is None) != (self.high is None):
+            raise ValueError("not a marlm policy: 'policy/low' and 'policy/high' come together")
 
     @classmethod
     def load(cls, path: str | Path) -> NumpyPolicy:
@@ -84,11 +86,11 @@ class NumpyPolicy:
     def act(self, obs: np.ndarray, agent: np.ndarray) -> np.ndarray:
         """Deterministic actions: ``int64[B]`` (discrete) or ``float32[B, A]`` (Box, clipped)."""
         out = self.forward(obs, agent)
-        if self.kind == "gaussian":
-            return (
-                np.clip(out, self.low.ravel(), self.high.ravel()) if self.low is not None else out
-            )
-        return out.argmax(-1)
+        if self.kind != "gaussian":
+            return out.argmax(-1)
+        if self.low is None or self.high is None:  # saved without bounds: both are absent
+            return out
+        return np.clip(out, self.low.ravel(), self.high.ravel())
 
     def sample(self, obs: np.ndarray, agent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Stochastic actions of a Categorical policy, ``int64[B]``: each row drawn from the

@@ -173,6 +173,7 @@ class PPOLearner:
         h = config.hidden
         self.actor = mlp(shape.obs_dim + self.n, shape.act_dim, h, 0.01, g)
         self.critic = mlp(self.critic_dim + self.n, 1, h, 1.0, g)
+        # The Gaussian's log standard deviations (Box actions); None for discrete actions.
         self.log_std = nn.Parameter(torch.zeros(shape.act_dim)) if not shape.discrete else None
         params = [*self.actor.parameters(), *self.critic.parameters()]
         if self.log_std is not None:
@@ -207,7 +208,7 @@ class PPOLearner:
 
     def _dist(self, x: torch.Tensor) -> torch.distributions.Distribution:
         out = self.actor(x)
-        if self.shape.discrete:
+        if self.log_std is None:  # discrete actions
             return torch.distributions.Categorical(logits=out, validate_args=False)
         return torch.distributions.Normal(out, self.log_std.exp(), validate_args=False)
 
@@ -228,7 +229,7 @@ class PPOLearner:
         k, n, d = obs.shape
         out = self._numpy_actor.forward(obs.reshape(k * n, d), np.tile(np.arange(n), k))
         out = out.reshape(k, n, -1).astype(np.float64)
-        if self.shape.discrete:
+        if self.log_std is None:  # discrete actions
             z = out - out.max(-1, keepdims=True)
             logp_all = z - np.log(np.exp(z).sum(-1, keepdims=True))
             u = rng.random((k, n, 1))
@@ -368,7 +369,7 @@ class PPOLearner:
             "n_agents": self.n,
             "obs_dim": self.shape.obs_dim,
         }
-        if not self.shape.discrete:
+        if self.log_std is not None:  # Box actions
             out["log_std"] = self.log_std.detach().numpy().copy()
             out["low"], out["high"] = self.shape.low, self.shape.high
         return out

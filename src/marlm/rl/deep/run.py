@@ -242,7 +242,7 @@ def _schedule(learner: Any, config: DeepConfig) -> int:
     return int(learner.schedule_steps) if config.learner in VALUE_LEARNERS else config.steps
 
 
-def _check_finite(learner: Any, step: int, n: int, checkpoint: Path | None) -> None:
+def _check_finite(learner: Any, step: int, n: int, checkpoint: str | Path | None) -> None:
     """Stop at the first non-finite network weight after a chunk, before it is saved (a loss
     is NaN by design before the first update: the weights are what a NaN spreads to).
 
