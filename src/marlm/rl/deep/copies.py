@@ -144,7 +144,8 @@ class RayCopies:
         for actor, ks in zip(self.actors, self.groups, strict=True):
             mine = {k: seeds[k] for k in ks if k in seeds}
             if mine:
-                refs.append(actor.reset.remote(mine))
+                # Ray's stubs type ``.remote`` only on actor methods decorated with ``ray.method``.
+                refs.append(actor.reset.remote(mine))  # type: ignore[attr-defined]
         out: dict[int, tuple[dict, list, Any]] = {}
         for got in self._get(refs):
             out.update(got)
@@ -164,7 +165,8 @@ class RayCopies:
 
     def step(self, joints: Sequence[dict]) -> list[StepAnswer]:
         refs = [
-            actor.step.remote([joints[k] for k in ks])
+            # Ray's stubs type ``.remote`` only on actor methods decorated with ``ray.method``.
+            actor.step.remote([joints[k] for k in ks])  # type: ignore[attr-defined]
             for actor, ks in zip(self.actors, self.groups, strict=True)
         ]
         out: list[Any] = [None] * self.num_envs
@@ -178,7 +180,8 @@ class RayCopies:
         for actor, ks in zip(self.actors, self.groups, strict=True):
             mine = {k: joints[k] for k in ks if k in joints}
             if mine:
-                refs.append(actor.step_only.remote(mine))
+                # Ray's stubs type ``.remote`` only on actor methods decorated with ``ray.method``.
+                refs.append(actor.step_only.remote(mine))  # type: ignore[attr-defined]
         out: dict[int, StepAnswer] = {}
         for got in self._get(refs):
             out.update(got)
@@ -186,5 +189,7 @@ class RayCopies:
 
     def close(self) -> None:
         for actor in self.actors:
-            self._ray.kill(actor)
+            # Ray types what ``ActorClass.remote`` returns as ``ActorHandle | type``, a stand-in
+            # for the decorated methods; at run time it is the ActorHandle ``kill`` takes.
+            self._ray.kill(actor)  # type: ignore[arg-type]
         self.actors = []
