@@ -123,7 +123,7 @@ def request_embeddings(
         BackendHTTPError: another HTTP error after the retries.
         BackendError: the connection failed after the retries, or the answer's shape is wrong.
     """
-    from .backends.http import total_deadline
+    from .backends.deadlines import total_deadline
 
     texts = check_texts(texts, field="texts")
     openai = backend._openai

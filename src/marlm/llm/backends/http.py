@@ -1,7 +1,7 @@
 """The HTTP backend: a chat model behind an OpenAI-compatible server (vLLM, Ollama, llama.cpp,
 OpenAI), with structured output negotiated per server, retries, and scoring from echoed prompt
 log-probabilities; every call through one :class:`~.guard.Guard`. Replies are read by
-:mod:`.replies`.
+:mod:`.replies`; one deadline bounds each call's socket operations (:mod:`.deadlines`).
 """
 
 from __future__ import annotations
@@ -9,13 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import threading
 import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from marlm.errors import InputError
 
@@ -39,6 +38,7 @@ from ..scoring import (
     parse_echo,
     probe_verdict,
 )
+from .deadlines import hold_deadlines, http_timeouts, total_deadline
 from .guard import Guard, check_timeout, default_breaker
 from .protocols import ChatResult, Message
 from .replies import (
@@ -53,115 +53,11 @@ from .replies import (
     with_schema_prompt,
 )
 
+if TYPE_CHECKING:
+    from openai import APIResponse
+
 #: Longest wait of :meth:`OpenAICompatible.cancel` for the call in flight (seconds).
 HTTP_CANCEL_WAIT_S = 1.0
-
-# The time (time.monotonic()) past which no socket operation of this thread's model call waits.
-_deadline = threading.local()
-
-
-@contextlib.contextmanager
-def total_deadline(seconds: float) -> Any:
-    """Within the block, every connect, read and write of this thread on a client prepared by
-    :func:`hold_deadlines` waits at most until ``seconds`` from now, all together: the HTTP
-    client's own timeouts bound each socket operation alone, so a server that sends its
-    headers a byte at a time, or its headers and then nothing, would hold a call for as long as
-    it likes. Past the deadline the next operation raises the client's own timeout error."""
-    # a thread-local that is unset until this thread's first request
-    previous = getattr(_deadline, "at", None)
-    _deadline.at = time.monotonic() + max(seconds, 0.0)
-    try:
-        yield
-    finally:
-        _deadline.at = previous
-
-
-def _left(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` cut to what is left of the thread's deadline; ``error`` once it passed."""
-    # a thread-local that is unset until this thread's first request
-    at = getattr(_deadline, "at", None)
-    if at is None:
-        return timeout
-    left = at - time.monotonic()
-    if left <= 0:
-        raise error("the call's deadline passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream:
-    """A connection whose reads and writes wait at most until the thread's deadline."""
-
-    def __init__(self, inner: Any, errors: Any) -> None:
-        self._inner, self._errors = inner, errors
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _left(timeout, self._errors.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _left(timeout, self._errors.WriteTimeout))
-
-    def start_tls(self, ssl_context: Any, server_hostname: Any = None, timeout: Any = None) -> Any:
-        timeout = _left(timeout, self._errors.ConnectTimeout)
-        inner = self._inner.start_tls(ssl_context, server_hostname, timeout)
-        return _DeadlineStream(inner, self._errors)
-
-    def __getattr__(self, name: str) -> Any:  # close, get_extra_info
-        # the wrapped stream's other methods, unchanged
-        return getattr(self._inner, name)
-
-
-class _DeadlineBackend:
-    """The HTTP client's network backend, its connections under the thread's deadline."""
-
-    def __init__(self, inner: Any, errors: Any) -> None:
-        self._inner, self._errors = inner, errors
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, *a: Any, **k: Any):
-        timeout = _left(timeout, self._errors.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, *a, **k), self._errors)
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, *a: Any, **k: Any):
-        timeout = _left(timeout, self._errors.ConnectTimeout)
-        inner = self._inner.connect_unix_socket(path, timeout, *a, **k)
-        return _DeadlineStream(inner, self._errors)
-
-    def __getattr__(self, name: str) -> Any:  # sleep
-        # the wrapped stream's other methods, unchanged
-        return getattr(self._inner, name)
-
-
-def http_timeouts(http_client: Any) -> type[Exception]:
-    """The timeout error of the ``httpx`` module ``http_client`` comes from (``httpx`` or
-    ``httpx2``): raised as it is, not as ``openai.APITimeoutError``, while a body is read."""
-    for cls in type(http_client).__mro__:
-        module = sys.modules.get(cls.__module__.split(".")[0])
-        # httpx, when installed: its timeout error
-        if module is not None and hasattr(module, "TimeoutException"):
-            return module.TimeoutException
-    return TimeoutError
-
-
-def hold_deadlines(http_client: Any) -> int:
-    """Put every connection pool of ``http_client`` (the ``httpx`` client inside the openai
-    client, its proxies' pools included) under :func:`total_deadline`; returns how many pools.
-    Reaches into the transports' pools (``_pool._network_backend``): httpx offers no total
-    timeout, and its transports take no network backend."""
-    # httpx's private transport, pool and network backend: absent in other versions (checked)
-    transports = [getattr(http_client, "_transport", None)]
-    # httpx's private transport, pool and network backend: absent in other versions (checked)
-    transports += list((getattr(http_client, "_mounts", None) or {}).values())
-    held = 0
-    for transport in transports:
-        # httpx's private transport, pool and network backend: absent in other versions (checked)
-        pool = getattr(transport, "_pool", None)
-        # httpx's private transport, pool and network backend: absent in other versions (checked)
-        backend = getattr(pool, "_network_backend", None)
-        if backend is None or isinstance(backend, _DeadlineBackend):
-            continue
-        errors = sys.modules[type(pool).__module__.split(".")[0]]  # httpcore (or httpcore2)
-        pool._network_backend = _DeadlineBackend(backend, errors)
-        held += 1
-    return held
 
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
@@ -517,12 +413,13 @@ class OpenAICompatible:
     def _send(self, kind: str, body: dict[str, Any], deadline: float, left: float) -> Any:
         openai = self._openai
         url = self._url(kind)
+        ctx: contextlib.AbstractContextManager[APIResponse[Any]]
         try:
             if kind == "chat":
                 extra = {k: v for k, v in body.items() if k in ("response_format", "seed")}
                 ctx = self._client.chat.completions.with_streaming_response.create(
                     model=body["model"],
-                    messages=body["messages"],  # type: ignore[arg-type]
+                    messages=body["messages"],
                     max_tokens=body["max_tokens"],
                     temperature=body["temperature"],
                     extra_body=extra or None,
