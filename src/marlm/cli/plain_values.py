@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from typer._coercion import RuntimeParam, TypeDescriptor
 
+    Build = Callable[[TypeDescriptor], RuntimeParam]  # typer's build_runtime_param
+
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?(?:[eE][-+]?[0-9]{1,2})?")
 _UNCHANGED = object()
@@ -58,31 +60,17 @@ def plain_value(annotation: type, value: Any) -> Any:
 
 class _PlainValuesHook:
     """typer's ``build_runtime_param`` with plain parameters built by ``plain`` (see the module's
-    docstring), every other one by ``typers_own`` (the hook it replaces).
+    docstring), the others by ``typers_own``; its class marks typer's hook as replaced."""
 
-    Its type marks typer's hook as already replaced (:func:`install` run twice replaces it
-    once).
-    """
-
-    def __init__(
-        self,
-        typers_own: Callable[[TypeDescriptor], RuntimeParam],
-        plain: Callable[[TypeDescriptor], RuntimeParam],
-    ) -> None:
-        self.typers_own = typers_own
-        self.plain = plain
+    def __init__(self, typers_own: Build, plain: Build) -> None:
+        self.typers_own, self.plain = typers_own, plain
 
     def __call__(self, descriptor: TypeDescriptor) -> RuntimeParam:
-        """The runtime parameter of ``descriptor``: ``plain``'s for a ``bool``, ``str``, ``int``,
-        ``float`` or ``Path`` without a custom parser, range or ``path_type``, else typer's."""
         info = descriptor.parameter_info
         plain = (
             descriptor.annotation in (bool, str, int, float, Path)
             and descriptor.file_annotation is None
-            and info.parser is None
-            and info.min is None
-            and info.max is None
-            and info.path_type is None
+            and all(v is None for v in (info.parser, info.min, info.max, info.path_type))
             and not info.clamp
         )
         return self.plain(descriptor) if plain else self.typers_own(descriptor)
