@@ -13,15 +13,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
-try:  # typer 0.2x parses with its own copy of click
+if TYPE_CHECKING:  # the installed typer (0.2x), which mypy reads, parses with its own click
     from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - a typer on click itself
-    from click.exceptions import UsageError
+else:
+    try:  # typer 0.2x parses with its own copy of click
+        from typer._click.exceptions import UsageError
+    except ImportError:  # pragma: no cover - a typer on click itself
+        from click.exceptions import UsageError
 
 from marlm.errors import InputError
 from marlm.stops import Terminated, stop_writing_to_the_closed_pipe
@@ -116,9 +119,15 @@ def stages(start: Callable[[], Any]) -> Callable[[str, int | None], Callable]:
     bars: list[Any] = []
 
     def stage(description: str, total: int | None) -> Callable[[int, int | None], None]:
-        bar = bars[0] if bars else bars.append(start()) or bars[0]
+        if not bars:
+            bars.append(start())
+        bar = bars[0]
         task = bar.add_task(description, total=total)
-        return lambda done, total=None: bar.update(task, completed=done, total=total)
+
+        def advance(done: int, total: int | None = None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return advance
 
     return stage
 
@@ -131,8 +140,8 @@ def _as_input_error(error: UsageError) -> UsageError | InputError:
     if type(error).__name__ == "NoArgsIsHelpError":
         return error
     where = f"; see '{error.ctx.command_path} --help'" if error.ctx is not None else ""
-    param = getattr(error, "param", None)  # click sets it on parameter errors only
-    if isinstance(error, typer.BadParameter) and param is not None:
+    param = error.param if isinstance(error, typer.BadParameter) else None
+    if param is not None:
         from marlm.experiments.settings import example_of
 
         option = param.param_type_name == "option"

@@ -146,7 +146,8 @@ def demo(
         policy=policy, order_every=order_every, step_seconds=step_seconds,
         counterfactual=not no_counterfactual, breakdowns=breakdown or [],
     )  # fmt: skip
-    console, claimed = rich_console(stderr=True), []
+    console = rich_console(stderr=True)
+    claimed: list[Path] = []  # the run folder, once run_demo claims it
     cf = not no_counterfactual and (planner != "rule" or scenario == "instructions")
     hint = lambda: stopped_hint(claimed[0], gif=gif, counterfactual=cf) if claimed else ""  # noqa: E731
     with on_interrupt(hint):
