@@ -79,8 +79,10 @@ def test_llm_model_and_timeout_reach_the_backend_factory(tmp_path, capsys, monke
         seen.update(spec=spec, **kwargs)
         raise InputError("stop here", field="--llm")
 
-    monkeypatch.setattr(marlm.llm.backends, "make_backend", factory)
+    # marlm.hybrid.build first: imported here while marlm.llm.backends held the fake, it would
+    # keep the fake as its own make_backend, and monkeypatch would restore the fake to it
     monkeypatch.setattr("marlm.hybrid.build.make_backend", factory)
+    monkeypatch.setattr(marlm.llm.backends, "make_backend", factory)
     url = "http://127.0.0.1:9/v1"
     llm = ["--llm", url, "--llm-model", "qwen", "--llm-timeout", "7.5"]
     argv = {
