@@ -64,9 +64,10 @@ class Bound:
         if not bad:
             return
         example = self.example
-        if example is None:
-            numeric = isinstance(default, int | float)
-            example = default if numeric else (low if self.whole else None)
+        if example is None and isinstance(default, int | float):
+            example = default
+        elif example is None:
+            example = low if self.whole else None
         fix = f"; pass e.g. {option} {_show(example)}" if example is not None else ""
         why = f" ({self.why})" if self.why else ""
         if self.off is not None:
@@ -82,20 +83,25 @@ SPREAD_SEEDS = Bound(low=2, off=0, why="a spread needs 2 seeds, the table's and 
 def example_of(param: object, option: str) -> str:
     """``"; pass e.g. --steps 600"`` for a whole-number or decimal option the parser refused
     (``--steps abc``): its default where that is a number, else 1; ``""`` for other options.
-    ``param`` is typer's parameter (its ``type_descriptor.annotation`` and ``default``)."""
-    # typer's parameter is not a public type: its fields are read by name, None if absent
-    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-    if kind not in (int, float) or not option.startswith("--"):
-        return ""
-    default = getattr(param, "default", None)  # the same parameter, by name
+    ``param`` is typer's parameter (a :class:`typer.core.TyperOption`: its
+    ``type_descriptor.annotation`` and ``default``); any other object gives ``""``."""
     from typer.core import TyperOption
 
-    if default is None and isinstance(param, TyperOption):  # a default the command resolves
-        shown = param.show_default  # itself, shown in the help as text
+    if not isinstance(param, TyperOption) or not option.startswith("--"):
+        return ""
+    # typer releases before 0.2x have no type descriptor on their options (then no example)
+    descriptor = getattr(param, "type_descriptor", None)
+    kind = descriptor.annotation if descriptor is not None else None
+    if kind not in (int, float):
+        return ""
+    default = param.default
+    if default is None:  # a default the command resolves itself, shown in the help as text
+        shown = param.show_default
         with contextlib.suppress(TypeError, ValueError):
             default = kind(shown) if isinstance(shown, str) else None
-    numeric = isinstance(default, int | float) and not isinstance(default, bool)
-    return f"; pass e.g. {option} {_show(default if numeric else kind(1))}"
+    if isinstance(default, int | float) and not isinstance(default, bool):
+        return f"; pass e.g. {option} {_show(default)}"
+    return f"; pass e.g. {option} {_show(kind(1))}"
 
 
 def _show(number: float) -> str:
