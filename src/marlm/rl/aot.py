@@ -182,7 +182,9 @@ def run_race_loop(kind: int, family: int, args: tuple) -> bool:
     if os.environ.get("MARLM_AOT", "1") == "0":
         return False
     call = _converted(args)
-    path = module_path(kind, family) if call is not None else None
+    if call is None:
+        return False
+    path = module_path(kind, family)
     if path is None:
         return False
     built = path.is_file() or (
@@ -270,7 +272,8 @@ def build_race_loop(kind: int, family: int, path: Path) -> Path:
 
     from marlm.rl import kernels
 
-    arg_types = []
+    scalars: dict[type, types.Type] = {bool: types.boolean, int: types.int64, float: types.float64}
+    arg_types: list[types.Type] = []
     for i, want in enumerate(SIGNATURE):
         if isinstance(want, tuple):
             arg_types.append(
@@ -279,7 +282,7 @@ def build_race_loop(kind: int, family: int, path: Path) -> Path:
         elif want is np.random.Generator:
             arg_types.append(typeof(np.random.default_rng(0)))
         else:
-            arg_types.append({bool: types.boolean, int: types.int64, float: types.float64}[want])
+            arg_types.append(scalars[want])
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".build-") as tmp:
         cc = CC(_module_name(path), source_module=kernels)

@@ -208,10 +208,14 @@ def save_checkpoint(
     }
     if log is not None:
         meta["log"] = log
+    # The arrays by name, ``__meta__`` first. ``Any`` values: numpy's stub types every ``**``
+    # name of ``savez`` as possibly its ``allow_pickle`` flag (numpy >= 2.1), and none of the
+    # checkpoints' names is that.
+    named: dict[str, Any] = {"__meta__": np.array(json.dumps(meta)), **arrays}
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, __meta__=np.array(json.dumps(meta)), **arrays)
+            np.savez(f, **named)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

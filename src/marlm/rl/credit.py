@@ -150,8 +150,13 @@ def difference_rewards(
         InputError: an unknown counterfactual, or ``"stay"`` without ``default_action``.
     """
     check_counterfactual(counterfactual)
-    if counterfactual == "stay" and default_action is None:
-        raise InputError("the 'stay' counterfactual needs a default action", field="default_action")
+    stay = 0  # the action of the "stay" counterfactual (unused by the others)
+    if counterfactual == "stay":
+        if default_action is None:
+            raise InputError(
+                "the 'stay' counterfactual needs a default action", field="default_action"
+            )
+        stay = default_action
     _, _, team = env.simulate(actions)
     out = {}
     for agent in actions:
@@ -159,7 +164,7 @@ def difference_rewards(
             others = {a: u for a, u in actions.items() if a != agent}
             _, _, team_cf = env.simulate(others, absent=agent)
         elif counterfactual == "stay":
-            _, _, team_cf = env.simulate({**actions, agent: default_action})
+            _, _, team_cf = env.simulate({**actions, agent: stay})
         else:
             n = int(env.action_space(agent).n)
             team_cf = sum(env.simulate({**actions, agent: b})[2] for b in range(n)) / n

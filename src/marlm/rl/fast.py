@@ -53,7 +53,12 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from marlm.rl import kernels
 
-    value = globals()[name] = getattr(kernels, name)  # one of _KERNELS, by its name
+    offered = {
+        "gridworld_episodes": kernels.gridworld_episodes,
+        "greedy_rollout_gridworld": kernels.greedy_rollout_gridworld,
+        "jal_values": kernels.jal_values,
+    }
+    value = globals()[name] = offered[name]
     return value
 
 
