@@ -361,7 +361,7 @@ def _control_run(delay_s: float, steps: int, tick_ms: float, seed: int) -> dict[
     step_events = [e for e in events if e.get("type") == "step"]
     agents = next(e["agents"] for e in events if e.get("type") == "run_start")
     busy_from: dict[int, int] = {}  # robot index -> step it got its current order
-    busy: list[tuple[int, int]] = []  # (robot, from step .. to step) intervals
+    busy: list[tuple[int, int, int]] = []  # (robot, from step, to step) intervals
     for e in events:
         if e.get("type") != "order" or e.get("robot") is None:
             continue

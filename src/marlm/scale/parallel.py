@@ -234,12 +234,12 @@ def map_seeds(
     if address is not None:
         check_address(address)
     if workers == 1 and address is None:
-        results = []
+        serial: list[T] = []
         for s in seeds:
-            results.append(fn(s))
+            serial.append(fn(s))
             if on_result is not None:
-                on_result(s, results[-1])
-        return results
+                on_result(s, serial[-1])
+        return serial
     ray = _ensure_ray(workers, address)
     task = ray.remote(num_cpus=num_cpus_per_task, max_retries=TASK_RETRIES)(_call)
     fn_ref = ray.put(fn)  # shipped once, not once per seed
@@ -261,9 +261,13 @@ def map_seeds(
                     on_result(seeds[i], results[i])
     except ray.exceptions.RayTaskError as e:
         _cancel(ray, pending)
+        # Ray wraps a task's exception: ``as_instanceof_cause`` gives a RayTaskError (``e``, or
+        # one also of the exception's class) whose ``cause`` is the exception ``fn`` raised.
         cause = e.as_instanceof_cause()
-        # Ray wraps a task's exception; ``cause`` is set only on Ray's own wrapper types.
-        raise (cause.cause if getattr(cause, "cause", None) is not None else cause) from None
+        task_error = ray.exceptions.RayTaskError
+        raise (
+            cause.cause if isinstance(cause, task_error) and cause.cause is not None else cause
+        ) from None
     except ray.exceptions.RayError as e:  # the worker died on every attempt (WorkerCrashedError)
         _cancel(ray, pending)
         kept = ", ".join(map(str, sorted(finished))) or "none"
