@@ -17,9 +17,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..actions import validate_answer
 from ..breaker import CircuitBreaker, Clock, SystemClock
@@ -37,6 +37,9 @@ from .guard import Guard, check_timeout, default_breaker
 from .hidden import EMBED_MAX_TOKENS, decode_hidden_states
 from .protocols import ChatResult, Message
 from .spec import default_model_path
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import CreateChatCompletionStreamResponse
 
 #: Prompt tokens per llama.cpp decode batch of the embedded model (see :class:`EmbeddedModel`).
 EMBEDDED_N_BATCH = 64
@@ -195,22 +198,25 @@ class EmbeddedModel:
         parts: list[str] = []
         finish = "stop"
         n_completion = 0
-        stream = self._llm.create_chat_completion(**kwargs, stream=True)
+        # stream=True: the chunks; llama-cpp-python declares one return type for both shapes
+        stream = cast(
+            "Iterator[CreateChatCompletionStreamResponse]",
+            self._llm.create_chat_completion(**kwargs, stream=True),
+        )
         try:
             for chunk in stream:
                 check()
                 choice = chunk["choices"][0]
                 piece = choice.get("delta", {}).get("content")
-                if piece:
+                if isinstance(piece, str) and piece:
                     parts.append(piece)
                     n_completion += 1
                 finish = choice.get("finish_reason") or finish
         finally:
-            # llama-cpp-python's stream is a generator today; an iterator without close()
-            # (another version) has nothing to release.
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
+            # llama-cpp-python's stream is a generator today; an iterator that is not (another
+            # version) has nothing to release.
+            if isinstance(stream, Generator):
+                stream.close()
         n_prompt = max(int(self._llm.n_tokens) - n_completion, 0)
         return {
             "choices": [{"message": {"content": "".join(parts)}, "finish_reason": finish}],
@@ -483,7 +489,7 @@ class EmbeddedModel:
         import llama_cpp
 
         with contextlib.suppress(Exception):
-            null = ctypes.cast(None, llama_cpp.ggml_abort_callback)
+            null = llama_cpp.ggml_abort_callback()  # no address: the NULL callback
             llama_cpp.llama_set_abort_callback(self._llm.ctx, null, None)
             self._abort_set = False
 
