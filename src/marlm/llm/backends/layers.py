@@ -148,8 +148,9 @@ def _capture_callback() -> Any:
         tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_size_t]
         tensor_get.restype = None
 
-        @numba.cfunc(types.boolean(types.voidptr, types.boolean, types.voidptr), nopython=True)
-        def on_tensor(t, ask, data):  # type: ignore[no-untyped-def]
+        # a C callback is compiled in nopython mode always (numba refuses object mode there)
+        @numba.cfunc(types.boolean(types.voidptr, types.boolean, types.voidptr))
+        def on_tensor(t, ask, data):
             st = carray(data, 16, dtype=np.int64)
             name = carray(get_name(t), _NAME_BYTES)
             want = st[8:16].view(np.uint8)
@@ -304,7 +305,7 @@ class LayerReader:
         import llama_cpp
 
         with contextlib.suppress(Exception):
-            null = ctypes.cast(None, llama_cpp.ggml_abort_callback)
+            null = llama_cpp.ggml_abort_callback()  # no address: the NULL callback
             llama_cpp.llama_set_abort_callback(self._ctx.ctx, null, None)
 
     def close(self) -> None:
