@@ -193,12 +193,8 @@ def _unwrap(data: dict[str, Any], who: str, depth: int = 0) -> dict[str, Any]:
             message = {**inner, "content": inner.get("content", inner.get("text"))}
         elif isinstance(inner, list) and key == "output":  # the Responses API's output items
             items = [i for i in inner if isinstance(i, dict)]
-            parts = [
-                p
-                for i in items
-                if i.get("type", "message") == "message"
-                for p in (i.get("content") if isinstance(i.get("content"), list) else [])
-            ]
+            contents = [i.get("content") for i in items if i.get("type", "message") == "message"]
+            parts = [p for c in contents if isinstance(c, list) for p in c]
             message = {"content": parts, "reasoning": _summaries(items)}
         else:
             continue
@@ -206,7 +202,8 @@ def _unwrap(data: dict[str, Any], who: str, depth: int = 0) -> dict[str, Any]:
         details = data.get("incomplete_details")
         if not finish and isinstance(details, dict):  # Responses API: status "incomplete"
             finish = details.get("reason")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        given = data.get("usage")
+        usage: dict[str, Any] = given if isinstance(given, dict) else {}
         return {
             "model": data.get("model"),
             "choices": [{"message": message, "finish_reason": finish}],
@@ -450,6 +447,6 @@ def not_found(base_url: str, url: str) -> EndpointNotFound:
     return EndpointNotFound(f"{url} answered HTTP 404 Not Found{hint}", status=404, url=url)
 
 
-def _short(text: str, limit: int = 200) -> str:
+def _short(text: object, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "..."
