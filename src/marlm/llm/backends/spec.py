@@ -132,8 +132,8 @@ def default_model_path() -> Path:
         ) from e
     for f in dist.files or []:
         if str(f).endswith(DEFAULT_MODEL_FILE_SUFFIX):
-            path = Path(dist.locate_file(f))
-            if path.is_file():
+            path = dist.locate_file(f)  # a Path for a distribution installed in a folder
+            if isinstance(path, Path) and path.is_file():
                 return path
     raise BackendError(f"no .gguf file found in the installed '{DEFAULT_MODEL_PACKAGE}' package")
 
