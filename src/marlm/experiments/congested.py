@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from marlm.envs.warehouse.layout import Layout
 from marlm.envs.warehouse.orders import Order
 from marlm.eval.metrics import order_table
 from marlm.llm.triage import LabelledNote, dev_notes_path, load_labelled_notes
+
+if TYPE_CHECKING:
+    from marlm.hybrid.planning.planner import Planner
 
 #: Steps of slack of every order's listed deadline, on top of twice the station round trip
 #: (the ``normal`` slack of marlm's order generator).
@@ -108,14 +111,14 @@ def congested_orders(
     return CongestedStream(orders, truth, tuple(sorted({x.note for x in pool})))
 
 
-def held_out_planner(planner: Any, notes: Sequence[str]) -> Any:
+def held_out_planner(planner: Planner, notes: Sequence[str]) -> Planner:
     """``planner`` with ``notes`` left out of its triage pool (a triage planner's
     ``with_triage(triage.without(notes))``); any other planner unchanged."""
-    # Only a triage planner has a pool to leave notes out of; any planner may come here.
-    triage = getattr(planner, "triage", None)
-    if triage is None or not callable(getattr(triage, "without", None)):  # its pool's method
+    from marlm.hybrid.planning.triage import TriagePlanner  # scipy: only when a run needs it
+
+    if not isinstance(planner, TriagePlanner):  # only it has a pool to leave notes out of
         return planner
-    return planner.with_triage(triage.without(list(notes)))
+    return planner.with_triage(planner.triage.without(list(notes)))
 
 
 def latency_by_true_class(

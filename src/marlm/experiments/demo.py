@@ -272,8 +272,11 @@ def run_demo(
         make_env,
         run,  # looked up per call: a test stops it with Ctrl-C
     )
+    from marlm.hybrid.planning.capabilities import WarmsUp
 
-    run_cfg, true_class, notes, orders_dir = config.run, None, (), None
+    run_cfg, orders_dir = config.run, None
+    true_class: dict[str, str] | None = None  # {order_id: true class}, where the orders tell
+    notes: tuple[str, ...] = ()  # the notes left out of the triage pool (congested)
     source = "the note's label"
     if config.scenario == "congested":
         from marlm.envs.warehouse.layout import load_layout
@@ -362,10 +365,11 @@ def run_demo(
         update = stage("training executor (cached after)", episodes)
         q, _ = cached_policy(progress=update)
         update(episodes, episodes)
-    warm = getattr(plan, "warm_up", None)  # planners with a model to load have warm_up
-    if warm is not None:  # before the control clock starts: the first answer is then prompt
+    # Planners with a model to load warm up before the control clock starts: the first answer
+    # is then prompt.
+    if isinstance(plan, WarmsUp):
         update = stage("warming up the model (triage pool, cached after)", None)
-        warm(progress=update)
+        plan.warm_up(progress=update)
         update(1, 1)
     desk = None
     if reader is not None:
