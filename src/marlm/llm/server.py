@@ -26,12 +26,15 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from marlm.errors import InputError
 
 from .backends import default_model_path
 from .backends.build import avoid_amx_repack
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -52,6 +55,17 @@ def check_loopback(host: str) -> str:
     raise InputError(
         f"'{host}' is not a loopback address; use 127.0.0.1, ::1 or localhost", source="--host"
     )
+
+
+class _ModelKwargs(TypedDict, total=False):
+    """The fields of llama-cpp-python's ``ModelSettings`` that :func:`build_app` sets; a field
+    left out keeps its default or the environment's value."""
+
+    model: str
+    model_alias: str
+    n_ctx: int
+    verbose: bool
+    n_threads: int
 
 
 Scope = MutableMapping[str, Any]
@@ -201,7 +215,7 @@ def build_app(
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
-    model_kwargs = {
+    model_kwargs: _ModelKwargs = {
         "model": str(path),
         "model_alias": model_alias,
         "n_ctx": n_ctx,
@@ -308,13 +322,15 @@ def stopping_server(app: Any, stop: threading.Event) -> tuple[Any, list[int]]:
     return server, stopped
 
 
-def _served_model() -> Any:
+def _served_model() -> Llama | None:
     """The ``llama_cpp.Llama`` the llama-cpp-python app of :func:`build_app` serves (loaded when
-    the app was created), or None where that app keeps it elsewhere."""
+    the app was created), or None before an app was created. Read from llama-cpp-python's
+    module state (``_llama_proxy``, its ``_current_model``): the pinned version declares both
+    and offers no public accessor outside a request."""
     from llama_cpp.server import app as server_app
 
-    proxy = getattr(server_app, "_llama_proxy", None)  # llama-cpp-python's module state
-    return getattr(proxy, "_current_model", None)  # its loaded Llama, same module state
+    proxy = server_app._llama_proxy
+    return None if proxy is None else proxy._current_model
 
 
 #: The one line that says how to install what ``marlm llm serve`` needs.
