@@ -365,11 +365,11 @@ class EmbeddingsEndpoint:
             return
         encoding = body.get("encoding_format") or "float"
         if encoding not in ENCODING_FORMATS:
-            message = (
+            detail = (
                 f"field 'encoding_format': must be one of {', '.join(ENCODING_FORMATS)}, got "
                 f"{_shown(encoding)}"
             )
-            await send_json(send, 400, _error(message, "encoding_format", "invalid_request_error"))
+            await send_json(send, 400, _error(detail, "encoding_format", "invalid_request_error"))
             return
         try:
             model = await to_thread.run_sync(self.model)
@@ -389,9 +389,9 @@ class EmbeddingsEndpoint:
                     lambda: model.embed_layer(texts, int(layer.group(1)), cache_dir=None)
                 )
         except LayerReadUnavailable as e:  # as OpenAI answers a model it does not serve
-            message = f"field 'model': {_shown(body.get('model'))} is not served here ({e})"
+            detail = f"field 'model': {_shown(body.get('model'))} is not served here ({e})"
             await send_json(
-                send, 404, _error(message, "model", "invalid_request_error", "model_not_found")
+                send, 404, _error(detail, "model", "invalid_request_error", "model_not_found")
             )
             return
         except ContextLengthExceeded as e:  # never retried by clients: a 400, not a 500
