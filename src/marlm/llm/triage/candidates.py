@@ -189,8 +189,8 @@ def _context(note: str, start: int, end: int) -> str:
     left = 0
     for m in _CLAUSE_BREAKS.finditer(note, 0, start):
         left = m.end()
-    m = _CLAUSE_BREAKS.search(note, end)
-    right = m.start() if m else len(note)
+    after = _CLAUSE_BREAKS.search(note, end)
+    right = after.start() if after else len(note)
     return note[left:right].strip() or note[start:end]
 
 
@@ -289,9 +289,7 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
     out: list[Candidate] = []
     taken: list[tuple[int, int]] = []
 
-    def add(c: Candidate | None) -> None:
-        if c is None or c.value is None:
-            return
+    def add(c: Candidate) -> None:
         if any(s < c.span[1] and c.span[0] < e for s, e in taken):
             return
         taken.append(c.span)
@@ -322,29 +320,32 @@ def _deadlines(note: str, now: int) -> list[Candidate]:
         if v is not None:
             add(_cand("deadline", v, note, m, 1))
     for m in _EN_NOON.finditer(note):
-        h = 0 if m[1].lower() == "midnight" else 12
-        add(_cand("deadline", _clock_minutes(h, 0, now), note, m))
+        v = _clock_minutes(0 if m[1].lower() == "midnight" else 12, 0, now)
+        if v is not None:
+            add(_cand("deadline", v, note, m))
     for m in _ZH_CLOCK.finditer(note):
-        h = cn_number(m[2])
-        if h is None or h > 24:
+        hour = cn_number(m[2])
+        if hour is None or hour > 24:
             continue
+        minute: int | None
         if m[3]:
-            mi = 30
+            minute = 30
         elif m[4]:
-            mi = 15
+            minute = 15
         elif m[5]:
-            mi = 45
+            minute = 45
         elif m[6]:
-            mi = cn_number(m[6])
+            minute = cn_number(m[6])
         else:
-            mi = 0
-        if mi is None or _not_a_clock(note, m):
+            minute = 0
+        if minute is None or _not_a_clock(note, m):
             continue
-        if m[1] in ("下午", "傍晚", "晚上", "今晚") and h < 12 or m[1] == "中午" and h < 6:
-            h += 12
+        if m[1] in ("下午", "傍晚", "晚上", "今晚") and hour < 12 or m[1] == "中午" and hour < 6:
+            hour += 12
         tomorrow = _tomorrow(note, m)
-        add(_cand("deadline", _clock_minutes(h, mi, now, twelve=not m[1], tomorrow=tomorrow),
-                  note, m))  # fmt: skip
+        v = _clock_minutes(hour, minute, now, twelve=not m[1], tomorrow=tomorrow)
+        if v is not None:
+            add(_cand("deadline", v, note, m))
     for m in _EN_REL.finditer(note):
         phrase = m[1].lower()
         if phrase in ("half an hour", "half-hour"):
