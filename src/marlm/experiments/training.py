@@ -119,14 +119,14 @@ def _command_reward(base: type) -> type:
     ``marlm: error:`` line naming ``--llm`` and the fix, not a traceback of the HTTP client."""
     from marlm.llm.errors import BackendError
 
-    class CommandReward(base):  # type: ignore[misc, valid-type]
+    class CommandReward(base):
         def __call__(self, state_text: str) -> float:
             try:
                 return super().__call__(state_text)
             except BackendError as e:
                 fix = (
                     "start the server (or check the URL and --llm-model), or pass --llm embedded"
-                    if getattr(e, "url", "")  # the HTTP backend's errors carry the server's URL
+                    if e.url  # the HTTP backend's errors carry the server's URL
                     else "pass another --llm: 'embedded', a .gguf file or a server URL"
                 )
                 raise InputError(
