@@ -84,6 +84,8 @@ HEAD_LAYER: int | None = None
 
 #: The candidate kinds with a head.
 HEADS: tuple[str, ...] = ("cancel", "deadline", "with", "station")
+#: What makes a heads file count as missing: unreadable, or without a head's arrays.
+_HEADS_READ_ERRORS: tuple[type[BaseException], ...] = (*CACHE_READ_ERRORS, KeyError, ValueError)
 
 
 def dev_set_path() -> Path:
@@ -353,10 +355,10 @@ class InstructionReader:
         texts = list(dict.fromkeys(t for k in HEADS for t in data[k][0]))
         path = self._load_disk()
         missing = [t for t in texts if t not in self._memo]
-        for k in range(0, len(missing), 32):
+        for start in range(0, len(missing), 32):
             if progress is not None:
-                progress(k, len(missing))
-            self._embed(missing[k : k + 32])
+                progress(start, len(missing))
+            self._embed(missing[start : start + 32])
         if missing and path is not None:
             keys = list(self._memo)
             vectors = np.stack([self._memo[t] for t in keys]).astype(np.float32)
@@ -406,7 +408,7 @@ class InstructionReader:
                             state = {p: z[f"{k}.{p}"] for p in ("mean", "scale", "weights", "bias")}
                             heads[k] = LinearProbe.from_state(state)
                 return heads
-            except (*CACHE_READ_ERRORS, KeyError, ValueError):
+            except _HEADS_READ_ERRORS:
                 continue
         return None
 
@@ -421,8 +423,9 @@ class InstructionReader:
             else:
                 arrays.update({f"{k}.{p}": v for p, v in head.state().items()})
         path = self._heads_files()[-1]
-        write_cache(path, lambda tmp: np.savez(tmp, **arrays), key="instructions-heads",
-                    what="instruction heads")  # fmt: skip
+        # numeric arrays only: no pickles, as the loader refuses them
+        write_cache(path, lambda tmp: np.savez(tmp, allow_pickle=False, **arrays),
+                    key="instructions-heads", what="instruction heads")  # fmt: skip
 
     def heads(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """The trained heads: shipped with marlm for its model and development set, else from
