@@ -155,9 +155,9 @@ def model_id(model: Any) -> list[Any]:
     return out
 
 
-def write_cache(path: Path, write: Callable[[Path], None], *, key: str, what: str) -> None:
-    """Write a cache file atomically: ``write(tmp)`` to a temporary file beside ``path``, then
-    rename. A folder that cannot be written is warned about once per ``key`` and folder,
+def write_cache(path: Path, write: Callable[[Path], object], *, key: str, what: str) -> None:
+    """Write a cache file atomically: ``write(tmp)`` to a temporary file beside ``path`` (what
+    it returns is not read), then rename. A folder that cannot be written is warned about once per ``key`` and folder,
     naming ``what`` (what was computed stays in memory; the next run computes it again)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
