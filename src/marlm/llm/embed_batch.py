@@ -186,7 +186,12 @@ def embed_batched(model: Any, texts: Sequence[str]) -> Any:
             batched = BatchedStates(model._embedder)
             batched.cached, batched.cached_states = model._embed_cache
             model._embed_cache = ((), None)
-            rows = batched.means(tokens, lambda: (check(), check.renew()))
+
+            def check_and_renew() -> None:  # each decode has the whole timeout
+                check()
+                check.renew()
+
+            rows = batched.means(tokens, check_and_renew)
             model._embed_cache = (batched.cached, batched.cached_states)
         except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
             raise
