@@ -240,6 +240,7 @@ class Team:
                 header = f"Task: {task}\n" if first_turn[role.name] else ""
                 first_turn[role.name] = False
                 user = (header + (incoming or "No new messages. Continue.")).strip()
+                msg: TeamMessage | None
                 try:
                     if role.tools is not None:
                         msg = self._executor_turn(role, rnd, user, tool_runs, contexts)
