@@ -21,7 +21,8 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -95,9 +96,12 @@ def _without_docs_and_3d() -> Iterator[None]:
     if kwdoc is not None:
         matplotlib.artist.kwdoc = _no_kwdoc
     toolkit = "mpl_toolkits.mplot3d"
-    block = toolkit not in sys.modules
+    # sys.modules holds None for a blocked import (the import system's mark), which its
+    # typeshed type leaves out
+    modules = cast("dict[str, ModuleType | None]", sys.modules)
+    block = toolkit not in modules
     if block:
-        sys.modules[toolkit] = None  # an import of it raises ImportError
+        modules[toolkit] = None  # an import of it raises ImportError
     try:
         with warnings.catch_warnings():  # projections warns when it cannot import the toolkit
             warnings.filterwarnings("ignore", "Unable to import Axes3D", UserWarning)
@@ -105,8 +109,8 @@ def _without_docs_and_3d() -> Iterator[None]:
     finally:
         if kwdoc is not None:
             matplotlib.artist.kwdoc = kwdoc
-        if block and sys.modules.get(toolkit, 0) is None:
-            del sys.modules[toolkit]
+        if block and modules.get(toolkit, 0) is None:
+            del modules[toolkit]
 
 
 def _no_kwdoc(artist: object) -> str:
@@ -141,6 +145,9 @@ class PlotProcess:
 
     def __init__(self, *, fork: bool = True, warm: Callable[[], None] = _import_matplotlib) -> None:
         self._pid: int | None = None
+        # The parent's ends of the pipes to the child: set with the pid, each None once closed.
+        self._call_w: int | None = None
+        self._reply_r: int | None = None
         self._value: Any = None
         self._sender: Any = None
         self._send_error: BaseException | None = None
@@ -169,19 +176,27 @@ class PlotProcess:
         return self._pid
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        """Run ``fn(*args, **kwargs)`` in the child (arguments must pickle; ``fn`` by name)."""
+        """Run ``fn(*args, **kwargs)`` in the child (arguments must pickle; ``fn`` by name).
+
+        Raises:
+            RuntimeError: a second call to a child (it takes one).
+        """
         if self._pid is None:
             self._value = fn(*args, **kwargs)
             return
+        if self._call_w is None:
+            raise RuntimeError("a PlotProcess takes one call; this one has had it")
         import threading
 
         payload = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        self._sender = threading.Thread(target=self._send, args=(payload,), daemon=True)
+        self._sender = threading.Thread(
+            target=self._send, args=(self._call_w, payload), daemon=True
+        )
         self._sender.start()
 
-    def _send(self, payload: bytes) -> None:
+    def _send(self, call_w: int, payload: bytes) -> None:
         try:
-            with os.fdopen(self._call_w, "wb") as f:
+            with os.fdopen(call_w, "wb") as f:
                 f.write(payload)
         except OSError as e:  # the child died first; result() reports it
             self._send_error = e
@@ -199,8 +214,11 @@ class PlotProcess:
             return self._value
         if self._sender is not None:
             self._sender.join()
+        reply_r = self._reply_r
+        if reply_r is None:  # closed only with the pid cleared: a fault of this class
+            raise RuntimeError("the plot process's reply pipe is closed while it runs")
         try:
-            with os.fdopen(self._reply_r, "rb") as f:
+            with os.fdopen(reply_r, "rb") as f:
                 reply = f.read()
         finally:
             self._reply_r = None
@@ -320,7 +338,11 @@ def curve_colours(agents: Sequence[str]) -> dict[str, tuple[float, float, float]
     """Matplotlib colours (RGB in 0-1) of per-agent curves: the ``k``-th agent gets
     :func:`marlm.envs.palette.agent_colour` ``(k)``, the colour it has in the episode GIF
     (``agents`` in ``possible_agents`` order, as :func:`marlm.eval.metrics.reward_curves` gives)."""
-    return {a: tuple(c / 255 for c in agent_colour(k)) for k, a in enumerate(agents)}
+    colours = {}
+    for k, a in enumerate(agents):
+        r, g, b = agent_colour(k)
+        colours[a] = (r / 255, g / 255, b / 255)
+    return colours
 
 
 #: The team curve of :func:`plot_reward_curves`: a light-grey band under the agents' lines.
