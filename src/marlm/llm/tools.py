@@ -95,9 +95,9 @@ class Tool:
         params = []
         for p in inspect.signature(self.fn).parameters.values():
             ann = p.annotation
-            # An annotation is a class (``int``) or a typing object (``list[int]``, a string
-            # under postponed evaluation), which has no ``__name__``: read it where there is one.
-            tname = getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
+            # An annotation is a class (``int``: its name) or a typing object (``list[int]``,
+            # ``int | None``, a string under postponed evaluation: as written).
+            tname = ann.__name__ if isinstance(ann, type) else str(ann).replace("typing.", "")
             params.append(
                 f"{p.name}: {tname}"
                 + ("" if p.default is inspect.Parameter.empty else f" = {p.default!r}")
