@@ -3,6 +3,8 @@
 - :mod:`marlm.rl.deep.common`: the run's settings (:class:`DeepConfig`), the environment seen
   as arrays (:class:`VecParallelEnv`: flat observations, agent-id inputs, masks for agents that
   have left), the per-episode logs.
+- :mod:`marlm.rl.deep.settings`: how each setting is named on the command line (its own option,
+  or ``--set FIELD=VALUE``), so every error names words the user can type.
 - :mod:`marlm.rl.deep.ppo`: IPPO and MAPPO with parameter sharing (GAE, clipped objective, value
   normalisation; MAPPO's critic reads ``env.state()``), Categorical or Gaussian policies.
 - :mod:`marlm.rl.deep.dqn`: parameter-shared DQN (target network, replay) with VDN or QMIX mixing.

@@ -27,6 +27,7 @@ from gymnasium import spaces
 from marlm.errors import InputError
 from marlm.rl.deep import MAX_ENVS
 from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
+from marlm.rl.deep.settings import option_example, option_name
 
 PPO_LEARNERS = ("mappo", "ippo")
 DQN_LEARNERS = ("qmix", "dqn-vdn", "dqn")
@@ -37,11 +38,12 @@ DEEP_LEARNERS = PPO_LEARNERS + DQN_LEARNERS
 ReachedFn = Callable[[str, bool, dict], bool]
 
 
-def _positive_int(value: Any, option: str, field: str, example: int) -> None:
+def _positive_int(value: Any, field: str, example: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InputError(
-            f"must be a whole number >= 1, got {value!r}; pass e.g. {option} {example}",
-            source=option,
+            f"must be a whole number >= 1, got {value!r}; pass e.g. "
+            f"{option_example(field, example)}",
+            source=option_name(field),
             field=field,
         )
 
@@ -117,15 +119,12 @@ class DeepConfig:
                 field="learner",
             )
         values = self.to_dict()  # the declared fields, checked by name below
-        for name, option, example in (
-            ("steps", "--steps", 50000), ("hidden", "--hidden", 64),
-            ("num_envs", "--envs", 8), ("chunk", "--checkpoint-every", 10240),
-            ("threads", "--threads", 1), ("rollout", "--rollout", 64), ("epochs", "--epochs", 4),
-            ("minibatches", "--minibatches", 4), ("buffer", "--buffer", 20000),
-            ("batch", "--batch", 64), ("target_every", "--target-every", 100),
-            ("mixer_embed", "--mixer-embed", 32),
+        for name, example in (
+            ("steps", 50000), ("hidden", 64), ("num_envs", 8), ("chunk", 10240), ("threads", 1),
+            ("rollout", 64), ("epochs", 4), ("minibatches", 4), ("buffer", 20000), ("batch", 64),
+            ("target_every", 100), ("mixer_embed", 32),
         ):  # fmt: skip
-            _positive_int(values[name], option, name, example)
+            _positive_int(values[name], name, example)
         if self.num_envs > MAX_ENVS:  # each copy is held in memory: see MAX_ENVS
             raise InputError(
                 f"must be a whole number in 1..{MAX_ENVS} (copies held in memory at once), got "
@@ -136,7 +135,9 @@ class DeepConfig:
                 f"must be a whole number >= 0, got {self.seed!r}", source="--seed", field="seed"
             )
         if self.learning_starts < 0:
-            raise InputError("must be >= 0", source="--learning-starts", field="learning_starts")
+            raise InputError(
+                "must be >= 0", source=option_name("learning_starts"), field="learning_starts"
+            )
         if self.learner in ("qmix", "dqn-vdn", "dqn") and self.steps <= self.learning_starts:
             raise InputError(
                 f"--steps {self.steps} ends before {self.learner} learns: its first update comes "
@@ -173,22 +174,13 @@ def check_resume_config(saved: dict[str, Any], config: DeepConfig, source: Any) 
     """
     for key, value in config.to_dict().items():
         if key != "steps" and saved.get(key) != value:
-            option = option_name(key)
+            had, has = option_example(key, repr(saved.get(key))), option_example(key, repr(value))
             raise InputError(
-                f"checkpoint has {option} {saved.get(key)!r} but this run has {option} {value!r}; "
-                f"resume with the same {option} or start a new run",
+                f"checkpoint has {had} but this run has {has}; "
+                f"resume with the same {option_name(key)} or start a new run",
                 source=source,
                 field="checkpoint",
             )
-
-
-#: The command-line option of each :class:`DeepConfig` field whose name is not the field's.
-_OPTION_NAMES = {"num_envs": "--envs", "chunk": "--checkpoint-every"}
-
-
-def option_name(field_name: str) -> str:
-    """The ``marlm train`` option that sets :class:`DeepConfig` field ``field_name``."""
-    return _OPTION_NAMES.get(field_name, "--" + field_name.replace("_", "-"))
 
 
 # --------------------------------------------------------------------------------------------
