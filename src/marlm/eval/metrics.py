@@ -9,10 +9,10 @@ for recovery cost, are in docs/metrics.md; the key names of :func:`summarise` ar
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -38,7 +38,7 @@ def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
     return float(np.percentile(arr, q))
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def _mean(values: Sequence[float] | np.ndarray) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
@@ -108,7 +108,7 @@ def scored_deadlines(events: Sequence[dict[str, Any]]) -> dict[str, int]:
 
 #: The failure a writer records beside a fallback plan, by the outcome it stands for (traces
 #: written before ``plan.outcome`` existed are read by it).
-_OUTCOME_OF_FAILURE = {
+_OUTCOME_OF_FAILURE: dict[str, PlanOutcome] = {  # a StrEnum key: its text finds it
     FailureKind.BACKEND_ERROR: PlanOutcome.BACKEND_ERROR,
     FailureKind.TIMEOUT: PlanOutcome.BACKEND_ERROR,
     FailureKind.PLANNER_ERROR: PlanOutcome.PLANNER_ERROR,
@@ -131,7 +131,9 @@ def plan_outcome(plan: dict[str, Any], failure: str | None = None) -> PlanOutcom
         return PlanOutcome.RULE
     if source == PlanSource.DEADLINE:
         return PlanOutcome.DEADLINE
-    return _OUTCOME_OF_FAILURE.get(failure, PlanOutcome.INVALID_ANSWER)  # type: ignore[arg-type]
+    if failure is None:
+        return PlanOutcome.INVALID_ANSWER
+    return _OUTCOME_OF_FAILURE.get(failure, PlanOutcome.INVALID_ANSWER)
 
 
 def call_status(call: dict[str, Any]) -> CallStatus:
@@ -269,7 +271,24 @@ def task_steps(events: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, in
     return dict(spans)
 
 
-def still_with_task(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+class StillWithTask(TypedDict):
+    """:func:`still_with_task`'s figures, as ``metrics.json`` keeps them."""
+
+    still_with_task_max_steps: int | None
+    still_with_task_max_robot: str | None
+    still_with_task_max_from_step: int | None
+
+
+def cells_around(prev: Any, pos: Any, *, consecutive: bool) -> tuple[Sequence[Any], Sequence[Any]]:
+    """``(prev, pos)``: the robots' cells before and after a step (``positions`` lists, one
+    cell a robot), where both are known and the steps ``consecutive``; else two empty lists
+    (no robot stood still)."""
+    if prev is None or pos is None or not consecutive:
+        return [], []
+    return prev, pos
+
+
+def still_with_task(events: Sequence[dict[str, Any]]) -> StillWithTask:
     """The longest time a robot with a task stood still, from the trace.
 
     A robot *stood still with a task* at step ``s`` when it had a task at ``s``
@@ -293,26 +312,31 @@ def still_with_task(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     cursor = [0] * n  # the first span of robot r that may still contain a step (steps ascend)
 
     def busy(r: int, step: int) -> bool:
-        ab = todo[r]
-        while cursor[r] < len(ab) and ab[cursor[r]][1] is not None and ab[cursor[r]][1] < step:
-            cursor[r] += 1
-        return cursor[r] < len(ab) and ab[cursor[r]][0] <= step
+        ab, c = todo[r], cursor[r]
+        while c < len(ab) and (end := ab[c][1]) is not None and end < step:
+            c += 1
+        cursor[r] = c
+        return c < len(ab) and ab[c][0] <= step
 
-    best = {"still_with_task_max_steps": 0 if n else None, "still_with_task_max_robot": None,
-            "still_with_task_max_from_step": None}  # fmt: skip
+    longest = 0  # the longest run so far, its robot and its first step
+    longest_robot: str | None = None
+    longest_from: int | None = None
     run = [0] * n
     prev, prev_step = start.get("positions"), -1
     for ev in steps:
         s, pos = int(ev["step"]), ev.get("positions")
-        known = pos is not None and prev is not None and s == prev_step + 1
+        before, after = cells_around(prev, pos, consecutive=s == prev_step + 1)
         for r in range(n):
-            still = known and r < len(pos) and r < len(prev) and list(pos[r]) == list(prev[r])
+            still = r < len(after) and r < len(before) and list(after[r]) == list(before[r])
             run[r] = run[r] + 1 if busy(r, s) and still else 0
-            if run[r] > best["still_with_task_max_steps"]:
-                best = {"still_with_task_max_steps": run[r], "still_with_task_max_robot": names[r],
-                        "still_with_task_max_from_step": s - run[r] + 1}  # fmt: skip
+            if run[r] > longest:
+                longest, longest_robot, longest_from = run[r], names[r], s - run[r] + 1
         prev, prev_step = pos, s
-    return best
+    return {
+        "still_with_task_max_steps": longest if n else None,
+        "still_with_task_max_robot": longest_robot,
+        "still_with_task_max_from_step": longest_from,
+    }
 
 
 #: Steps between two samples of the unread backlog (:func:`reading`).
@@ -432,7 +456,23 @@ def reading(
     }
 
 
-def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, Any]:
+class FoldedSteps(Protocol):
+    """The ``step`` and ``idle`` events' figures folded beforehand (:mod:`marlm.eval.stream`):
+    their number, collisions (sum), shield overrides by robot, step and planning latencies
+    (``float64[n]``, milliseconds), each failure's recovery, the :func:`still_with_task` figures
+    and the :func:`idle_robot_steps` counts."""
+
+    n: int
+    collisions: int
+    overrides: Counter[str]
+    step_lat: np.ndarray
+    plan_lat: np.ndarray
+    still: StillWithTask
+    recoveries: list[Recovery]
+    idle: dict[str, int]
+
+
+def summarise(events: Sequence[dict[str, Any]], steps: FoldedSteps | None = None) -> dict[str, Any]:
     """Compute a run's metrics from its trace events (definitions in docs/metrics.md).
 
     Args:
@@ -461,10 +501,10 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
         milliseconds; a figure with no data is ``None``.
     """
     folded = steps
-    steps = events_of(events, "step") if folded is None else []
+    step_events = events_of(events, "step") if folded is None else []
     calls = events_of(events, "llm_call")
     plans = events_of(events, "plan")
-    n_steps = len(steps) if folded is None else folded.n
+    n_steps = len(step_events) if folded is None else folded.n
     ends = events_of(events, "run_end")
     if not n_steps and ends:
         n_steps = int(ends[-1]["step"])
@@ -489,24 +529,26 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
     priorities = list(PRIORITIES) + sorted(set(latency_by_priority) - set(PRIORITIES))
 
     overrides_by_robot: dict[str, int] = defaultdict(int)
-    for ev in steps:
+    for ev in step_events:
         for robot in ev.get("overrides") or []:
             overrides_by_robot[str(robot)] += 1
     if folded is not None:
         overrides_by_robot.update(folded.overrides)
 
+    step_lat: Sequence[float] | np.ndarray  # milliseconds, one a step
+    plan_lat: Sequence[float] | np.ndarray
     if folded is None:
-        step_lat = [float(e["latency_ms"]) for e in steps if e.get("latency_ms") is not None]
-        plan_lat = [float(e["planning_ms"]) for e in steps if e.get("planning_ms") is not None]
+        step_lat = [float(e["latency_ms"]) for e in step_events if e.get("latency_ms") is not None]
+        plan_lat = [
+            float(e["planning_ms"]) for e in step_events if e.get("planning_ms") is not None
+        ]
     else:
         step_lat, plan_lat = folded.step_lat, folded.plan_lat
     llm_lat = [float(c["latency_ms"]) for c in calls if answer_timed(c)]
     # None where no call was counted (a backend that gives no counts), never a false 0.
     counted = not calls or any(c.get("prompt_tokens") is not None for c in calls)
-    prompt_tokens = sum(int(c.get("prompt_tokens") or 0) for c in calls) if counted else None
-    completion_tokens = (
-        sum(int(c.get("completion_tokens") or 0) for c in calls) if counted else None
-    )
+    prompt_sum = sum(int(c.get("prompt_tokens") or 0) for c in calls)
+    completion_sum = sum(int(c.get("completion_tokens") or 0) for c in calls)
     if plans:
         fallbacks = sum(1 for p in plans if p["source"] == PlanSource.FALLBACK)
     else:
@@ -527,7 +569,7 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
     return {
         "delivered": delivered,
         "steps": n_steps,
-        "collisions": int(sum(int(e.get("collisions") or 0) for e in steps))
+        "collisions": int(sum(int(e.get("collisions") or 0) for e in step_events))
         + (folded.collisions if folded is not None else 0),
         "shield_overrides": int(sum(overrides_by_robot.values())),
         "shield_overrides_by_robot": dict(sorted(overrides_by_robot.items())),
@@ -551,9 +593,9 @@ def summarise(events: Sequence[dict[str, Any]], steps: Any = None) -> dict[str, 
         "on_time": on_time,
         "on_time_rate": (on_time / (arrived - dropped)) if arrived - dropped > 0 else None,
         "order_latency_mean_steps": {p: _mean(latency_by_priority.get(p, [])) for p in priorities},
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "tokens": prompt_tokens + completion_tokens if counted else None,
+        "prompt_tokens": prompt_sum if counted else None,
+        "completion_tokens": completion_sum if counted else None,
+        "tokens": prompt_sum + completion_sum if counted else None,
         "failures": len(recs),
         "recoveries": [asdict(r) for r in recs],
         "unrecovered": sum(1 for r in recs if not r.recovered),
@@ -645,4 +687,7 @@ __all__ = [
     "recoveries",
     "reward_curves",
     "summarise",
+    "cells_around",
+    "FoldedSteps",
+    "StillWithTask",
 ]

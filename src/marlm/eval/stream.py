@@ -36,6 +36,8 @@ import numpy as np
 
 from marlm.eval.metrics import (
     IDLE_CAUSES,
+    StillWithTask,
+    cells_around,
     deliveries_over_time,
     reward_curves,
     summarise,
@@ -122,7 +124,7 @@ class _FirstPass:
     def __init__(self) -> None:
         self.idle = dict.fromkeys(IDLE_CAUSES, 0)
         self.n_steps = 0
-        self.last = None
+        self.last: int | None = None  # the last step number read
         self.ascending = True
         self.width = 0  # robots in the widest positions
         self.n_rewards = 0
@@ -173,8 +175,9 @@ class _StepFold:
         self.todo = [sorted(spans.get(name, ()), key=lambda ab: ab[0]) for name in self.names]
         self.cursor = [0] * n
         self.run = [0] * n
-        self.best = {"still_with_task_max_steps": 0 if n else None,
-                     "still_with_task_max_robot": None, "still_with_task_max_from_step": None}  # fmt: skip
+        self.longest = 0  # the longest stand-still so far, its robot and its first step
+        self.longest_robot: str | None = None
+        self.longest_from: int | None = None
         self.prev, self.prev_step = start.get("positions"), -1
         self.prev_positions = None  # of the previous step event (recoveries)
         # reward curve names as reward_curves() makes them
@@ -237,22 +240,27 @@ class _StepFold:
     def _busy(self, r: int, step: int) -> bool:
         ab = self.todo[r]
         c = self.cursor[r]
-        while c < len(ab) and ab[c][1] is not None and ab[c][1] < step:
+        while c < len(ab) and (end := ab[c][1]) is not None and end < step:
             c += 1
         self.cursor[r] = c
         return c < len(ab) and ab[c][0] <= step
 
     def _still(self, s: int, pos: Any) -> None:
-        prev = self.prev
-        known = pos is not None and prev is not None and s == self.prev_step + 1
+        before, after = cells_around(self.prev, pos, consecutive=s == self.prev_step + 1)
         for r in range(len(self.names)):
-            still = known and r < len(pos) and r < len(prev) and list(pos[r]) == list(prev[r])
+            still = r < len(after) and r < len(before) and list(after[r]) == list(before[r])
             self.run[r] = self.run[r] + 1 if self._busy(r, s) and still else 0
-            if self.run[r] > self.best["still_with_task_max_steps"]:
-                self.best = {"still_with_task_max_steps": self.run[r],
-                             "still_with_task_max_robot": self.names[r],
-                             "still_with_task_max_from_step": s - self.run[r] + 1}  # fmt: skip
+            if self.run[r] > self.longest:
+                self.longest, self.longest_robot = self.run[r], self.names[r]
+                self.longest_from = s - self.run[r] + 1
         self.prev, self.prev_step = pos, s
+
+    def _still_figures(self) -> StillWithTask:
+        return {
+            "still_with_task_max_steps": self.longest if self.names else None,
+            "still_with_task_max_robot": self.longest_robot,
+            "still_with_task_max_from_step": self.longest_from,
+        }
 
     # -- curves --------------------------------------------------------------------------------
 
@@ -335,9 +343,10 @@ class _StepFold:
         for f in self.failures:
             if not f.seen:  # after the last step: no robot is stuck
                 f.moved_at = f.step
-            recovered = (f.plan_ok_at is not None and f.moved_at is not None
-                         and not f.unresolved and not f.waiting)  # fmt: skip
-            e = max(f.plan_ok_at, f.moved_at) if recovered else last_step  # type: ignore[type-var]
+            e, recovered = last_step, False
+            if f.plan_ok_at is not None and f.moved_at is not None:
+                recovered = not f.unresolved and not f.waiting
+                e = max(f.plan_ok_at, f.moved_at) if recovered else last_step
             e = max(e, f.step)
             if f.actions_to_end is None:  # unrecovered, or not seen: to the end
                 f.actions_to_end = self.changed_total - f.before if f.seen else 0
@@ -354,7 +363,7 @@ class _StepFold:
                 n=first.n_steps, collisions=self.collisions, overrides=self.overrides,
                 step_lat=np.frombuffer(self.step_lat, dtype=np.float64),
                 plan_lat=np.frombuffer(self.plan_lat, dtype=np.float64),
-                still=self.best, recoveries=recs, idle=first.idle,
+                still=self._still_figures(), recoveries=recs, idle=first.idle,
             ),
         )  # fmt: skip
         points = np.array(self.points, dtype=np.float64).reshape(
@@ -384,7 +393,7 @@ class _StepFigures:
     overrides: Counter[str]
     step_lat: np.ndarray
     plan_lat: np.ndarray
-    still: dict[str, Any]
+    still: StillWithTask
     recoveries: list[Recovery]
     idle: dict[str, int]
 
