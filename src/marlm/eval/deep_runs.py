@@ -60,8 +60,9 @@ def save_deep_run(
     """Write the run folder of a deep run (see the module); returns its metrics."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / "tables.npz", **policy_to_arrays(res.policy))
-    np.savez(out / "episodes.npz", **res.episodes)
+    # allow_pickle named (numpy's default) so that no array's name can stand for it
+    np.savez(out / "tables.npz", allow_pickle=True, **policy_to_arrays(res.policy))
+    np.savez(out / "episodes.npz", allow_pickle=True, **res.episodes)
     metrics = deep_metrics(res, reached=reached)
     _write_json(out / "metrics.json", metrics)
     n = len(res.episodes["length"])

@@ -170,7 +170,8 @@ def detect_lazy_agent(
         if action_counts is not None:
             counts = np.asarray(action_counts)[n - w :, i].sum(axis=0)
             action_share = float(counts.max() / max(counts.sum(), 1))
-        sequence, sequence_share = (), 0.0
+        sequence: tuple[int, ...] = ()
+        sequence_share = 0.0
         if action_sequences is not None:
             sequence, sequence_share, rows = dominant_sequence(
                 np.asarray(action_sequences)[n - w :, i]
@@ -301,7 +302,8 @@ def _gridworld_findings(metrics: dict) -> list[Finding]:
     ``metrics.json``: the greedy path length, the episode's time limit (``config.max_steps``)
     and the reward's source (``llm`` when the metrics count the model's reward states), the
     same inputs :func:`marlm.experiments.tabular.run_gridworld` gave it when the run ended."""
-    config = metrics.get("config") if isinstance(metrics.get("config"), dict) else {}
+    found = metrics.get("config")
+    config = found if isinstance(found, dict) else {}
     length, limit = metrics.get("greedy_path_length"), config.get("max_steps")
     if not isinstance(length, int) or not isinstance(limit, int):
         return []

@@ -426,12 +426,16 @@ def plot_reward_curves(
 
 
 def plot_latency_histogram(
-    series: Mapping[str, Sequence[float]], path: str | Path, *, title: str | None = None
+    series: Mapping[str, Sequence[float] | np.ndarray],
+    path: str | Path,
+    *,
+    title: str | None = None,
 ) -> Path:
     """Histogram of latencies in milliseconds, one panel per series, with p50/p99 marked.
 
     Args:
-        series: ``{"control step": [ms, ...], "LLM call": [ms, ...]}``; empty series get a note.
+        series: ``{"control step": [ms, ...], "LLM call": [ms, ...]}``, each a list or a
+            ``float64[n]`` array; empty series get a note.
     """
     names = list(series)
     fig = _figure((5 * max(1, len(names)), 3.8))

@@ -81,6 +81,7 @@ def finish_hybrid_run(
 
     out = Path(out)
     stream = frames if isinstance(frames, GifStream) else None
+    kept: Sequence[np.ndarray] = () if isinstance(frames, GifStream) else frames  # frames given
     try:
         metrics = summarise(events)
         metrics.update(facts)
@@ -102,8 +103,8 @@ def finish_hybrid_run(
             )
         if stream is not None and stream.offered:
             files["gif"] = stream.finish()
-        elif stream is None and len(frames):
-            files["gif"] = save_episode_gif(list(frames), out / "episode.gif", fps=fps)
+        elif len(kept):  # len: frames may be one array
+            files["gif"] = save_episode_gif(list(kept), out / "episode.gif", fps=fps)
     finally:
         if stream is not None:
             stream.discard()  # a stream not finished (an error above): its temporary file goes
@@ -147,8 +148,9 @@ def save_race_run(
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / "tables.npz", **res.tables)
-    np.savez(out / "episodes.npz", **res.log.arrays(res.episode))
+    # allow_pickle named (numpy's default) so that no array's name can stand for it
+    np.savez(out / "tables.npz", allow_pickle=True, **res.tables)
+    np.savez(out / "episodes.npz", allow_pickle=True, **res.log.arrays(res.episode))
     _write_json(out / "metrics.json", race_metrics(res))
     if plot:
         plot_race_curves(res, out, PlotProcess(fork=False))
