@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from marlm.errors import InputError
 from marlm.eval.diagnose import detect_goal_not_reached, detect_lazy_agent, detect_non_stationarity
@@ -69,6 +70,7 @@ def check_tabular_run(
         meta, _ = load_checkpoint(outputs.resume, kind=kind)
         check_resume_config(meta, config, Path(outputs.resume))
     n = config.episodes
+    logs: list[tuple[tuple[int, ...], DTypeLike]]  # (shape, dtype) of each log array
     if kind == "gridworld":  # GridWorldResult's returns float64[n] and lengths int64[n]
         logs = [((n,), np.float64), ((n,), np.int64)]
     else:  # the fields of RaceLog.zeros(n, max_steps)
@@ -138,7 +140,8 @@ def run_race(
                     a: fixed_partner_run(res, i).own_return[:, i] for i, a in enumerate(res.agents)
                 }
                 out.mkdir(parents=True, exist_ok=True)
-                np.savez(out / "fixed_partner.npz", **alone)
+                # allow_pickle named (numpy's default) so that no array's name can stand for it
+                np.savez(out / "fixed_partner.npz", allow_pickle=True, **alone)
                 findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
         save_race_run(res, out, [f.to_dict() for f in findings], plot=False)
         if plotter is not None:
