@@ -1,19 +1,26 @@
-"""One table from the two sides' results: marlm's MAPPO beside BenchMARL's, same task, steps, seeds.
+"""Tables from the two sides' results: marlm's learners beside BenchMARL's, same task, steps, seeds.
 
-    python benchmarks/benchmarl/report.py /tmp/bm/results.jsonl
+    python benchmarks/benchmarl/report.py benchmarks/benchmarl/data/simple_spread-200k-2026-12-05.jsonl
 
 Reads the JSON lines ``marlm_side.py`` and ``benchmarl_side.py`` appended and prints, per task
-and framework: joint environment steps, the seeds, the final return's mean and its spread over
-the seeds (min..max, and the standard deviation), the training's wall and CPU seconds summed
-over the seeds, and marlm's ratio to BenchMARL (wall and CPU). A column gives the training return
-(stochastic policy) at the start and the end of training, to show whether a side learned at all.
-The published MAPPO figures of the same task follow as rows marked "published"
-(``tasks.PUBLISHED``): their value where it was read from the source, their budget and what
-their return sums, since neither need match the rows above. A verdict line per task says
-whether marlm's mean return lies within BenchMARL's min..max over the seeds or above it ("met
-only trivially" when every seed of both sides ended at one value, as RWARE's 0 deliveries), and
-whether marlm's wall time is at most a third of BenchMARL's.
-Only the rows present are reported; a task with one side missing says so.
+and algorithm (lines without ``algorithm`` are MAPPO's, as every line was before QMIX):
+
+- a table, one row per framework: joint environment steps, the seeds, the first evaluation's
+  mean over the seeds (the deterministic policy after the first batch), the final return's mean
+  and its spread over the seeds (min..max, and the standard deviation), the training return
+  (stochastic policy) at the start and the end of training, the training's wall and CPU seconds
+  summed over the seeds, and marlm's ratio to BenchMARL (wall and CPU). The published figures of
+  the same task and algorithm follow as rows marked "published" (``tasks.PUBLISHED``, MAPPO's);
+- the evaluation curves, one row per evaluation step: each side's mean over the seeds and its
+  min..max;
+- a verdict line per criterion: (1) both sides' final evaluation above their first on every seed
+  (naming each seed that was not), (2) marlm's mean final return within BenchMARL's min..max over
+  the seeds or above it ("met only trivially" when every seed of both sides ended at one value,
+  as RWARE's 0 deliveries), (3) marlm's wall time at most a third of BenchMARL's; with the load
+  averages the runs ended at.
+
+Only the rows present are reported; a task with one side missing says so. The output depends on
+the file alone (rows sorted by task, algorithm, framework and seed).
 """
 
 from __future__ import annotations
@@ -29,27 +36,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tasks import PUBLISHED  # noqa: E402
 
 FRAMEWORKS = ("marlm", "benchmarl")
+HEADER = (
+    "| task | algorithm | framework | steps | seeds | first evaluation mean | final return mean "
+    "| spread (min..max, sd) | train return first -> last | wall s | CPU s | wall ratio "
+    "| CPU ratio |"
+)
+
+Rows = dict[tuple[str, str], dict[str, list[dict]]]
 
 
-def load(path: Path) -> dict[str, dict[str, list[dict]]]:
-    """``rows[task][framework]`` -> the result lines, the last line of a (task, framework, seed)
-    winning (a re-run replaces an earlier one)."""
+def load(path: Path) -> Rows:
+    """``rows[(task, algorithm)][framework]`` -> the result lines, the last line of a (task,
+    algorithm, framework, seed) winning (a re-run replaces an earlier one)."""
     latest: dict[tuple, dict] = {}
     for line in path.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            latest[(r["task"], r["framework"], r["seed"])] = r
-    rows: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for (task, fw, _), r in sorted(latest.items()):
-        rows[task][fw].append(r)
+            r.setdefault("algorithm", "mappo")
+            latest[(r["task"], r["algorithm"], r["framework"], r["seed"])] = r
+    rows: Rows = defaultdict(lambda: defaultdict(list))
+    for (task, algorithm, fw, _), r in sorted(latest.items()):
+        rows[(task, algorithm)][fw].append(r)
     return rows
+
+
+def first_eval(r: dict) -> float | None:
+    """The first evaluation's return (after the first batch), None for lines without a curve."""
+    if r.get("evals"):
+        return float(r["evals"][0][1])
+    return r.get("first_eval")
 
 
 def summary(rs: list[dict]) -> dict:
     ret = [r["final_return"] for r in rs]
+    firsts = [f for f in map(first_eval, rs) if f is not None]
     return {
         "steps": sorted({r["steps"] for r in rs}),
         "seeds": [r["seed"] for r in rs],
+        "first": statistics.fmean(firsts) if len(firsts) == len(rs) else None,
         "mean": statistics.fmean(ret),
         "sd": statistics.stdev(ret) if len(ret) > 1 else 0.0,
         "min": min(ret),
@@ -70,18 +94,86 @@ def train_text(rs: list[dict]) -> str:
     return f"{statistics.fmean(first):.2f} -> {statistics.fmean(last):.2f}"
 
 
-def table(rows: dict[str, dict[str, list[dict]]]) -> list[str]:
+def curves(task: str, algorithm: str, by_fw: dict[str, list[dict]]) -> list[str]:
+    """One row per evaluation step: each side's mean over its seeds and min..max."""
+    at: dict[str, dict[int, list[float]]] = {fw: defaultdict(list) for fw in FRAMEWORKS}
+    for fw in FRAMEWORKS:
+        for r in by_fw.get(fw, []):
+            for step, ret in r.get("evals") or []:
+                at[fw][int(step)].append(float(ret))
+    steps = sorted(set(at["marlm"]) | set(at["benchmarl"]))
+    if not steps:
+        return []
     out = [
-        "| task | framework | steps | seeds | final return mean | spread (min..max, sd) "
-        "| train return first -> last | wall s | CPU s | wall ratio | CPU ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"Evaluation curves, {task} {algorithm} (deterministic policy, mean over seeds and "
+        "min..max):",
+        "",
+        "| step | marlm mean | marlm min..max | BenchMARL mean | BenchMARL min..max |",
+        "|---|---|---|---|---|",
     ]
-    verdicts = []
-    for task in sorted(rows):
-        s = {fw: summary(rows[task][fw]) for fw in FRAMEWORKS if rows[task].get(fw)}
+    for step in steps:
+        cells = []
+        for fw in FRAMEWORKS:
+            v = at[fw].get(step, [])
+            if v:
+                cells += [f"{statistics.fmean(v):.2f}", f"{min(v):.2f}..{max(v):.2f} ({len(v)})"]
+            else:
+                cells += ["-", "-"]
+        out.append(f"| {step} | " + " | ".join(cells) + " |")
+    return out
+
+
+def improved(by_fw: dict[str, list[dict]]) -> str:
+    """Criterion 1: every seed of both sides ends above its first evaluation."""
+    missing, failed, seen = [], [], 0
+    for fw in FRAMEWORKS:
+        for r in by_fw[fw]:
+            f = first_eval(r)
+            if f is None or not r.get("evals"):
+                missing.append(f"{fw} seed {r['seed']}")
+                continue
+            seen += 1
+            if not r["final_return"] > f:
+                failed.append(f"{fw} seed {r['seed']}: {f:.2f} -> {r['final_return']:.2f}")
+    if missing:
+        return f"no evaluation curve for {', '.join(missing)}; no verdict"
+    if failed:
+        return f"NOT met, not above the first evaluation: {'; '.join(failed)}"
+    return f"met on all {seen} runs"
+
+
+def verdicts(task: str, algorithm: str, s: dict, by_fw: dict[str, list[dict]]) -> list[str]:
+    m, b = s["marlm"], s["benchmarl"]
+    name = f"{task} {algorithm}"
+    if set(m["seeds"]) != set(b["seeds"]) or m["steps"] != b["steps"]:
+        return [f"{name}: the two sides ran different seeds or steps; no verdict"]
+    ret_ok = m["mean"] >= b["min"]
+    where = "above" if m["mean"] > b["max"] else "within" if ret_ok else "below"
+    met = "met" if ret_ok else "NOT met"
+    if m["min"] == m["max"] == b["min"] == b["max"]:  # e.g. no delivery on any seed
+        met = f"met only trivially: every seed of both sides ended at {m['mean']:.2f}"
+    wall_ok = m["wall"] <= b["wall"] / 3
+    load = f"{min(m['load'][0], b['load'][0]):.1f}..{max(m['load'][1], b['load'][1]):.1f}"
+    return [
+        f"{name}, (1) both sides improved over their first evaluation on every seed: "
+        f"{improved(by_fw)}",
+        f"{name}, (2) marlm's mean final return {m['mean']:.2f} is {where} BenchMARL's seed range "
+        f"{b['min']:.2f}..{b['max']:.2f} ({met})",
+        f"{name}, (3) wall time {m['wall']:.0f} s against {b['wall']:.0f} s, ratio "
+        f"{m['wall'] / b['wall']:.2f} ({'met' if wall_ok else 'NOT met'}: the target is at most "
+        f"0.33); CPU ratio {m['cpu'] / b['cpu']:.2f}; load average at the runs' ends {load}",
+    ]
+
+
+def table(rows: Rows) -> list[str]:
+    out: list[str] = []
+    for task, algorithm in sorted(rows):
+        by_fw = rows[(task, algorithm)]
+        s = {fw: summary(by_fw[fw]) for fw in FRAMEWORKS if by_fw.get(fw)}
+        out += [HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for fw in FRAMEWORKS:
             if fw not in s:
-                out.append(f"| {task} | {fw} | - | - | (not run) | | | | | | |")
+                out.append(f"| {task} | {algorithm} | {fw} | - | - | | (not run) |" + " |" * 6)
                 continue
             x = s[fw]
             ratio_w = ratio_c = "1.00"
@@ -90,39 +182,30 @@ def table(rows: dict[str, dict[str, list[dict]]]) -> list[str]:
                 ratio_c = f"{x['cpu'] / s['benchmarl']['cpu']:.2f}"
             elif fw == "marlm":
                 ratio_w = ratio_c = "-"
+            first = "-" if x["first"] is None else f"{x['first']:.2f}"
             out.append(
-                f"| {task} | {fw} | {'/'.join(map(str, x['steps']))} | "
-                f"{','.join(map(str, x['seeds']))} | {x['mean']:.2f} | "
+                f"| {task} | {algorithm} | {fw} | {'/'.join(map(str, x['steps']))} | "
+                f"{','.join(map(str, x['seeds']))} | {first} | {x['mean']:.2f} | "
                 f"{x['min']:.2f}..{x['max']:.2f}, {x['sd']:.2f} | {x['train']} | "
                 f"{x['wall']:.0f} | {x['cpu']:.0f} | {ratio_w} | {ratio_c} |"
             )
-        for pub in PUBLISHED.get(task, []):
-            value = "not read (see docs)" if pub["value"] is None else f"{pub['value']}"
-            out.append(
-                f"| {task} | published: {pub['source']} | {pub['budget']} | | {value} | "
-                f"returns: {pub['returns']} | | | | | |"
-            )
+        if algorithm == "mappo":
+            for pub in PUBLISHED.get(task, []):
+                value = "not read (see docs)" if pub["value"] is None else f"{pub['value']}"
+                out.append(
+                    f"| {task} | {algorithm} | published: {pub['source']} | {pub['budget']} | | "
+                    f"| {value} | returns: {pub['returns']} |" + " |" * 5
+                )
+        out.append("")
+        curve = curves(task, algorithm, by_fw)
+        if curve:
+            out += curve + [""]
         if "marlm" in s and "benchmarl" in s:
-            m, b = s["marlm"], s["benchmarl"]
-            if set(m["seeds"]) != set(b["seeds"]) or m["steps"] != b["steps"]:
-                verdicts.append(f"{task}: the two sides ran different seeds or steps; no verdict")
-                continue
-            ret_ok = m["mean"] >= b["min"]
-            where = "above" if m["mean"] > b["max"] else "within" if ret_ok else "below"
-            met = "met" if ret_ok else "NOT met"
-            if m["min"] == m["max"] == b["min"] == b["max"]:  # e.g. no delivery on any seed
-                met = f"met only trivially: every seed of both sides ended at {m['mean']:.2f}"
-            wall_ok = m["wall"] <= b["wall"] / 3
-            verdicts.append(
-                f"{task}: marlm's mean return {m['mean']:.2f} is {where} BenchMARL's seed range "
-                f"{b['min']:.2f}..{b['max']:.2f} ({met}); wall time "
-                f"{m['wall']:.0f} s against {b['wall']:.0f} s, ratio {m['wall'] / b['wall']:.2f} "
-                f"({'met' if wall_ok else 'NOT met'}: the target is at most 0.33); load average "
-                f"{min(m['load'][0], b['load'][0]):.1f}..{max(m['load'][1], b['load'][1]):.1f}"
-            )
+            out += verdicts(task, algorithm, s, by_fw)
         else:
-            verdicts.append(f"{task}: one side is missing; no verdict")
-    return out + [""] + verdicts
+            out.append(f"{task} {algorithm}: one side is missing; no verdict")
+        out.append("")
+    return out[:-1] if out else out
 
 
 def main(argv: list[str]) -> int:
