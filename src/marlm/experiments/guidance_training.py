@@ -258,11 +258,12 @@ def train(
     def score(x: np.ndarray) -> float:
         return objective(x, instances, target_cells, config, hand)
 
-    def score_many(xs: list[np.ndarray]) -> list[tuple[float, float]]:
+    def score_here(xs: list[np.ndarray]) -> list[tuple[float, float]]:
         return [(score(x), 0.0) for x in xs]  # CPU spent here is the clock's
 
-    if workers > 1:
-        score_many = ray_scorer(instances, target_cells, config, hand, workers)  # noqa: F811
+    score_many = (
+        ray_scorer(instances, target_cells, config, hand, workers) if workers > 1 else score_here
+    )
 
     if state["generation"] == 0 and config.mean0 is not None and not state["history"]:
         start = np.clip(np.array(config.mean0), LOWER, UPPER)

@@ -95,7 +95,8 @@ def read_notes(path: Path) -> list[dict[str, Any]]:
             source=src,
             field="--notes",
         ) from None
-    rows, seen = [], {}
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}  # id -> the line it is first on
     for k, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

@@ -50,7 +50,14 @@ def planner_decider(planner: Any, events: Sequence[dict[str, Any]]) -> Decider:
             field="run_start.orders",
         )
     config = start.get("config") or {}
-    layout = load_layout(config.get("layout") or start.get("layout"))
+    layout_name = config.get("layout") or start.get("layout")
+    if not layout_name:
+        raise InputError(
+            "the trace's run_start names no layout: cannot rebuild the planner's situation; "
+            "replay a trace written by `marlm demo`",
+            field="run_start.layout",
+        )
+    layout = load_layout(layout_name)
     orders = {d["id"]: Order.model_validate(d) for d in start["orders"]}
     agents = [str(a) for a in start.get("agents") or []]
     positions_after = {

@@ -75,15 +75,15 @@ class TriageEvalConfig:
                 raise InputError(f"use one of {', '.join(allowed)}, got {value!r}", source=option)
         if self.shots is not None and self.shots < 1:
             raise InputError(f"must be 1 or more, got {self.shots}", source="--shots")
-        for option, value, reader in (
+        for option, count, reader in (
             ("--folds", self.folds, ("--protocol", self.protocol, "cross-validation")),
             ("--shots", self.shots, ("--select", self.select, "similar")),
             ("--per-class", self.per_class, ("--select", self.select, "balanced")),
         ):
-            if value is not None and reader[1] != reader[2]:
+            if count is not None and reader[1] != reader[2]:
                 raise InputError(
                     f"is read with {reader[0]} {reader[2]} only, so {reader[0]} {reader[1]} would "
-                    f"ignore it; drop {option} {value}, or pass {reader[0]} {reader[2]}",
+                    f"ignore it; drop {option} {count}, or pass {reader[0]} {reader[2]}",
                     field=option,
                 )
         if self.out is not None:
