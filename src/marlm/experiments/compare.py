@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from marlm.errors import InputError
 from marlm.eval.outputs import claim_run_folder, claimed_here, wrote_nothing
@@ -64,6 +64,9 @@ from marlm.hybrid.build import (
 from marlm.hybrid.controller import RunConfig, make_env, run, run_config
 from marlm.hybrid.planning.planner import LLMPlanner, Planner, RulePlanner
 from marlm.hybrid.planning.team import TeamPlanner
+
+if TYPE_CHECKING:
+    from marlm.llm.backends import ChatModel
 
 #: Scheme name -> RunConfig settings. ``team`` is used only when the controller knows it.
 SCHEMES: dict[str, dict[str, Any]] = {
@@ -228,7 +231,7 @@ class CompareConfig:
         if scenario not in ("standard", "notes-only"):
             raise InputError(f"got {scenario!r}; allowed: standard, notes-only", field="--scenario")
         notes = scenario == "notes-only"
-        allowed = _notes_only_planners() if notes else SCHEMES
+        allowed = _notes_only_planners() if notes else tuple(SCHEMES)
         names = list(allowed)
         if schemes is not None:  # before --overwrite empties anything
             names = comma_list(schemes, allowed, option="--schemes", what="scheme")
@@ -406,27 +409,32 @@ def compare_schemes(
             notes.append(
                 f"RL executor trained on seed {DEFAULT_TRAINING.get('seed')}; table seed {seed}"
             )
-    model = None
+    model: ChatModel | None = None
     if any(
         SCHEMES[n]["planner"] in ("llm", "team") or SCHEMES[n]["executor"] == "llm" for n in names
     ):
         say(f"loading the LLM backend ({c.llm})")
         model = make_model(c.llm, model_name=c.llm_model, timeout_s=c.llm_timeout_s)
 
+    def loaded() -> ChatModel:  # the one model above, shared by the schemes that call one
+        if model is None:  # loaded above for every such scheme: a fault of this function
+            raise RuntimeError("no LLM backend loaded for a scheme that calls one")
+        return model
+
     rows: list[dict[str, Any]] = []
     for name in names:
         s = SCHEMES[name]
-        capped = name == "llm_only" and c.llm_only_steps
-        n_steps = min(steps, c.llm_only_steps) if capped else steps
-        move_executor = LLMMoveExecutor(model) if s["executor"] == "llm" else None
-        config = base.model_copy(update={**s, "steps": n_steps})
+        cap = c.llm_only_steps if name == "llm_only" else None
+        n_steps = min(steps, cap) if cap else steps
+        move_executor = LLMMoveExecutor(loaded()) if s["executor"] == "llm" else None
+        run_cfg = base.model_copy(update={**s, "steps": n_steps})
         planner: Planner
         if s["planner"] == "llm":
-            planner = LLMPlanner(model)
+            planner = LLMPlanner(loaded())
         elif s["planner"] == "rule":
             planner = build_planner("rule")
         elif s["planner"] == "team":
-            planner = TeamPlanner(model)  # shares the one loaded model
+            planner = TeamPlanner(loaded())  # shares the one loaded model
         else:
             planner = build_planner(
                 s["planner"], llm=c.llm, model_name=c.llm_model, timeout_s=c.llm_timeout_s
@@ -439,7 +447,7 @@ def compare_schemes(
         if move_executor is not None:
             kwargs["executor"] = move_executor
         t0 = time.perf_counter()
-        result = run(config, out / name, **kwargs)
+        result = run(run_cfg, out / name, **kwargs)
         wall = time.perf_counter() - t0
         m = result.metrics
         row = {key: m.get(key) for key, _ in COLUMNS if key in m}
@@ -462,7 +470,7 @@ def compare_schemes(
             from marlm.scale.parallel import map_seeds
 
             on_seed = functools.partial(
-                _delivered_on_seed, config=config, out=out / "spread", name=name, policy=policy
+                _delivered_on_seed, config=run_cfg, out=out / "spread", name=name, policy=policy
             )
             extra_seeds = range(seed + 1, seed + c.spread_seeds)
             delivered = [m.get("delivered") or 0]
@@ -591,7 +599,7 @@ def _unshielded(rows: Sequence[dict[str, Any]]) -> str:
     names = [
         str(r.get("scheme"))
         for r in rows
-        if not SCHEMES.get(r.get("scheme"), {}).get("shield", True)
+        if not SCHEMES.get(str(r.get("scheme")), {}).get("shield", True)
     ]
     return f" ({', '.join(names)}: none)" if names else ""
 
