@@ -168,8 +168,8 @@ def train_warehouse(
         progress=progress,
     )  # fmt: skip
     path = q.save(c.out)
-    rows = executor_rows(c.dense, dense_executors(q))
-    return WarehouseTraining(c, path, stats.updates, stats.seconds, _compare(q, c), rows)
+    executors = executor_rows(c.dense, dense_executors(q))
+    return WarehouseTraining(c, path, stats.updates, stats.seconds, _compare(q, c), executors)
 
 
 def _compare(q: Any, c: WarehouseTrainingConfig) -> list[tuple[str, str, str, str]]:
