@@ -115,7 +115,7 @@ def test_run_start_names_the_backend_and_the_model_that_decided():
 
     config = RunConfig(gif=False, planner="llm")
     fields = _run_start(config, make_env(config), LLMPlanner(SlowTimeout(FakeClock(), 1.0)))
-    event = RunStartRecord(**fields).event()
+    event = RunStartRecord(**fields).as_event()
     assert event["backend"] == "openai:slow@http://127.0.0.1:9/v1" and event["model"] == "slow"
     rule = _run_start(config, make_env(config), RulePlanner())
     assert rule["backend"] is None and rule["model"] is None

@@ -63,7 +63,7 @@ class TraceRecord:
             if not (f.name in self.OMIT_IF_NONE and values[f.name] is None)
         }
 
-    def event(self) -> dict[str, Any]:
+    def as_event(self) -> dict[str, Any]:
         """The event as :func:`read_trace` gives it back, without the version: ``{"type", ...}``."""
         return {"type": self.TYPE, **self.fields()}
 

@@ -6,10 +6,25 @@ marlm.
 the config field that option sets (:class:`marlm.hybrid.controller.RunConfig`), declared once here.
 """
 
-from typing import Final
+from typing import Final, TypedDict
+
+
+class TrainingSettings(TypedDict):
+    """Settings of one executor Q-table's training (``marlm train warehouse``)."""
+
+    layout: str
+    episodes: int
+    max_steps: int
+    seed: int
+
 
 #: Training settings of the policy that ``marlm demo`` uses when no ``--policy`` is given.
-DEFAULT_TRAINING = {"layout": "small", "episodes": 60, "max_steps": 400, "seed": 0}
+DEFAULT_TRAINING: TrainingSettings = {
+    "layout": "small",
+    "episodes": 60,
+    "max_steps": 400,
+    "seed": 0,
+}
 
 #: The executor ``marlm demo`` uses when no ``--executor`` is given.
 DEMO_EXECUTOR: Final = "learned"
