@@ -19,6 +19,7 @@ CASES = [
     (RACE, "--steps", "100", "pass a network --learner (a table counts --episodes)"),
     (RACE, "--lr", "0.1", "use --alpha, a table's step size"),
     (RACE, "--envs", "3", "pass a network --learner"),
+    (RACE, "--set", "rollout=64", "pass a network --learner (a table's settings are options)"),
     (RACE, "--mix-weight", "0.3", "pass --reward mixed"),
     (RACE, "--counterfactual", "stay", "pass --reward difference"),
     (NETWORK, "--alpha", "0.01", "use --lr, a network learner's step size"),

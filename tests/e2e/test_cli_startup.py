@@ -75,6 +75,11 @@ def test_plain_option_values_convert_as_typer_converts_them_without_pydantic():
         for value in values:
             ours = outcome(typer.core.build_runtime_param, annotation, value)
             assert ours == outcome(typers_own, annotation, value), (annotation, value)
+    # A repeated option (--set, --breakdown): its strings as a list.
+    lists = [(), ("rollout=64",), ["a", "b"], ("a", 1), ("a", None), [Path("x")], "ab", 3]
+    for value in lists:
+        ours = outcome(typer.core.build_runtime_param, list[str], value)
+        assert ours == outcome(typers_own, list[str], value), value
 
 
 def test_a_typer_that_builds_runtime_parameters_otherwise_keeps_its_own_conversion():

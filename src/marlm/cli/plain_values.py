@@ -1,24 +1,23 @@
 """Plain option values converted without pydantic (the ``marlm`` command's start-up).
 
 typer (0.2x releases) converts every value of a command's options and arguments, defaults
-included, with a pydantic ``TypeAdapter`` built for each parameter when the command runs:
-importing pydantic and building those adapters costs about 0.2 s of CPU on each run of a
-command, more than the rest of the command line's handling. Most values need nothing of it: a
-default that already has the option's type, a decimal number, a path.
+included, with a pydantic ``TypeAdapter`` built for each parameter when the command runs: about
+0.2 s of CPU a run, more than the rest of the command line's handling. Most values need nothing
+of it: a default that already has the option's type, a decimal number, a path.
 
-:func:`install` makes typer's parameters of type ``bool``, ``str``, ``int``, ``float`` and
-``pathlib.Path`` without a custom parser, range (``min``/``max``/``clamp``) or ``path_type``
-convert such values directly, to the value typer's own conversion gives (tested value by value
-against it): a value of exactly the declared type (for ``Path``, any ``Path``) as it is; for ``int`` a string of decimal
-digits (optional ``-``, no leading zero, at most 18 digits); for ``float`` the same with an
-optional fraction and exponent (at most two digits); for ``Path`` a non-empty string that
-``Path`` keeps as written (no ``//``, trailing ``/`` or ``./``), then typer's own checks of
-the path (``exists``, ``readable``, ...). Every other value, and every other parameter, goes
-through typer's own conversion, pydantic and its error messages included.
+:func:`install` makes typer's parameters of type ``bool``, ``str``, ``int``, ``float``,
+``pathlib.Path`` and ``list[str]`` (a repeated option) without a custom parser, range
+(``min``/``max``/``clamp``) or ``path_type`` convert such values directly, to the value typer's
+own conversion gives (tested value by value against it): a value of exactly the declared type
+(for ``Path``, any ``Path``) as it is; for ``int`` a string of decimal digits (optional ``-``,
+no leading zero, at most 18 digits); for ``float`` the same with an optional fraction and
+exponent (at most two digits); for ``Path`` a non-empty string ``Path`` keeps as written (no
+``//``, trailing ``/`` or ``./``), then typer's checks of the path (``exists``, ...); for
+``list[str]`` a list or tuple of strings. Every other value and parameter goes through typer's
+own conversion, pydantic and its error messages included.
 
-Where typer has no such conversion (releases before it), or builds or calls it otherwise than
-this module expects (checked on an ``int`` and a ``Path`` at :func:`install`), :func:`install`
-changes nothing.
+Where typer has no such conversion, or builds or calls it otherwise than expected (checked on an
+``int`` and a ``Path`` at :func:`install`), :func:`install` changes nothing.
 """
 
 from __future__ import annotations
@@ -39,12 +38,13 @@ _UNCHANGED = object()
 
 
 def plain_value(annotation: type, value: Any) -> Any:
-    """``value`` converted to ``annotation`` (``bool``, ``str``, ``int``, ``float`` or ``Path``), as typer
-    converts it, where that needs no pydantic; otherwise the module's sentinel ``_UNCHANGED``.
-
-    A ``Path`` returned here still goes through typer's checks of the path (see
-    :func:`install`).
+    """``value`` converted to ``annotation`` (``bool``, ``str``, ``int``, ``float``, ``Path`` or
+    ``list[str]``), as typer converts it, where that needs no pydantic; otherwise the module's
+    sentinel ``_UNCHANGED``. A ``Path`` still goes through typer's path checks (:func:`install`).
     """
+    if annotation == list[str]:  # a repeated option's strings, as pydantic lists them
+        ok = isinstance(value, list | tuple) and all(type(v) is str for v in value)
+        return list(value) if ok else _UNCHANGED
     if type(value) is annotation or (annotation is Path and isinstance(value, Path)):
         return value
     if type(value) is not str:
@@ -68,7 +68,7 @@ class _PlainValuesHook:
     def __call__(self, descriptor: TypeDescriptor) -> RuntimeParam:
         info = descriptor.parameter_info
         plain = (
-            descriptor.annotation in (bool, str, int, float, Path)
+            descriptor.annotation in (bool, str, int, float, Path, list[str])
             and descriptor.file_annotation is None
             and all(v is None for v in (info.parser, info.min, info.max, info.path_type))
             and not info.clamp

@@ -25,7 +25,7 @@ from marlm.experiments.training import (  # noqa: F401  (BLAS_THREAD_VARIABLES: 
     gridrace_deep,
     import_numpy_without_blas_threads,
 )
-from marlm.rl.deep import MAX_ENVS
+from marlm.rl.deep import DEFAULT_STEPS, MAX_ENVS, RACE_STEPS
 from marlm.stops import console as rich_console
 
 from .app import (
@@ -75,13 +75,15 @@ GAMMA = "Discount in [0, 1]."
 RUN_FOLDER = "Run folder to write: new or empty."
 DEEP_STEPS = opt(
     None, "Deep learners (mappo, ippo, qmix, dqn-vdn, dqn): joint environment steps to train, "
-    "summed over the --envs copies (default 100000 on race, 200000 on env).",
-    at_least(1, example=100000), "--steps")  # fmt: skip
+    f"summed over the --envs copies (default {RACE_STEPS} on race, {DEFAULT_STEPS} on env).",
+    at_least(1, example=RACE_STEPS), "--steps")  # fmt: skip
 DEEP_LR = opt(
     None, "Deep learners: Adam's step size (default 0.001); halved when every agent gets the "
     "shared team reward.", finite_at_least(0.0, exclusive=True), "--lr")  # fmt: skip
 DEEP_ENVS = opt(None, "Deep learners: copies of the environment stepped together (default 8, "
     f"at most {MAX_ENVS}).", at_least(1, high=MAX_ENVS, example=8), "--envs")  # fmt: skip
+DEEP_SET = opt(None, "Deep learners: any other setting, repeatable (e.g. --set rollout=128 --set "
+    "hidden=32; docs/deep-rl.md).", None, "--set", metavar="FIELD=VALUE")  # fmt: skip
 WORKERS = opt(
     1, "Deep learners: Ray actors holding the environment's copies (1: this process). Same "
     "result for any number; pays when one step of the environment is slow.", at_least(1),
@@ -215,6 +217,7 @@ def train_race_cmd(
     steps: int | None = DEEP_STEPS,
     lr: float | None = DEEP_LR,
     envs: int = DEEP_ENVS,
+    extra: list[str] | None = DEEP_SET,
     workers: int = WORKERS,
 ) -> None:  # fmt: skip
     """Two agents on GridRace: IQL, VDN, JAL or a deep learner.
@@ -226,12 +229,12 @@ def train_race_cmd(
     table = check_race_learner(
         learner, reward, workers=workers, steps=steps, lr=lr, envs=envs, mix_weight=mix_weight,
         counterfactual=counterfactual, alpha=alpha, epsilon=epsilon, epsilon_decay=epsilon_decay,
-        epsilon_floor=epsilon_floor,
+        epsilon_floor=epsilon_floor, set=extra,
     )  # fmt: skip
     if learner in DEEP_LEARNERS:
         deep = gridrace_deep(
             learner=learner, reward=reward, end=end, episodes=episodes, steps=steps, seed=seed,
-            gamma=gamma, lr=lr, num_envs=envs, chunk=chunk,
+            gamma=gamma, lr=lr, num_envs=envs, chunk=chunk, extra=extra or (),
         )  # fmt: skip
         return _train_deep(*deep, outputs, diagnose, plot, workers)
     import_numpy_without_blas_threads()
@@ -321,6 +324,7 @@ def train_env_cmd(
         DEEP_CHUNK, "Joint steps between progress updates/checkpoints (episodes carry over).",
         at_least(1), "--checkpoint-every"),
     plot: bool = PLOT,
+    extra: list[str] | None = DEEP_SET,
     workers: int = WORKERS,
 ) -> None:  # fmt: skip
     """MAPPO, IPPO, QMIX, VDN or DQN on any PettingZoo ParallelEnv.
@@ -331,8 +335,8 @@ def train_env_cmd(
     from marlm.experiments.training import deep_config, env_factory
 
     config = deep_config(  # refuses a learner that is not a network one, naming --learner
-        learner, 200_000 if steps is None else steps, lr, seed=seed, gamma=gamma,
-        shared_reward=shared_reward, reward_norm=reward_norm, num_envs=envs, chunk=chunk,
+        learner, steps, lr, seed=seed, gamma=gamma, shared_reward=shared_reward,
+        reward_norm=reward_norm, num_envs=envs, chunk=chunk, extra=extra or (),
     )  # fmt: skip
     env_fn = env_factory(env, env_kwargs)
     outputs = _outputs(out, checkpoint, resume, overwrite, chunk)

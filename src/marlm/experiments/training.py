@@ -10,15 +10,17 @@ run folders they write in :mod:`marlm.eval.runs` and :mod:`marlm.eval.deep_runs`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from marlm.errors import InputError
+from marlm.rl.deep import RACE_STEPS
 
 #: The variables OpenBLAS reads its thread count from, in its order of precedence.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -173,17 +175,22 @@ def check_deep_run(outputs: Any, config: Any) -> None:
         check_resume_config(meta["config"], config, outputs.resume)
 
 
-def deep_config(learner: str, steps: int, lr: float | None, **settings: Any) -> Any:
-    """A :class:`marlm.rl.deep.common.DeepConfig` (``lr`` None, or a setting None such as
-    ``num_envs``: its default).
+def deep_config(
+    learner: str, steps: int | None, lr: float | None, *, extra: Sequence[str] = (),
+    **settings: Any,
+) -> Any:  # fmt: skip
+    """A :class:`marlm.rl.deep.common.DeepConfig` (``steps``, ``lr`` or a setting None such as
+    ``num_envs``: its default), with ``extra``, the ``--set FIELD=VALUE`` pairs
+    (:func:`marlm.rl.deep.settings.parse_settings`).
 
     Raises:
         InputError: naming ``--learner``: a tabular learner (``iql``, ``vdn``, ``jal``, whose
-            command is ``marlm train race``; ``q``, ``marlm train gridworld``), or a setting
-            :class:`DeepConfig` refuses.
+            command is ``marlm train race``; ``q``, ``marlm train gridworld``); naming
+            ``--set``: a pair it refuses; or a setting :class:`DeepConfig` refuses.
     """
     from marlm.rl.configs import RACE_LEARNERS
     from marlm.rl.deep.common import DeepConfig
+    from marlm.rl.deep.settings import parse_settings
 
     if learner in (*RACE_LEARNERS, "q"):
         env, command = ("GridWorld", "gridworld") if learner == "q" else ("GridRace", "race")
@@ -193,10 +200,12 @@ def deep_config(learner: str, steps: int, lr: float | None, **settings: Any) -> 
             f"{', '.join(DEEP_LEARNERS[:-1])} or {DEEP_LEARNERS[-1]}",
             field="--learner",
         )
-
-    settings = {k: v for k, v in settings.items() if v is not None}
+    defaults = {f.name: f.default for f in dataclasses.fields(DeepConfig)}
+    given = {"steps": steps, "lr": lr, **settings}
     return DeepConfig(
-        learner=learner, steps=steps, lr=DeepConfig.lr if lr is None else lr, **settings
+        learner=learner,
+        **{k: v for k, v in given.items() if v is not None},
+        **parse_settings(extra, defaults),
     )
 
 
@@ -210,8 +219,9 @@ def gridrace_deep(
     chunk: int, lr: float | None, **settings: Any,
 ) -> tuple[Callable[[], Any], Any, str, Callable[..., bool]]:  # fmt: skip
     """A network learner on GridRace: ``(env_fn, DeepConfig, title, reached_fn)`` for
-    :func:`marlm.eval.deep_runs.run_deep`. ``steps`` None: 100,000; ``chunk`` 1000 (the tabular
-    default): :data:`DEEP_CHUNK`; ``settings`` (``seed``, ``gamma``, ``num_envs``) go to the config.
+    :func:`marlm.eval.deep_runs.run_deep`. ``steps`` None: :data:`marlm.rl.deep.RACE_STEPS`;
+    ``chunk`` 1000 (the tabular default): :data:`DEEP_CHUNK`; ``settings`` (``seed``, ``gamma``,
+    ``num_envs``, ``extra``: the ``--set`` pairs) go to :func:`deep_config`.
 
     Raises:
         InputError: a reward other than GridRace's own (``shared`` or ``individual``), or
@@ -232,7 +242,7 @@ def gridrace_deep(
             field="episodes",
         )
     config = deep_config(
-        learner, 100_000 if steps is None else steps, lr, shared_reward=reward == "shared",
+        learner, RACE_STEPS if steps is None else steps, lr, shared_reward=reward == "shared",
         chunk=DEEP_CHUNK if chunk == 1000 else chunk, **settings,
     )  # fmt: skip
     from marlm.envs.grid import GridRace
@@ -356,6 +366,7 @@ def check_race_learner(learner: str, reward: str = "shared", **given: Any) -> di
         "steps": (deep, _NETWORKS_ONLY, "pass a network --learner (a table counts --episodes)"),
         "lr": (deep, _NETWORKS_ONLY, "use --alpha, a table's step size"),
         "envs": (deep, _NETWORKS_ONLY, "pass a network --learner (a table steps one copy)"),
+        "set": (deep, _NETWORKS_ONLY, "pass a network --learner (a table's settings are options)"),
         "alpha": (not deep, _TABLES_ONLY, "use --lr, a network learner's step size"),
         "epsilon": (not deep, _TABLES_ONLY, explore),
         "epsilon_decay": (not deep, _TABLES_ONLY, explore),
@@ -369,6 +380,8 @@ def check_race_learner(learner: str, reward: str = "shared", **given: Any) -> di
     }
     for name, (read, whose, fix) in readers.items():
         value = given.get(name)
+        if isinstance(value, list | tuple):  # --set, repeated
+            value = " --set ".join(value) or None
         if value is not None and not read:
             option = "--" + name.replace("_", "-")
             run = f"--reward {reward}" if whose.startswith("--") else f"--learner {learner}"

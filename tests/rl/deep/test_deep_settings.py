@@ -26,8 +26,8 @@ def test_values_take_their_fields_types_and_the_last_of_a_field_wins():
 @pytest.mark.parametrize(
     "pair,said",
     [
-        ("rollout", "field '--set': got 'rollout'; pass KEY=VALUE, e.g. --set rollout=64"),
-        ("rollout=", "field '--set': got 'rollout='; pass KEY=VALUE, e.g. --set rollout=64"),
+        ("rollout", "field '--set': got 'rollout'; pass FIELD=VALUE, e.g. --set rollout=64"),
+        ("rollout=", "field '--set': got 'rollout='; pass FIELD=VALUE, e.g. --set rollout=64"),
         ("rollout=1.5", "field '--set': rollout='1.5' is not a whole number; pass e.g. --set rollout=64"),
         ("clip=wide", "field '--set': clip='wide' is not a number; pass e.g. --set clip=0.2"),
         ("lr=0.1", "field '--set': lr has its own option: pass --lr instead of --set lr"),

@@ -16,6 +16,11 @@ PyTorch is an optional extra (``pip install -e '.[deep]'``); only ``ppo``, ``dqn
 import it, and nothing imports them at start-up.
 """
 
+#: ``DeepConfig.steps`` and ``marlm train env --steps`` by default: joint environment steps.
+DEFAULT_STEPS = 200_000
+#: ``marlm train race --steps`` by default for a network learner (GridRace learns in fewer).
+RACE_STEPS = 100_000
+
 #: ``--envs`` / ``DeepConfig.num_envs`` at most: copies of the environment held in memory at once.
 #: Measured on ``marlm train race --learner mappo`` (GridRace's default size, 64-step rollouts):
 #: about 26 KB a copy above a 0.45 GB base, so 100,000 copies take about 3 GB; a WarehouseEnv copy

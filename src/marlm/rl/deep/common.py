@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 from marlm.errors import InputError
-from marlm.rl.deep import MAX_ENVS
+from marlm.rl.deep import DEFAULT_STEPS, MAX_ENVS
 from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
 from marlm.rl.deep.settings import option_example, option_name
 
@@ -82,7 +82,7 @@ class DeepConfig:
     """
 
     learner: str = "mappo"
-    steps: int = 50_000
+    steps: int = DEFAULT_STEPS
     seed: int = 0
     gamma: float = 0.99
     lr: float = 1e-3
@@ -120,7 +120,7 @@ class DeepConfig:
             )
         values = self.to_dict()  # the declared fields, checked by name below
         for name, example in (
-            ("steps", 50000), ("hidden", 64), ("num_envs", 8), ("chunk", 10240), ("threads", 1),
+            ("steps", DEFAULT_STEPS), ("hidden", 64), ("num_envs", 8), ("chunk", 10240), ("threads", 1),
             ("rollout", 64), ("epochs", 4), ("minibatches", 4), ("buffer", 20000), ("batch", 64),
             ("target_every", 100), ("mixer_embed", 32),
         ):  # fmt: skip

@@ -88,7 +88,7 @@ def parse_settings(pairs: Iterable[str], defaults: Mapping[str, Any]) -> dict[st
         key, eq, text = (s.strip() for s in pair.partition("="))
         if not eq or not key or not text:
             raise InputError(
-                f"got {pair!r}; pass KEY=VALUE, e.g. {option_example('rollout', 64)}",
+                f"got {pair!r}; pass FIELD=VALUE, e.g. {option_example('rollout', 64)}",
                 field=SET_OPTION,
             )
         if key in OWN_OPTIONS:
