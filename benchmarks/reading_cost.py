@@ -11,7 +11,8 @@ import threading
 import time
 from pathlib import Path
 
-from marlm.hybrid.build import cache_dir, make_model
+from marlm.hybrid.build import cache_dir
+from marlm.llm.backends import make_backend
 from marlm.llm.triage import Triage
 
 HELD = Path(__file__).parent / "data" / "held_stream_notes.jsonl"
@@ -20,7 +21,7 @@ HELD = Path(__file__).parent / "data" / "held_stream_notes.jsonl"
 def main() -> None:
     lines = HELD.read_text(encoding="utf-8").splitlines()
     notes = [json.loads(line)["note"] for line in lines][:36]
-    triage = Triage(make_model("embedded"), mode="probe", cache_dir=cache_dir())
+    triage = Triage(make_backend("embedded"), mode="probe", cache_dir=cache_dir())
     triage.classify_many(["warm up note"], fallbacks=["normal"])
 
     def run(label: str, part: list[str]) -> None:

@@ -177,7 +177,7 @@ def test_llm_only_progress_line_and_table_give_one_llm_call_count(
     from faultserver import DownModel
 
     model = DownModel()  # fault injector: every call fails at once, each one counted
-    monkeypatch.setattr(compare, "make_model", lambda *a, **k: model)
+    monkeypatch.setattr(compare, "make_backend", lambda *a, **k: model)
     lines: list[str] = []
     config = CompareConfig.of(steps=300, schemes=["llm_only"], llm_only_steps=6, spread_seeds=0)
     result = compare_schemes(config, tmp_path, progress=lines.append)

@@ -174,11 +174,12 @@ def test_the_factory_takes_a_gguf_path(embedded_model):
 
 
 def test_llm_timeout_reaches_every_backend(fault_server):
-    # --llm-timeout goes to make_model (hybrid.build) for every command: one meaning, any backend
-    from marlm.hybrid.build import make_model
+    # --llm-timeout goes to build_planner (hybrid.build) for every command: one meaning, any
+    # backend
+    from marlm.hybrid.build import build_planner
 
-    embedded = make_model("embedded", timeout_s=7)
-    server = make_model(fault_server.base("ok~timeout"), timeout_s=7)
+    embedded = build_planner("llm", "embedded", timeout_s=7).model
+    server = build_planner("llm", fault_server.base("ok~timeout"), timeout_s=7).model
     assert (embedded.timeout_s, server.timeout_s) == (7.0, 7.0)
     embedded.close()
 

@@ -59,11 +59,11 @@ from marlm.hybrid.build import (
     build_planner,
     cached_policy,
     check_policy_cache,
-    make_model,
 )
 from marlm.hybrid.controller import RunConfig, make_env, run, run_config
 from marlm.hybrid.planning.planner import LLMPlanner, Planner, RulePlanner
 from marlm.hybrid.planning.team import TeamPlanner
+from marlm.llm.backends import make_backend
 
 if TYPE_CHECKING:
     from marlm.llm.backends import ChatModel
@@ -141,7 +141,7 @@ class CompareConfig:
             (:func:`marlm.experiments.notes_only.compare_notes_only`).
         llm: the backend of the schemes with a model; it is loaded once and shared.
         llm_model, llm_timeout_s: the model name sent to a server and its per-call timeout in
-            seconds (:func:`marlm.hybrid.build.make_model`).
+            seconds (:func:`marlm.llm.backends.make_backend`).
         llm_only_steps: cap the steps of ``llm_only`` (it calls the model every step); its row
             then covers fewer steps, which the ``steps`` column shows and ``compare.png`` marks
             (its row's ``step_limit``).
@@ -414,7 +414,7 @@ def compare_schemes(
         SCHEMES[n]["planner"] in ("llm", "team") or SCHEMES[n]["executor"] == "llm" for n in names
     ):
         say(f"loading the LLM backend ({c.llm})")
-        model = make_model(c.llm, model_name=c.llm_model, timeout_s=c.llm_timeout_s)
+        model = make_backend(c.llm, model=c.llm_model, timeout_s=c.llm_timeout_s)
 
     def loaded() -> ChatModel:  # the one model above, shared by the schemes that call one
         if model is None:  # loaded above for every such scheme: a fault of this function

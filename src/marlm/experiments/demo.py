@@ -319,9 +319,9 @@ def run_demo(
     reader = None
     if config.scenario == "instructions":
         from marlm.experiments.instructions_scenario import scenario_reader
-        from marlm.hybrid.build import make_model
+        from marlm.llm.backends import make_backend
 
-        model = make_model(config.llm, model_name=config.llm_model, timeout_s=config.llm_timeout_s)
+        model = make_backend(config.llm, model=config.llm_model, timeout_s=config.llm_timeout_s)
         reader = scenario_reader(model)
     out = claim_run_folder(config.out, overwrite=config.overwrite)
     if on_claim is not None:

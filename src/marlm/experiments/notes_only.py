@@ -27,9 +27,10 @@ from marlm.envs.warehouse.orders import Order
 from marlm.errors import InputError
 from marlm.eval.metrics import order_table
 from marlm.eval.trace import read_trace
-from marlm.hybrid.build import build_planner, cache_dir, make_model
+from marlm.hybrid.build import build_planner, cache_dir
 from marlm.hybrid.controller import run, run_config
 from marlm.hybrid.planning.triage import TriagePlanner
+from marlm.llm.backends import make_backend
 from marlm.llm.triage import LabelledNote, Triage, dev_notes_path, load_labelled_notes
 
 #: Slack of the listed deadline (every order, as a normal one) and of the true deadline of a
@@ -262,7 +263,7 @@ def compare_notes_only(
         )
     say = progress or (lambda _msg: None)
     model = (
-        make_model(llm, model_name=llm_model, timeout_s=llm_timeout_s)
+        make_backend(llm, model=llm_model, timeout_s=llm_timeout_s)
         if any(p != "rule" for p in planners)
         else None
     )

