@@ -468,9 +468,7 @@ def write_parquet(events: list[dict[str, Any]], path: str | Path) -> Path:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as e:
-        raise InputError(
-            "writing Parquet needs pyarrow: pip install 'marlm[parquet]'", field="--parquet"
-        ) from e
+        raise InputError("writing Parquet needs pyarrow: pip install 'marlm[parquet]'") from e
     rest = [{k: v for k, v in e.items() if k not in ("v", "type", "step")} for e in events]
     table = pa.table(
         {

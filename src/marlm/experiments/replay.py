@@ -21,6 +21,7 @@ from marlm.envs.warehouse.orders import Order
 from marlm.errors import InputError
 from marlm.eval.replay import Decider, Decision, DecisionPoint, replay_llm, replay_rl
 from marlm.eval.trace import read_trace
+from marlm.experiments.settings import LLM_MODEL_DEFAULT, LLM_TIMEOUT_S
 from marlm.hybrid.planning.planner import Snapshot, order_distances
 
 if TYPE_CHECKING:
@@ -118,8 +119,8 @@ def replay_trace(
     *,
     scheme: str = "llm",
     llm: str = "embedded",
-    llm_model: str = "local",
-    llm_timeout_s: float = 30.0,
+    llm_model: str = LLM_MODEL_DEFAULT,
+    llm_timeout_s: float = LLM_TIMEOUT_S,
     limit: int | None = None,
     sweeps: int = 20,
     planner: Any | None = None,
@@ -132,7 +133,7 @@ def replay_trace(
         trace: trace file or run folder.
         scheme: ``llm``/``rule``/``team``: re-decide every recorded planner decision with that planner;
             ``rl``: batch Q-learning over the recorded transitions.
-        llm: backend for ``scheme="llm"`` (see :func:`marlm.hybrid.build.make_model`).
+        llm: backend for ``scheme="llm"`` (see :func:`marlm.llm.backends.make_backend`).
         llm_model, llm_timeout_s: the model name sent to a server and its per-call timeout (s).
         limit: replay at most this many decisions. sweeps: passes over the data for ``rl``.
         planner: use this planner object instead of building one from ``scheme``.
@@ -190,8 +191,8 @@ class ReplayConfig:
     trace: Path
     scheme: str = "llm"
     llm: str = "embedded"
-    llm_model: str = "local"
-    llm_timeout_s: float = 30.0
+    llm_model: str = LLM_MODEL_DEFAULT
+    llm_timeout_s: float = LLM_TIMEOUT_S
     limit: int | None = None
     sweeps: int | None = None
     out: Path | None = None
