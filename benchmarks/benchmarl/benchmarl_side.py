@@ -1,30 +1,43 @@
-"""BenchMARL's side of the comparison: its MAPPO on the tasks of ``tasks.py``, one line per seed.
+"""BenchMARL's side of the comparison: its MAPPO or QMIX on a task of ``tasks.py``, one line a seed.
 
 Runs in BenchMARL's own virtual environment (its pins, TorchRL and tensordict, stay out of
 marlm's); ``run.sh`` creates it. Needs marlm's ``src`` on ``PYTHONPATH`` for the RWARE adapter.
 
     PYTHONPATH=src nice -n 10 /tmp/benchmarl-venv/bin/python \
-        benchmarks/benchmarl/benchmarl_side.py --task simple_spread --seeds 0,1,2 \
-        --out /tmp/bm/results.jsonl
+        benchmarks/benchmarl/benchmarl_side.py --task simple_spread --algorithm qmix \
+        --seeds 0,1,2 --out /tmp/bm/results.jsonl
 
 BenchMARL 1.5.2's MAPPO (``benchmarl.algorithms.MappoConfig``) and MLP model, with the settings of
 ``tasks.py`` mapped to its names: ``on_policy_collected_frames_per_batch`` = envs x rollout,
 ``on_policy_n_envs_per_worker`` = envs, ``on_policy_minibatch_size`` = frames per batch /
 minibatches, ``on_policy_n_minibatch_iters`` = epochs x minibatches, ``lr``, ``gamma``,
 ``lmbda``, ``clip_epsilon``, ``entropy_coef``, ``clip_grad_val`` = max_grad_norm, MLP of two
-``hidden``-unit tanh layers for actor and critic, parameter sharing for both. Everything else is
-BenchMARL's default.
+``hidden``-unit tanh layers for actor and critic, parameter sharing for both.
+
+Its QMIX (``QmixConfig``, TorchRL's ``QMixerLoss`` and ``QMixer`` on the task's global state)
+with: ``off_policy_collected_frames_per_batch`` = envs x rollout, ``off_policy_n_envs_per_worker``
+= envs, ``off_policy_n_optimizer_steps`` = rollout (one gradient step per step of all copies, as
+marlm's), ``off_policy_train_batch_size`` = batch, ``off_policy_memory_size`` = buffer,
+``exploration_eps_init``/``_end`` = eps_start/eps_end over ``exploration_anneal_frames`` =
+eps_frames, hard target copies (``soft_target_update`` False) every ``target_every`` gradient
+steps, ``mixing_embed_dim`` = mixer_embed, ``lr``, ``gamma``, ``clip_grad_val`` = max_grad_norm
+(a norm clip), the MLP as above. Its first gradient steps come after its first batch (marlm's
+``learning_starts`` is set to that batch). Everything else is BenchMARL's default (its team reward
+is the agents' mean, marlm's their sum, normalised; marlm's target is double Q-learning's).
 
 The environment is the same object as on marlm's side, built by the same code: a task class
 whose ``get_env_fun`` wraps that ParallelEnv in TorchRL's ``PettingZooWrapper`` (BenchMARL's
 own PettingZoo task imports ``pettingzoo.mpe``, which PettingZoo 1.27 no longer ships; MPE moved
 to ``mpe2``; RWARE has no BenchMARL task).
 
-The final return is BenchMARL's own ``eval/reward/episode_reward_mean`` (per episode, each
-agent's reward summed over time, then the mean over agents), from one evaluation of
-``eval_episodes`` episodes with deterministic actions at the end of training. ``wall_s`` and
-``cpu_s`` time ``Experiment.run`` less the time spent in that evaluation (its wall and CPU
-seconds are kept as ``eval_wall_s``, ``eval_cpu_s``), so both sides time the training only.
+A return is BenchMARL's own ``eval/reward/episode_reward_mean`` (per episode, each agent's reward
+summed over time, then the mean over agents) over ``eval_episodes`` episodes with deterministic
+actions; BenchMARL evaluates after its first batch and whenever its frame count is a multiple of
+``evaluation_interval`` = eval_every, the schedule of :func:`tasks.eval_steps`. ``evals`` holds
+``[frames, return]`` of each, ``first_eval`` and ``final_return`` the first and the last.
+``wall_s`` and ``cpu_s`` time ``Experiment.run`` less the time spent in those evaluations (their
+wall and CPU seconds are kept as ``eval_wall_s``, ``eval_cpu_s``), so both sides time the
+training only.
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarl.environments.pettingzoo.common import PettingZooClass  # noqa: E402
-from tasks import TASKS, make_parallel_env  # noqa: E402
+from tasks import ALGORITHMS, SEEDS, TASKS, eval_steps, make_parallel_env, settings  # noqa: E402
 from torchrl.envs import PettingZooWrapper  # noqa: E402
 
 
@@ -77,34 +90,58 @@ class ParallelEnvTask(PettingZooClass):
         return TASKS[self.config["task"]]["max_cycles"]
 
 
-def run(task: str, seed: int, folder: Path) -> dict:
-    import torch
-    from benchmarl.algorithms import MappoConfig
-    from benchmarl.experiment import Experiment, ExperimentConfig
-    from benchmarl.models.mlp import MlpConfig
+def experiment_config(algorithm: str, t: dict, folder: Path):
+    """BenchMARL's ``ExperimentConfig`` for the shared settings ``t`` of ``algorithm``."""
+    from benchmarl.experiment import ExperimentConfig
 
-    torch.set_num_threads(1)  # as marlm's side (marlm.rl.deep.nets.set_threads(1))
-    t = TASKS[task]
     frames = t["envs"] * t["rollout"]
-    steps = -(-t["steps"] // frames) * frames  # a whole number of batches (marlm's rounds too)
     cfg = ExperimentConfig.get_from_yaml()
     cfg.lr, cfg.gamma, cfg.clip_grad_val = t["lr"], t["gamma"], t["max_grad_norm"]
-    cfg.max_n_frames = steps
-    cfg.on_policy_collected_frames_per_batch = frames
-    cfg.on_policy_n_envs_per_worker = t["envs"]
-    cfg.on_policy_minibatch_size = frames // t["minibatches"]
-    cfg.on_policy_n_minibatch_iters = t["epochs"] * t["minibatches"]
-    cfg.evaluation, cfg.evaluation_interval = True, steps
+    cfg.max_n_frames = t["steps"]
+    if algorithm == "mappo":
+        cfg.on_policy_collected_frames_per_batch = frames
+        cfg.on_policy_n_envs_per_worker = t["envs"]
+        cfg.on_policy_minibatch_size = frames // t["minibatches"]
+        cfg.on_policy_n_minibatch_iters = t["epochs"] * t["minibatches"]
+    else:
+        cfg.off_policy_collected_frames_per_batch = frames
+        cfg.off_policy_n_envs_per_worker = t["envs"]
+        cfg.off_policy_n_optimizer_steps = frames // t["envs"]  # one per step of all copies
+        cfg.off_policy_train_batch_size = t["batch"]
+        cfg.off_policy_memory_size = t["buffer"]
+        cfg.off_policy_init_random_frames = 0
+        cfg.exploration_eps_init, cfg.exploration_eps_end = t["eps_start"], t["eps_end"]
+        cfg.exploration_anneal_frames = t["eps_frames"]
+        cfg.soft_target_update = False
+        cfg.hard_target_update_frequency = t["target_every"]
+    cfg.evaluation, cfg.evaluation_interval = True, t["eval_every"]
     cfg.evaluation_episodes, cfg.evaluation_deterministic_actions = t["eval_episodes"], True
     cfg.render, cfg.loggers, cfg.create_json = False, ["csv"], False
     cfg.save_folder, cfg.checkpoint_at_end = str(folder), False
     cfg.prefer_continuous_actions = False
-    algo = MappoConfig.get_from_yaml()
-    algo.lmbda, algo.clip_epsilon, algo.entropy_coef = t["gae_lambda"], t["clip"], t["ent_coef"]
+    return cfg
+
+
+def run(task: str, algorithm: str, seed: int, t: dict, folder: Path) -> dict:
+    import torch
+    from benchmarl.algorithms import MappoConfig, QmixConfig
+    from benchmarl.experiment import Experiment
+    from benchmarl.models.mlp import MlpConfig
+
+    torch.set_num_threads(1)  # as marlm's side (marlm.rl.deep.nets.set_threads(1))
+    cfg = experiment_config(algorithm, t, folder)
     model = MlpConfig.get_from_yaml()
     model.num_cells = [t["hidden"], t["hidden"]]
-    critic = MlpConfig.get_from_yaml()
-    critic.num_cells = [t["hidden"], t["hidden"]]
+    critic = None
+    if algorithm == "mappo":
+        algo = MappoConfig.get_from_yaml()
+        algo.lmbda, algo.clip_epsilon = t["gae_lambda"], t["clip"]
+        algo.entropy_coef = t["ent_coef"]
+        critic = MlpConfig.get_from_yaml()
+        critic.num_cells = [t["hidden"], t["hidden"]]
+    else:
+        algo = QmixConfig.get_from_yaml()
+        algo.mixing_embed_dim = t["mixer_embed"]
     experiment = Experiment(
         task=ParallelEnvTask(name=task.upper(), config={"task": task}), algorithm_config=algo, model_config=model,
         critic_model_config=critic, seed=seed, config=cfg,
@@ -121,9 +158,11 @@ def run(task: str, seed: int, folder: Path) -> dict:
     experiment.logger.log = capture
     spent = {"wall": 0.0, "cpu": 0.0}
     evaluation_loop = experiment._evaluation_loop
+    at: list[int] = []
 
     def timed_evaluation() -> None:  # evaluation is not training: its time is taken out
         w, c = time.perf_counter(), time.process_time()
+        at.append(int(experiment.total_frames))
         evaluation_loop()
         spent["wall"] += time.perf_counter() - w
         spent["cpu"] += time.process_time() - c
@@ -132,12 +171,17 @@ def run(task: str, seed: int, folder: Path) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
     experiment.run()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    evals = [d for d in logged if "eval/reward/episode_reward_mean" in d]
+    returns = [d["eval/reward/episode_reward_mean"] for d in logged
+               if "eval/reward/episode_reward_mean" in d]  # fmt: skip
+    if len(returns) != len(at):
+        raise RuntimeError(f"{len(at)} evaluations ran but {len(returns)} returns were logged")
+    evals = [[step, r] for step, r in zip(at, returns, strict=True)]
     train = [d["collection/reward/episode_reward_mean"] for d in logged
              if "collection/reward/episode_reward_mean" in d]  # fmt: skip
     return {
-        "task": task, "framework": "benchmarl", "algorithm": "mappo", "seed": seed,
-        "steps": int(experiment.total_frames), "final_return": evals[-1]["eval/reward/episode_reward_mean"],
+        "task": task, "framework": "benchmarl", "algorithm": algorithm, "seed": seed,
+        "steps": int(experiment.total_frames), "evals": evals, "first_eval": evals[0][1],
+        "final_return": evals[-1][1],
         "first_train_return": train[0] if train else None,
         "last_train_return": train[-1] if train else None,
         "wall_s": wall - spent["wall"], "cpu_s": cpu - spent["cpu"],
@@ -149,21 +193,37 @@ def run(task: str, seed: int, folder: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", choices=sorted(TASKS), required=True)
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    p.add_argument("--steps", type=int, default=None, help="override the task's budget (smoke)")
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="mappo")
+    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
+    p.add_argument("--steps", type=int, default=None, help="override the budget (smoke, probe)")
+    p.add_argument("--eval-every", type=int, default=None, help="override the schedule")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE",
+        help="override a shared setting (probes on a seed that is not reported)",
+    )  # fmt: skip
     p.add_argument("--out", type=Path, required=True, help="JSONL file to append to")
     args = p.parse_args(argv)
+    t = settings(args.task, args.algorithm)
+    for item in args.set:
+        name, value = item.split("=", 1)
+        if name not in t:
+            p.error(f"--set {item}: {args.algorithm} on {args.task} has no setting {name!r}")
+        t[name] = type(t[name])(float(value)) if isinstance(t[name], int | float) else value
     if args.steps is not None:
-        TASKS[args.task]["steps"] = args.steps
+        t["steps"] = args.steps
+    if args.eval_every is not None:
+        t["eval_every"] = args.eval_every
+    eval_steps(t["steps"], t["envs"] * t["rollout"], t["eval_every"])  # a schedule both can run
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for seed in (int(s) for s in args.seeds.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchmarl-") as folder:
-            row = run(args.task, seed, Path(folder))
+            row = run(args.task, args.algorithm, seed, t, Path(folder))
         with args.out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(
-            f"{row['task']} benchmarl seed {seed}: final return {row['final_return']:.2f} "
-            f"(train {row['first_train_return']} -> {row['last_train_return']}), "
+            f"{row['task']} {row['algorithm']} benchmarl seed {seed}: evaluations "
+            f"{' '.join(f'{r:.2f}' for _, r in row['evals'])} (train "
+            f"{row['first_train_return']} -> {row['last_train_return']}), "
             f"{row['wall_s']:.1f} s wall, {row['cpu_s']:.1f} s CPU, load {row['load']:.1f}",
             flush=True,
         )

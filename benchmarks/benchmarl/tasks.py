@@ -16,9 +16,22 @@ Shared MAPPO settings (each side's own names in its script): one actor and one c
 the agents, two hidden layers of ``hidden`` tanh units, Adam with ``lr``, ``gamma``, GAE
 ``lambda``, clip ``clip``, ``epochs`` passes over each rollout of ``rollout`` steps times
 ``envs`` copies in ``minibatches`` minibatches, entropy coefficient ``ent_coef``, gradient-norm
-clip ``max_grad_norm``; the final return is the mean over agents of each agent's episode return
-(sum of its rewards over the episode), averaged over ``eval_episodes`` episodes of the
-deterministic policy (argmax) after training.
+clip ``max_grad_norm``.
+
+Shared QMIX settings (``QMIX``, simple_spread only): one Q-network of two ``hidden`` tanh layers
+shared by the agents, QMIX's hypernetwork mixer of ``mixer_embed`` units reading the global state,
+Adam with ``lr``, ``gamma``, a replay buffer of ``buffer`` joint transitions sampled in batches of
+``batch``, one gradient step per ``envs`` joint steps (one step of every copy), the first after
+``learning_starts`` joint steps, a hard target-network copy every ``target_every`` gradient steps,
+epsilon-greedy exploration from ``eps_start`` to ``eps_end`` linearly over ``eps_frames`` joint
+steps, gradient-norm clip ``max_grad_norm``.
+
+A return is the mean over agents of each agent's episode return (sum of its rewards over the
+episode), averaged over ``eval_episodes`` episodes of the deterministic policy (argmax). Both
+sides evaluate on the same schedule (:func:`eval_steps`): after the first batch of ``envs x
+rollout`` joint steps, then every ``eval_every`` joint steps, the last at the end of training
+(BenchMARL's own rule: after iteration 0 and whenever its frame count is a multiple of
+``evaluation_interval``).
 """
 
 from __future__ import annotations
@@ -42,9 +55,20 @@ COMMON = {
 TASKS = {
     "simple_spread": {
         **COMMON,
-        "steps": 30_400,  # 38 batches of 800
+        # 200,000 joint steps (250 batches of 800, 8,000 episodes), MAPPO and QMIX alike, chosen
+        # on seed 7 (not a reported seed) on this 2-core machine: BenchMARL's MAPPO had only
+        # begun to move at 100,000 (evaluations -30.5 after the first batch, -42.9, -40.6,
+        # -30.3, -25.7, -27.1 at 20k steps apart; 161 s of CPU, 1.6 ms a step), marlm's reached
+        # -20.8 by 40,000 and held -20 to -21 to 200,000 (-38.7 first; 75 s of CPU). The four
+        # runs of one seed cost about 4.5 ms of CPU a joint step together (BenchMARL 1.6 MAPPO,
+        # ~1.9 QMIX; marlm 0.4, 0.7), so 3 seeds of 200,000 are ~45 minutes of CPU, the 60 to 75
+        # minutes of wall time set for the whole run at this machine's load; 300,000 would not
+        # fit. The 30,400-step runs of 2026-12-01 (another machine) were where BenchMARL did not
+        # learn.
+        "steps": 200_000,
         "rollout": 100,  # 8 copies x 100 steps = 800 joint steps (32 episodes) per update
         "max_cycles": 25,
+        "eval_every": 20_000,  # 25 batches of 800
     },
     "rware_tiny_2ag": {
         **COMMON,
@@ -58,8 +82,74 @@ TASKS = {
         "max_cycles": 500,
         "eval_episodes": 5,  # 2,500 steps: 20 episodes of 500 cost BenchMARL more than training
         "rware_id": "rware-tiny-2ag-v2",
+        "eval_every": 80_000,  # the end only (the 2026-12-01 runs evaluated once, at the end)
     },
 }
+
+#: QMIX's shared settings per task (simple_spread only), on top of the task's environment
+#: (``max_cycles``), ``envs``, ``rollout`` (BenchMARL's collected batch: envs x rollout joint
+#: steps), ``eval_every`` and ``eval_episodes``. Each side's own names are in its script.
+#:
+#: The simple_spread settings were set before any run, from PyMARL's QMIX (lr 5e-4, gamma 0.99,
+#: epsilon 1.0 -> 0.05 over 50,000 steps, mixer of 32 units, a target copy every 200 updates)
+#: and marlm's DQN defaults (batch 64, one gradient step per step of all copies), then tried on
+#: seed 7, not a reported seed (data/simple_spread-probe-seed7-2026-12-05.jsonl): neither
+#: side learned. The greedy policy's return after the first batch, then at 20,000 steps apart:
+#: marlm -45.3, -37.8, -65.4, -64.4, -60.2, -58.1 ... -51.9 at 200,000 (133 s of CPU, 0.66 ms a
+#: step); BenchMARL -31.6, -56.9, -71.4, -64.4, -62.1 at 80,000 (its TD loss 0.29 -> 610, its
+#: gradient norm 4.6 -> 25,500; stopped there). Ten variants on marlm at 100,000 steps (gamma
+#: 0.95 or 0.9; lr 1e-4; epsilon ending at 0.2 or annealed over all the steps; batch 256;
+#: a target copy every 50 updates; a mixer of 8 units; epsilon 1 throughout, so that the
+#: replayed data stay random) all end at -49 to -71, below their first evaluation; the same
+#: settings with VDN's sum for a mixer (learner dqn-vdn, gamma 0.9) learned, -45.6 -> -20.4.
+#: None did better than the first choice, so it stands, and the runs of seeds 0-2 measure QMIX
+#: where neither implementation's returns move at this budget.
+QMIX = {
+    "simple_spread": {
+        "steps": 200_000,  # the MAPPO budget (above)
+        "lr": 5e-4,
+        "gamma": 0.99,
+        "hidden": 64,
+        "mixer_embed": 32,
+        "buffer": 100_000,
+        "batch": 64,
+        "learning_starts": 800,  # BenchMARL's first update comes after its first batch of 800
+        "target_every": 200,
+        "eps_start": 1.0,
+        "eps_end": 0.05,
+        "eps_frames": 50_000,
+        "max_grad_norm": 10.0,  # marlm's DQN learners clip the gradient norm at 10 (dqn.py)
+    },
+}
+
+ALGORITHMS = ("mappo", "qmix")
+
+
+def settings(task: str, algorithm: str) -> dict:
+    """The settings both sides run ``algorithm`` with on ``task`` (a new dict)."""
+    t = dict(TASKS[task])
+    if algorithm == "mappo":
+        return t
+    if task not in QMIX:
+        raise KeyError(f"no QMIX settings for {task}; QMIX runs on {', '.join(QMIX)}")
+    keep = ("max_cycles", "rware_id", "envs", "rollout", "eval_every", "eval_episodes")
+    return {**{k: t[k] for k in keep if k in t}, **QMIX[task]}
+
+
+def eval_steps(steps: int, batch: int, every: int) -> list[int]:
+    """The joint steps after which both sides evaluate: the first batch, every ``every``, the end.
+
+    Raises:
+        ValueError: ``every`` not a multiple of ``batch`` or ``steps`` not a multiple of
+            ``every`` (BenchMARL would then skip the evaluation at the end).
+    """
+    if every % batch or steps % every:
+        raise ValueError(
+            f"eval_every {every} must be a multiple of the batch {batch}, and steps {steps} a "
+            f"multiple of eval_every"
+        )
+    return sorted({batch, *range(every, steps + 1, every)})
+
 
 #: Published MAPPO figures where the task matches, each with its source, the budget it was
 #: trained for and what its "return" sums. ``value`` is None where the figure itself could not be
