@@ -117,6 +117,12 @@ class Candidates:
     station: list[Candidate] = field(default_factory=list)
     cancel: list[Candidate] = field(default_factory=list)
     tone: list[Candidate] = field(default_factory=list)
+    #: The cancellation as the note's wording settles it, ``None`` where only the model can
+    #: tell (:func:`marlm.llm.triage.verdicts.settle`).
+    cancel_settled: bool | None = None
+    #: The ship-with id the wording settles, ``False`` where it rules every id out, ``None``
+    #: where only the model can tell (:func:`marlm.llm.triage.verdicts.settle`).
+    with_settled: str | bool | None = None
 
     def values(self, kind: str) -> list[int | str]:
         """The distinct values of one kind (``deadline``, ``with``, ``station``, ``cancel``,
@@ -476,7 +482,7 @@ def _stations(note: str, stations: dict[str, str]) -> list[Candidate]:
 # --------------------------------------------------------------------------- cancel cues
 _CANCEL = re.compile(
     r"\b(cancel(?:l?ed|l?ing|lation|s)?|cancled|cxl(?:d|ed)?|canx|call(?:ed)? (?:it|this|the order) off|drop (?:it|this"
-    r"(?: order)?|the order)|scrap (?:it|this(?: order)?|the order)|void(?:ed)?|no longer "
+    r"(?: order)?|the order)|scrap (?:it|this(?: order)?|the order|(?:order |#|o)?\d{3,})|void(?:ed)?|no longer "
     r"(?:needed|need(?:s|ed)? it|wanted)|(?:do not|don't|doesn't|does not) (?:need|want) (?:it|this)"
     r"(?: any ?more)?|not needed any ?more|never ?mind|pull(?:s|ed)? (?:the|this|their) order"
     r"|withdr(?:ew|awn|aws?) (?:the|this|their) order)\b"
@@ -485,7 +491,8 @@ _CANCEL = re.compile(
 )
 
 
-def _cancel_cues(note: str) -> list[Candidate]:
+def cancel_cues(note: str) -> list[Candidate]:
+    """The cancellation cues of ``note``, each with its clause and what follows it."""
     out = []
     for m in _CANCEL.finditer(note):
         s, e = m.span()
@@ -582,7 +589,7 @@ def find_candidates(
         deadline=_deadlines(note, now),
         with_=_order_ids(note, own_id),
         station=_stations(note, stations or {}),
-        cancel=_cancel_cues(note),
+        cancel=cancel_cues(note),
         tone=_tone_cues(note),
     )
 
@@ -592,6 +599,7 @@ __all__ = [
     "STATION_GLOSSARY",
     "Candidate",
     "Candidates",
+    "cancel_cues",
     "cn_number",
     "find_candidates",
     "named_alone",

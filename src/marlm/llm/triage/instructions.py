@@ -44,6 +44,7 @@ from ..probe import LinearProbe
 from .candidates import Candidates, find_candidates, named_alone, parse_clock
 from .notes import URGENCY_CLASSES
 from .pool import model_id, write_cache
+from .verdicts import read_candidates
 
 #: The reading modes.
 INSTRUCTION_MODES: tuple[str, ...] = ("probe", "schema")
@@ -454,7 +455,7 @@ class InstructionReader:
         Raises:
             InputError: ``time`` is a string that is not ``HH:MM``.
         """
-        return find_candidates(note, time, self.stations, own_id)
+        return read_candidates(note, time, self.stations, own_id)
 
     def read(self, note: str, time: str | int, own_id: str | None = None) -> Reading:
         """The instructions of one note (module docstring). A backend failure gives the
@@ -464,7 +465,7 @@ class InstructionReader:
         Raises:
             InputError: ``time`` is a string that is not ``HH:MM``.
         """
-        c = find_candidates(note, time, self.stations, own_id)
+        c = read_candidates(note, time, self.stations, own_id)
         t0 = self.clock()
         if self.mode == "probe" and not needs_model(c):
             out = Instructions(urgency=urgency_from(c, None))
@@ -491,13 +492,18 @@ class InstructionReader:
             return found[k].value if p[k] > 0.5 else None
 
         cancel = bool(c.cancel) and bool(probs["cancel"][0] > 0.5)
+        if c.cancel_settled is not None:  # the wording settles it (verdicts.cancel_verdict)
+            cancel = c.cancel_settled
         if len(probs.get("station", ())):  # a station named alone in its clause holds
             alone = [float(named_alone(x)) for x in c.station]
             probs = {**probs, "station": np.maximum(probs["station"], alone)}
+        with_ = best("with", c.with_)
+        if c.with_settled is not None:  # the wording settles it (verdicts.with_verdict)
+            with_ = c.with_settled if isinstance(c.with_settled, str) else None
         return Instructions(
             cancel=cancel,
             deadline_min=best("deadline", c.deadline),
-            with_=best("with", c.with_),
+            with_=with_,
             station=best("station", c.station),
         )
 
@@ -611,9 +617,19 @@ def parse_instruction_answer(text: str, c: Candidates) -> Instructions:
 
     return Instructions(
         urgency=urgency,
-        cancel=bool(obj.get("cancel")) and bool(c.cancel),
+        cancel=(
+            bool(obj.get("cancel")) and bool(c.cancel)
+            if c.cancel_settled is None
+            else c.cancel_settled
+        ),
         deadline_min=pick("deadline_min", "deadline"),
-        with_=pick("with", "with"),
+        with_=(
+            pick("with", "with")
+            if c.with_settled is None
+            else c.with_settled
+            if isinstance(c.with_settled, str)
+            else None
+        ),
         station=pick("station", "station"),
     )
 
