@@ -14,12 +14,13 @@ DATA = ROOT / "benchmarks" / "benchmarl" / "data"
 def test_simple_spread_verdict_and_rows_from_the_kept_run():
     report = load_script("benchmarks/benchmarl/report.py")
     lines = report.table(report.load(DATA / "simple_spread-30k-2026-12-01.jsonl"))
-    assert lines[-1] == (
-        "simple_spread: marlm's mean return -24.68 is above BenchMARL's seed range "
-        "-39.03..-35.68 (met); wall time 460 s against 1793 s, ratio 0.26 (met: the target is "
-        "at most 0.33); load average 5.7..9.7"
-    )
-    marlm = next(x for x in lines if x.startswith("| simple_spread | marlm |"))
+    assert lines[-2:] == [
+        "simple_spread mappo, (2) marlm's mean final return -24.68 is above BenchMARL's seed "
+        "range -39.03..-35.68 (met)",
+        "simple_spread mappo, (3) wall time 460 s against 1793 s, ratio 0.26 (met: the target "
+        "is at most 0.33); CPU ratio 0.24; load average at the runs' ends 5.7..9.7",
+    ]
+    marlm = next(x for x in lines if x.startswith("| simple_spread | mappo | marlm |"))
     assert "| -25.80..-23.77, 1.03 | -25.47 -> -24.62 | 460 | 134 | 0.26 | 0.24 |" in marlm
     published = [x for x in lines if "| published: " in x]
     assert len(published) == 1 and "| not read (see docs) |" in published[0]
@@ -30,11 +31,12 @@ def test_no_delivery_on_any_seed_of_either_side_is_met_only_trivially():
     # nothing about learning, and the verdict has to say so.
     report = load_script("benchmarks/benchmarl/report.py")
     lines = report.table(report.load(DATA / "rware_tiny_2ag-10k-2026-12-01.jsonl"))
-    assert lines[-1] == (
-        "rware_tiny_2ag: marlm's mean return 0.00 is within BenchMARL's seed range 0.00..0.00 "
-        "(met only trivially: every seed of both sides ended at 0.00); wall time 92 s against "
-        "320 s, ratio 0.29 (met: the target is at most 0.33); load average 2.3..5.9"
-    )
+    assert lines[-2:] == [
+        "rware_tiny_2ag mappo, (2) marlm's mean final return 0.00 is within BenchMARL's seed "
+        "range 0.00..0.00 (met only trivially: every seed of both sides ended at 0.00)",
+        "rware_tiny_2ag mappo, (3) wall time 92 s against 320 s, ratio 0.29 (met: the target "
+        "is at most 0.33); CPU ratio 0.29; load average at the runs' ends 2.3..5.9",
+    ]
 
 
 def test_a_return_below_the_range_and_a_slow_side_are_not_met(tmp_path):
@@ -67,7 +69,7 @@ def test_a_return_below_the_range_and_a_slow_side_are_not_met(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     lines = report.table(report.load(path))
-    assert "is below BenchMARL's seed range -22.00..-20.00 (NOT met)" in lines[-1]
+    assert "is below BenchMARL's seed range -22.00..-20.00 (NOT met)" in lines[-2]
     assert "ratio 0.50 (NOT met: the target is at most 0.33)" in lines[-1]
-    benchmarl = next(x for x in lines if x.startswith("| simple_spread | benchmarl |"))
+    benchmarl = next(x for x in lines if x.startswith("| simple_spread | mappo | benchmarl |"))
     assert "| - | 200 | 80 | 1.00 | 1.00 |" in benchmarl  # no training return recorded
