@@ -45,8 +45,19 @@ CASES = [
     ("1420取消吧，谢谢", True),
     ("Buyer wants it cancelled but finance says no, it ships.", False),
     ("客户要取消，主管不同意取消，照发。", False),
+    # another order's only, its number beside the cue
+    ("Customer mentioned o1770 got cancelled last week; this one is for the new site.", False),
+    ("We cancelled o1770 this morning, this one replaces it.", False),
+    # requests put as questions, and a real question
+    ("Would you be able to cancel this one for us? Sorry!", True),
+    ("能帮我把这单取消吗？预算超了", True),
+    ("Is it too late to cancel this? The customer is asking.", False),
+    ("can u cxl this one? jk, keep it lol", False),
+    # undecided, restored
+    ("We may cancel this depending on the stocktake, not decided yet.", False),
+    ("之前取消的那单（就是这单）恢复一下吧，客户又要了。", False),
     # left to the model
-    ("Customer mentioned o1770 got cancelled last week; this one is for the new site.", None),
+    ("The customer cancelled their visit; deliver as usual.", None),
     ("Ship by 14:00 from dock B.", None),
 ]
 
@@ -60,7 +71,7 @@ def test_the_candidates_carry_the_verdict_and_a_condition_that_is_not_one_is_ign
     assert read_candidates("Cancel this order, and refund if possible.", "10:00").cancel_settled
     assert read_candidates("no note cue here", "10:00").cancel_settled is None
     # Another order's number after "cancel" is not this order named.
-    assert cancel_verdict("Please cancel o1430, a duplicate of this one.", "o1420") is None
+    assert cancel_verdict("Please cancel o1430, a duplicate of this one.", "o1420") is False
 
 
 WITH = [

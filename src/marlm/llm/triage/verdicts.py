@@ -24,7 +24,9 @@ _NOT_HOLDING = re.compile(
     r"|want (?:it|this|the order|them) after all|un-?cancel\w*|disregard|(?:still|do) need (?:it|th)"
     r"|ignore (?:that|the|my|our) (?:earlier |previous |last )?(?:cancel\w*|request|email|message)"
     r"|keep (?:it|this|the order)(?=\s*(?:[,.!;—-]|$|after all|then|please|pls|for now|and ship|live|going|active|open))"
-    r"|wait,? no\b|not this (?:one|order)|whether\b.{0,30}cancel"
+    r"|wait,? no\b|not this (?:one|order)|whether\b.{0,30}cancel|keep this one|jk\b|just kidding"
+    r"|this one (?:stays|still ships|ships as|goes as|is fine)|not decided|undecided|depending on"
+    r"|(?:may|might|maybe) cancel"
     r"|(?:can'?t|cannot|can not|won'?t|will not|do(?:n'?t| not)|not to|no need to|never) "
     r"(?:be )?(?:cancel|cxl)\w*|withdr\w* (?:the |their |his |her |that )?(?:cancel\w*|request)"
     r"|(?:request|offer)[^.!。！]{0,30}\b(?:rejected|declined|refused|denied|turned down)"
@@ -32,32 +34,48 @@ _NOT_HOLDING = re.compile(
     r"|cancel\w*[^.!。！]{0,30}\b(?:we|they|you) (?:can'?t|cannot|couldn'?t)\b|reinstat\w*"
     r"|cancel\w*[^.!。！]{0,40}\b(?:says?|said) no\b"
     r"|(?:turned down|rejected|declined|refused) (?:it\b|(?:the |our |their )?"
-    r"(?:offer to cancel|cancel\w*|request))|(?:are|is|should|shall|can|could) (?:we|they|you|i)"
-    r" (?:still )?(?:be )?cancel\w*|(?<!please )(?<!pls )cancel\w*[^.!。！]{0,40}\?"
+    r"(?:offer to cancel|cancel\w*|request))|(?:are|is|should|shall|can|could) (?:we|they|i)"
+    r" (?:still )?(?:be )?cancel\w*"
     r"|cancel\w*[^.!。！]{0,12} or not)"
     r"|(别取消|不要取消|不取消|取消不了|无法取消|没法取消|不能取消|不用取消|暂不取消|先别取消|撤回了?取消"
     r"|撤销取消|取消.{0,6}(?:撤回|撤销|驳回)|驳回|又说(?:还)?要|说还是要|取消不取消|要不要取消|能不能取消"
-    r"|是否取消|取消的是|不是这单|取消.{0,4}误会|不同意取消|不让取消|(?:能不能|能否|可不可以|可否|要不要).{0,8}取消|取消.{0,12}[吗么？?])",
+    r"|是否取消|取消的是|不是这单|又要了|恢复|这单(?:照常|照发|不动|正常|继续|不变)|取消.{0,4}误会|不同意取消|不让取消|(?:能不能|能否|可不可以|可否|要不要).{0,8}取消)",
+    re.IGNORECASE,
+)
+# A question about the cancellation ("too late to cancel this?", "这单取消了吗？"), unless it is
+# a request put politely ("could you cancel this one?", "能帮我把这单取消吗？").
+_ASKED = re.compile(r"cancel\w*[^.!。！]{0,40}\?|取消.{0,12}[吗么？?]", re.IGNORECASE)
+_REQUEST = re.compile(
+    r"\b(?:would|could|can|will) (?:you|u)\b[^.?!]{0,25}\bcancel|\bmind cancel|\bplease\b"
+    r"[^.?!]{0,20}cancel|\bpls\b[^.?!]{0,20}cancel|帮(?:我|忙)",
     re.IGNORECASE,
 )
 # A condition on the cue in its sentence ("if ..., cancel", "cancel if ...", "要是...就取消").
 _CONDITION = re.compile(r"\b(if|unless|in case|should the)\b|如果|要是|万一|假如|若是", re.I)
 _NOT_A_CONDITION = re.compile(r"\bif (?:possible|you can|not already|needed)\b", re.I)
 _SENTENCE = re.compile(r"[.;!?。；！？\n]")
+_CLAUSE = re.compile(r"[.;!?。；！？\n，,]| and | but ")
 
 
 # An order number: with its ``o``, ``#`` or "order" (``o42``, ``#42``), or bare from three digits.
-_NUMBER = re.compile(r"(?:\b[oO]-?\s?|#|order\s+)(\d+)|(?<![\d:])(\d{3,})(?![\d:])")
+_NUMBER = re.compile(r"(?:\b[oO]-?\s?|#|\border\s+)(\d+)|(?<![\d:])(\d{3,})(?![\d:])", re.I)
+# Another order named beside a cue: ``o2019``, "order 2019" or a bare 3-5 digit number (not a
+# "#" reference, which is often a ticket).
+_ORDER_REF = re.compile(r"(?:\b[oO]-?\s?|\border\s+)(\d+)|(?<![\d:#])(\d{3,5})(?![\d:])", re.I)
 # Another order's cancellation ("那单已经取消了"), where nothing says this order's.
-_OTHERS = re.compile(r"那单(?:已经?)?(?:取消|作废)")
+_OTHERS = re.compile(r"那单.{0,6}(?:取消|作废)")
 
 
-def _sentence_span(note: str, span: tuple[int, int]) -> tuple[int, int]:
-    """``(start, end)`` of the sentence of ``note`` holding ``span``."""
+def _sentence_span(
+    note: str, span: tuple[int, int], breaks: re.Pattern[str] | None = None
+) -> tuple[int, int]:
+    """``(start, end)`` of the sentence of ``note`` holding ``span`` (of its clause, cut at
+    ``breaks``)."""
+    breaks = breaks or _SENTENCE
     start = 0
-    for m in _SENTENCE.finditer(note, 0, span[0]):
+    for m in breaks.finditer(note, 0, span[0]):
         start = m.end()
-    after = _SENTENCE.search(note, span[1])
+    after = breaks.search(note, span[1])
     return start, after.start() if after else len(note)
 
 
@@ -69,8 +87,9 @@ _OPENS = re.compile(
     re.IGNORECASE,
 )
 _THIS = re.compile(
-    r"\b(?:cancel|cxl)\w* (?:this|this one|this order|the order)\b|\bthis (?:order|one) "
-    r"(?:is |has been |was )?cancel\w*|(?:这单|本单|此单|该单)(?:已经?|就)?(?:取消|作废|不要了)|取消(?:这单|本单|此单)",
+    r"\b(?:cancel|cxl)\w* (?:this|this one|this order|the order|it)\b|\bthis (?:order|one) "
+    r"(?:is |has been |was )?cancel\w*|(?:这单|本单|此单|该单)(?:已经?|就)?(?:取消|作废|不要了)|取消(?:这单|本单|此单)"
+    r"|把(?:这单|本单|此单)取消",
     re.IGNORECASE,
 )
 
@@ -90,20 +109,27 @@ def cancel_verdict(note: str, own_id: str | None = None) -> bool | None:
         return None
     if _NOT_HOLDING.search(note):
         return False
+    for m in _ASKED.finditer(note):
+        start, end = _sentence_span(note, m.span())
+        if not _REQUEST.search(note, start, end):
+            return False
     for cue in cues:
         start, end = _sentence_span(note, cue.span)
         sentence = _NOT_A_CONDITION.sub("", note[start:end])
         if _CONDITION.search(sentence):
             return False
     digits = re.sub(r"\D", "", own_id or "")
-    named = False  # this order's number in a cue's sentence, and no other order's number there
+    named = False  # this order's number in a cue's clause, and no other order's number there
+    others = True  # every cue's clause names another order's number only
     for cue in cues:
-        start, end = _sentence_span(note, cue.span)
+        start, end = _sentence_span(note, cue.span, _CLAUSE)
         numbers = {a or b for a, b in _NUMBER.findall(note[start:end])}
         named = named or (bool(digits) and numbers == {digits})
+        refs = {a or b for a, b in _ORDER_REF.findall(note[start:end])}
+        others = others and bool(refs) and digits not in refs
     if _OPENS.search(note) or _THIS.search(note) or named:
         return True
-    return False if _OTHERS.search(note) else None
+    return False if others or _OTHERS.search(note) else None
 
 
 # --------------------------------------------------------------------------- ship-with
