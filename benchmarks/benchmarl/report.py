@@ -155,11 +155,11 @@ def verdicts(task: str, algorithm: str, s: dict, by_fw: dict[str, list[dict]]) -
     wall_ok = m["wall"] <= b["wall"] / 3
     load = f"{min(m['load'][0], b['load'][0]):.1f}..{max(m['load'][1], b['load'][1]):.1f}"
     return [
-        f"{name}, (1) both sides improved over their first evaluation on every seed: "
+        f"- {name}, (1) both sides improved over their first evaluation on every seed: "
         f"{improved(by_fw)}",
-        f"{name}, (2) marlm's mean final return {m['mean']:.2f} is {where} BenchMARL's seed range "
+        f"- {name}, (2) marlm's mean final return {m['mean']:.2f} is {where} BenchMARL's seed range "
         f"{b['min']:.2f}..{b['max']:.2f} ({met})",
-        f"{name}, (3) wall time {m['wall']:.0f} s against {b['wall']:.0f} s, ratio "
+        f"- {name}, (3) wall time {m['wall']:.0f} s against {b['wall']:.0f} s, ratio "
         f"{m['wall'] / b['wall']:.2f} ({'met' if wall_ok else 'NOT met'}: the target is at most "
         f"0.33); CPU ratio {m['cpu'] / b['cpu']:.2f}; load average at the runs' ends {load}",
     ]
