@@ -47,3 +47,11 @@ def test_the_default_steps_are_the_configs():
 
     help_text = " ".join(DEEP_STEPS.help.split())
     assert f"(default {RACE_STEPS} on race, {DEFAULT_STEPS} on env)" in help_text
+
+
+def test_an_empty_set_with_a_table_learner_is_refused_not_ignored(tmp_path, capsys):
+    # train race --learner iql --set "" ran and exited 0: the empty pair read as not given.
+    race = ["train", "race", "--learner", "iql", "--episodes", "5", "--no-plot"]
+    code, err = run_main([*race, "--set", "", "--out", tmp_path / "out"], capsys)
+    assert code == 2 and "would ignore it; drop --set ''," in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -205,7 +205,7 @@ def deep_config(
     return DeepConfig(
         learner=learner,
         **{k: v for k, v in given.items() if v is not None},
-        **parse_settings(extra, defaults),
+        **parse_settings(extra, defaults, learner),
     )
 
 
@@ -380,8 +380,8 @@ def check_race_learner(learner: str, reward: str = "shared", **given: Any) -> di
     }
     for name, (read, whose, fix) in readers.items():
         value = given.get(name)
-        if isinstance(value, list | tuple):  # --set, repeated
-            value = " --set ".join(value) or None
+        if isinstance(value, list | tuple):  # --set, repeated (an empty pair is given too)
+            value = " --set ".join(value) or (repr(value[0]) if value else None)
         if value is not None and not read:
             option = "--" + name.replace("_", "-")
             run = f"--reward {reward}" if whose.startswith("--") else f"--learner {learner}"

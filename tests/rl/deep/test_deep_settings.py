@@ -70,3 +70,39 @@ def test_a_resumed_run_with_another_setting_names_it_as_the_user_set_it():
         "checkpoint has --set rollout=64 but this run has --set rollout=128; resume with "
         in str(e.value)
     )
+
+
+@pytest.mark.parametrize(
+    "settings,said",
+    [
+        ({"threads": 100_000}, "must be a whole number in 1..256, got 100000; pass e.g. --set threads=1"),
+        ({"hidden": 100_000}, "must be a whole number in 1..4096, got 100000; pass e.g. --set hidden=64"),
+        ({"clip": float("nan")}, "must be a finite number >= 0, got nan"),
+        ({"ent_coef": float("inf")}, "must be a finite number >= 0, got inf"),
+        ({"lr": float("inf")}, "must be > 0, got inf"),
+        ({"minibatches": 200, "rollout": 2, "num_envs": 2}, "200 minibatches of a rollout of 2 steps x 2 copies leave some empty; pass at most --set minibatches=4"),
+        ({"learner": "dqn", "batch": 64, "buffer": 10}, "a batch of 64 cannot be drawn from a buffer of 10; pass --set batch=10 or a larger buffer"),
+    ],
+)  # fmt: skip
+def test_a_setting_that_would_crash_or_poison_the_run_is_refused_first(settings, said):
+    # threads=100000 killed the process (SIGSEGV), hidden=100000 asked for 40 GB, nan and inf
+    # ran and wrote NaN into metrics.json or failed after training with a misleading message.
+    with pytest.raises(InputError) as e:
+        DeepConfig(**settings)
+    assert e.value.message == said
+
+
+@pytest.mark.parametrize(
+    "learner,pair,readers",
+    [("qmix", "clip=0.3", "mappo and ippo"), ("mappo", "eps_start=0.5", "qmix and dqn-vdn and dqn"),
+     ("dqn", "mixer_embed=8", "qmix"), ("ippo", "learning_starts=5", "qmix and dqn-vdn and dqn")],
+)  # fmt: skip
+def test_a_setting_the_learner_would_ignore_is_refused(learner, pair, readers):
+    with pytest.raises(InputError) as e:
+        parse_settings([pair], DEFAULTS, learner)
+    key = pair.split("=")[0]
+    assert str(e.value) == (
+        f"field '--set': {key} is read by {readers}; --learner {learner} would ignore it: "
+        f"drop --set {pair}"
+    )
+    assert parse_settings([pair], DEFAULTS, readers.split(" and ")[0]) != {}

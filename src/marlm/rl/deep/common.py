@@ -16,6 +16,7 @@ appendix on agent-specific inputs).
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from gymnasium import spaces
 from marlm.errors import InputError
 from marlm.rl.deep import DEFAULT_STEPS, MAX_ENVS
 from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
-from marlm.rl.deep.settings import option_example, option_name
+from marlm.rl.deep.settings import AT_MOST, option_example, option_name
 
 PPO_LEARNERS = ("mappo", "ippo")
 DQN_LEARNERS = ("qmix", "dqn-vdn", "dqn")
@@ -125,6 +126,25 @@ class DeepConfig:
             ("target_every", 100), ("mixer_embed", 32),
         ):  # fmt: skip
             _positive_int(values[name], name, example)
+            most = AT_MOST.get(name)
+            if most is not None and values[name] > most:  # memory and threads: see AT_MOST
+                raise InputError(
+                    f"must be a whole number in 1..{most}, got {values[name]!r}; pass e.g. "
+                    f"{option_example(name, example)}", source=option_name(name), field=name,
+                )  # fmt: skip
+        if self.learner in PPO_LEARNERS and self.minibatches > self.rollout * self.num_envs:
+            raise InputError(
+                f"{self.minibatches} minibatches of a rollout of {self.rollout} steps x "
+                f"{self.num_envs} copies leave some empty; pass at most "
+                f"{option_example('minibatches', self.rollout * self.num_envs)}",
+                source=option_name("minibatches"), field="minibatches",
+            )  # fmt: skip
+        if self.learner in DQN_LEARNERS and self.batch > self.buffer:
+            raise InputError(
+                f"a batch of {self.batch} cannot be drawn from a buffer of {self.buffer}; pass "
+                f"{option_example('batch', self.buffer)} or a larger buffer",
+                source=option_name("batch"), field="batch",
+            )  # fmt: skip
         if self.num_envs > MAX_ENVS:  # each copy is held in memory: see MAX_ENVS
             raise InputError(
                 f"must be a whole number in 1..{MAX_ENVS} (copies held in memory at once), got "
@@ -149,11 +169,14 @@ class DeepConfig:
             )
         for name in ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_fraction"):
             _in_range(values[name], 0.0, 1.0, option_name(name), name)
-        if not (isinstance(self.lr, int | float) and self.lr > 0):
+        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
             raise InputError(f"must be > 0, got {self.lr!r}", source="--lr", field="lr")
         for name in ("clip", "ent_coef", "vf_coef", "max_grad_norm"):
-            if values[name] < 0:
-                raise InputError("must be >= 0", source=option_name(name), field=name)
+            if not (math.isfinite(values[name]) and values[name] >= 0):
+                raise InputError(
+                    f"must be a finite number >= 0, got {values[name]!r}",
+                    source=option_name(name), field=name,
+                )  # fmt: skip
 
     @property
     def effective_lr(self) -> float:

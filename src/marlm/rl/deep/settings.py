@@ -32,6 +32,25 @@ OWN_OPTIONS: dict[str, str] = {
 #: The option that sets any other field.
 SET_OPTION = "--set"
 
+#: The most a setting may ask for: beyond these a run ends in an out-of-memory error or a crash of
+#: PyTorch's thread pool (``threads=100000`` killed the process with SIGSEGV; ``hidden=100000``
+#: asked for 40 GB), not in a result.
+AT_MOST = {
+    "hidden": 4096, "threads": 256, "rollout": 100_000, "epochs": 1000, "minibatches": 100_000,
+    "buffer": 10_000_000, "batch": 100_000, "mixer_embed": 4096, "target_every": 10_000_000,
+}  # fmt: skip
+
+#: The fields only some learners read (the others would ignore them): PPO's, DQN's, QMIX's.
+READ_BY: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("rollout", "epochs", "minibatches", "clip", "gae_lambda", "ent_coef", "vf_coef",
+         "max_grad_norm"), ("mappo", "ippo")),
+    **dict.fromkeys(
+        ("buffer", "batch", "eps_start", "eps_end", "eps_fraction", "learning_starts",
+         "target_every"), ("qmix", "dqn-vdn", "dqn")),
+    "mixer_embed": ("qmix",),
+}  # fmt: skip
+
 
 def option_name(field: str) -> str:
     """How a user sets DeepConfig field ``field``: its own option (``"--envs"``), else
@@ -72,15 +91,18 @@ def _parse_value(text: str, default: Any, key: str) -> Any:
         ) from None
 
 
-def parse_settings(pairs: Iterable[str], defaults: Mapping[str, Any]) -> dict[str, Any]:
+def parse_settings(
+    pairs: Iterable[str], defaults: Mapping[str, Any], learner: str | None = None
+) -> dict[str, Any]:
     """``--set`` values (``["rollout=128", "hidden=32"]``) as ``{field: value}``, each value of
     its field's type in ``defaults`` (DeepConfig's fields and default values). A field given
     twice keeps the last value, as options do.
 
     Raises:
         InputError: naming ``--set``: a pair without ``=``, an unknown field (the message lists
-            the fields ``--set`` takes), a field that has its own option (naming it), or a
-            value that is not of the field's type.
+            the fields ``--set`` takes), a field that has its own option (naming it), a field
+            ``learner`` does not read (:data:`READ_BY`), or a value that is not of the field's
+            type.
     """
     out: dict[str, Any] = {}
     settable = sorted(k for k in defaults if k not in OWN_OPTIONS)
@@ -101,8 +123,23 @@ def parse_settings(pairs: Iterable[str], defaults: Mapping[str, Any]) -> dict[st
                 f"unknown setting {key!r}; {SET_OPTION} takes {', '.join(settable)}",
                 field=SET_OPTION,
             )
+        readers = READ_BY.get(key)
+        if learner is not None and readers is not None and learner not in readers:
+            raise InputError(
+                f"{key} is read by {' and '.join(readers)}; --learner {learner} would ignore it: "
+                f"drop {SET_OPTION} {pair.strip()}",
+                field=SET_OPTION,
+            )
         out[key] = _parse_value(text, defaults[key], key)
     return out
 
 
-__all__ = ["OWN_OPTIONS", "SET_OPTION", "option_example", "option_name", "parse_settings"]
+__all__ = [
+    "AT_MOST",
+    "OWN_OPTIONS",
+    "READ_BY",
+    "SET_OPTION",
+    "option_example",
+    "option_name",
+    "parse_settings",
+]
