@@ -45,6 +45,10 @@ CASES = [
     ("1420取消吧，谢谢", True),
     ("Buyer wants it cancelled but finance says no, it ships.", False),
     ("客户要取消，主管不同意取消，照发。", False),
+    # said not to be cancelled
+    ("Not cancelled. Ship to cold chain.", False),
+    ("This order is NOT cancelled.", False),
+    ("取消o1770，不是这个", False),
     # another order's only, its number beside the cue
     ("Customer mentioned o1770 got cancelled last week; this one is for the new site.", False),
     ("We cancelled o1770 this morning, this one replaces it.", False),

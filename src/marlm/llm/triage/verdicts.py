@@ -24,8 +24,8 @@ _NOT_HOLDING = re.compile(
     r"|want (?:it|this|the order|them) after all|un-?cancel\w*|disregard|(?:still|do) need (?:it|th)"
     r"|ignore (?:that|the|my|our) (?:earlier |previous |last )?(?:cancel\w*|request|email|message)"
     r"|keep (?:it|this|the order)(?=\s*(?:[,.!;—-]|$|after all|then|please|pls|for now|and ship|live|going|active|open))"
-    r"|wait,? no\b|not this (?:one|order)|whether\b.{0,30}cancel|keep this one|jk\b|just kidding"
-    r"|this one (?:stays|still ships|ships as|goes as|is fine)|not decided|undecided|depending on"
+    r"|wait,? no\b|not this (?:one|order)|\bnot (?:been )?cancel\w*|whether\b.{0,30}cancel|keep this one|jk\b|just kidding"
+    r"|this (?:one|order) (?:stays|still ships|ships as|goes as|is fine)|not decided|undecided|depending on"
     r"|(?:may|might|maybe) cancel"
     r"|(?:can'?t|cannot|can not|won'?t|will not|do(?:n'?t| not)|not to|no need to|never) "
     r"(?:be )?(?:cancel|cxl)\w*|withdr\w* (?:the |their |his |her |that )?(?:cancel\w*|request)"
@@ -39,7 +39,7 @@ _NOT_HOLDING = re.compile(
     r"|cancel\w*[^.!。！]{0,12} or not)"
     r"|(别取消|不要取消|不取消|取消不了|无法取消|没法取消|不能取消|不用取消|暂不取消|先别取消|撤回了?取消"
     r"|撤销取消|取消.{0,6}(?:撤回|撤销|驳回)|驳回|又说(?:还)?要|说还是要|取消不取消|要不要取消|能不能取消"
-    r"|是否取消|取消的是|不是这单|又要了|恢复|这单(?:照常|照发|不动|正常|继续|不变)|取消.{0,4}误会|不同意取消|不让取消|(?:能不能|能否|可不可以|可否|要不要).{0,8}取消)",
+    r"|是否取消|取消的是|不是这单|不是这个|不是本单|又要了|恢复|这单(?:照常|照发|不动|正常|继续|不变)|取消.{0,4}误会|不同意取消|不让取消|(?:能不能|能否|可不可以|可否|要不要).{0,8}取消)",
     re.IGNORECASE,
 )
 # A question about the cancellation ("too late to cancel this?", "这单取消了吗？"), unless it is
@@ -82,7 +82,7 @@ def _sentence_span(
 # This order's own cancellation, worded so no model is needed: the note opens with it, or it
 # names this order ("cancel this order", "这单取消", "cancel order o12" for o12).
 _OPENS = re.compile(
-    r"^\W*(?:pls |please |kindly )?(?:cancel(?:led)?|cxl|canx)\b(?! (?:o|order|#)\s*\d)"
+    r"^\W*(?:pls |please |kindly )?(?:cancel(?:led)?|cxl|canx)\b(?! (?:o|order|#)?\s*\d)"
     r"|^\W*(?:这单|本单|此单|该单)?(?:取消|作废|不要了)",
     re.IGNORECASE,
 )
