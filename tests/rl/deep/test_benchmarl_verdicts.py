@@ -15,9 +15,9 @@ def test_simple_spread_verdict_and_rows_from_the_kept_run():
     report = load_script("benchmarks/benchmarl/report.py")
     lines = report.table(report.load(DATA / "simple_spread-30k-2026-12-01.jsonl"))
     assert lines[-2:] == [
-        "simple_spread mappo, (2) marlm's mean final return -24.68 is above BenchMARL's seed "
+        "- simple_spread mappo, (2) marlm's mean final return -24.68 is above BenchMARL's seed "
         "range -39.03..-35.68 (met)",
-        "simple_spread mappo, (3) wall time 460 s against 1793 s, ratio 0.26 (met: the target "
+        "- simple_spread mappo, (3) wall time 460 s against 1793 s, ratio 0.26 (met: the target "
         "is at most 0.33); CPU ratio 0.24; load average at the runs' ends 5.7..9.7",
     ]
     marlm = next(x for x in lines if x.startswith("| simple_spread | mappo | marlm |"))
@@ -32,9 +32,9 @@ def test_no_delivery_on_any_seed_of_either_side_is_met_only_trivially():
     report = load_script("benchmarks/benchmarl/report.py")
     lines = report.table(report.load(DATA / "rware_tiny_2ag-10k-2026-12-01.jsonl"))
     assert lines[-2:] == [
-        "rware_tiny_2ag mappo, (2) marlm's mean final return 0.00 is within BenchMARL's seed "
+        "- rware_tiny_2ag mappo, (2) marlm's mean final return 0.00 is within BenchMARL's seed "
         "range 0.00..0.00 (met only trivially: every seed of both sides ended at 0.00)",
-        "rware_tiny_2ag mappo, (3) wall time 92 s against 320 s, ratio 0.29 (met: the target "
+        "- rware_tiny_2ag mappo, (3) wall time 92 s against 320 s, ratio 0.29 (met: the target "
         "is at most 0.33); CPU ratio 0.29; load average at the runs' ends 2.3..5.9",
     ]
 
