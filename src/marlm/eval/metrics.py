@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
-from typing import Any, Protocol, TypedDict
+from dataclasses import asdict, dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -456,7 +456,8 @@ def reading(
     }
 
 
-class FoldedSteps(Protocol):
+@dataclass
+class FoldedSteps:
     """The ``step`` and ``idle`` events' figures folded beforehand (:mod:`marlm.eval.stream`):
     their number, collisions (sum), shield overrides by robot, step and planning latencies
     (``float64[n]``, milliseconds), each failure's recovery, the :func:`still_with_task` figures

@@ -28,7 +28,7 @@ import json
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import numpy as np
 
 from marlm.eval.metrics import (
     IDLE_CAUSES,
+    FoldedSteps,
     StillWithTask,
     cells_around,
     deliveries_over_time,
@@ -359,7 +360,7 @@ class _StepFold:
             ))  # fmt: skip
         metrics = summarise(
             events,
-            steps=_StepFigures(
+            steps=FoldedSteps(
                 n=first.n_steps, collisions=self.collisions, overrides=self.overrides,
                 step_lat=np.frombuffer(self.step_lat, dtype=np.float64),
                 plan_lat=np.frombuffer(self.plan_lat, dtype=np.float64),
@@ -382,23 +383,6 @@ def _stuck(event: dict[str, Any], prev_positions: Any) -> set[int]:
     from marlm.eval.recovery import _stuck_robots
 
     return _stuck_robots(event, prev_positions)
-
-
-@dataclass
-class _StepFigures:
-    """The step figures :func:`marlm.eval.metrics.summarise` takes instead of reading steps."""
-
-    n: int
-    collisions: int
-    overrides: Counter[str]
-    step_lat: np.ndarray
-    plan_lat: np.ndarray
-    still: StillWithTask
-    recoveries: list[Recovery]
-    idle: dict[str, int]
-
-    def recovery_dicts(self) -> list[dict[str, Any]]:
-        return [asdict(r) for r in self.recoveries]
 
 
 __all__ = ["MAX_POINTS", "RunFigures", "read_run"]
