@@ -189,14 +189,22 @@ def parse_stations(text: str | None) -> dict[str, str]:
     return out
 
 
-def _context(note: str, start: int, end: int) -> str:
-    """The clause of ``note`` holding ``[start, end)``: cut at the last break before and the
-    first break after (sentence and clause punctuation, ``but``, ``但``)."""
+def span_between(
+    note: str, span: tuple[int, int], breaks: re.Pattern[str] = _CLAUSE_BREAKS
+) -> tuple[int, int]:
+    """``(left, right)``: the stretch of ``note`` holding ``span``, from the end of the last
+    ``breaks`` match before it to the start of the first one after it (default: the clause,
+    cut at sentence and clause punctuation, ``but``, ``但``)."""
     left = 0
-    for m in _CLAUSE_BREAKS.finditer(note, 0, start):
+    for m in breaks.finditer(note, 0, span[0]):
         left = m.end()
-    after = _CLAUSE_BREAKS.search(note, end)
-    right = after.start() if after else len(note)
+    after = breaks.search(note, span[1])
+    return left, after.start() if after else len(note)
+
+
+def _context(note: str, start: int, end: int) -> str:
+    """The clause of ``note`` holding ``[start, end)`` (:func:`span_between`)."""
+    left, right = span_between(note, (start, end))
     return note[left:right].strip() or note[start:end]
 
 
@@ -607,4 +615,5 @@ __all__ = [
     "parse_clock",
     "parse_stations",
     "same_order_id",
+    "span_between",
 ]

@@ -15,7 +15,13 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from marlm.llm.triage.candidates import Candidates, cancel_cues, find_candidates
+from marlm.llm.triage.candidates import (
+    Candidate,
+    Candidates,
+    cancel_cues,
+    find_candidates,
+    span_between,
+)
 
 # A cancellation the note undoes, refuses, makes conditional, asks about or gives to another
 # order: it does not hold.
@@ -66,19 +72,6 @@ _ORDER_REF = re.compile(r"(?:\b[oO]-?\s?|\border\s+)(\d+)|(?<![\d:#])(\d{3,5})(?
 _OTHERS = re.compile(r"那单.{0,6}(?:取消|作废)")
 
 
-def _sentence_span(
-    note: str, span: tuple[int, int], breaks: re.Pattern[str] | None = None
-) -> tuple[int, int]:
-    """``(start, end)`` of the sentence of ``note`` holding ``span`` (of its clause, cut at
-    ``breaks``)."""
-    breaks = breaks or _SENTENCE
-    start = 0
-    for m in breaks.finditer(note, 0, span[0]):
-        start = m.end()
-    after = breaks.search(note, span[1])
-    return start, after.start() if after else len(note)
-
-
 # This order's own cancellation, worded so no model is needed: the note opens with it, or it
 # names this order ("cancel this order", "这单取消", "cancel order o12" for o12).
 _OPENS = re.compile(
@@ -94,7 +87,9 @@ _THIS = re.compile(
 )
 
 
-def cancel_verdict(note: str, own_id: str | None = None) -> bool | None:
+def cancel_verdict(
+    note: str, own_id: str | None = None, cues: list[Candidate] | None = None
+) -> bool | None:
     """Whether this order's cancellation holds, where the wording settles it; ``None`` where
     only the model can tell (:class:`Candidates.cancel_settled`).
 
@@ -102,19 +97,20 @@ def cancel_verdict(note: str, own_id: str | None = None) -> bool | None:
     about it ("scratch that", "request rejected", "别取消", "取消不取消明天再定", "if ..., cancel",
     "can we cancel?"). ``True``: none of those, and the note opens with the cancellation
     ("CANCEL. Duplicate of o12", "这单取消，1588照常发") or names this order in it ("cancel this
-    order", "cancel order o12" for order o12). Otherwise ``None``.
+    order", "cancel order o12" for order o12). Otherwise ``None``. ``cues``: the note's
+    cancellation cues where the caller has them (:func:`~.candidates.cancel_cues`).
     """
-    cues = cancel_cues(note)
+    cues = cancel_cues(note) if cues is None else cues
     if not cues:
         return None
     if _NOT_HOLDING.search(note):
         return False
     for m in _ASKED.finditer(note):
-        start, end = _sentence_span(note, m.span())
+        start, end = span_between(note, m.span(), _SENTENCE)
         if not _REQUEST.search(note, start, end):
             return False
     for cue in cues:
-        start, end = _sentence_span(note, cue.span)
+        start, end = span_between(note, cue.span, _SENTENCE)
         sentence = _NOT_A_CONDITION.sub("", note[start:end])
         if _CONDITION.search(sentence):
             return False
@@ -122,7 +118,7 @@ def cancel_verdict(note: str, own_id: str | None = None) -> bool | None:
     named = False  # this order's number in a cue's clause, and no other order's number there
     others = True  # every cue's clause names another order's number only
     for cue in cues:
-        start, end = _sentence_span(note, cue.span, _CLAUSE)
+        start, end = span_between(note, cue.span, _CLAUSE)
         numbers = {a or b for a, b in _NUMBER.findall(note[start:end])}
         named = named or (bool(digits) and numbers == {digits})
         refs = {a or b for a, b in _ORDER_REF.findall(note[start:end])}
@@ -181,7 +177,7 @@ def settle(c: Candidates, note: str, own_id: str | None = None) -> Candidates:
     """``c`` with :attr:`Candidates.cancel_settled` and :attr:`Candidates.with_settled` set
     from the wording of ``note`` (:func:`cancel_verdict`, :func:`with_verdict`)."""
     return dataclasses.replace(
-        c, cancel_settled=cancel_verdict(note, own_id), with_settled=with_verdict(c, note)
+        c, cancel_settled=cancel_verdict(note, own_id, c.cancel), with_settled=with_verdict(c, note)
     )
 
 
