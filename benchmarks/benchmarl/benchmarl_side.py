@@ -42,7 +42,6 @@ training only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -60,7 +59,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarl.environments.pettingzoo.common import PettingZooClass  # noqa: E402
-from tasks import ALGORITHMS, SEEDS, TASKS, eval_steps, make_parallel_env, settings  # noqa: E402
+from tasks import TASKS, make_parallel_env, side_arguments  # noqa: E402
 from torchrl.envs import PettingZooWrapper  # noqa: E402
 
 
@@ -191,30 +190,7 @@ def run(task: str, algorithm: str, seed: int, t: dict, folder: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", choices=sorted(TASKS), required=True)
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="mappo")
-    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
-    p.add_argument("--steps", type=int, default=None, help="override the budget (smoke, probe)")
-    p.add_argument("--eval-every", type=int, default=None, help="override the schedule")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE",
-        help="override a shared setting (probes on a seed that is not reported)",
-    )  # fmt: skip
-    p.add_argument("--out", type=Path, required=True, help="JSONL file to append to")
-    args = p.parse_args(argv)
-    t = settings(args.task, args.algorithm)
-    for item in args.set:
-        name, value = item.split("=", 1)
-        if name not in t:
-            p.error(f"--set {item}: {args.algorithm} on {args.task} has no setting {name!r}")
-        t[name] = type(t[name])(float(value)) if isinstance(t[name], int | float) else value
-    if args.steps is not None:
-        t["steps"] = args.steps
-    if args.eval_every is not None:
-        t["eval_every"] = args.eval_every
-    eval_steps(t["steps"], t["envs"] * t["rollout"], t["eval_every"])  # a schedule both can run
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args, t = side_arguments(__doc__.splitlines()[0], argv)
     for seed in (int(s) for s in args.seeds.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchmarl-") as folder:
             row = run(args.task, args.algorithm, seed, t, Path(folder))

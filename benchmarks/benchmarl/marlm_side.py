@@ -21,7 +21,6 @@ from chunk to chunk (:mod:`marlm.rl.deep.run`), so the evaluations do not change
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from tasks import ALGORITHMS, SEEDS, TASKS, eval_steps, make_parallel_env, settings  # noqa: E402
+from tasks import eval_steps, make_parallel_env, side_arguments  # noqa: E402
 
 import marlm.rl.deep.dqn  # noqa: E402, F401  (PyTorch imported here, not in the timed training)
 import marlm.rl.deep.ppo  # noqa: E402, F401
@@ -120,30 +119,7 @@ def run(task: str, algorithm: str, seed: int, t: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", choices=sorted(TASKS), required=True)
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="mappo")
-    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
-    p.add_argument("--steps", type=int, default=None, help="override the budget (smoke, probe)")
-    p.add_argument("--eval-every", type=int, default=None, help="override the schedule")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE",
-        help="override a shared setting (probes on a seed that is not reported)",
-    )  # fmt: skip
-    p.add_argument("--out", type=Path, required=True, help="JSONL file to append to")
-    args = p.parse_args(argv)
-    t = settings(args.task, args.algorithm)
-    for item in args.set:
-        name, value = item.split("=", 1)
-        if name not in t:
-            p.error(f"--set {item}: {args.algorithm} on {args.task} has no setting {name!r}")
-        t[name] = type(t[name])(float(value)) if isinstance(t[name], int | float) else value
-    if args.steps is not None:
-        t["steps"] = args.steps
-    if args.eval_every is not None:
-        t["eval_every"] = args.eval_every
-    eval_steps(t["steps"], t["envs"] * t["rollout"], t["eval_every"])  # a schedule both can run
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args, t = side_arguments(__doc__.splitlines()[0], argv)
     for seed in (int(s) for s in args.seeds.split(",")):
         row = run(args.task, args.algorithm, seed, t)
         with args.out.open("a") as f:

@@ -36,6 +36,9 @@ rollout`` joint steps, then every ``eval_every`` joint steps, the last at the en
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 SEEDS = (0, 1, 2)
 
 COMMON = {
@@ -178,6 +181,40 @@ PUBLISHED = {
         },
     ],
 }
+
+
+def side_arguments(
+    description: str, argv: list[str] | None = None
+) -> tuple[argparse.Namespace, dict]:
+    """The command line both sides take (``--task``, ``--algorithm``, ``--seeds``, ``--steps``,
+    ``--eval-every``, ``--set NAME=VALUE``, ``--out``) and the settings it gives: the task's and
+    algorithm's (:func:`settings`) with the overrides, the evaluation schedule checked
+    (:func:`eval_steps`). Exits with argparse's message on a setting the task does not have."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--task", choices=sorted(TASKS), required=True)
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="mappo")
+    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
+    p.add_argument("--steps", type=int, default=None, help="override the budget (smoke, probe)")
+    p.add_argument("--eval-every", type=int, default=None, help="override the schedule")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE",
+        help="override a shared setting (probes on a seed that is not reported)",
+    )  # fmt: skip
+    p.add_argument("--out", type=Path, required=True, help="JSONL file to append to")
+    args = p.parse_args(argv)
+    t = settings(args.task, args.algorithm)
+    for item in args.set:
+        name, value = item.split("=", 1)
+        if name not in t:
+            p.error(f"--set {item}: {args.algorithm} on {args.task} has no setting {name!r}")
+        t[name] = type(t[name])(float(value)) if isinstance(t[name], int | float) else value
+    if args.steps is not None:
+        t["steps"] = args.steps
+    if args.eval_every is not None:
+        t["eval_every"] = args.eval_every
+    eval_steps(t["steps"], t["envs"] * t["rollout"], t["eval_every"])  # a schedule both can run
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    return args, t
 
 
 def make_parallel_env(task: str):
