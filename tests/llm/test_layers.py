@@ -48,6 +48,34 @@ def test_derived_weights_keep_the_first_blocks_as_q8_0_and_are_written_once(read
     assert not list(reader_cache.glob("*.tmp"))
 
 
+def test_q4_0_weights_are_a_file_of_their_own_and_read_close_to_q8_0s(reader, reader_cache):
+    from gguf import GGMLQuantizationType as Q
+    from gguf import GGUFReader
+
+    from marlm.llm.backends.layers import layer_feature
+
+    q8 = derive_weights(default_model_path(), LAYER + 2, reader_cache)
+    q4 = derive_weights(default_model_path(), LAYER + 2, reader_cache, "Q4_0")
+    assert q4 != q8 and q4.stat().st_size < q8.stat().st_size  # the token table as shipped in both
+    r = GGUFReader(str(q4))
+    assert {t.tensor_type for t in r.tensors if t.name.startswith("blk.")} == {Q.Q4_0, Q.F32}
+    light = LayerReader(default_model_path(), LAYER, cache_dir=reader_cache, weights="Q4_0")
+    tokens = reader.tokenize(probe_input("Line 4 is stopped until this bearing arrives."))
+    a, b = reader.states(tokens).mean(axis=0), light.states(tokens).mean(axis=0)
+    light.close()
+    cos = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    assert 0.98 < cos < 1.0  # the same reading, rounded otherwise
+    assert (layer_feature(9), layer_feature(9, "Q4_0")) == ("l_out-9", "l_out-9-q4_0")
+
+
+@pytest.mark.parametrize("weights", ["Q4_1", "q4_0", "F16", ""])
+def test_weights_other_than_q8_0_and_q4_0_are_refused(reader_cache, weights, embedded_model):
+    with pytest.raises(ValueError, match="weights must be one of Q8_0, Q4_0"):
+        derive_weights(default_model_path(), LAYER + 2, reader_cache, weights)
+    with pytest.raises(ValueError, match="weights must be one of Q8_0, Q4_0"):
+        embedded_model.embed_layer(["a note"], LAYER, cache_dir=reader_cache, weights=weights)
+
+
 def test_the_states_are_block_j_output_for_every_token(reader, reader_cache):
     """RMSNorm of the captured states, times the output norm's weight, is what llama.cpp's
     embedding path gives for a model cut right after block ``j`` (its final states)."""
@@ -129,7 +157,7 @@ def test_a_tensor_name_this_build_does_not_have_is_caught_on_the_first_read(
 class _NoEarlyExit(EmbeddedModel):
     """Fault injector: the real model, whose early exit is unavailable on this build."""
 
-    def embed_layer(self, texts, layer, *, cache_dir=None):
+    def embed_layer(self, texts, layer, *, cache_dir=None, weights="Q8_0"):
         raise LayerReadUnavailable("l_out-9 not read (0 bytes, 0 rows for 3 tokens)")
 
 

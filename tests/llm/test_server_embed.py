@@ -49,6 +49,24 @@ def test_marlm_llm_serve_reads_block_j_by_early_exit_as_the_embedded_model_does(
     assert not np.allclose(got, server.embed(texts), atol=1e-2)  # not the final states
 
 
+def test_marlm_llm_serve_reads_block_j_on_q4_0_weights_under_its_own_name(
+    llama_server, embedded_model
+):
+    texts = [probe_input(clean_note(n)) for n in NOTES]
+    server = OpenAICompatible(llama_server, "smollm2", timeout_s=120)
+    got = server.embed_layer(texts, 9, weights="Q4_0")
+    want = embedded_model.embed_layer(texts, 9, weights="Q4_0")
+    assert np.allclose(got, want, rtol=0, atol=1e-3)
+    assert not np.allclose(got, server.embed_layer(texts, 9), atol=1e-3)  # not the Q8_0 read
+    for name in ("smollm2:l_out-9-q4_1", "smollm2:l_out-x", "smollm2:l_out-9:q4_0"):
+        status, body = _post(llama_server, {"model": name, "input": ["a note"]})
+        assert status == 404, name  # never the final states under a layer's name
+        assert body["error"]["message"] == (
+            f"field 'model': \"{name}\" is not served here (a block is read as "
+            "<model>:l_out-<j> or <model>:l_out-<j>-q4_0)"
+        )
+
+
 def test_a_layer_the_server_cannot_read_is_a_404_and_the_probe_reads_the_final_states(
     llama_server,
 ):

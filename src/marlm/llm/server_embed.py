@@ -45,8 +45,9 @@ from .errors import (
 #: Request paths answered by :class:`EmbeddingsEndpoint`.
 EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
 #: A model name ending so asks :class:`EmbeddingsEndpoint` for block ``j``'s output by early
-#: exit (``EmbeddedModel.embed_layer``) instead of the final states: ``smollm2:l_out-9``.
-LAYER_SUFFIX = re.compile(r":l_out-(\d{1,3})$")
+#: exit (``EmbeddedModel.embed_layer``) instead of the final states: ``smollm2:l_out-9`` on the
+#: Q8_0 derived weights, ``smollm2:l_out-9-q4_0`` on the Q4_0 ones.
+LAYER_SUFFIX = re.compile(r":l_out-(\d{1,3})(-q4_0)?$")
 #: Most texts one request to :class:`EmbeddingsEndpoint` may carry.
 MAX_INPUTS = 256
 
@@ -381,12 +382,20 @@ class EmbeddingsEndpoint:
                     f"field 'input[{i}]': a text of {n} tokens is longer than the "
                     f"{EMBED_MAX_TOKENS} tokens this endpoint embeds; shorten it"
                 )
-            layer = LAYER_SUFFIX.search(str(body.get("model") or ""))
+            name = str(body.get("model") or "")
+            layer = LAYER_SUFFIX.search(name)
+            if layer is None and ":l_out-" in name:  # a layer asked for in a form not served
+                raise LayerReadUnavailable(
+                    "a block is read as <model>:l_out-<j> or <model>:l_out-<j>-q4_0"
+                )
             if layer is None:
                 vectors = await to_thread.run_sync(model.embed, texts)
             else:
+                weights = "Q4_0" if layer.group(2) else "Q8_0"
                 vectors = await to_thread.run_sync(
-                    lambda: model.embed_layer(texts, int(layer.group(1)), cache_dir=None)
+                    lambda: model.embed_layer(
+                        texts, int(layer.group(1)), cache_dir=None, weights=weights
+                    )
                 )
         except LayerReadUnavailable as e:  # as OpenAI answers a model it does not serve
             detail = f"field 'model': {_shown(body.get('model'))} is not served here ({e})"

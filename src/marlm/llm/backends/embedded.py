@@ -135,8 +135,9 @@ class EmbeddedModel:
         self._n_threads, self._n_batch = n_threads, n_batch
         self._embedder: Any = None  # a second context on the same file, made by embed()
         self._embed_cache: tuple = ((), None)  # tokens in its KV cache, their hidden states
-        self._layer_readers: dict[int, Any] = {}  # early-exit readers by layer (embed_layer)
-        self._layer_unavailable: dict[int, BackendError] = {}  # why embed_layer(layer) cannot
+        # early-exit readers by (layer, weights) (embed_layer), and why one cannot run
+        self._layer_readers: dict[tuple[int, str], Any] = {}
+        self._layer_unavailable: dict[tuple[int, str], BackendError] = {}
         self.clock: Clock = clock or SystemClock()
         self.breaker = breaker or default_breaker(self.clock)
         self._guard = Guard(self.breaker, self.clock)
@@ -361,19 +362,25 @@ class EmbeddedModel:
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
 
     def embed_layer(
-        self, texts: Sequence[str], layer: int, *, cache_dir: str | Path | None = None
+        self,
+        texts: Sequence[str],
+        layer: int,
+        *,
+        cache_dir: str | Path | None = None,
+        weights: str = "Q8_0",
     ) -> Any:
         """The mean over each text's tokens of the residual stream after block ``layer``
         (llama.cpp's ``l_out-<layer>``), decoding blocks ``0..layer`` only, on weights derived
-        once from this model's file (:mod:`.layers`: the first ``layer + 2`` blocks as Q8_0,
-        written into ``cache_dir``, default :func:`.layers.default_cache_dir`). Prefix reuse
-        as in :meth:`embed`; one thread; the same guard (lock, timeout per text, breaker,
-        cancel, close).
+        once from this model's file (:mod:`.layers`: the first ``layer + 2`` blocks as
+        ``weights``, ``"Q8_0"`` or ``"Q4_0"``, written into ``cache_dir``, default
+        :func:`.layers.default_cache_dir`). Prefix reuse as in :meth:`embed`; one thread; the
+        same guard (lock, timeout per text, breaker, cancel, close).
 
         Returns:
             ``float32[len(texts), n_embd]``, unnormalised (the residual stream, before any norm).
 
         Raises:
+            ValueError: ``weights`` is not one of :data:`.layers.READER_QTYPES`.
             LayerReadUnavailable: the early exit cannot run with this model or build (the
                 reason says which step); the breaker does not count it. Callers fall back to
                 :meth:`embed`.
@@ -383,13 +390,17 @@ class EmbeddedModel:
         import numpy as np
 
         from ..server_embed import check_texts
+        from .layers import READER_QTYPES
 
         texts = check_texts(texts, field="texts")
-        if layer in self._layer_unavailable:
-            raise self._layer_unavailable[layer]
+        if weights not in READER_QTYPES:
+            raise ValueError(f"weights must be one of {', '.join(READER_QTYPES)}, got {weights!r}")
+        key = (layer, weights)
+        if key in self._layer_unavailable:
+            raise self._layer_unavailable[key]
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:
             try:
-                reader = self._make_layer_reader(layer, cache_dir)
+                reader = self._make_layer_reader(layer, cache_dir, weights)
                 reader.clear_abort()
                 rows = []
                 for text in texts:
@@ -403,7 +414,7 @@ class EmbeddedModel:
                         )
                     rows.append(reader.states(tokens).mean(axis=0))
             except LayerReadUnavailable as e:
-                self._layer_unavailable[layer] = e
+                self._layer_unavailable[key] = e
                 raise
             except (BackendClosed, BackendTimeout, CircuitOpen, ContextLengthExceeded):
                 raise
@@ -411,15 +422,16 @@ class EmbeddedModel:
                 raise self._failure(e) from e
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
 
-    def _make_layer_reader(self, layer: int, cache_dir: str | Path | None) -> Any:
-        """The early-exit reader of ``layer``, created on first use (called holding the lock)."""
+    def _make_layer_reader(self, layer: int, cache_dir: str | Path | None, weights: str) -> Any:
+        """The early-exit reader of ``layer`` on ``weights``, created on first use (called
+        holding the lock)."""
         from .layers import LayerReader, default_cache_dir
 
-        reader = self._layer_readers.get(layer)
+        reader = self._layer_readers.get((layer, weights))
         if reader is None:
             folder = default_cache_dir() if cache_dir is None else cache_dir
-            reader = LayerReader(self.model_path, layer, cache_dir=folder)
-            self._layer_readers[layer] = reader
+            reader = LayerReader(self.model_path, layer, cache_dir=folder, weights=weights)
+            self._layer_readers[(layer, weights)] = reader
         return reader
 
     def _make_embedder(self) -> None:

@@ -321,12 +321,18 @@ class OpenAICompatible:
         return request_embeddings(self, texts)
 
     def embed_layer(
-        self, texts: Sequence[str], layer: int, *, cache_dir: str | Path | None = None
+        self,
+        texts: Sequence[str],
+        layer: int,
+        *,
+        cache_dir: str | Path | None = None,
+        weights: str = "Q8_0",
     ) -> Any:
         """Block ``layer``'s output by early exit, from a server that serves it under the model
-        name ``<model>:l_out-<layer>`` (``marlm llm serve`` does:
-        :data:`marlm.llm.server_embed.LAYER_SUFFIX`): ``float32[len(texts), d]``. ``cache_dir``
-        is the server's business (accepted for the protocol, unused).
+        name ``<model>:l_out-<layer>`` on Q8_0 weights, ``<model>:l_out-<layer>-q4_0`` on Q4_0
+        (``marlm llm serve`` does: :data:`marlm.llm.server_embed.LAYER_SUFFIX`):
+        ``float32[len(texts), d]``. ``cache_dir`` is the server's business (accepted for the
+        protocol, unused).
 
         A server that serves only its final states may also ignore the name and answer them:
         the probe trains and reads on whatever this call returns, so its features stay
@@ -338,8 +344,11 @@ class OpenAICompatible:
             the rest: as :meth:`embed`.
         """
         from ..server_embed import request_embeddings
+        from .layers import layer_feature
 
-        return request_embeddings(self, texts, model=f"{self.model}:l_out-{layer}")
+        return request_embeddings(
+            self, texts, model=f"{self.model}:{layer_feature(layer, weights)}"
+        )
 
     def score_batch(
         self, prompts: Sequence[str], options: Sequence[str], *, cache_prefix: str | None = None

@@ -5,9 +5,10 @@ Bengio 2016; Tenney et al. 2019), and a layer ``j`` of 30 costs a third of the m
 things make llama.cpp do only that work:
 
 1. **Derived weights** (:func:`derive_weights`): the shipped GGUF written once into the cache with
-   its first ``j + 2`` blocks, the block matrices requantised to Q8_0 (the shipped Q4_1 has no fast
-   CPU kernel in this llama.cpp: 510 against 305 ms for the whole model on one 18-token text,
-   measured on an AVX2 core), with the ``gguf`` package (no download). Block ``j + 1`` is kept
+   its first ``j + 2`` blocks, the block matrices requantised to Q8_0 or Q4_0 (the shipped Q4_1
+   has no fast CPU kernel in this llama.cpp: 510 against 305 ms as Q8_0 for the whole model on
+   one 18-token text, measured on an AVX2 core; Q4_0 is repacked on load for the AVX2 kernels, 13%
+   less than Q8_0 through 10 blocks on an Intel Xeon), with the ``gguf`` package (no download). Block ``j + 1`` is kept
    because llama.cpp keeps only the output rows in the model's last block.
 2. **A stop in the graph** (:class:`LayerReader`): a context with no embedding output (so the
    49,152-word output projection, 3.3 ms a token, is not computed for every token), whose eval
@@ -37,26 +38,43 @@ from ..errors import LayerReadUnavailable
 from .build import avoid_amx_repack
 from .hidden import EMBED_MAX_TOKENS, reusable_prefix
 
-#: Quantisation of the derived blocks' matrices (norms stay float32, the token table as shipped).
+#: Quantisation of the derived blocks' matrices by default (norms stay float32, the token table
+#: as shipped).
 READER_QTYPE = "Q8_0"
+#: The quantisations :func:`derive_weights` writes: those llama.cpp has fast CPU matrix kernels
+#: for (Q4_0 is repacked on load for its AVX2 and NEON kernels; Q4_1, the shipped type, and Q5_0
+#: are slower than Q8_0 here).
+READER_QTYPES = ("Q8_0", "Q4_0")
 #: Version of :func:`derive_weights`'s output: a new one is written when this changes.
 DERIVE_VERSION = 1
 _NAME_BYTES = 64  # GGML_MAX_NAME
 
 
-def derive_weights(src: str | Path, blocks: int, cache_dir: str | Path) -> Path:
-    """The GGUF at ``src`` cut to its first ``blocks`` blocks, block matrices as Q8_0, written once
-    into ``cache_dir`` (atomically) and reused: ``reader-<hash>-k<blocks>.gguf``.
+def layer_feature(layer: int, weights: str = READER_QTYPE) -> str:
+    """The name of block ``layer``'s early-exit reading on ``weights``: ``"l_out-9"`` on the
+    default Q8_0, ``"l_out-9-q4_0"`` on Q4_0 (the name caches and ``marlm llm serve`` key it by)."""
+    return f"l_out-{layer}" if weights == READER_QTYPE else f"l_out-{layer}-{weights.lower()}"
+
+
+def derive_weights(
+    src: str | Path, blocks: int, cache_dir: str | Path, weights: str = READER_QTYPE
+) -> Path:
+    """The GGUF at ``src`` cut to its first ``blocks`` blocks, block matrices as ``weights`` (one
+    of :data:`READER_QTYPES`), written once into ``cache_dir`` (atomically) and reused:
+    ``reader-<hash>-k<blocks>.gguf``.
 
     The hash covers the source file's size and modification time, :data:`DERIVE_VERSION` and the
     quantisation, so an updated model gets a new file. Writing takes about 2 s for 11 blocks of
     SmolLM2-135M (numpy quantisation in the ``gguf`` package).
 
     Raises:
+        ValueError: ``weights`` is not one of :data:`READER_QTYPES`.
         LayerReadUnavailable: ``gguf`` is not installed, the file has no ``<arch>.block_count``
             or fewer blocks than asked, a tensor type cannot be requantised, or the file cannot
             be written.
     """
+    if weights not in READER_QTYPES:
+        raise ValueError(f"weights must be one of {', '.join(READER_QTYPES)}, got {weights!r}")
     src = Path(src)
     try:
         import gguf
@@ -66,7 +84,7 @@ def derive_weights(src: str | Path, blocks: int, cache_dir: str | Path) -> Path:
     except ImportError as e:
         raise LayerReadUnavailable(f"the gguf package is not installed ({e})") from e
     st = src.stat()
-    key = f"{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{DERIVE_VERSION}|{READER_QTYPE}"
+    key = f"{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{DERIVE_VERSION}|{weights}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = Path(cache_dir) / f"reader-{digest}-k{blocks}.gguf"
     if out.is_file():
@@ -79,7 +97,7 @@ def derive_weights(src: str | Path, blocks: int, cache_dir: str | Path) -> Path:
         raise LayerReadUnavailable(f"{src.name}: no block count to cut ({e})") from e
     if not 1 <= blocks <= n_blocks:
         raise LayerReadUnavailable(f"{src.name} has {n_blocks} blocks, not {blocks}")
-    target = Q[READER_QTYPE]
+    target = Q[weights]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
@@ -91,7 +109,7 @@ def derive_weights(src: str | Path, blocks: int, cache_dir: str | Path) -> Path:
             if name == f"{arch}.block_count":
                 value = blocks
             elif name == "general.file_type":
-                value = int(gguf.LlamaFileType.MOSTLY_Q8_0)
+                value = int(gguf.LlamaFileType[f"MOSTLY_{weights}"])
             sub = f.types[-1] if f.types[0] == GGUFValueType.ARRAY else None
             w.add_key_value(name, value, f.types[0], sub_type=sub)
         for t in r.tensors:
@@ -194,8 +212,10 @@ class LayerReader:
         cache_dir: where the derived weights are written once.
         n_ctx: context window in tokens (a text is at most :data:`EMBED_MAX_TOKENS`).
         n_threads: CPU threads of a decode (1: the reading runs beside a control loop).
+        weights: the derived blocks' quantisation, one of :data:`READER_QTYPES`.
 
     Raises:
+        ValueError: ``layer`` below 0 or ``weights`` unknown.
         LayerReadUnavailable: any step unavailable (:func:`derive_weights`, numba, loading the
             derived file, or a first read that does not give one row per token).
     """
@@ -208,11 +228,12 @@ class LayerReader:
         cache_dir: str | Path,
         n_ctx: int = 2048,
         n_threads: int = 1,
+        weights: str = READER_QTYPE,
     ) -> None:
         if layer < 0:
             raise ValueError(f"layer must be >= 0, got {layer}")
         self.layer = layer
-        self.path = derive_weights(model_path, layer + 2, cache_dir)
+        self.path = derive_weights(model_path, layer + 2, cache_dir, weights)
         try:
             import llama_cpp
             from llama_cpp import _internals
@@ -319,7 +340,9 @@ class LayerReader:
 __all__ = [
     "DERIVE_VERSION",
     "READER_QTYPE",
+    "READER_QTYPES",
     "LayerReader",
     "default_cache_dir",
     "derive_weights",
+    "layer_feature",
 ]

@@ -132,13 +132,19 @@ class Embedder(Protocol):
 @runtime_checkable
 class LayerEmbedder(Protocol):
     """The mean over each text's tokens of an intermediate layer's output, computed through that
-    layer only: ``embed_layer(texts, layer, cache_dir=None) -> float32[len(texts), d]``
-    (:meth:`~marlm.llm.backends.EmbeddedModel.embed_layer`). Raises
-    :class:`~marlm.llm.errors.LayerReadUnavailable` where the model or build cannot (callers
-    then use :meth:`Embedder.embed`), else as :meth:`Embedder.embed`."""
+    layer only: ``embed_layer(texts, layer, cache_dir=None, weights="Q8_0") -> float32[len(texts),
+    d]`` (:meth:`~marlm.llm.backends.EmbeddedModel.embed_layer`; ``weights`` the quantisation
+    the layer is read on). Raises :class:`~marlm.llm.errors.LayerReadUnavailable` where the
+    model or build cannot (callers then use :meth:`Embedder.embed`), else as
+    :meth:`Embedder.embed`."""
 
     def embed_layer(
-        self, texts: Sequence[str], layer: int, *, cache_dir: str | Path | None = None
+        self,
+        texts: Sequence[str],
+        layer: int,
+        *,
+        cache_dir: str | Path | None = None,
+        weights: str = "Q8_0",
     ) -> np.ndarray: ...
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from marlm.errors import CACHE_READ_ERRORS
 
+from ..backends.layers import layer_feature
 from ..backends.protocols import LayerEmbedder, TokenCounter
 from ..errors import BackendError, ContextLengthExceeded, LayerReadUnavailable
 from ..probe import DEFAULT_C, LinearProbe
@@ -38,6 +39,10 @@ from .prompts import PROBE_MAX_BYTES, PROBE_VERSION, probe_input
 #: states). Chosen by the selection written down in docs/triage.md ("A note in tens of
 #: milliseconds") before its accuracy was computed.
 PROBE_LAYER: int | None = 9
+#: The quantisation of the derived weights the block is read on (``"Q8_0"`` or ``"Q4_0"``,
+#: :data:`marlm.llm.backends.layers.READER_QTYPES`). Chosen by the selection written down in
+#: docs/triage.md ("Lighter weights").
+PROBE_WEIGHTS = "Q8_0"
 #: The feature of a backend without early exit: the model's final hidden states.
 FINAL = "final"
 
@@ -65,13 +70,17 @@ class ProbeMode(Mode):
         self.probe_source: str | None = None
         #: The block read (``None``: the final states), fixed at first use by :meth:`feature`.
         self.layer: int | None = PROBE_LAYER
+        #: The derived weights' quantisation the block is read on.
+        self.weights: str = PROBE_WEIGHTS
         self._feature: str | None = None
         #: Why the early exit is not used, when the backend has it but it cannot run.
         self.feature_note: str | None = None
 
     def feature(self) -> str:
         """``"l_out-<j>"`` when this backend reads block ``j`` by early exit (tried once, on one
-        text), else :data:`FINAL`; fixed for the classifier's life (the probe is trained on it).
+        text; ``"l_out-<j>-q4_0"`` on Q4_0 weights, :func:`~marlm.llm.backends.layers.
+        layer_feature`), else :data:`FINAL`; fixed for the classifier's life (the probe is
+        trained on it).
         A failure other than :class:`LayerReadUnavailable` (a timeout, a closed backend) leaves
         it undecided, so the next call tries again."""
         if self._feature is None:
@@ -81,9 +90,12 @@ class ProbeMode(Mode):
             else:
                 try:
                     self.model.embed_layer(
-                        [probe_input("warm-up")], layer, cache_dir=self.cache_dir
+                        [probe_input("warm-up")],
+                        layer,
+                        cache_dir=self.cache_dir,
+                        weights=self.weights,
                     )
-                    self._feature = f"l_out-{layer}"
+                    self._feature = layer_feature(layer, self.weights)
                 except LayerReadUnavailable as e:
                     self.feature_note = str(e)
                     self._feature = FINAL
@@ -98,7 +110,9 @@ class ProbeMode(Mode):
         if self.feature() == FINAL:
             X = self.model.embed(list(inputs))
         else:
-            X = self.model.embed_layer(list(inputs), self.layer, cache_dir=self.cache_dir)
+            X = self.model.embed_layer(
+                list(inputs), self.layer, cache_dir=self.cache_dir, weights=self.weights
+            )
         return np.asarray(X, dtype=np.float64)
 
     def _key(self, text: str) -> str:
