@@ -14,7 +14,11 @@ Prints, per stream and seed, truly urgent and normal mean latency and throughput
 the ``rule`` run. Where even the oracle stays above the 0.6 target, no reading (faster, earlier
 or more accurate) can reach it: what remains is the dispatch, not the model.
 
-    python benchmarks/oracle_streams.py --out /tmp/oracle --seeds 0 1 2 3 4 [--triage]
+``--shuffled K`` adds K listings per stream that carry as many ``urgent`` orders as the truth,
+drawn at random (seeds 0..K-1), run with the rule: how far throughput moves when only *which*
+orders go first changes, whatever the reading (the spread a throughput target must clear).
+
+    python benchmarks/oracle_streams.py --out /tmp/oracle --seeds 0 1 2 3 4 [--triage] [--shuffled 5]
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -48,6 +54,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--streams", nargs="+", default=list(STREAMS), choices=list(STREAMS))
     ap.add_argument("--triage", action="store_true", help="also the default planner, sync")
+    ap.add_argument("--shuffled", type=int, default=0, help="random listings per stream")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     print(
@@ -83,6 +90,23 @@ def main() -> int:
             cells += ["-"] * (2 - len(cells))
             urgent = base["latency_mean_steps"]["urgent"]
             print(f"| {stream} | {seed} | {urgent:.1f} | {cells[0]} | {cells[1]} |", flush=True)
+            for k in range(args.shuffled):
+                urgent_ids = {x["id"] for x in lines if x["label"] == "urgent"}
+                rng = np.random.default_rng(k)
+                drawn = set(rng.permutation([x["id"] for x in lines])[: len(urgent_ids)])
+                listed = args.out / f"{stream}-{seed}-shuffled{k}.jsonl"
+                listed.write_text(
+                    "".join(
+                        json.dumps({**x, "priority": "urgent" if x["id"] in drawn else "normal"})
+                        + "\n"
+                        for x in lines
+                    ),
+                    encoding="utf-8",
+                )
+                run = args.out / f"rule-shuffled{k}-{stream}-{seed}"
+                m = demo(listed, stream, seed, run, "--planner", "rule")
+                thr = m["throughput_per_1000_steps"] / base["throughput_per_1000_steps"]
+                print(f"  shuffled listing {k}: throughput {thr:.3f}", flush=True)
     return 0
 
 
