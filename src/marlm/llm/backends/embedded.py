@@ -390,11 +390,10 @@ class EmbeddedModel:
         import numpy as np
 
         from ..server_embed import check_texts
-        from .layers import READER_QTYPES
+        from .layers import check_weights
 
         texts = check_texts(texts, field="texts")
-        if weights not in READER_QTYPES:
-            raise ValueError(f"weights must be one of {', '.join(READER_QTYPES)}, got {weights!r}")
+        check_weights(weights)
         key = (layer, weights)
         if key in self._layer_unavailable:
             raise self._layer_unavailable[key]

@@ -8,8 +8,8 @@ things make llama.cpp do only that work:
    its first ``j + 2`` blocks, the block matrices requantised to Q8_0 or Q4_0 (the shipped Q4_1
    has no fast CPU kernel in this llama.cpp: 510 against 305 ms as Q8_0 for the whole model on
    one 18-token text, measured on an AVX2 core; Q4_0 is repacked on load for the AVX2 kernels, 13%
-   less than Q8_0 through 10 blocks on an Intel Xeon), with the ``gguf`` package (no download). Block ``j + 1`` is kept
-   because llama.cpp keeps only the output rows in the model's last block.
+   less than Q8_0 through 10 blocks on an Intel Xeon), with the ``gguf`` package (no download).
+   Block ``j + 1`` is kept because llama.cpp keeps only the output rows in the model's last block.
 2. **A stop in the graph** (:class:`LayerReader`): a context with no embedding output (so the
    49,152-word output projection, 3.3 ms a token, is not computed for every token), whose eval
    callback (``llama_context_params.cb_eval``, ggml's ``ggml_backend_sched_eval_callback``) copies
@@ -50,6 +50,12 @@ DERIVE_VERSION = 1
 _NAME_BYTES = 64  # GGML_MAX_NAME
 
 
+def check_weights(weights: str) -> None:
+    """Raises ValueError unless ``weights`` is one of :data:`READER_QTYPES`."""
+    if weights not in READER_QTYPES:
+        raise ValueError(f"weights must be one of {', '.join(READER_QTYPES)}, got {weights!r}")
+
+
 def layer_feature(layer: int, weights: str = READER_QTYPE) -> str:
     """The name of block ``layer``'s early-exit reading on ``weights``: ``"l_out-9"`` on the
     default Q8_0, ``"l_out-9-q4_0"`` on Q4_0 (the name caches and ``marlm llm serve`` key it by)."""
@@ -73,8 +79,7 @@ def derive_weights(
             or fewer blocks than asked, a tensor type cannot be requantised, or the file cannot
             be written.
     """
-    if weights not in READER_QTYPES:
-        raise ValueError(f"weights must be one of {', '.join(READER_QTYPES)}, got {weights!r}")
+    check_weights(weights)
     src = Path(src)
     try:
         import gguf
@@ -342,6 +347,7 @@ __all__ = [
     "READER_QTYPE",
     "READER_QTYPES",
     "LayerReader",
+    "check_weights",
     "default_cache_dir",
     "derive_weights",
     "layer_feature",
