@@ -1,5 +1,6 @@
 """Known answers for the deep learners' math: GAE on a hand-computed episode, PPO's clipped loss
-on a fixed batch, the value normaliser, QMIX's monotonicity, VDN's sum, the NumPy actor."""
+on a fixed batch, the value normaliser, the value learners' reward normaliser in one call, QMIX's
+monotonicity, VDN's sum, the NumPy actor."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from marlm.rl.deep.dqn import QMixer, VDNMixer
+from marlm.rl.deep.dqn import QMixer, VDNMixer, normalise_in_turn
 from marlm.rl.deep.nets import linear_layers, mlp
 from marlm.rl.deep.policy import NumpyPolicy, policy_to_arrays
 from marlm.rl.deep.ppo import ValueNorm, clipped_policy_loss, gae
+from marlm.rl.normalise import RunningNormaliser
 
 GAMMA, LAM = 0.9, 0.8
 REWARD = np.array([1.0, 0.0, 2.0])
@@ -88,6 +90,19 @@ def test_value_norm_of_a_constant_target_does_not_divide_by_zero():
 
 def _mixer(seed: int = 0) -> QMixer:
     return QMixer(3, 5, 8, torch.Generator().manual_seed(seed))
+
+
+def test_reward_normaliser_in_one_call_gives_the_reference_floats():
+    # A constant start (std 0: passed through), 200 small rewards, an outlier (5 / std 0.37)
+    # clipped at 10, then spread; in two calls, the second from the state the first left.
+    rewards = [-1.0, -1.0, -1.0] + [0.01 * (i % 2) for i in range(200)]
+    rewards += [5.0, -1.25, 0.5, -2.25, 3.0, 1e-9]
+    reference, fast = RunningNormaliser(), RunningNormaliser()
+    expected = [reference(r) for r in rewards]
+    got = normalise_in_turn(fast, rewards[:100]) + normalise_in_turn(fast, rewards[100:])
+    assert got == expected  # the same floats, bit for bit
+    assert got[:3] == [-1.0, -1.0, -1.0] and got[203] == 10.0
+    assert (fast.count, fast.mean, fast._m2) == (reference.count, reference.mean, reference._m2)
 
 
 def test_qmix_mixer_is_monotonic_in_every_agent_q():
