@@ -76,6 +76,27 @@ def test_weights_other_than_q8_0_and_q4_0_are_refused(reader_cache, weights, emb
         embedded_model.embed_layer(["a note"], LAYER, cache_dir=reader_cache, weights=weights)
 
 
+@pytest.mark.parametrize("layer", [-1, "9", None, True, 9.5, 9.0])
+def test_a_layer_that_is_not_a_whole_number_is_refused_before_the_model_runs(
+    reader_cache, layer, embedded_model
+):
+    with pytest.raises(ValueError, match=f"layer must be a whole number >= 0, got {layer!r}"):
+        embedded_model.embed_layer(["a note"], layer, cache_dir=reader_cache)
+    assert embedded_model.breaker.state().failures == 0  # the caller's mistake, not the model's
+
+
+def test_a_refused_true_does_not_stand_for_block_1(reader_cache):
+    model = EmbeddedModel(n_threads=1)
+    with pytest.raises(ValueError):
+        model.embed_layer(["a note"], True, cache_dir=reader_cache)
+    assert model.embed_layer(["a note"], 1, cache_dir=reader_cache).shape == (1, 576)
+    assert model.embed_layer(["a note"], np.int64(1), cache_dir=reader_cache).shape == (1, 576)
+    with pytest.raises(ValueError, match="half of a UTF-16 surrogate pair"):
+        model.embed_layer(["a\ud800"], 1, cache_dir=reader_cache)
+    assert model.breaker.state().failures == 0
+    model.close()
+
+
 def test_the_states_are_block_j_output_for_every_token(reader, reader_cache):
     """RMSNorm of the captured states, times the output norm's weight, is what llama.cpp's
     embedding path gives for a model cut right after block ``j`` (its final states)."""
@@ -120,7 +141,9 @@ def test_embed_layer_is_the_mean_of_the_states_and_different_from_embed(reader_c
 
 def test_a_layer_the_model_does_not_have_is_one_typed_error_and_not_a_failure(reader_cache):
     model = EmbeddedModel(n_threads=1)
-    with pytest.raises(LayerReadUnavailable, match="has 30 blocks, not 42"):
+    with pytest.raises(
+        LayerReadUnavailable, match="has 30 blocks: early exit reads block 0 to 28, not 40"
+    ):
         model.embed_layer(["a note"], 40, cache_dir=reader_cache)
     assert model.breaker.state().failures == 0  # a build detail, not the backend's health
     with pytest.raises(LayerReadUnavailable):  # remembered: not tried again at every note

@@ -58,13 +58,6 @@ def test_marlm_llm_serve_reads_block_j_on_q4_0_weights_under_its_own_name(
     want = embedded_model.embed_layer(texts, 9, weights="Q4_0")
     assert np.allclose(got, want, rtol=0, atol=1e-3)
     assert not np.allclose(got, server.embed_layer(texts, 9), atol=1e-3)  # not the Q8_0 read
-    for name in ("smollm2:l_out-9-q4_1", "smollm2:l_out-x", "smollm2:l_out-9:q4_0"):
-        status, body = _post(llama_server, {"model": name, "input": ["a note"]})
-        assert status == 404, name  # never the final states under a layer's name
-        assert body["error"]["message"] == (
-            f"field 'model': \"{name}\" is not served here (a block is read as "
-            "<model>:l_out-<j> or <model>:l_out-<j>-q4_0)"
-        )
 
 
 def test_a_layer_the_server_cannot_read_is_a_404_and_the_probe_reads_the_final_states(
@@ -74,7 +67,7 @@ def test_a_layer_the_server_cannot_read_is_a_404_and_the_probe_reads_the_final_s
     assert status == 404 and body["error"]["code"] == "model_not_found"
     assert body["error"]["param"] == "model"
     assert '"smollm2:l_out-40" is not served here' in body["error"]["message"]
-    assert "has 30 blocks, not 42" in body["error"]["message"]
+    assert "has 30 blocks: early exit reads block 0 to 28, not 40" in body["error"]["message"]
     server = OpenAICompatible(llama_server, "smollm2", timeout_s=120)
     with pytest.raises(LayerReadUnavailable, match="does not serve smollm2:l_out-40"):
         server.embed_layer(["a note"], 40)
@@ -174,7 +167,31 @@ MISTAKES = {
     "token arrays": ([[1, 2], [3]], "input[0]", "token array"),
     "too many": (["a"] * 257, "input", "more than the 256"),
     "an object": ({"text": "a"}, "input", "must be a string or a list"),
+    "half a surrogate pair": (["a\ud800b"], "input[0]", "half of a UTF-16 surrogate pair"),
 }
+
+#: Model names that ask for a layer in a form not served: a 404 each, never the final states.
+LAYER_LIKE_NAMES = [
+    "SMOLLM2:L_OUT-9",
+    "smollm2:L_out-9",
+    "smollm2:l_out_9",
+    "smollm2:l-out-9",
+    "smollm2:layer-9",
+    "smollm2: l_out-9",
+    "l_out-9",
+    "smollm2:l_out\u22129",
+    "smollm2\uff1al_out-9",
+    "smollm2:l_out-9:l_out-8",
+    "smollm2:l_out-009",
+    "smollm2:l_out-9\n",
+    "smollm2:l_out-\uff19",
+    "smollm2:l_out-9-Q4_0",
+    "smollm2:l_out-9-q4_0-q4_0",
+    "smollm2:l_out-9 ",
+    "smollm2:l_out-9-q4_1",
+    "smollm2:l_out-x",
+    "smollm2:l_out-9:q4_0",
+]
 
 
 def _post(base: str, body: dict) -> tuple[int, dict]:
@@ -204,6 +221,63 @@ def test_the_clients_mistakes_are_400s_in_openais_shape_and_the_server_stays_hea
     assert "field 'input[1]'" in body["error"]["message"] and "512" in body["error"]["message"]
     status, body = _post(llama_server, {"model": "smollm2", "input": "fine"})
     assert status == 200 and len(body["data"][0]["embedding"]) == 576
+
+
+@pytest.mark.parametrize("name", LAYER_LIKE_NAMES)
+def test_a_name_that_asks_for_a_layer_in_another_form_is_a_404_naming_the_served_forms(
+    llama_server, name
+):
+    status, body = _post(llama_server, {"model": name, "input": ["a note"]})
+    assert status == 404 and body["error"]["param"] == "model"
+    assert body["error"]["message"] == (
+        f"field 'model': {json.dumps(name)} is not served here (a block is read as "
+        "<model>:l_out-<j> or <model>:l_out-<j>-q4_0)"
+    )
+
+
+def test_the_name_s_prefix_is_any_alias_and_a_name_without_a_layer_gives_the_final_states(
+    llama_server,
+):
+    texts = ["a note"]
+    got = {}
+    for name in ("gpt-4:l_out-9", "smollm2:l_out-9", "text-embedding-3-small", "my-player-model"):
+        status, body = _post(llama_server, {"model": name, "input": texts})
+        assert status == 200 and body["model"] == name
+        got[name] = np.asarray(body["data"][0]["embedding"])
+    assert np.array_equal(got["gpt-4:l_out-9"], got["smollm2:l_out-9"])
+    assert np.array_equal(got["text-embedding-3-small"], got["my-player-model"])
+    assert not np.allclose(got["smollm2:l_out-9"], got["my-player-model"], atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "extra, param, words",
+    [
+        ({"model": 123}, "model", "field 'model': must be a string, got 123"),
+        ({"model": ["smollm2"]}, "model", "field 'model': must be a string"),
+        ({"dimensions": 10}, "dimensions", "have 576 dimensions, got 10; drop dimensions or pass"),
+        ({"dimensions": -1}, "dimensions", "have 576 dimensions, got -1"),
+        ({"dimensions": "576"}, "dimensions", 'have 576 dimensions, got "576"'),
+        ({"encoding_format": 0}, "encoding_format", "must be one of float, base64, got 0"),
+        ({"encoding_format": False}, "encoding_format", "got false"),
+        ({"encoding_format": ""}, "encoding_format", 'got ""'),
+        ({"encoding_format": {}}, "encoding_format", "got {}"),
+    ],
+)
+def test_a_bad_model_dimensions_or_format_is_a_400_naming_it(llama_server, extra, param, words):
+    status, body = _post(llama_server, {"model": "smollm2", "input": ["a note"], **extra})
+    assert status == 400 and body["error"]["param"] == param
+    assert words in body["error"]["message"]
+
+
+def test_dimensions_equal_to_the_model_s_are_answered(llama_server):
+    status, body = _post(llama_server, {"input": ["a note"], "dimensions": 576})
+    assert status == 200 and len(body["data"][0]["embedding"]) == 576
+
+
+def test_the_last_block_early_exit_reads_is_named_in_the_refusal(llama_server):
+    status, body = _post(llama_server, {"model": "smollm2:l_out-29", "input": ["a note"]})
+    assert status == 404
+    assert "early exit reads block 0 to 28, not 29" in body["error"]["message"]
 
 
 def test_base64_is_little_endian_float32_and_an_unknown_format_is_refused(llama_server):

@@ -23,6 +23,7 @@ import binascii
 import json
 import re
 import threading
+import unicodedata
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,11 @@ from .errors import (
 EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
 #: A model name ending so asks :class:`EmbeddingsEndpoint` for block ``j``'s output by early
 #: exit (``EmbeddedModel.embed_layer``) instead of the final states: ``smollm2:l_out-9`` on the
-#: Q8_0 derived weights, ``smollm2:l_out-9-q4_0`` on the Q4_0 ones.
-LAYER_SUFFIX = re.compile(r":l_out-(\d{1,3})(-q4_0)?$")
+#: Q8_0 derived weights, ``smollm2:l_out-9-q4_0`` on the Q4_0 ones (ASCII digits, no leading
+#: zero; the part before the colon is any name, as the server serves one model).
+LAYER_SUFFIX = re.compile(r":l_out-(0|[1-9][0-9]{0,2})(-q4_0)?\Z", re.ASCII)
+# A name that asks for a layer in some other form: answered 404, never with the final states.
+_LAYER_LIKE = re.compile(r"l[\W_]?out|(?<![a-z])layers?(?![a-z])", re.IGNORECASE)
 #: Most texts one request to :class:`EmbeddingsEndpoint` may carry.
 MAX_INPUTS = 256
 
@@ -221,7 +225,8 @@ def check_texts(texts: Any, *, max_inputs: int | None = None, field: str = "inpu
     Refused, each with what to send instead: a single string where a list is expected (it would
     be read as one text per character), anything but a list or tuple, an empty list, more than
     ``max_inputs`` texts (``None``: no limit), an item that is not a string (a token array
-    among them: the endpoint reads text), an empty or blank string (OpenAI refuses it too).
+    among them: the endpoint reads text), an empty or blank string (OpenAI refuses it too), a
+    string holding half of a surrogate pair (no UTF-8 text).
 
     Raises:
         InputError: a ``ValueError`` naming ``field`` (``input[i]`` for one item).
@@ -261,6 +266,14 @@ def check_texts(texts: Any, *, max_inputs: int | None = None, field: str = "inpu
                 "one visible character",
                 field=f"{field}[{i}]",
             )
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate (a \ud800 escape cut from its pair)
+            raise InputError(
+                f"holds {text[e.start]!r} at character {e.start}, half of a UTF-16 surrogate "
+                "pair, which is no text; send the whole character or drop it",
+                field=f"{field}[{i}]",
+            ) from None
     return list(texts)
 
 
@@ -270,6 +283,29 @@ def _shown(value: Any) -> str:
     except (TypeError, ValueError):
         text = type(value).__name__
     return text if len(text) <= 60 else text[:60] + "..."
+
+
+def layer_asked(model: Any) -> tuple[int, str] | None:
+    """``(j, weights)`` when an embeddings request's ``model`` asks for block ``j``'s output
+    (:data:`LAYER_SUFFIX`), ``None`` for the final states.
+
+    Raises:
+        LayerReadUnavailable: the name asks for a layer in another form (another case, spelling
+            or separator, two suffixes, leading zeros, other digits), answered 404.
+        InputError: ``model`` is given but is not a string (naming ``model``)."""
+    if model is None:
+        return None
+    if not isinstance(model, str):
+        raise InputError(f"must be a string, got {_shown(model)}", field="model")
+    found = LAYER_SUFFIX.search(model)
+    text = unicodedata.normalize("NFKC", model)
+    if found is None or len(_LAYER_LIKE.findall(text)) != 1:
+        if found is not None or _LAYER_LIKE.search(text):
+            raise LayerReadUnavailable(
+                "a block is read as <model>:l_out-<j> or <model>:l_out-<j>-q4_0"
+            )
+        return None
+    return int(found.group(1)), "Q4_0" if found.group(2) else "Q8_0"
 
 
 def read_inputs(body: Any) -> list[str] | str:
@@ -364,8 +400,9 @@ class EmbeddingsEndpoint:
         if isinstance(texts, str):
             await send_json(send, 400, _error(texts, "input", "invalid_request_error"))
             return
-        encoding = body.get("encoding_format") or "float"
-        if encoding not in ENCODING_FORMATS:
+        encoding = body.get("encoding_format")
+        encoding = "float" if encoding is None else encoding
+        if not isinstance(encoding, str) or encoding not in ENCODING_FORMATS:
             detail = (
                 f"field 'encoding_format': must be one of {', '.join(ENCODING_FORMATS)}, got "
                 f"{_shown(encoding)}"
@@ -373,7 +410,16 @@ class EmbeddingsEndpoint:
             await send_json(send, 400, _error(detail, "encoding_format", "invalid_request_error"))
             return
         try:
+            layer = layer_asked(body.get("model"))
             model = await to_thread.run_sync(self.model)
+            width = int(model.llama.n_embd())
+            dimensions = body.get("dimensions")
+            if dimensions is not None and (type(dimensions) is not int or dimensions != width):
+                raise InputError(
+                    f"this model's embeddings have {width} dimensions, got {_shown(dimensions)}; "
+                    f"drop dimensions or pass {width}",
+                    field="dimensions",
+                )
             counts = model.count_tokens(texts)
             too_long = [(i, n) for i, n in enumerate(counts) if n > EMBED_MAX_TOKENS]
             if too_long:  # the client's mistake, found before the model runs: a 400
@@ -382,21 +428,17 @@ class EmbeddingsEndpoint:
                     f"field 'input[{i}]': a text of {n} tokens is longer than the "
                     f"{EMBED_MAX_TOKENS} tokens this endpoint embeds; shorten it"
                 )
-            name = str(body.get("model") or "")
-            layer = LAYER_SUFFIX.search(name)
-            if layer is None and ":l_out-" in name:  # a layer asked for in a form not served
-                raise LayerReadUnavailable(
-                    "a block is read as <model>:l_out-<j> or <model>:l_out-<j>-q4_0"
-                )
             if layer is None:
                 vectors = await to_thread.run_sync(model.embed, texts)
             else:
-                weights = "Q4_0" if layer.group(2) else "Q8_0"
+                j, weights = layer
                 vectors = await to_thread.run_sync(
-                    lambda: model.embed_layer(
-                        texts, int(layer.group(1)), cache_dir=None, weights=weights
-                    )
+                    lambda: model.embed_layer(texts, j, cache_dir=None, weights=weights)
                 )
+        except InputError as e:  # the model name's or dimensions' mistake
+            field = e.field or "model"
+            await send_json(send, 400, _error(str(e), field, "invalid_request_error"))
+            return
         except LayerReadUnavailable as e:  # as OpenAI answers a model it does not serve
             detail = f"field 'model': {_shown(body.get('model'))} is not served here ({e})"
             await send_json(

@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import ctypes
 import json
+import numbers
 import os
 import threading
 import time
@@ -380,7 +381,8 @@ class EmbeddedModel:
             ``float32[len(texts), n_embd]``, unnormalised (the residual stream, before any norm).
 
         Raises:
-            ValueError: ``weights`` is not one of :data:`.layers.READER_QTYPES`.
+            ValueError: ``layer`` is not a whole number >= 0, or ``weights`` is not one of
+                :data:`.layers.READER_QTYPES` (neither counts against the breaker).
             LayerReadUnavailable: the early exit cannot run with this model or build (the
                 reason says which step); the breaker does not count it. Callers fall back to
                 :meth:`embed`.
@@ -394,7 +396,10 @@ class EmbeddedModel:
 
         texts = check_texts(texts, field="texts")
         check_weights(weights)
-        key = (layer, weights)
+        if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or layer < 0:
+            raise ValueError(f"layer must be a whole number >= 0, got {layer!r}")
+        key = (int(layer), weights)
+        layer = key[0]
         if key in self._layer_unavailable:
             raise self._layer_unavailable[key]
         with self._guard.call(self.name, self._deadline(), self.timeout_s) as check:

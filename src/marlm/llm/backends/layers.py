@@ -101,7 +101,10 @@ def derive_weights(
     except (KeyError, ValueError, OSError) as e:
         raise LayerReadUnavailable(f"{src.name}: no block count to cut ({e})") from e
     if not 1 <= blocks <= n_blocks:
-        raise LayerReadUnavailable(f"{src.name} has {n_blocks} blocks, not {blocks}")
+        raise LayerReadUnavailable(  # blocks is j + 2 (module docstring): say it in j
+            f"{src.name} has {n_blocks} blocks: early exit reads block 0 to {n_blocks - 2}, "
+            f"not {blocks - 2}"
+        )
     target = Q[weights]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
