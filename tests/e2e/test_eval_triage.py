@@ -146,3 +146,31 @@ def test_bad_notes_file_names_the_line(tmp_path):
     r = run("--notes", str(p))
     assert r.returncode == 2
     assert f"{p}:2" in r.stderr and "priority" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_blank_note_is_refused_naming_its_line_not_scored_as_right(tmp_path):
+    p = tmp_path / "blank.jsonl"
+    p.write_text(
+        '{"id": "a", "note": "Line 4 is down", "priority": "urgent"}\n'
+        '{"id": "b", "note": "   ", "priority": "normal"}\n',
+        encoding="utf-8",
+    )
+    r = run("--notes", str(p))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == (
+        f"marlm: error: {p}:2: field 'note': is empty or only blanks or control characters; a "
+        "labelled note needs text (drop the line or write its note)"
+    )
+
+
+def test_notes_labelled_urgent_and_low_only_are_scored_with_normal_among_the_answers(
+    small_notes, tmp_path
+):
+    rows = [json.loads(x) for x in small_notes.read_text(encoding="utf-8").splitlines()]
+    p = tmp_path / "urgent-low.jsonl"
+    rows = [{**r, "priority": "low" if r["priority"] == "normal" else r["priority"]} for r in rows]
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    r = run("--notes", str(p), "--out", str(tmp_path / "r.json"), cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert data["classes"] == ["urgent", "normal", "low"] and data["n_notes"] == 8

@@ -142,7 +142,8 @@ def evaluate_triage(
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
-    classes = tuple(c for c in URGENCY_CLASSES if any(n.label == c for n in notes))
+    # the labels' classes, and always `normal`: the classifiers' answer when a note cannot be read
+    classes = tuple(c for c in URGENCY_CLASSES if c == "normal" or any(n.label == c for n in notes))
     base = list(load_labelled_notes(default_pool_path()) if examples is None else examples)
     t_start = time.perf_counter()
     predicted: dict[int, Any] = {}

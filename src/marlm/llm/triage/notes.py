@@ -65,7 +65,8 @@ def load_labelled_notes(
     Raises:
         InputError: the file is missing, a line is not a JSON object, a string holds half a
             surrogate pair (a ``\\u`` escape cut in two), a field is missing or of the wrong
-            type, a label is not a class, an id repeats (naming file, line and field).
+            type, a note is empty (or blanks and control characters only), a label is not a
+            class, an id repeats (naming file, line and field).
     """
     p = Path(path)
     try:
@@ -98,6 +99,14 @@ def load_labelled_notes(
                     line=n,
                     field=key,
                 )
+        if not clean_note(row["note"]):  # nothing to read: no class could be scored against it
+            raise InputError(
+                "is empty or only blanks or control characters; a labelled note needs text "
+                "(drop the line or write its note)",
+                source=p,
+                line=n,
+                field="note",
+            )
         if row["priority"] not in classes:
             raise InputError(
                 f"label {row['priority']!r} is not one of {list(classes)}",
