@@ -174,3 +174,17 @@ def test_notes_labelled_urgent_and_low_only_are_scored_with_normal_among_the_ans
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert data["classes"] == ["urgent", "normal", "low"] and data["n_notes"] == 8
+
+
+def test_a_note_longer_than_the_reading_is_said_with_the_figures(small_notes, tmp_path):
+    rows = [json.loads(x) for x in small_notes.read_text(encoding="utf-8").splitlines()]
+    rows[0]["note"] = rows[0]["note"] + " Please." * 60  # 480 characters more
+    p = tmp_path / "long.jsonl"
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    r = run("--notes", str(p), "--out", str(tmp_path / "r.json"), cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (
+        "1 note(s) longer than 240 characters: each read as its beginning, cut with a mark "
+        "(as the demo reads it)"
+    ) in r.stdout
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["truncated"] == 1

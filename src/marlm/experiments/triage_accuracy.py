@@ -245,6 +245,13 @@ def triage_eval_lines(r: dict[str, Any]) -> list[str]:
         f"{'pool-embedding' if r['mode'] == 'probe' else 'batch-prior'}, "
         f"{c['cache_hits']} cache hits, {c['fallbacks']} fallbacks"
     )
+    if r.get("truncated"):
+        from marlm.llm.triage.notes import MAX_NOTE_CHARS
+
+        lines.append(
+            f"{r['truncated']} note(s) longer than {MAX_NOTE_CHARS} characters: each read as "
+            "its beginning, cut with a mark (as the demo reads it)"
+        )
     return lines
 
 

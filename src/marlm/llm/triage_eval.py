@@ -135,7 +135,8 @@ def evaluate_triage(
         A JSON-ready dict: ``protocol``, ``mode``, ``select``, ``classes``, :func:`metrics`
         fields, ``latency_ms`` (``mean``, ``p50``, ``p95``, ``max`` over model calls),
         ``calls`` (``model``, ``content_free``, ``batch_prior``, ``cache_hits``, ``fallbacks``),
-        ``modes_used``, ``prompt_version``, ``pool`` (``file``: the shipped pool's path, ``None``
+        ``truncated`` (notes read as their first characters only), ``modes_used``,
+        ``prompt_version``, ``pool`` (``file``: the shipped pool's path, ``None``
         for given ``examples``; notes by ``source``, file names beside it; ``removed``: ids of the
         given pool's notes left out as equal to a test note, of the first classifier), ``wall_s`` and
         ``predictions`` (one entry per note, with the ids of its few-shot examples).
@@ -212,6 +213,7 @@ def evaluate_triage(
             "cache_hits": sum(t.stats.cache_hits for t, _ in runs),
             "fallbacks": sum(t.stats.fallbacks for t, _ in runs),
         },
+        "truncated": sum(predicted[i].truncated for i in order),
         "modes_used": sorted({predicted[i].mode for i in order}),
         "wall_s": time.perf_counter() - t_start,
         "predictions": [
