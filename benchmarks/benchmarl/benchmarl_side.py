@@ -64,12 +64,13 @@ from torchrl.envs import PettingZooWrapper  # noqa: E402
 
 
 class ParallelEnvTask(PettingZooClass):
-    """A BenchMARL task on the ParallelEnv of ``make_parallel_env(config["task"])``."""
+    """A BenchMARL task on the ParallelEnv of ``make_parallel_env(config["task"],
+    config["settings"])``: the run's settings, whose environment fields a probe may change."""
 
     def get_env_fun(self, num_envs, continuous_actions, seed, device):
-        task = self.config["task"]
+        task, settings = self.config["task"], self.config["settings"]
         return lambda: PettingZooWrapper(
-            env=make_parallel_env(task), categorical_actions=True, device=device, seed=seed,
+            env=make_parallel_env(task, settings), categorical_actions=True, device=device, seed=seed,
             return_state=self.has_state(), use_mask=False,
         )  # fmt: skip
 
@@ -142,8 +143,9 @@ def run(task: str, algorithm: str, seed: int, t: dict, folder: Path) -> dict:
         algo = QmixConfig.get_from_yaml()
         algo.mixing_embed_dim = t["mixer_embed"]
     experiment = Experiment(
-        task=ParallelEnvTask(name=task.upper(), config={"task": task}), algorithm_config=algo, model_config=model,
-        critic_model_config=critic, seed=seed, config=cfg,
+        task=ParallelEnvTask(name=task.upper(), config={"task": task, "settings": t}),
+        algorithm_config=algo, model_config=model, critic_model_config=critic, seed=seed,
+        config=cfg,
     )  # fmt: skip
     if torch.get_num_threads() != 1:  # closing an env restores TorchRL's initial count
         raise RuntimeError(f"BenchMARL runs on {torch.get_num_threads()} threads, not 1")
@@ -194,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     for seed in (int(s) for s in args.seeds.split(",")):
         with tempfile.TemporaryDirectory(prefix="benchmarl-") as folder:
             row = run(args.task, args.algorithm, seed, t, Path(folder))
+        if args.probe is not None:
+            row["probe"] = args.probe
         with args.out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(

@@ -45,9 +45,9 @@ import marlm.rl.deep.run as deep_run  # noqa: E402
 from marlm.rl.deep.common import DeepConfig  # noqa: E402
 
 
-def env_fn(task: str):
-    """A function making one copy of ``task``'s environment as a PettingZoo ParallelEnv."""
-    return lambda: make_parallel_env(task)
+def env_fn(task: str, t: dict):
+    """A function making one copy of ``task``'s environment (settings ``t``) as a ParallelEnv."""
+    return lambda: make_parallel_env(task, t)
 
 
 def config_for(algorithm: str, t: dict, seed: int) -> DeepConfig:
@@ -66,13 +66,13 @@ def config_for(algorithm: str, t: dict, seed: int) -> DeepConfig:
         eps_start=t["eps_start"], eps_end=t["eps_end"],
         eps_fraction=min(1.0, t["eps_frames"] / t["steps"]),
         learning_starts=t["learning_starts"], target_every=t["target_every"],
-        mixer_embed=t["mixer_embed"], chunk=batch,
+        mixer_embed=t["mixer_embed"], reward_norm=t["reward_norm"], chunk=batch,
     )  # fmt: skip
 
 
 def run(task: str, algorithm: str, seed: int, t: dict) -> dict:
     config = config_for(algorithm, t, seed)
-    make = env_fn(task)
+    make = env_fn(task, t)
     at = set(eval_steps(t["steps"], t["envs"] * t["rollout"], t["eval_every"]))
     evals: list[list[float]] = []
     spent = {"wall": 0.0, "cpu": 0.0}
@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     args, t = side_arguments(__doc__.splitlines()[0], argv)
     for seed in (int(s) for s in args.seeds.split(",")):
         row = run(args.task, args.algorithm, seed, t)
+        if args.probe is not None:
+            row["probe"] = args.probe
         with args.out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(

@@ -71,6 +71,8 @@ TASKS = {
         "steps": 200_000,
         "rollout": 100,  # 8 copies x 100 steps = 800 joint steps (32 episodes) per update
         "max_cycles": 25,
+        "n_agents": 3,  # simple_spread_v3's N (agents and landmarks)
+        "local_ratio": 0.5,  # each agent's reward: 0.5 x the team's + 0.5 x its collisions
         "eval_every": 20_000,  # 25 batches of 800
     },
     "rware_tiny_2ag": {
@@ -93,20 +95,28 @@ TASKS = {
 #: (``max_cycles``), ``envs``, ``rollout`` (BenchMARL's collected batch: envs x rollout joint
 #: steps), ``eval_every`` and ``eval_episodes``. Each side's own names are in its script.
 #:
-#: The simple_spread settings were set before any run, from PyMARL's QMIX (lr 5e-4, gamma 0.99,
-#: epsilon 1.0 -> 0.05 over 50,000 steps, mixer of 32 units, a target copy every 200 updates)
-#: and marlm's DQN defaults (batch 64, one gradient step per step of all copies), then tried on
-#: seed 7, not a reported seed (data/simple_spread-probe-seed7-2026-12-05.jsonl): neither
-#: side learned. The greedy policy's return after the first batch, then at 20,000 steps apart:
-#: marlm -45.3, -37.8, -65.4, -64.4, -60.2, -58.1 ... -51.9 at 200,000 (133 s of CPU, 0.66 ms a
-#: step); BenchMARL -31.6, -56.9, -71.4, -64.4, -62.1 at 80,000 (its TD loss 0.29 -> 610, its
-#: gradient norm 4.6 -> 25,500; stopped there). Ten variants on marlm at 100,000 steps (gamma
-#: 0.95 or 0.9; lr 1e-4; epsilon ending at 0.2 or annealed over all the steps; batch 256;
-#: a target copy every 50 updates; a mixer of 8 units; epsilon 1 throughout, so that the
-#: replayed data stay random) all end at -49 to -71, below their first evaluation; the same
-#: settings with VDN's sum for a mixer (learner dqn-vdn, gamma 0.9) learned, -45.6 -> -20.4.
-#: None did better than the first choice, so it stands, and the runs of seeds 0-2 measure QMIX
-#: where neither implementation's returns move at this budget.
+#: The simple_spread settings began as PyMARL's QMIX (lr 5e-4, gamma 0.99, epsilon 1.0 -> 0.05
+#: over 50,000 steps, a mixer of 32 units, a target copy every 200 updates) and marlm's DQN
+#: defaults (batch 64, one gradient step per step of all copies). With them neither side learned
+#: at 200,000 steps (data/simple_spread-probe-seed7-2026-12-05.jsonl; the reported runs in
+#: data/simple_spread-200k-2026-12-05.jsonl): the TD iteration diverges. On N=2 agents with
+#: ``local_ratio`` 0, marlm's mixed value of the actions taken climbed above 0 (+6,090 at 100,000
+#: steps) while every reward is negative (data/simple_spread-qmix-values-seed7-2026-12-06.jsonl).
+#: Two settings were changed, on seed 7 only (data/simple_spread-qmix-probe-seed7-2026-12-06.jsonl;
+#: first evaluation -> the one at 200,000 steps):
+#:
+#: - ``target_every`` 1000: the divergence slowed enough for both sides to learn (marlm, its
+#:   rewards normalised: -45.3 -> -20.4 by 80,000, then down to -51.9; BenchMARL: -31.6 ->
+#:   -76.6 at 80,000, then up to -25.3). 2000 kept marlm learning to the end (-45.3 -> -20.3)
+#:   but not BenchMARL (-31.6 -> -52.7).
+#: - ``reward_norm`` off (marlm's only setting here; BenchMARL has no reward normaliser), so
+#:   that both learn from the rewards as the environment gives them: marlm -43.2 -> -28.2, held
+#:   at -25 to -28 from 60,000 steps on.
+#:
+#: The environment and budget stay MAPPO's (``n_agents`` 3, ``local_ratio`` 0.5, 200,000 steps).
+#: N=2 with ``local_ratio`` 0 (one shared reward, QMIX's setting) did no better on marlm: -59.0,
+#: -31.3 at 20,000, -88.0 at the end; with gamma 0.9 -59.5, -27.1, down to -98.5 at 80,000,
+#: -54.7 at the end; with ``target_every`` 1000 -59.0, -24.3 at 80,000, -35.3 at the end.
 QMIX = {
     "simple_spread": {
         "steps": 200_000,  # the MAPPO budget (above)
@@ -117,11 +127,12 @@ QMIX = {
         "buffer": 100_000,
         "batch": 64,
         "learning_starts": 800,  # BenchMARL's first update comes after its first batch of 800
-        "target_every": 200,
+        "target_every": 1000,  # 200 diverged on both sides (above)
         "eps_start": 1.0,
         "eps_end": 0.05,
         "eps_frames": 50_000,
         "max_grad_norm": 10.0,  # marlm's DQN learners clip the gradient norm at 10 (dqn.py)
+        "reward_norm": False,  # marlm's only: no running-std reward scaling, as BenchMARL has none
     },
 }
 
@@ -135,7 +146,8 @@ def settings(task: str, algorithm: str) -> dict:
         return t
     if task not in QMIX:
         raise KeyError(f"no QMIX settings for {task}; QMIX runs on {', '.join(QMIX)}")
-    keep = ("max_cycles", "rware_id", "envs", "rollout", "eval_every", "eval_episodes")
+    keep = ("max_cycles", "n_agents", "local_ratio", "rware_id", "envs", "rollout", "eval_every",
+            "eval_episodes")  # fmt: skip
     return {**{k: t[k] for k in keep if k in t}, **QMIX[task]}
 
 
@@ -201,6 +213,7 @@ def side_arguments(
         help="override a shared setting (probes on a seed that is not reported)",
     )  # fmt: skip
     p.add_argument("--out", type=Path, required=True, help="JSONL file to append to")
+    p.add_argument("--probe", default=None, help="what a probe changed, kept in its lines")
     args = p.parse_args(argv)
     t = settings(args.task, args.algorithm)
     for item in args.set:
@@ -217,15 +230,18 @@ def side_arguments(
     return args, t
 
 
-def make_parallel_env(task: str):
-    """One copy of ``task``'s PettingZoo ParallelEnv: the code both sides run."""
-    t = TASKS[task]
+def make_parallel_env(task: str, t: dict | None = None):
+    """One copy of ``task``'s PettingZoo ParallelEnv: the code both sides run. ``t``: the run's
+    settings (:func:`side_arguments`), whose environment fields (``n_agents``, ``local_ratio``)
+    a probe may have changed; the task's own by default."""
+    t = TASKS[task] if t is None else t
     if task == "simple_spread":
         from mpe2 import simple_spread_v3
 
         return simple_spread_v3.parallel_env(
-            N=3, local_ratio=0.5, max_cycles=t["max_cycles"], continuous_actions=False
-        )
+            N=t["n_agents"], local_ratio=t["local_ratio"], max_cycles=t["max_cycles"],
+            continuous_actions=False,
+        )  # fmt: skip
     from marlm.rl.deep.adapters import rware
 
     return rware(t["rware_id"], max_steps=t["max_cycles"])
