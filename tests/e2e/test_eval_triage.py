@@ -170,7 +170,7 @@ def test_notes_labelled_urgent_and_low_only_are_scored_with_normal_among_the_ans
     p = tmp_path / "urgent-low.jsonl"
     rows = [{**r, "priority": "low" if r["priority"] == "normal" else r["priority"]} for r in rows]
     p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    r = run("--notes", str(p), "--out", str(tmp_path / "r.json"), cache=tmp_path)
+    r = run("--notes", str(p), "--out", str(tmp_path / "r.json"))  # the run's shared cache
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert data["classes"] == ["urgent", "normal", "low"] and data["n_notes"] == 8
@@ -181,7 +181,7 @@ def test_a_note_longer_than_the_reading_is_said_with_the_figures(small_notes, tm
     rows[0]["note"] = rows[0]["note"] + " Please." * 60  # 480 characters more
     p = tmp_path / "long.jsonl"
     p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    r = run("--notes", str(p), "--out", str(tmp_path / "r.json"), cache=tmp_path)
+    r = run("--notes", str(p), "--out", str(tmp_path / "r.json"))  # the run's shared cache
     assert r.returncode == 0, r.stderr
     assert (
         "1 note(s) longer than 240 characters: each read as its beginning, cut with a mark "
