@@ -111,16 +111,6 @@ def normalise_in_turn(norm: RunningNormaliser, rewards: list[float]) -> list[flo
     return out
 
 
-def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> None:
-    """``torch.nn.utils.clip_grad_norm_(params, max_norm)`` on one device and dtype: the same
-    operations (each gradient's norm, their norm, every gradient times ``min(1, max_norm /
-    (norm + 1e-6))``) without its grouping of the gradients by device and dtype, twice an
-    update; a QMIX update on simple_spread (batch 64) takes 1.88 ms instead of 1.95."""
-    grads = [p.grad for p in params if p.grad is not None]
-    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
-    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
-
-
 # --------------------------------------------------------------------------------------------
 # Replay
 # --------------------------------------------------------------------------------------------
@@ -286,7 +276,7 @@ class DQNLearner:
             loss = (td_error**2).mean()
         self.opt.zero_grad()
         loss.backward()
-        clip_grad_norm(self.params, 10.0)
+        nn.utils.clip_grad_norm_(self.params, 10.0)
         self.opt.step()
         self.updates += 1
         if self.updates % cfg.target_every == 0:  # hard copy (Mnih et al. 2015)
