@@ -298,14 +298,12 @@ def layer_asked(model: Any) -> tuple[int, str] | None:
     if not isinstance(model, str):
         raise InputError(f"must be a string, got {_shown(model)}", field="model")
     found = LAYER_SUFFIX.search(model)
-    text = unicodedata.normalize("NFKC", model)
-    if found is None or len(_LAYER_LIKE.findall(text)) != 1:
-        if found is not None or _LAYER_LIKE.search(text):
-            raise LayerReadUnavailable(
-                "a block is read as <model>:l_out-<j> or <model>:l_out-<j>-q4_0"
-            )
-        return None
-    return int(found.group(1)), "Q4_0" if found.group(2) else "Q8_0"
+    asks = len(_LAYER_LIKE.findall(unicodedata.normalize("NFKC", model)))  # >= 1 if found
+    if found is not None and asks == 1:
+        return int(found.group(1)), "Q4_0" if found.group(2) else "Q8_0"
+    if asks:
+        raise LayerReadUnavailable("a block is read as <model>:l_out-<j> or <model>:l_out-<j>-q4_0")
+    return None
 
 
 def read_inputs(body: Any) -> list[str] | str:
