@@ -607,7 +607,7 @@ class VecParallelEnv:
         out["next_state"][c] = self._state(state_after)
         for a, i in zip(acting, idx, strict=True):
             r = float(rewards.get(a, 0.0))
-            if not np.isfinite(r):
+            if not math.isfinite(r):
                 raise non_finite(a, self.t + 1, "reward", r)
             term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
             out["reward"][c, i] = r
