@@ -70,6 +70,25 @@ class NanObs(Base):
         return {a: np.array([self.t / self.max_steps, v], np.float32) for a in self.agents}
 
 
+class ShortObs(NanObs):
+    """Observations of 2 features where the declared space has 3 (``low``: its lower bound)."""
+
+    metadata = {"name": "api_short_obs"}
+    low = -np.inf
+
+    def observation_space(self, agent):
+        return spaces.Box(self.low, 1.0, (3,), np.float32)
+
+    def _obs(self):
+        return {a: np.array([0.0, 0.5], np.float32) for a in self.agents}
+
+
+class ShortBoundedObs(ShortObs):
+    """:class:`ShortObs` with every feature bounded (scaled to [0, 1])."""
+
+    low = 0.0
+
+
 class InfReward(Base):
     """A reward of +inf at step 2."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from api_cases import InfReward, Masked, NanObs, NeverEmpties
+from api_cases import InfReward, Masked, NanObs, NeverEmpties, ShortBoundedObs, ShortObs
 
 from cli_run import run_main
 from marlm.errors import InputError
@@ -46,6 +46,20 @@ def test_a_nan_observation_stops_training_with_the_agent_the_step_and_the_featur
 def test_an_infinite_reward_stops_training_naming_the_reward():
     with pytest.raises(InputError, match=r"^field 'reward': agent 'a0' got inf from the "):
         train_deep(InfReward, DeepConfig(learner="qmix", steps=64, num_envs=1, learning_starts=8))
+
+
+@pytest.mark.parametrize("env", [ShortObs, ShortBoundedObs])
+def test_an_observation_of_another_size_than_its_space_is_refused_naming_the_space(env):
+    # Both ended in numpy's broadcasting traceback; passed on unscaled, the unbounded one
+    # would have been zero-padded into the network's input without a word.
+    with pytest.raises(InputError) as e:
+        VecParallelEnv(env, 1, np.random.default_rng(0)).reset()
+    low = "-inf" if env is ShortObs else "0.0"
+    assert str(e.value) == (
+        f"field 'observation_space': a sample has 2 features where Box({low}, 1.0, (3,), "
+        "float32) has 3: the environment returned a value of another shape than its "
+        "observation_space declares"
+    )
 
 
 def test_action_mask_observations_are_refused_before_any_step():

@@ -216,11 +216,12 @@ class _Flattener:
 
     Raises:
         InputError: a space that does not flatten to a vector (a ``Graph`` or ``Sequence`` in
-            it), naming ``field`` (the space's role: ``observation_space``, ``state_space``).
+            it), naming ``field`` (the space's role: ``observation_space``, ``state_space``);
+            from a call, a sample whose size is not the space's.
     """
 
     def __init__(self, space: spaces.Space, field: str = "observation_space") -> None:
-        self.space = space
+        self.space, self.field = space, field
         flat = spaces.flatten_space(space)
         if not isinstance(flat, spaces.Box):
             raise InputError(
@@ -236,6 +237,9 @@ class _Flattener:
         self.scale = np.where(bounded, 1.0 / np.where(bounded, high - low, 1.0), 1.0).astype(
             np.float32
         )
+        # No feature bounded on both sides (MPE's observations): nothing to scale, and
+        # ``(x - 0) * 1`` is ``x`` to the bit, so the sample is passed on as it is.
+        self.scaled = bool(bounded.any())
 
     def __call__(self, x: Any) -> np.ndarray:
         if isinstance(self.space, spaces.Discrete):  # the one-hot of spaces.flatten, directly
@@ -246,7 +250,13 @@ class _Flattener:
             flat = np.asarray(x, dtype=np.float32).reshape(-1)
         else:
             flat = np.asarray(spaces.flatten(self.space, x), dtype=np.float32)
-        return (flat - self.offset) * self.scale
+        if flat.shape[0] != self.dim:
+            raise InputError(
+                f"a sample has {flat.shape[0]} features where {self.space} has {self.dim}: the "
+                f"environment returned a value of another shape than its {self.field} declares",
+                field=self.field,
+            )
+        return (flat - self.offset) * self.scale if self.scaled else flat
 
 
 class ObservationEncoder:
@@ -461,11 +471,11 @@ class VecParallelEnv:
             alive[i] = got
             if got:
                 x = self.flat[a](obs[a])
-                if not np.isfinite(x).all():
-                    j = int(np.flatnonzero(~np.isfinite(x))[0])
-                    where = self.t if steps is None else steps
-                    raise non_finite(a, where, f"observation[{j}]", float(x[j]))
                 out[i, : x.shape[0]] = x
+        if not np.isfinite(out).all():  # one check a copy; the first bad feature named
+            i, j = (int(v[0]) for v in np.nonzero(~np.isfinite(out)))
+            where = self.t if steps is None else steps
+            raise non_finite(self.agents[i], where, f"observation[{j}]", float(out[i, j]))
 
     def _state(self, s: Any) -> np.ndarray:
         """A copy's raw ``state()`` (None without one) -> ``float32[state_dim]``."""
