@@ -4,7 +4,7 @@
 
 - ``tables.npz``: the trained actor (or Q-network) as ``policy/...`` arrays, for
   :class:`marlm.rl.deep.policy.NumpyPolicy` (acting needs no PyTorch);
-- ``episodes.npz``: per-episode logs (:data:`marlm.rl.deep.common.EPISODE_FIELDS`);
+- ``episodes.npz``: per-episode logs (:data:`marlm.rl.deep.episodes.EPISODE_FIELDS`);
 - ``metrics.json``: :func:`marlm.rl.deep.run.deep_metrics`;
 - ``curves.png``: each agent's own return per episode and the team curve, labelled
   ``team (sum of N agents)`` (not with ``plot=False``);

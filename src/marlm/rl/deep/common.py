@@ -1,4 +1,4 @@
-"""What the deep learners share: the run's settings, the environment as arrays, the episode logs.
+"""What the deep learners share: the run's settings, the environment as arrays.
 
 No PyTorch here: the CLI validates a :class:`DeepConfig` and reads an environment's shape before
 the training library is imported.
@@ -28,6 +28,7 @@ from gymnasium import spaces
 from marlm.errors import InputError
 from marlm.rl.deep import DEFAULT_STEPS, MAX_ENVS
 from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
+from marlm.rl.deep.episodes import EpisodeAccumulator
 from marlm.rl.deep.settings import AT_MOST, option_example, option_name
 
 PPO_LEARNERS = ("mappo", "ippo")
@@ -446,7 +447,7 @@ class VecParallelEnv:
         self.obs = np.zeros((k, n, self.shape.obs_dim), dtype=np.float32)
         self.alive = np.zeros((k, n), dtype=bool)
         self.state = np.zeros((k, state_dim or 0), dtype=np.float32)
-        self._ep = _EpisodeAccumulator(k, n, self.shape.n_actions)
+        self._ep = EpisodeAccumulator(k, n, self.shape.n_actions)
         self.episodes: list[dict[str, Any]] = []
         self.t = 0  # joint steps taken (each copy's step counts one)
         self.seeds = [0] * k  # each copy's last reset seed
@@ -651,58 +652,3 @@ class VecParallelEnv:
         """The episodes finished since the last call, in order of completion."""
         done, self.episodes = self.episodes, []
         return done
-
-
-class _EpisodeAccumulator:
-    """Running sums of the episode under way in each copy."""
-
-    def __init__(self, k: int, n: int, n_actions: int) -> None:
-        self.learn = np.zeros((k, n))
-        self.own = np.zeros((k, n))
-        self.length = np.zeros(k, dtype=np.int64)
-        self.counts = np.zeros((k, n, max(n_actions, 1)), dtype=np.int64)
-        self.reached = np.zeros((k, n), dtype=bool)
-
-    def clear(self, c: int) -> None:
-        self.learn[c] = self.own[c] = 0.0
-        self.length[c] = 0
-        self.counts[c] = 0
-        self.reached[c] = False
-
-    def add(self, c: int, i: int, r: float, own: float, action: Any, reached: bool) -> None:
-        self.learn[c, i] += r
-        self.own[c, i] += own
-        if action is not None:
-            self.counts[c, i, int(action)] += 1
-        self.reached[c, i] |= reached
-
-    def finish(self, c: int) -> dict[str, Any]:
-        return {
-            "learn_return": self.learn[c].copy(), "own_return": self.own[c].copy(),
-            "team_return": float(self.own[c].sum()), "length": int(self.length[c]),
-            "action_counts": self.counts[c].copy(), "reached": self.reached[c].copy(),
-        }  # fmt: skip
-
-
-#: The per-episode logs of a deep run (``episodes.npz``), E episodes, N agents, A actions:
-#: ``learn_return float64[E, N]`` (the reward each agent learned from), ``own_return float64[E,
-#: N]`` (its own part: ``infos[agent]["individual_reward"]`` when the env reports one, else the
-#: same), ``team_return float64[E]`` (sum of ``own_return``), ``length int64[E]``, ``step
-#: int64[E]`` (joint steps done when the episode ended), ``action_counts int64[E, N, A]``
-#: (discrete actions), ``reached bool[E, N]``.
-EPISODE_FIELDS = (
-    "learn_return", "own_return", "team_return", "length", "step", "action_counts", "reached",
-)  # fmt: skip
-
-
-def stack_episodes(episodes: list[dict[str, Any]], n: int, n_actions: int) -> dict[str, np.ndarray]:
-    """Episode records -> the arrays of :data:`EPISODE_FIELDS` (empty arrays for none)."""
-    a = max(n_actions, 1)
-    if not episodes:
-        return {
-            "learn_return": np.zeros((0, n)), "own_return": np.zeros((0, n)),
-            "team_return": np.zeros(0), "length": np.zeros(0, dtype=np.int64),
-            "step": np.zeros(0, dtype=np.int64), "action_counts": np.zeros((0, n, a), dtype=np.int64),
-            "reached": np.zeros((0, n), dtype=bool),
-        }  # fmt: skip
-    return {f: np.array([e[f] for e in episodes]) for f in EPISODE_FIELDS}

@@ -29,15 +29,14 @@ import numpy as np
 from marlm.errors import InputError, RunError
 from marlm.rl.checkpoint import load_checkpoint, restore_rng, save_checkpoint
 from marlm.rl.deep.common import (
-    EPISODE_FIELDS,
     PPO_LEARNERS,
     DeepConfig,
     EnvShape,
     ReachedFn,
     VecParallelEnv,
     check_resume_config,
-    stack_episodes,
 )
+from marlm.rl.deep.episodes import EPISODE_FIELDS, stack_episodes
 
 CHECKPOINT_KIND = "deep"
 ProgressFn = Callable[[int, int], None]  # (joint steps done, total)
@@ -47,7 +46,7 @@ ProgressFn = Callable[[int, int], None]  # (joint steps done, total)
 class DeepResult:
     """A finished (or stopped) deep run.
 
-    ``episodes``: the arrays of :data:`marlm.rl.deep.common.EPISODE_FIELDS`; ``step``: joint
+    ``episodes``: the arrays of :data:`marlm.rl.deep.episodes.EPISODE_FIELDS`; ``step``: joint
     steps done; ``losses``: the last update's ``losses/...`` figures; ``policy``: the actor (or
     Q-network) as arrays for :class:`marlm.rl.deep.policy.NumpyPolicy`; ``learner``: the
     PyTorch learner itself (for evaluation in the same process).
@@ -274,7 +273,7 @@ def evaluate(
 ) -> dict[str, np.ndarray]:
     """Run the trained policy's deterministic actions (:class:`NumpyPolicy`, no exploration)
     for ``episodes`` episodes on one fresh environment; returns the per-episode arrays of
-    :data:`marlm.rl.deep.common.EPISODE_FIELDS`."""
+    :data:`marlm.rl.deep.episodes.EPISODE_FIELDS`."""
     from marlm.rl.deep.policy import NumpyPolicy, policy_to_arrays
 
     policy = NumpyPolicy(policy_to_arrays(result.policy))
