@@ -89,6 +89,15 @@ class ShortBoundedObs(ShortObs):
     low = 0.0
 
 
+class GrowingState(Base):
+    """``state()`` (no ``state_space`` declared) one value longer after every step."""
+
+    metadata = {"name": "api_growing_state"}
+
+    def state(self):
+        return np.zeros(2 + self.t, np.float32)
+
+
 class InfReward(Base):
     """A reward of +inf at step 2."""
 

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from api_cases import InfReward, Masked, NanObs, NeverEmpties, ShortBoundedObs, ShortObs
+from api_cases import (
+    GrowingState,
+    InfReward,
+    Masked,
+    NanObs,
+    NeverEmpties,
+    ShortBoundedObs,
+    ShortObs,
+)
 
 from cli_run import run_main
 from marlm.errors import InputError
@@ -59,6 +67,18 @@ def test_an_observation_of_another_size_than_its_space_is_refused_naming_the_spa
         f"field 'observation_space': a sample has 2 features where Box({low}, 1.0, (3,), "
         "float32) has 3: the environment returned a value of another shape than its "
         "observation_space declares"
+    )
+
+
+def test_a_state_that_changes_size_is_refused_naming_state():
+    # Without a declared state_space, a longer state() ended in numpy's broadcasting traceback.
+    vec = VecParallelEnv(GrowingState, 1, np.random.default_rng(0))
+    vec.reset()
+    with pytest.raises(InputError) as e:
+        vec.step(np.zeros((1, 2), dtype=np.int64))
+    assert str(e.value) == (
+        "field 'state': state() returned 3 values after 2 at the first reset: the global state "
+        "must keep one size (declare state_space to say which)"
     )
 
 

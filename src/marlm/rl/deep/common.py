@@ -484,7 +484,14 @@ class VecParallelEnv:
             return np.zeros(0, dtype=np.float32)
         if self._state_flat is not None:
             return self._state_flat(s)
-        return np.asarray(s, dtype=np.float32).ravel()
+        flat = np.asarray(s, dtype=np.float32).ravel()
+        if flat.size != self.shape.state_dim:
+            raise InputError(
+                f"state() returned {flat.size} values after {self.shape.state_dim} at the first "
+                "reset: the global state must keep one size (declare state_space to say which)",
+                field="state",
+            )
+        return flat
 
     def _reset_copies(self, ks: list[int]) -> None:
         """Reset copies ``ks``, drawing their seeds from the run's generator in that order."""
