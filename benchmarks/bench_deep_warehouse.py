@@ -43,7 +43,8 @@ from marlm.envs.warehouse import WarehouseEnv
 from marlm.hybrid.acting.executor import GreedyExecutor, RandomExecutor, train_executor
 from marlm.hybrid.core.view import StepView, one_hot
 from marlm.hybrid.evaluate import evaluate_executor
-from marlm.rl.deep.common import DeepConfig, ObservationEncoder
+from marlm.rl.deep.common import DeepConfig
+from marlm.rl.deep.observations import ObservationEncoder
 from marlm.rl.deep.policy import NumpyPolicy, policy_to_arrays
 
 LAYOUT, N_ORDERS, MAX_STEPS = "small", 40, 400

@@ -293,8 +293,9 @@ def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
     # The ParallelEnv contract checked on the object (PettingZoo declares no protocol for it).
     missing = [m for m in ("possible_agents", "reset", "step", "observation_space", "action_space")
                if not hasattr(env, m)]  # fmt: skip
-    if missing or hasattr(env, "agent_selection"):  # an AEC env has it, a ParallelEnv not
-        what = "an AEC env (agent_selection)" if not missing else f"no {', '.join(missing)}"
+    # An AEC env has agent_iter (and agent_selection once reset), a ParallelEnv neither.
+    if missing or hasattr(env, "agent_iter") or hasattr(env, "agent_selection"):
+        what = "an AEC env (agent_iter)" if not missing else f"no {', '.join(missing)}"
         raise InputError(
             f"{spec} made {type(env).__name__}, {what}: not a PettingZoo ParallelEnv; give a "
             "factory of one (PettingZoo's modules have parallel_env)",

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
+from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 
 class Base(ParallelEnv):
@@ -160,3 +161,143 @@ class Shifty(Base):
     def reset(self, seed=None, options=None):
         self.max_steps = 2 if Shifty.short else 50
         return super().reset(seed=seed, options=options)
+
+
+# -- values and shapes that break PettingZoo's API: each was a traceback or a silent wrong input --
+
+
+class Tweaked(Base):
+    """:class:`Base` whose step answer ``bend(t, out)`` changes at step 3 (``out``: the 5-tuple
+    as a list); ``obs_space``/``value`` replace the observation space and each observation."""
+
+    obs_space = spaces.Box(0.0, 1.0, (2,), np.float32)
+
+    def observation_space(self, agent):
+        return self.obs_space
+
+    def value(self, t):
+        return np.array([t / self.max_steps, 0.5], np.float32)
+
+    def _obs(self):
+        return {a: self.value(self.t) for a in self.agents}
+
+    def bend(self, out):
+        return tuple(out)
+
+    def step(self, actions):
+        out = super().step(actions)
+        return self.bend(list(out)) if self.t == 3 else out
+
+
+class DiscreteObsPastN(Tweaked):
+    obs_space = spaces.Discrete(3)
+
+    def value(self, t):
+        return t  # 3 at step 3: past Discrete(3)'s last value, 2
+
+
+class DiscreteObsNegative(DiscreteObsPastN):
+    def value(self, t):
+        return -t  # -3 indexed the one-hot from its end
+
+
+class DiscreteObsFloat(DiscreteObsPastN):
+    obs_space = spaces.Discrete(11)
+
+    def value(self, t):
+        return t * 0.99  # 1.98 at step 2 was read as 1
+
+
+class DictObsMissingKey(Tweaked):
+    obs_space = spaces.Dict({"pos": spaces.Box(0.0, 1.0, (2,)), "flag": spaces.Discrete(3)})
+
+    def value(self, t):
+        pos = np.array([0.1, 0.2], np.float32)
+        return {"pos": pos} if t == 3 else {"pos": pos, "flag": 1}
+
+
+class NoneReward(Tweaked):
+    def bend(self, out):
+        out[1] = {a: None for a in out[1]}
+        return tuple(out)
+
+
+class VectorReward(Tweaked):
+    def bend(self, out):
+        out[1] = {a: np.array([1.0, 2.0]) for a in out[1]}
+        return tuple(out)
+
+
+class MissingReward(Tweaked):
+    def bend(self, out):
+        out[1] = {"a0": 1.0}  # a1 acted, no reward: it was read as 0
+        return tuple(out)
+
+
+class NoneInfos(Tweaked):
+    def bend(self, out):
+        out[4] = None
+        return tuple(out)
+
+
+class NoneIndividualReward(Tweaked):
+    def bend(self, out):
+        out[4] = {a: {"individual_reward": None} for a in out[4]}
+        return tuple(out)
+
+
+class FourTuple(Tweaked):
+    def bend(self, out):
+        return tuple(out[:3]) + (out[4],)  # gym's (obs, reward, done, info)
+
+
+class ObsOnlyReset(Base):
+    def reset(self, seed=None, options=None):
+        return super().reset(seed, options)[0]  # the old API: observations alone
+
+
+class JoinsLater(Tweaked):
+    """Agent ``late`` joins ``agents`` at step 3 without being in ``possible_agents``."""
+
+    def bend(self, out):
+        self.agents.append("late")
+        return tuple(out)
+
+
+class WholeNumberBoxActions(Base):
+    def action_space(self, agent):
+        return spaces.Box(0, 4, (2,), np.int64)
+
+
+class StateGoesNone(Base):
+    def state(self):
+        return None if self.t >= 3 else np.zeros(2, np.float32)
+
+
+class _TurnTaking(AECEnv):
+    """A two-agent AEC env (agents act in turn), enough to be made and refused."""
+
+    metadata = {"name": "api_turn_taking"}
+    possible_agents = ["a0", "a1"]
+
+    def observation_space(self, agent):
+        return spaces.Discrete(2)
+
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.agent_selection = self.agents[0]
+
+    def observe(self, agent):
+        return 0
+
+    def step(self, action):
+        pass
+
+
+def turn_taking():
+    """The AEC env as PettingZoo's own modules make one: wrapped, so that ``agent_selection``
+    cannot be read before ``reset``."""
+    return OrderEnforcingWrapper(_TurnTaking())

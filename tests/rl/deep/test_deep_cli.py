@@ -67,6 +67,9 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
      (["train", "env", "no_such_module_xyz:make"], "does not import"),
      (["train", "env", "marlm.envs.grid:nothing"], "no callable 'nothing'"),
      (["train", "env", "marlm.envs.grid:GridWorld"], "not a PettingZoo ParallelEnv"),
+     # An AEC env wrapped as PettingZoo's modules wrap theirs (agent_selection unreadable before
+     # reset) was let through and ended in a TypeError from its state().
+     (["train", "env", "api_cases:turn_taking"], "an AEC env (agent_iter)"),
      (["train", "env", "marlm.envs.grid:GridRace", "--env-kwargs", "{size"], "--env-kwargs"),
      (["train", "env", "marlm.envs.grid:GridRace", "--learner", "sac"], "allowed: mappo"),
      (["train", "env", "marlm.envs.grid:GridRace", "--workers", "0"], "'--workers'"),

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from marlm.envs.warehouse import WarehouseEnv
-from marlm.rl.deep.common import DeepConfig, ObservationEncoder, VecParallelEnv
+from marlm.rl.deep.common import DeepConfig, VecParallelEnv
+from marlm.rl.deep.observations import ObservationEncoder
 from marlm.rl.deep.policy import NumpyPolicy, policy_to_arrays
 
 

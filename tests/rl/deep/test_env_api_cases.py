@@ -64,9 +64,9 @@ def test_an_observation_of_another_size_than_its_space_is_refused_naming_the_spa
         VecParallelEnv(env, 1, np.random.default_rng(0)).reset()
     low = "-inf" if env is ShortObs else "0.0"
     assert str(e.value) == (
-        f"field 'observation_space': a sample has 2 features where Box({low}, 1.0, (3,), "
-        "float32) has 3: the environment returned a value of another shape than its "
-        "observation_space declares"
+        "field 'observation_space': the environment returned a value of shape (2,) where its "
+        f"observation_space is Box({low}, 1.0, (3,), float32): each value must be one of the "
+        "space's (fix the environment or its observation_space)"
     )
 
 
@@ -144,3 +144,39 @@ def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps
         "would be saved as initialised; pass --steps above 1000"
     ), err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("case", "starts"), [
+    ("DiscreteObsPastN", "field 'observation_space': the environment returned the value 3 (a "
+     "whole number in its range is wanted) where its observation_space is Discrete(3)"),
+    ("DiscreteObsNegative", "field 'observation_space': the environment returned the value -1 "),
+    ("DiscreteObsFloat", "field 'observation_space': the environment returned the value 0.0 "),
+    ("DictObsMissingKey", "field 'observation_space': the environment returned {'pos': array("),
+    ("NoneReward", "field 'reward': agent 'a0' got None at step 3, not a number"),
+    ("VectorReward", "field 'reward': agent 'a0' got array([1., 2.]) at step 3, not a number"),
+    ("MissingReward", "field 'reward': agent 'a1' acted at step 3 but the rewards hold no value"),
+    ("NoneInfos", "field 'step': step() returned NoneType as its infos: PettingZoo's step "),
+    ("NoneIndividualReward", "field 'infos[agent]['individual_reward']': agent 'a0' got None at "
+     "step 3, not a number"),
+    ("FourTuple", "field 'step': step() returned tuple of 4: PettingZoo's step returns "),
+    ("ObsOnlyReset", "field 'reset': reset() must return (observations, infos), two dicts"),
+    ("JoinsLater", "field 'agents': agent 'late' is in env.agents at step 3 but not in "
+     "possible_agents ['a0', 'a1'] read at the start"),
+    ("WholeNumberBoxActions", "field 'action_space': action space Box(0, 4, (2,), int64) holds "
+     "whole numbers"),
+    ("StateGoesNone", "field 'state': state() returned None after an array at the first reset"),
+])  # fmt: skip
+def test_an_answer_outside_pettingzoos_api_is_one_line_naming_the_field(case, starts):
+    # Each was a traceback from deep inside (IndexError, TypeError, KeyError, AttributeError,
+    # ValueError) or a silent wrong input: a one-hot from the wrong end, 1.98 read as 1, a
+    # missing reward read as 0 and then blamed on a "lazy" agent, an integer action space given
+    # real numbers, a new agent never acting.
+    import api_cases
+
+    env = getattr(api_cases, case)
+    with pytest.raises(InputError) as e:
+        vec = VecParallelEnv(env, 1, np.random.default_rng(0))
+        vec.reset()
+        for _ in range(4):
+            vec.step(np.zeros((1, 2), dtype=np.int64))
+    assert str(e.value).startswith(starts), str(e.value)

@@ -29,6 +29,7 @@ from marlm.errors import InputError
 from marlm.rl.deep import DEFAULT_STEPS, MAX_ENVS
 from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
 from marlm.rl.deep.episodes import EpisodeAccumulator
+from marlm.rl.deep.observations import Flattener
 from marlm.rl.deep.settings import AT_MOST, option_example, option_name
 
 PPO_LEARNERS = ("mappo", "ippo")
@@ -212,89 +213,6 @@ def check_resume_config(saved: dict[str, Any], config: DeepConfig, source: Any) 
 # --------------------------------------------------------------------------------------------
 
 
-class _Flattener:
-    """``space`` sample -> ``float32[flatdim]``, features with finite bounds scaled to [0, 1].
-
-    Raises:
-        InputError: a space that does not flatten to a vector (a ``Graph`` or ``Sequence`` in
-            it), naming ``field`` (the space's role: ``observation_space``, ``state_space``);
-            from a call, a sample whose size is not the space's.
-    """
-
-    def __init__(self, space: spaces.Space, field: str = "observation_space") -> None:
-        self.space, self.field = space, field
-        flat = spaces.flatten_space(space)
-        if not isinstance(flat, spaces.Box):
-            raise InputError(
-                f"{space} does not flatten to a vector of features (gymnasium.spaces."
-                "flatten_space gives no Box for it); use spaces of fixed size",
-                field=field,
-            )
-        low = np.asarray(flat.low, dtype=np.float64)
-        high = np.asarray(flat.high, dtype=np.float64)
-        bounded = np.isfinite(low) & np.isfinite(high) & (high > low)
-        self.dim = int(flat.shape[0])
-        self.offset = np.where(bounded, low, 0.0).astype(np.float32)
-        self.scale = np.where(bounded, 1.0 / np.where(bounded, high - low, 1.0), 1.0).astype(
-            np.float32
-        )
-        # No feature bounded on both sides (MPE's observations): nothing to scale, and
-        # ``(x - 0) * 1`` is ``x`` to the bit, so the sample is passed on as it is.
-        self.scaled = bool(bounded.any())
-
-    def __call__(self, x: Any) -> np.ndarray:
-        if isinstance(self.space, spaces.Discrete):  # the one-hot of spaces.flatten, directly
-            flat = np.zeros(self.dim, dtype=np.float32)
-            flat[int(x) - int(self.space.start)] = 1.0
-            return flat
-        if isinstance(self.space, spaces.Box):
-            flat = np.asarray(x, dtype=np.float32).reshape(-1)
-        else:
-            flat = np.asarray(spaces.flatten(self.space, x), dtype=np.float32)
-        if flat.shape[0] != self.dim:
-            raise InputError(
-                f"a sample has {flat.shape[0]} features where {self.space} has {self.dim}: the "
-                f"environment returned a value of another shape than its {self.field} declares",
-                field=self.field,
-            )
-        return (flat - self.offset) * self.scale if self.scaled else flat
-
-
-class ObservationEncoder:
-    """An environment's observations as the networks' input, outside a training run.
-
-    The encoding of :class:`VecParallelEnv`: each agent's observation flattened, features with
-    finite bounds scaled to [0, 1], zero-padded to the widest agent's size; for acting with a
-    trained :class:`marlm.rl.deep.policy.NumpyPolicy` in another loop (a controller, a benchmark).
-
-    Args:
-        env: a ParallelEnv of the kind trained on (its ``possible_agents`` and
-            ``observation_space``).
-
-    Raises:
-        InputError: an observation space that does not flatten to a vector.
-    """
-
-    def __init__(self, env: Any) -> None:
-        self.agents = list(env.possible_agents)
-        self.index = {a: i for i, a in enumerate(self.agents)}
-        self.flat = {a: _Flattener(env.observation_space(a)) for a in self.agents}
-        self.obs_dim = max(f.dim for f in self.flat.values())
-
-    def __call__(self, obs: Any, agents: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """``obs[agent]`` for ``agents`` -> ``(float32[len(agents), obs_dim], int64[len(agents)])``,
-        the encoded observations and each agent's index in ``possible_agents`` (its id input).
-
-        Raises:
-            KeyError: an agent that is not in ``possible_agents`` or not in ``obs``.
-        """
-        out = np.zeros((len(agents), self.obs_dim), dtype=np.float32)
-        for j, a in enumerate(agents):
-            x = self.flat[a](obs[a])
-            out[j, : x.shape[0]] = x
-        return out, np.array([self.index[a] for a in agents], dtype=np.int64)
-
-
 @dataclass
 class EnvShape:
     """What the networks need to know of an environment (read once, from the first copy).
@@ -330,6 +248,12 @@ def _action_space(env: Any, agents: list[str]) -> spaces.Discrete | spaces.Box:
                 f"{env.action_space(a)}); parameter sharing needs one action space for all agents",
                 field="action_space",
             )
+    if isinstance(first, spaces.Box) and not np.issubdtype(first.dtype, np.floating):
+        raise InputError(
+            f"action space {first} holds whole numbers, and the Gaussian policy draws real ones "
+            "(they would reach the environment unrounded); use a float Box, or Discrete",
+            field="action_space",
+        )
     if not isinstance(first, spaces.Discrete | spaces.Box):
         raise InputError(
             f"action space {first} is not supported; use Discrete (Categorical policy) or Box "
@@ -410,12 +334,12 @@ class VecParallelEnv:
                     "environment maps or ignores illegal actions itself",
                     field="observation_space",
                 )
-        self.flat = {a: _Flattener(env.observation_space(a)) for a in self.agents}
+        self.flat = {a: Flattener(env.observation_space(a)) for a in self.agents}
         act = _action_space(env, self.agents)
         self.discrete = isinstance(act, spaces.Discrete)
         self.action_start = int(act.start) if isinstance(act, spaces.Discrete) else 0
         state_dim = None
-        self._state_flat: _Flattener | None = None
+        self._state_flat: Flattener | None = None
         env.reset(seed=0)
         try:
             state = env.state()
@@ -425,7 +349,7 @@ class VecParallelEnv:
             # PettingZoo's ``state_space`` is optional beside ``state()``: read it if declared.
             space = getattr(env, "state_space", None)
             if isinstance(space, spaces.Space):
-                self._state_flat = _Flattener(space, "state_space")
+                self._state_flat = Flattener(space, "state_space")
                 state_dim = self._state_flat.dim
             else:
                 state_dim = int(np.asarray(state).size)
@@ -484,6 +408,9 @@ class VecParallelEnv:
             return np.zeros(0, dtype=np.float32)
         if self._state_flat is not None:
             return self._state_flat(s)
+        if s is None:
+            raise InputError("state() returned None after an array at the first reset: the "
+                             "global state must be there at every step", field="state")  # fmt: skip
         flat = np.asarray(s, dtype=np.float32).ravel()
         if flat.size != self.shape.state_dim:
             raise InputError(
@@ -501,6 +428,10 @@ class VecParallelEnv:
         """Reset copy ``k`` with ``seeds[k]``: a new episode, its seed and actions kept for
         :meth:`partial_arrays`."""
         for k, (obs, agents, state) in sorted(self.copies.reset(seeds).items()):
+            if not isinstance(obs, dict):
+                raise InputError("reset() must return (observations, infos), two dicts keyed by "
+                                 "agent (PettingZoo's API)", field="reset")  # fmt: skip
+            self._check_agents(agents)
             self._encode(obs, self.obs[k], self.alive[k])
             self.live[k] = agents
             self.alive[k] &= np.array([a in agents for a in self.agents])
@@ -618,13 +549,14 @@ class VecParallelEnv:
         ended (then logged, the copy to be reset)."""
         n = len(self.agents)
         obs, rewards, terms, truncs, infos, agents_after, state_after = answer
+        self._check_answer(answer[:5], agents_after)
         acting = list(joint)
         idx = [self._index[a] for a in acting]
         got = np.zeros(n, dtype=bool)
         self._encode(obs, out["next_obs"][c], got, steps=self.t + 1)
         out["next_state"][c] = self._state(state_after)
         for a, i in zip(acting, idx, strict=True):
-            r = float(rewards.get(a, 0.0))
+            r = self._number(rewards, a, "reward", "rewards")
             if not math.isfinite(r):
                 raise non_finite(a, self.t + 1, "reward", r)
             term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
@@ -632,7 +564,10 @@ class VecParallelEnv:
             out["terminated"][c, i] = term
             out["truncated"][c, i] = trunc and not term
             info = infos.get(a, {})
-            own = float(info.get("individual_reward", r)) if isinstance(info, dict) else r
+            own = r
+            if isinstance(info, dict) and "individual_reward" in info:
+                own = self._number(info, "individual_reward", "infos[agent]['individual_reward']",
+                                   "infos", agent=a)  # fmt: skip
             reached = bool(self.reached_fn(a, term, info)) if self.reached_fn else False
             self._ep.add(c, i, r, own, row[i] if self.discrete else None, reached)
         self._ep.length[c] += 1
@@ -654,6 +589,39 @@ class VecParallelEnv:
         self.alive[c] = live
         self.state[c] = out["next_state"][c]
         return False
+
+    def _check_answer(self, dicts: tuple, agents_after: list) -> None:
+        """One step's five dicts and ``agents`` as PettingZoo's API has them; otherwise the
+        :class:`InputError` naming what is not (field: ``step`` or ``agents``)."""
+        names = ("observations", "rewards", "terminations", "truncations", "infos")
+        for name, d in zip(names, dicts, strict=True):
+            if not isinstance(d, dict):
+                raise InputError(f"step() returned {type(d).__name__} as its {name}: PettingZoo's "
+                                 "step returns five dicts keyed by agent", field="step")  # fmt: skip
+        self._check_agents(agents_after)
+
+    def _check_agents(self, agents: list) -> None:
+        unknown = [a for a in agents if a not in self._index]
+        if unknown:
+            raise InputError(
+                f"agent {unknown[0]!r} is in env.agents at step {self.t + 1} but not in "
+                f"possible_agents {self.agents} read at the start: the networks have one input "
+                "per possible agent; list every agent there from the first reset",
+                field="agents",
+            )
+
+    def _number(self, d: dict, key: Any, field: str, name: str, agent: Any = None) -> float:
+        """``float(d[key])``, or the :class:`InputError` of a missing or non-numeric value."""
+        who = agent if agent is not None else key
+        if key not in d:
+            raise InputError(f"agent {who!r} acted at step {self.t + 1} but the {name} hold no "
+                             "value for it: PettingZoo's step gives one for every agent that "
+                             "acted", field=field)  # fmt: skip
+        try:
+            return float(d[key])
+        except (TypeError, ValueError):
+            raise InputError(f"agent {who!r} got {d[key]!r:.60} at step {self.t + 1}, not a "
+                             "number", field=field) from None  # fmt: skip
 
     def take_episodes(self) -> list[dict[str, Any]]:
         """The episodes finished since the last call, in order of completion."""

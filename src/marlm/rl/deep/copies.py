@@ -46,12 +46,14 @@ class LocalCopies:
     def __len__(self) -> int:
         return len(self.envs)
 
-    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
-        """Reset copy ``k`` with ``seeds[k]``; returns ``{k: (obs, agents, state)}``."""
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict | None, list, Any]]:
+        """Reset copy ``k`` with ``seeds[k]``; returns ``{k: (obs, agents, state)}`` (``obs`` None
+        when ``reset`` did not return PettingZoo's pair: the caller says so)."""
         out = {}
         for k, seed in seeds.items():
             env = self.envs[k]
-            obs, _ = env.reset(seed=seed)
+            got = env.reset(seed=seed)
+            obs = got[0] if isinstance(got, tuple) and len(got) == 2 else None
             out[k] = (obs, list(env.agents), _state_of(env, self.with_state))
         return out
 
@@ -70,7 +72,15 @@ class LocalCopies:
 
 
 def _step(env: Any, joint: dict, with_state: bool) -> StepAnswer:
-    obs, rewards, terms, truncs, infos = env.step(joint)
+    got = env.step(joint)
+    if not (isinstance(got, tuple) and len(got) == 5):
+        raise InputError(
+            f"step() returned {type(got).__name__}"
+            f"{f' of {len(got)}' if isinstance(got, tuple) else ''}: PettingZoo's step returns "
+            "(observations, rewards, terminations, truncations, infos)",
+            field="step",
+        )
+    obs, rewards, terms, truncs, infos = got
     return obs, rewards, terms, truncs, infos, list(env.agents), _state_of(env, with_state)
 
 
@@ -81,7 +91,7 @@ class _CopiesActor:
         self.local = LocalCopies([env_fn() for _ in ks], with_state)
         self.index = {k: i for i, k in enumerate(ks)}
 
-    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict | None, list, Any]]:
         got = self.local.reset({self.index[k]: s for k, s in seeds.items()})
         back = {i: k for k, i in self.index.items()}
         return {back[i]: v for i, v in got.items()}
@@ -139,14 +149,14 @@ class RayCopies:
     def __len__(self) -> int:
         return self.num_envs
 
-    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict | None, list, Any]]:
         refs = []
         for actor, ks in zip(self.actors, self.groups, strict=True):
             mine = {k: seeds[k] for k in ks if k in seeds}
             if mine:
                 # Ray's stubs type ``.remote`` only on actor methods decorated with ``ray.method``.
                 refs.append(actor.reset.remote(mine))  # type: ignore[attr-defined]
-        out: dict[int, tuple[dict, list, Any]] = {}
+        out: dict[int, tuple[dict | None, list, Any]] = {}
         for got in self._get(refs):
             out.update(got)
         return out
