@@ -428,9 +428,6 @@ class VecParallelEnv:
         """Reset copy ``k`` with ``seeds[k]``: a new episode, its seed and actions kept for
         :meth:`partial_arrays`."""
         for k, (obs, agents, state) in sorted(self.copies.reset(seeds).items()):
-            if not isinstance(obs, dict):
-                raise InputError("reset() must return (observations, infos), two dicts keyed by "
-                                 "agent (PettingZoo's API)", field="reset")  # fmt: skip
             self._check_agents(agents)
             self._encode(obs, self.obs[k], self.alive[k])
             self.live[k] = agents

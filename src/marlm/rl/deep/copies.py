@@ -46,15 +46,20 @@ class LocalCopies:
     def __len__(self) -> int:
         return len(self.envs)
 
-    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict | None, list, Any]]:
-        """Reset copy ``k`` with ``seeds[k]``; returns ``{k: (obs, agents, state)}`` (``obs`` None
-        when ``reset`` did not return PettingZoo's pair: the caller says so)."""
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
+        """Reset copy ``k`` with ``seeds[k]``; returns ``{k: (obs, agents, state)}``.
+
+        Raises:
+            InputError: ``reset`` did not return PettingZoo's pair (field ``reset``).
+        """
         out = {}
         for k, seed in seeds.items():
             env = self.envs[k]
             got = env.reset(seed=seed)
-            obs = got[0] if isinstance(got, tuple) and len(got) == 2 else None
-            out[k] = (obs, list(env.agents), _state_of(env, self.with_state))
+            if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], dict)):
+                raise InputError("reset() must return (observations, infos), two dicts keyed by "
+                                 "agent (PettingZoo's API)", field="reset")  # fmt: skip
+            out[k] = (got[0], list(env.agents), _state_of(env, self.with_state))
         return out
 
     def step(self, joints: Sequence[dict]) -> list[StepAnswer]:
@@ -91,7 +96,7 @@ class _CopiesActor:
         self.local = LocalCopies([env_fn() for _ in ks], with_state)
         self.index = {k: i for i, k in enumerate(ks)}
 
-    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict | None, list, Any]]:
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
         got = self.local.reset({self.index[k]: s for k, s in seeds.items()})
         back = {i: k for k, i in self.index.items()}
         return {back[i]: v for i, v in got.items()}
@@ -149,14 +154,14 @@ class RayCopies:
     def __len__(self) -> int:
         return self.num_envs
 
-    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict | None, list, Any]]:
+    def reset(self, seeds: dict[int, int]) -> dict[int, tuple[dict, list, Any]]:
         refs = []
         for actor, ks in zip(self.actors, self.groups, strict=True):
             mine = {k: seeds[k] for k in ks if k in seeds}
             if mine:
                 # Ray's stubs type ``.remote`` only on actor methods decorated with ``ray.method``.
                 refs.append(actor.reset.remote(mine))  # type: ignore[attr-defined]
-        out: dict[int, tuple[dict | None, list, Any]] = {}
+        out: dict[int, tuple[dict, list, Any]] = {}
         for got in self._get(refs):
             out.update(got)
         return out

@@ -22,7 +22,8 @@ class Flattener:
     Raises:
         InputError: a space that does not flatten to a vector (a ``Graph`` or ``Sequence`` in
             it), naming ``field`` (the space's role: ``observation_space``, ``state_space``);
-            from a call, a sample whose size is not the space's.
+            from a call, a sample that is not one of the space's (another shape, a
+            ``Discrete`` value out of range or not whole, a structure that does not flatten).
     """
 
     def __init__(self, space: spaces.Space, field: str = "observation_space") -> None:
@@ -55,17 +56,14 @@ class Flattener:
             flat = np.zeros(self.dim, dtype=np.float32)
             flat[k] = 1.0
             return flat
+        box = isinstance(self.space, spaces.Box)
         try:
-            if isinstance(self.space, spaces.Box):
-                flat = np.asarray(x, dtype=np.float32)
-            else:
-                flat = np.asarray(spaces.flatten(self.space, x), dtype=np.float32)
+            flat = np.asarray(x if box else spaces.flatten(self.space, x), dtype=np.float32)
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise self._wrong(f"{x!r:.80} ({type(e).__name__}: {e})") from None
-        if isinstance(self.space, spaces.Box):
-            if flat.shape != self.space.shape:
-                raise self._wrong(f"a value of shape {flat.shape}")
-            flat = flat.reshape(-1)
+        if box and flat.shape != self.space.shape:
+            raise self._wrong(f"a value of shape {flat.shape}")
+        flat = flat.reshape(-1)
         if flat.shape[0] != self.dim:
             raise self._wrong(f"a sample of {flat.shape[0]} features ({self.dim} wanted)")
         return (flat - self.offset) * self.scale if self.scaled else flat
