@@ -127,10 +127,15 @@ _MARKER_MAX_BYTES = 16 * 2**20
 #: or tables hold anything, a ``marlm compare`` stopped between schemes), and a folder whose
 #: claim's process still runs is refused as claimed by that run. It is removed when the command
 #: ends with the run's own markers written (:func:`release_claims`), else kept with ``pid``
-#: null: the folder of a stopped run, which ``--overwrite`` replaces.
+#: null: the folder of a stopped run, which ``--overwrite`` replaces. A command that ends before
+#: writing anything (a refused input, an environment that breaks the API on its first steps,
+#: Ctrl-C) leaves its folder as it found it: the claim removed, and the folder too where the
+#: claim created it.
 CLAIM_FILE = ".marlm-run"
 #: Folders this process claimed and has not released yet.
 _CLAIMED: list[Path] = []
+#: Those of them that did not exist before their claim.
+_CREATED: set[Path] = set()
 
 
 def _proc_start(pid: int) -> str | None:
@@ -236,17 +241,26 @@ def wrote_nothing(folder: str | Path) -> bool:
 def release_claims() -> None:
     """Release the run folders this process claimed (:func:`claim_run_folder`): the claim is
     removed where the folder holds the run's own markers (a trace with its ``run_start``, the
-    metrics, a compare table, a checkpoint), else kept with ``pid`` null, so the folder of a run
+    metrics, a compare table, a checkpoint); where it holds nothing else, the claim is removed
+    and so is the folder if the claim created it (the command wrote nothing: the folder is left
+    as it was found); otherwise the claim is kept with ``pid`` null, so the folder of a run
     stopped early stays recognisable as marlm's. Called when every command ends, however it
     ends (:class:`marlm.cli.app.MarlmGroup`). Never raises."""
     while _CLAIMED:
         folder = _CLAIMED.pop()
+        created = folder in _CREATED
+        _CREATED.discard(folder)
         claim = _read_claim(folder)
         if claim is None or claim.get("pid") != os.getpid():
             continue
         try:
             path = folder / CLAIM_FILE
-            if any(is_run_marker(c) for c in folder.iterdir() if c.name != CLAIM_FILE):
+            others = [c for c in folder.iterdir() if c.name != CLAIM_FILE]
+            if not others:
+                path.unlink()
+                if created:
+                    folder.rmdir()
+            elif any(is_run_marker(c) for c in others):
                 path.unlink()
             else:
                 tmp = folder / (CLAIM_FILE + ".tmp")
@@ -508,9 +522,12 @@ def claim_run_folder(
                     shutil.rmtree(child)
                 else:
                     child.unlink()
+        created = not p.exists()
         p.mkdir(parents=True, exist_ok=True)
         _write_claim(p, compare=compare)
         _CLAIMED.append(p)
+        if created:
+            _CREATED.add(p)
     except FileExistsError as e:
         claim = _read_claim(p) or {}
         raise _claimed_error(p, claim, option) from e

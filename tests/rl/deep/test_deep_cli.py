@@ -70,6 +70,9 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
      # An AEC env wrapped as PettingZoo's modules wrap theirs (agent_selection unreadable before
      # reset) was let through and ended in a TypeError from its state().
      (["train", "env", "api_cases:turn_taking"], "an AEC env (agent_iter)"),
+     # An environment that breaks the API at its third step, after the folder was claimed: the
+     # folder was left holding only the claim file (.marlm-run).
+     (["train", "env", "api_cases:NoneReward", "--steps", "64", "--envs", "1"], "not a number"),
      (["train", "env", "marlm.envs.grid:GridRace", "--env-kwargs", "{size"], "--env-kwargs"),
      (["train", "env", "marlm.envs.grid:GridRace", "--learner", "sac"], "allowed: mappo"),
      (["train", "env", "marlm.envs.grid:GridRace", "--workers", "0"], "'--workers'"),
