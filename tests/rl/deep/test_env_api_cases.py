@@ -130,6 +130,10 @@ def test_a_run_shorter_than_one_episode_per_copy_says_so():
         "one episode of this environment: nothing to log or compare; raise --steps or lower "
         "--envs"
     )
+    # A run of one chunk was let through: exit 0, "episodes 0", an empty table.
+    one_chunk = DeepConfig(learner="qmix", steps=64, num_envs=2, chunk=64, learning_starts=32)
+    with pytest.raises(RunError, match="no episode finished in 64 joint steps"):
+        train_deep(partial(Base, 2, 3000), one_chunk)
 
 
 def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps(tmp_path, capsys):

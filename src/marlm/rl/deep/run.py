@@ -129,6 +129,8 @@ def train_deep(
         InputError: an environment the learners cannot take (see :class:`VecParallelEnv`), a
             value-based learner on Box actions, a resume checkpoint of another kind, setting,
             environment or agent set; ``workers`` below 1.
+        RunError: the run reached ``config.steps`` without any episode finishing (nothing to log
+            or compare), or a network weight turned NaN or inf.
     """
     rng = np.random.default_rng(config.seed)
     vec = VecParallelEnv(env_fn, config.num_envs, rng, reached_fn, workers=workers)
@@ -220,7 +222,7 @@ def _train(
             )  # fmt: skip
         if progress is not None:
             progress(step, config.steps)
-    if not episodes and step > config.chunk:
+    if not episodes and step >= config.steps:
         raise RunError(
             f"no episode finished in {step} joint steps ({step // config.num_envs} steps per "
             f"copy with --envs {config.num_envs}), fewer than one episode of this environment: "
