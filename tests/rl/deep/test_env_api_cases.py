@@ -41,14 +41,23 @@ def test_agents_done_but_kept_in_agents_end_the_episode_at_step_5():
     assert envs[-1].t == 2  # the copy was reset after each: its third episode is 2 steps old
 
 
+#: Where the step answers of api_cases' Tweaked envs go wrong, on one copy.
+AT_3 = "step 3 of copy 0's episode (joint step 3 of the run)"
+
+
 def test_a_nan_observation_stops_training_with_the_agent_the_step_and_the_feature():
     with pytest.raises(InputError) as e:
         train_deep(NanObs, DeepConfig(learner="mappo", steps=64, num_envs=1, rollout=16))
     assert str(e.value) == (
-        "field 'observation[1]': agent 'a0' got nan from the environment at step 3; marlm's "
+        f"field 'observation[1]': agent 'a0' got nan from the environment at {AT_3}; marlm's "
         "learners stop at the first NaN or inf instead of training on it: fix the environment, "
         "or replace the value in a wrapper"
     )
+    # With copies, the step named was the run's joint-step counter alone (5: copy 0's third
+    # step comes after two steps of each copy), which no step of the environment's matches.
+    with pytest.raises(InputError) as e:
+        train_deep(NanObs, DeepConfig(learner="mappo", steps=64, num_envs=2, rollout=16))
+    assert "at step 3 of copy 0's episode (joint step 5 of the run);" in str(e.value), e.value
 
 
 def test_an_infinite_reward_stops_training_naming_the_reward():
@@ -156,15 +165,16 @@ def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps
     ("DiscreteObsNegative", "field 'observation_space': the environment returned the value -1 "),
     ("DiscreteObsFloat", "field 'observation_space': the environment returned the value 0.0 "),
     ("DictObsMissingKey", "field 'observation_space': the environment returned {'pos': array("),
-    ("NoneReward", "field 'reward': agent 'a0' got None at step 3, not a number"),
-    ("VectorReward", "field 'reward': agent 'a0' got array([1., 2.]) at step 3, not a number"),
-    ("MissingReward", "field 'reward': agent 'a1' acted at step 3 but the rewards hold no value"),
+    ("NoneReward", f"field 'reward': agent 'a0' got None at {AT_3}, not a number"),
+    ("VectorReward", f"field 'reward': agent 'a0' got array([1., 2.]) at {AT_3}, not a number"),
+    ("MissingReward", f"field 'reward': agent 'a1' acted at {AT_3} but the rewards hold no "
+     "value"),
     ("NoneInfos", "field 'step': step() returned NoneType as its infos: PettingZoo's step "),
     ("NoneIndividualReward", "field 'infos[agent]['individual_reward']': agent 'a0' got None at "
-     "step 3, not a number"),
+     f"{AT_3}, not a number"),
     ("FourTuple", "field 'step': step() returned tuple of 4: PettingZoo's step returns "),
     ("ObsOnlyReset", "field 'reset': reset() must return (observations, infos), two dicts"),
-    ("JoinsLater", "field 'agents': agent 'late' is in env.agents at step 3 but not in "
+    ("JoinsLater", f"field 'agents': agent 'late' is in env.agents at {AT_3} but not in "
      "possible_agents ['a0', 'a1'] read at the start"),
     ("WholeNumberBoxActions", "field 'action_space': action space Box(0, 4, (2,), int64) holds "
      "whole numbers"),

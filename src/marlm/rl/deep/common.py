@@ -274,11 +274,12 @@ def _action_fields(
     return 0, tuple(act.shape), low, high
 
 
-def non_finite(agent: str, step: int, field: str, value: float) -> InputError:
+def non_finite(agent: str, where: str, field: str, value: float) -> InputError:
     """The one-line error of a NaN or inf from the environment: learners stop at the first
-    one (a network trained on it ends with every weight NaN behind a normal-looking table)."""
+    one (a network trained on it ends with every weight NaN behind a normal-looking table).
+    ``where``: when it came (:meth:`VecParallelEnv._at`)."""
     return InputError(
-        f"agent {agent!r} got {value} from the environment at step {step}; marlm's learners stop "
+        f"agent {agent!r} got {value} from the environment at {where}; marlm's learners stop "
         "at the first NaN or inf instead of training on it: fix the environment, or replace the "
         "value in a wrapper",
         field=field,
@@ -385,11 +386,19 @@ class VecParallelEnv:
         """Stop the copies' Ray actors, if any (local copies need nothing)."""
         self.copies.close()
 
+    def _at(self, c: int, reset: bool = False) -> str:
+        """When copy ``c``'s current answer came, for an error: the step of its episode and the
+        run's joint step (the count ``--steps`` is given in, every copy's step one), e.g. ``step
+        3 of copy 1's episode (joint step 6 of the run)``; ``reset`` for reset()'s answer."""
+        if reset:
+            return f"the reset of copy {c} (after joint step {self.t} of the run)"
+        return f"step {self._ep.length[c] + 1} of copy {c}'s episode (joint step {self.t + 1} of the run)"
+
     def _encode(
-        self, obs: dict[str, Any], out: np.ndarray, alive: np.ndarray, steps: int | None = None
+        self, obs: dict[str, Any], out: np.ndarray, alive: np.ndarray, c: int, reset: bool = False
     ) -> None:
-        """Observations of one copy into ``out`` (``float32[N, obs_dim]``) and ``alive``;
-        ``steps``: the environment steps taken when they came (for the NaN/inf error)."""
+        """Copy ``c``'s observations into ``out`` (``float32[N, obs_dim]``) and ``alive``;
+        ``reset``: they are reset()'s (for the NaN/inf error, :meth:`_at`)."""
         out[:] = 0.0
         for i, a in enumerate(self.agents):
             got = a in obs
@@ -399,7 +408,7 @@ class VecParallelEnv:
                 out[i, : x.shape[0]] = x
         if not np.isfinite(out).all():  # one check a copy; the first bad feature named
             i, j = (int(v[0]) for v in np.nonzero(~np.isfinite(out)))
-            where = self.t if steps is None else steps
+            where = self._at(c, reset)
             raise non_finite(self.agents[i], where, f"observation[{j}]", float(out[i, j]))
 
     def _state(self, s: Any) -> np.ndarray:
@@ -428,8 +437,8 @@ class VecParallelEnv:
         """Reset copy ``k`` with ``seeds[k]``: a new episode, its seed and actions kept for
         :meth:`partial_arrays`."""
         for k, (obs, agents, state) in sorted(self.copies.reset(seeds).items()):
-            self._check_agents(agents)
-            self._encode(obs, self.obs[k], self.alive[k])
+            self._check_agents(agents, k, reset=True)
+            self._encode(obs, self.obs[k], self.alive[k], k, reset=True)
             self.live[k] = agents
             self.alive[k] &= np.array([a in agents for a in self.agents])
             self.state[k] = self._state(state)
@@ -546,16 +555,16 @@ class VecParallelEnv:
         ended (then logged, the copy to be reset)."""
         n = len(self.agents)
         obs, rewards, terms, truncs, infos, agents_after, state_after = answer
-        self._check_answer(answer[:5], agents_after)
+        self._check_answer(answer[:5], agents_after, c)
         acting = list(joint)
         idx = [self._index[a] for a in acting]
         got = np.zeros(n, dtype=bool)
-        self._encode(obs, out["next_obs"][c], got, steps=self.t + 1)
+        self._encode(obs, out["next_obs"][c], got, c)
         out["next_state"][c] = self._state(state_after)
         for a, i in zip(acting, idx, strict=True):
-            r = self._number(rewards, a, "reward", "rewards")
+            r = self._number(rewards, a, "reward", "rewards", c)
             if not math.isfinite(r):
-                raise non_finite(a, self.t + 1, "reward", r)
+                raise non_finite(a, self._at(c), "reward", r)
             term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
             out["reward"][c, i] = r
             out["terminated"][c, i] = term
@@ -564,7 +573,7 @@ class VecParallelEnv:
             own = r
             if isinstance(info, dict) and "individual_reward" in info:
                 own = self._number(info, "individual_reward", "infos[agent]['individual_reward']",
-                                   "infos", agent=a)  # fmt: skip
+                                   "infos", c, agent=a)  # fmt: skip
             reached = bool(self.reached_fn(a, term, info)) if self.reached_fn else False
             self._ep.add(c, i, r, own, row[i] if self.discrete else None, reached)
         self._ep.length[c] += 1
@@ -587,7 +596,7 @@ class VecParallelEnv:
         self.state[c] = out["next_state"][c]
         return False
 
-    def _check_answer(self, dicts: tuple, agents_after: list) -> None:
+    def _check_answer(self, dicts: tuple, agents_after: list, c: int) -> None:
         """One step's five dicts and ``agents`` as PettingZoo's API has them; otherwise the
         :class:`InputError` naming what is not (field: ``step`` or ``agents``)."""
         names = ("observations", "rewards", "terminations", "truncations", "infos")
@@ -595,29 +604,29 @@ class VecParallelEnv:
             if not isinstance(d, dict):
                 raise InputError(f"step() returned {type(d).__name__} as its {name}: PettingZoo's "
                                  "step returns five dicts keyed by agent", field="step")  # fmt: skip
-        self._check_agents(agents_after)
+        self._check_agents(agents_after, c)
 
-    def _check_agents(self, agents: list) -> None:
+    def _check_agents(self, agents: list, c: int, reset: bool = False) -> None:
         unknown = [a for a in agents if a not in self._index]
         if unknown:
             raise InputError(
-                f"agent {unknown[0]!r} is in env.agents at step {self.t + 1} but not in "
+                f"agent {unknown[0]!r} is in env.agents at {self._at(c, reset)} but not in "
                 f"possible_agents {self.agents} read at the start: the networks have one input "
                 "per possible agent; list every agent there from the first reset",
                 field="agents",
             )
 
-    def _number(self, d: dict, key: Any, field: str, name: str, agent: Any = None) -> float:
+    def _number(self, d: dict, key: Any, field: str, name: str, c: int, agent: Any = None) -> float:
         """``float(d[key])``, or the :class:`InputError` of a missing or non-numeric value."""
         who = agent if agent is not None else key
         if key not in d:
-            raise InputError(f"agent {who!r} acted at step {self.t + 1} but the {name} hold no "
+            raise InputError(f"agent {who!r} acted at {self._at(c)} but the {name} hold no "
                              "value for it: PettingZoo's step gives one for every agent that "
                              "acted", field=field)  # fmt: skip
         try:
             return float(d[key])
         except (TypeError, ValueError):
-            raise InputError(f"agent {who!r} got {d[key]!r:.60} at step {self.t + 1}, not a "
+            raise InputError(f"agent {who!r} got {d[key]!r:.60} at {self._at(c)}, not a "
                              "number", field=field) from None  # fmt: skip
 
     def take_episodes(self) -> list[dict[str, Any]]:
