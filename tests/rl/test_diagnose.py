@@ -77,6 +77,28 @@ def test_lazy_agent_detector_on_collapsed_actions():
     )
 
 
+def test_an_agent_repeating_an_action_that_pays_is_not_called_lazy():
+    # Individual rewards, both agents earning half of a rising team return, agent_0 taking one
+    # action every step (its best: a corridor run east). It was named lazy on the frequency alone.
+    n = 100
+    team = np.linspace(0.0, 1.0, n)
+    own = np.stack([0.5 * team + 0.01, 0.5 * team - 0.01], axis=1)
+    acts = np.zeros((n, 2, 5), dtype=np.int64)
+    acts[:, 0, 1] = 6  # agent_0: east, always
+    acts[:, 1, :] = [2, 1, 1, 1, 1]
+    assert detect_lazy_agent(team, own, AGENTS, action_counts=acts) == []
+    # The same frequency with no return of its own is lazy, as is any collapse under a shared
+    # reward (every own return the team's: nothing tells the agents apart but their actions).
+    own[:, 0] = 0.0
+    assert [f.agent for f in detect_lazy_agent(team, own, AGENTS, action_counts=acts)] == [
+        "agent_0"
+    ]
+    shared = np.stack([team, team], axis=1)
+    assert [f.agent for f in detect_lazy_agent(team, shared, AGENTS, action_counts=acts)] == [
+        "agent_0"
+    ]
+
+
 def _episodes(pattern, n, steps=6):
     """``int8[n, steps]`` holding ``pattern`` cycled, padded with -1 after ``steps`` actions."""
     out = np.full((n, 8), -1, dtype=np.int8)

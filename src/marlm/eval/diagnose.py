@@ -144,7 +144,12 @@ def detect_lazy_agent(
         min_rise: the team return must rise by at least this much from the first to the last window.
         max_share: an agent with a smaller share of the achievements (or of the absolute own
             return, without ``reached``) in the last window is lazy.
-        max_action_share: an agent whose most frequent action exceeds this share is collapsed.
+        max_action_share: an agent whose most frequent action exceeds this share is collapsed,
+            and lazy unless its own return shows it contributes: where the agents' own returns
+            differ (individual rewards) and its share of their absolute sum in the last window is
+            at least ``max_share``, it repeats an action that pays (a converged policy whose best
+            action is the same every step), which is not laziness. Under a shared reward every
+            own return is the team's, so collapse alone names the agent.
 
     Returns:
         One finding per lazy agent (empty if the team return did not rise or all contribute).
@@ -163,6 +168,10 @@ def detect_lazy_agent(
         contrib = np.abs(own[n - w :]).mean(axis=0)
         unit = "of the absolute own return"
     total = float(contrib.sum())
+    own_last = own[n - w :]
+    own_contrib = np.abs(own_last).mean(axis=0)
+    # Own returns tell agents apart only where they differ (individual rewards).
+    own_informative = bool(np.ptp(own_last, axis=1).max() > 1e-12) if own_last.size else False
     findings = []
     for i, agent in enumerate(agents):
         share = float(contrib[i] / total) if total > 0 else 0.0
@@ -184,6 +193,9 @@ def detect_lazy_agent(
                 sequence_share = 0.0 if achieved else sequence_share
         low = share < max_share
         collapsed = action_share > max_action_share
+        if collapsed and own_informative:
+            own_share = float(own_contrib[i] / own_contrib.sum()) if own_contrib.sum() > 0 else 0.0
+            collapsed = own_share < max_share
         repeated = sequence_share > min_sequence_share
         if not (low or collapsed or repeated):
             continue
