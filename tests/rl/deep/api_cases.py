@@ -216,6 +216,19 @@ class DictObsMissingKey(Tweaked):
         return {"pos": pos} if t == 3 else {"pos": pos, "flag": 1}
 
 
+class MultiBinaryPastOne(Tweaked):
+    obs_space = spaces.MultiBinary(2)
+
+    def value(self, t):
+        return np.array([7 if t == 3 else 1, 0], np.int8)  # a 7 was passed on as a feature of 7
+
+
+class BoxPastBound(Tweaked):
+    def value(self, t):
+        x = 1.5 if t == 3 else 1.0000001  # rounding past the bound of 1 passes; 1.5 does not
+        return np.array([x, 0.5], np.float32)
+
+
 class NoneReward(Tweaked):
     def bend(self, out):
         out[1] = {a: None for a in out[1]}

@@ -2,8 +2,9 @@
 
 Each sample is flattened (``gymnasium.spaces.flatten``: a ``Discrete`` becomes a one-hot), each
 feature with finite bounds scaled to [0, 1]; a sample that is not one of its space's (another
-shape, a ``Discrete`` value out of range, a ``Dict`` missing a key) is an :class:`InputError`
-naming the space's role, never a wrong input passed on.
+shape, a ``Discrete`` value out of range, a ``Dict`` missing a key, a feature outside its
+finite bounds such as a ``MultiBinary`` 7) is an :class:`InputError` naming the space's role,
+never a wrong input passed on.
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ class Flattener:
         InputError: a space that does not flatten to a vector (a ``Graph`` or ``Sequence`` in
             it), naming ``field`` (the space's role: ``observation_space``, ``state_space``);
             from a call, a sample that is not one of the space's (another shape, a
-            ``Discrete`` value out of range or not whole, a structure that does not flatten).
+            ``Discrete`` value out of range or not whole, a structure that does not flatten, a
+            feature outside its finite bounds by more than :attr:`TOLERANCE` of its range).
     """
+
+    #: How far past a bound a feature may lie, as a share of its range (float rounding in the
+    #: environment: 1.0000001 for a bound of 1 passes; a ``MultiBinary`` 7 does not).
+    TOLERANCE = 1e-5
 
     def __init__(self, space: spaces.Space, field: str = "observation_space") -> None:
         self.space, self.field = space, field
@@ -39,6 +45,7 @@ class Flattener:
         high = np.asarray(flat.high, dtype=np.float64)
         bounded = np.isfinite(low) & np.isfinite(high) & (high > low)
         self.dim = int(flat.shape[0])
+        self.low, self.high, self.bounded = low, high, bounded
         self.offset = np.where(bounded, low, 0.0).astype(np.float32)
         self.scale = np.where(bounded, 1.0 / np.where(bounded, high - low, 1.0), 1.0).astype(
             np.float32
@@ -66,7 +73,17 @@ class Flattener:
         flat = flat.reshape(-1)
         if flat.shape[0] != self.dim:
             raise self._wrong(f"a sample of {flat.shape[0]} features ({self.dim} wanted)")
-        return (flat - self.offset) * self.scale if self.scaled else flat
+        if not self.scaled:
+            return flat
+        y = (flat - self.offset) * self.scale
+        t = self.TOLERANCE
+        if ((y < -t) & self.bounded).any() or ((y > 1.0 + t) & self.bounded).any():
+            j = int(np.flatnonzero(((y < -t) | (y > 1.0 + t)) & self.bounded)[0])
+            raise self._wrong(
+                f"{flat[j]:g} at feature {j}, outside its bounds [{self.low[j]:g}, "
+                f"{self.high[j]:g}]"
+            )
+        return y
 
     def _wrong(self, what: str) -> InputError:
         return InputError(
