@@ -229,6 +229,20 @@ class BoxPastBound(Tweaked):
         return np.array([x, 0.5], np.float32)
 
 
+class UnobservedAtReset(Base):
+    """``a1`` is in ``agents`` from the reset on but gets no observation until step 1."""
+
+    def _obs(self):
+        obs = super()._obs()
+        return {a: o for a, o in obs.items() if a != "a1" or self.t > 0}
+
+
+class UnobservedAtStep(Tweaked):
+    def bend(self, out):
+        out[0] = {"a0": out[0]["a0"]}  # a1 acts on at step 4, with no observation
+        return tuple(out)
+
+
 class NoneReward(Tweaked):
     def bend(self, out):
         out[1] = {a: None for a in out[1]}

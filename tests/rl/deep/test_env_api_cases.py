@@ -169,6 +169,10 @@ def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps
      "outside its bounds [0, 1] where its observation_space is MultiBinary(2)"),
     ("BoxPastBound", "field 'observation_space': the environment returned 1.5 at feature 0, "
      "outside its bounds [0, 1] where its observation_space is Box(0.0, 1.0, (2,), float32)"),
+    ("UnobservedAtReset", "field 'observations': agent 'a1' is in env.agents at the reset of "
+     "copy 0 (after joint step 0 of the run) but the observations hold none for it"),
+    ("UnobservedAtStep", f"field 'observations': agent 'a1' is in env.agents at {AT_3} but the "
+     "observations hold none for it"),
     ("NoneReward", f"field 'reward': agent 'a0' got None at {AT_3}, not a number"),
     ("VectorReward", f"field 'reward': agent 'a0' got array([1., 2.]) at {AT_3}, not a number"),
     ("MissingReward", f"field 'reward': agent 'a1' acted at {AT_3} but the rewards hold no "

@@ -438,6 +438,7 @@ class VecParallelEnv:
         :meth:`partial_arrays`."""
         for k, (obs, agents, state) in sorted(self.copies.reset(seeds).items()):
             self._check_agents(agents, k, reset=True)
+            self._check_observed(agents, obs, k, reset=True)
             self._encode(obs, self.obs[k], self.alive[k], k, reset=True)
             self.live[k] = agents
             self.alive[k] &= np.array([a in agents for a in self.agents])
@@ -576,13 +577,14 @@ class VecParallelEnv:
                                    "infos", c, agent=a)  # fmt: skip
             reached = bool(self.reached_fn(a, term, info)) if self.reached_fn else False
             self._ep.add(c, i, r, own, row[i] if self.discrete else None, reached)
-        self._ep.length[c] += 1
-        self.t += 1
         # PettingZoo's API: an agent whose terminated or truncated flag is set is done,
         # whether or not the environment removed it from ``agents`` (many do not).
         agents_after = [
             a for a in agents_after if not (terms.get(a, False) or truncs.get(a, False))
         ]
+        self._check_observed(agents_after, obs, c)
+        self._ep.length[c] += 1
+        self.t += 1
         live = np.array([a in agents_after for a in self.agents])
         self.live[c] = agents_after
         out["next_alive"][c] = live & ~out["terminated"][c]
@@ -614,6 +616,18 @@ class VecParallelEnv:
                 f"possible_agents {self.agents} read at the start: the networks have one input "
                 "per possible agent; list every agent there from the first reset",
                 field="agents",
+            )
+
+    def _check_observed(self, agents: list, obs: dict, c: int, reset: bool = False) -> None:
+        """Every agent that will act next has an observation; otherwise the :class:`InputError`
+        (field ``observations``): it would act on zeros."""
+        missing = [a for a in agents if a not in obs]
+        if missing:
+            raise InputError(
+                f"agent {missing[0]!r} is in env.agents at {self._at(c, reset)} but the "
+                "observations hold none for it: PettingZoo's reset and step give one for every "
+                "agent in agents (an agent without one would act on zeros)",
+                field="observations",
             )
 
     def _number(self, d: dict, key: Any, field: str, name: str, c: int, agent: Any = None) -> float:
