@@ -134,8 +134,9 @@ _MARKER_MAX_BYTES = 16 * 2**20
 CLAIM_FILE = ".marlm-run"
 #: Folders this process claimed and has not released yet.
 _CLAIMED: list[Path] = []
-#: Those of them that did not exist before their claim.
-_CREATED: set[Path] = set()
+#: Those of them that did not exist before their claim: the folders the claim created, the run
+#: folder first, then each parent it had to create.
+_CREATED: dict[Path, list[Path]] = {}
 
 
 def _proc_start(pid: int) -> str | None:
@@ -248,8 +249,7 @@ def release_claims() -> None:
     ends (:class:`marlm.cli.app.MarlmGroup`). Never raises."""
     while _CLAIMED:
         folder = _CLAIMED.pop()
-        created = folder in _CREATED
-        _CREATED.discard(folder)
+        created = _CREATED.pop(folder, [])
         claim = _read_claim(folder)
         if claim is None or claim.get("pid") != os.getpid():
             continue
@@ -258,8 +258,8 @@ def release_claims() -> None:
             others = [c for c in folder.iterdir() if c.name != CLAIM_FILE]
             if not others:
                 path.unlink()
-                if created:
-                    folder.rmdir()
+                for made in created:  # the run folder, then the parents made for it
+                    made.rmdir()
             elif any(is_run_marker(c) for c in others):
                 path.unlink()
             else:
@@ -522,12 +522,15 @@ def claim_run_folder(
                     shutil.rmtree(child)
                 else:
                     child.unlink()
-        created = not p.exists()
+        created, q = [], p
+        while not q.exists() and q != q.parent:
+            created.append(q)
+            q = q.parent
         p.mkdir(parents=True, exist_ok=True)
         _write_claim(p, compare=compare)
         _CLAIMED.append(p)
         if created:
-            _CREATED.add(p)
+            _CREATED[p] = created
     except FileExistsError as e:
         claim = _read_claim(p) or {}
         raise _claimed_error(p, claim, option) from e

@@ -83,7 +83,7 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch, args, needle):
     monkeypatch.chdir(tmp_path)
-    code, err = run_main([*args, "--out", tmp_path / "run"], capsys)
+    code, err = run_main([*args, "--out", tmp_path / "runs" / "new" / "run"], capsys)
     assert code == 2, err
     assert needle in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "runs").exists()  # nor the parents made for it
