@@ -206,8 +206,10 @@ def test_ctrl_c_in_compare_says_what_the_folder_holds_and_how_to_run_again(
         code, err = run_main(argv, capsys)
     assert code == 130 and "Traceback" not in err, err
     assert err.strip().splitlines() == [
-        f"marlm: interrupted; {out} holds no finished run; the same command starts again"
+        f"marlm: interrupted; no run finished, so {out} is left as it was; the same command "
+        "starts again"
     ]
+    assert not out.exists()  # it did not exist before
     with monkeypatch.context() as m:
         m.setattr(marlm.cli.evaluation, "_say", ctrl_c_at_line(2))  # "rules: delivered ..."
         code, err = run_main(argv, capsys)  # the same command, as the line said

@@ -356,7 +356,7 @@ def stopped_hint(out: Path) -> str:
     if not claimed_here(out):
         return ""
     if wrote_nothing(out):
-        return f"{out} holds no finished run; the same command starts again"
+        return f"no run finished, so {out} is left as it was; the same command starts again"
     return f"{out} holds the runs finished so far; --overwrite runs them all again"
 
 
