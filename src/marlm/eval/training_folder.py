@@ -85,6 +85,8 @@ class TrainingOutputs:
         or the ``resume`` file it started from), with ``--overwrite`` when the run folder holds
         files of the stopped run; or, without a checkpoint, how to get one next time."""
         ck, out = self.checkpoint, self.out
+        wrote = out.is_dir() and any(c.name != CLAIM_FILE for c in out.iterdir())
+        folder = f"the run folder {out} is incomplete" if wrote else f"nothing was kept in {out}"
         ours = (
             ck is not None and ck.is_file() and (ck.stat().st_mtime >= started or ck == self.resume)
         )
@@ -92,13 +94,12 @@ class TrainingOutputs:
             return (
                 f"no checkpoint was written yet ({ck} is written every --checkpoint-every "
                 f"{self.chunk}, and the run stopped before the first), so the run cannot "
-                f"resume (the run folder {out} is incomplete); a smaller --checkpoint-every "
-                "saves one sooner"
+                f"resume ({folder}); a smaller --checkpoint-every saves one sooner"
             )
         if not ours:
             return (
-                f"no checkpoint was written, so the run cannot resume (the run folder {out} is "
-                "incomplete); --checkpoint FILE saves one every --checkpoint-every episodes"
+                f"no checkpoint was written, so the run cannot resume ({folder}); --checkpoint "
+                "FILE saves one every --checkpoint-every"
             )
         args, rest = [], list(argv)
         while rest:  # the command as typed, without its --resume

@@ -223,9 +223,11 @@ def _train(
         if progress is not None:
             progress(step, config.steps)
     if not episodes and step >= config.steps:
+        per_copy = step // config.num_envs
         raise RunError(
-            f"no episode finished in {step} joint steps ({step // config.num_envs} steps per "
-            f"copy with --envs {config.num_envs}), fewer than one episode of this environment: "
+            f"no episode finished in {step} joint steps ({per_copy} step"
+            f"{'s' if per_copy != 1 else ''} per copy with --envs {config.num_envs}), fewer than "
+            "one episode of this environment: "
             "nothing to log or compare; raise --steps or lower --envs"
         )
     return DeepResult(
