@@ -426,7 +426,7 @@ def test_a_folder_claimed_by_a_run_still_going_is_refused_as_claimed(runs, monke
     import socket
     import subprocess
 
-    from marlm.eval.outputs import _proc_start
+    from marlm.eval.claims import proc_start
 
     other = subprocess.Popen(["sleep", "60"])
     try:
@@ -434,7 +434,7 @@ def test_a_folder_claimed_by_a_run_still_going_is_refused_as_claimed(runs, monke
         folder.mkdir()
         (folder / "trace.jsonl").write_bytes(b"")
         claim = {"marlm_run": "marlm demo", "compare": False, "pid": other.pid,
-                 "host": socket.gethostname(), "proc_start": _proc_start(other.pid)}  # fmt: skip
+                 "host": socket.gethostname(), "proc_start": proc_start(other.pid)}  # fmt: skip
         (folder / ".marlm-run").write_text(json.dumps(claim), encoding="utf-8")
         before = hashes(folder)
         for extra in ([], ["--overwrite"]):

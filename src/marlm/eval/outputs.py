@@ -35,8 +35,6 @@ import json
 import os
 import re
 import shutil
-import socket
-import sys
 import warnings
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -44,6 +42,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from marlm.errors import InputError
+from marlm.eval.claims import (
+    CLAIM_FILE,
+    CLAIMED,
+    CREATED,
+    claim_alive,
+    claimed_error,
+    claimed_here,
+    command_name,
+    read_claim,
+    stale_claim_text,
+    write_claim,
+)
 
 __all__ = [
     "CLAIM_FILE",
@@ -121,116 +131,11 @@ _TRACE = "trace.jsonl"
 _MARKER_MAX_BYTES = 16 * 2**20
 
 
-#: The claim a command writes into its run folder when it takes it (:func:`claim_run_folder`):
-#: ``{"marlm_run": "marlm demo", "compare": false, "pid": 123, "host": "...", "proc_start": ...}``.
-#: It makes a run recognisable as marlm's from its first moment (a run stopped before its trace
-#: or tables hold anything, a ``marlm compare`` stopped between schemes), and a folder whose
-#: claim's process still runs is refused as claimed by that run. It is removed when the command
-#: ends with the run's own markers written (:func:`release_claims`), else kept with ``pid``
-#: null: the folder of a stopped run, which ``--overwrite`` replaces. A command that ends before
-#: writing anything (a refused input, an environment that breaks the API on its first steps,
-#: Ctrl-C) leaves its folder as it found it: the claim removed, and the folder too where the
-#: claim created it.
-CLAIM_FILE = ".marlm-run"
-#: Folders this process claimed and has not released yet.
-_CLAIMED: list[Path] = []
-#: Those of them that did not exist before their claim: the folders the claim created, the run
-#: folder first, then each parent it had to create.
-_CREATED: dict[Path, list[Path]] = {}
-
-
-def _proc_start(pid: int) -> str | None:
-    """The start time of process ``pid`` in clock ticks since boot (Linux ``/proc``), to tell a
-    claim's process from a later one given the same id; None where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _read_claim(folder: Path) -> dict | None:
-    """The claim record of ``folder`` (:data:`CLAIM_FILE`), or None if it has none."""
-    path = folder / CLAIM_FILE
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and "marlm_run" in data else None
-
-
-def _claim_alive(claim: dict) -> bool:
-    """Whether the process that wrote ``claim`` still runs (on this host, and not this process:
-    one process runs its commands one after another)."""
-    pid = claim.get("pid")
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
-        return False
-    if claim.get("host") != socket.gethostname():
-        return False  # another machine's run on a shared disk: not known to be alive here
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, as another user
-    except OSError:
-        return False
-    started = claim.get("proc_start")
-    return started is None or _proc_start(pid) in (None, started)
-
-
-def _claimed_error(path: Path, claim: dict, option: str) -> InputError:
-    what = claim.get("marlm_run") or "marlm"
-    return InputError(
-        f"is claimed by another run still going ({what}, process {claim.get('pid')}); marlm "
-        "does not write into it or delete it: wait for that run to end, or give another folder",
-        source=path,
-        field=option,
-    )
-
-
-def _command() -> str:
-    """This command's name as a claim records it (``marlm demo``, ``marlm train warehouse``)."""
-    return " ".join(["marlm", *(a for a in sys.argv[1:3] if not a.startswith("-"))])
-
-
-def _stale(claim: dict) -> str:
-    """Who left a claim whose process no longer runs, for an error or warning: ``'marlm demo'
-    (process 123, no longer running)``, or ``(stopped)`` for a claim released by a stopped run."""
-    pid = claim.get("pid")
-    how = f"process {pid}, no longer running" if pid is not None else "stopped"
-    return f"{claim.get('marlm_run') or 'marlm'!r} ({how})"
-
-
 def _claim_only(folder: Path, keep: Iterable[str | Path | None]) -> dict | None:
     """The claim of ``folder`` when it holds nothing else (a run stopped before it wrote
     anything), else None."""
     entries = _entries(folder, keep)
-    return _read_claim(folder) if [c.name for c in entries] == [CLAIM_FILE] else None
-
-
-def _write_claim(folder: Path, *, compare: bool) -> None:
-    """Create the claim file with ``O_EXCL``: of two commands claiming one folder at once, the
-    second fails here."""
-    record = {
-        "marlm_run": _command(),
-        "compare": compare,
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "proc_start": _proc_start(os.getpid()),
-    }
-    fd = os.open(folder / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(record, f)
-
-
-def claimed_here(path: str | Path) -> bool:
-    """Whether this process claimed the run folder ``path`` (:func:`claim_run_folder`) and has
-    not released it yet: a stopped command's hint may then speak of what it wrote there."""
-    p = Path(path).resolve()
-    return any(c.resolve() == p for c in _CLAIMED)
+    return read_claim(folder) if [c.name for c in entries] == [CLAIM_FILE] else None
 
 
 def wrote_nothing(folder: str | Path) -> bool:
@@ -247,10 +152,10 @@ def release_claims() -> None:
     as it was found); otherwise the claim is kept with ``pid`` null, so the folder of a run
     stopped early stays recognisable as marlm's. Called when every command ends, however it
     ends (:class:`marlm.cli.app.MarlmGroup`). Never raises."""
-    while _CLAIMED:
-        folder = _CLAIMED.pop()
-        created = _CREATED.pop(folder, [])
-        claim = _read_claim(folder)
+    while CLAIMED:
+        folder = CLAIMED.pop()
+        created = CREATED.pop(folder, [])
+        claim = read_claim(folder)
         if claim is None or claim.get("pid") != os.getpid():
             continue
         try:
@@ -281,7 +186,7 @@ def is_run_marker(path: str | Path) -> bool:
         return False
     try:
         if p.name == CLAIM_FILE:
-            return _read_claim(p.parent) is not None
+            return read_claim(p.parent) is not None
         if p.name == _TRACE:
             with p.open("rb") as f:
                 first = json.loads(f.readline(2**20).removeprefix(b"\xef\xbb\xbf"))
@@ -378,7 +283,7 @@ def foreign_entries(folder: str | Path, keep: Iterable[str | Path | None] = ()) 
     entries = _entries(p, keep)
     markers = [c for c in entries if is_run_marker(c)]
     compare = any(c.name in COMPARE_MARKERS for c in markers)
-    claim = _read_claim(p) if any(c.name == CLAIM_FILE for c in markers) else None
+    claim = read_claim(p) if any(c.name == CLAIM_FILE for c in markers) else None
     compare = compare or bool(claim and claim.get("compare"))
     names = _COMPARE_FILES if compare else RUN_FILES if markers else frozenset()
     foreign = []
@@ -431,18 +336,18 @@ def check_run_folder(
         )
     if not p.is_dir():
         return p
-    claim = _read_claim(p)
-    if claim is not None and _claim_alive(claim):
-        raise _claimed_error(p, claim, option)
+    claim = read_claim(p)
+    if claim is not None and claim_alive(claim):
+        raise claimed_error(p, claim, option)
     entries = _entries(p, keep)
     if not entries:
         return p
     stale = _claim_only(p, keep)  # a run stopped before it wrote anything
-    if stale is not None and (overwrite or stale.get("marlm_run") == _command()):
+    if stale is not None and (overwrite or stale.get("marlm_run") == command_name()):
         return p  # this command's own folder (taken over with a warning), or replaced
     if stale is not None:
         raise InputError(
-            f"holds only the claim of a stopped run of {_stale(stale)}, another command; "
+            f"holds only the claim of a stopped run of {stale_claim_text(stale)}, another command; "
             "marlm does not take it over or delete it unasked: pass --overwrite to replace it, "
             "or give another folder",
             source=p,
@@ -472,7 +377,11 @@ def check_run_folder(
             field=option,
         )
     if not overwrite:
-        stopped = f" stopped before it finished, of {_stale(claim)}" if claim is not None else ""
+        stopped = (
+            f" stopped before it finished, of {stale_claim_text(claim)}"
+            if claim is not None
+            else ""
+        )
         raise InputError(
             f"already holds a run{stopped} ({_listing(entries)}); {_FIX}", source=p, field=option
         )
@@ -509,14 +418,14 @@ def claim_run_folder(
     stale = _claim_only(p, keep) if p.is_dir() and not overwrite else None
     if stale is not None:  # the same command's (check_run_folder refused another's)
         warnings.warn(
-            f"{option} {p}: taking over the folder of a stopped run of {_stale(stale)}, which "
+            f"{option} {p}: taking over the folder of a stopped run of {stale_claim_text(stale)}, which "
             "wrote nothing but its claim",
             stacklevel=2,
         )
     try:
         if p.is_dir():
             for child in _entries(p, keep):
-                if child.name == CLAIM_FILE and _claim_alive(_read_claim(p) or {}):
+                if child.name == CLAIM_FILE and claim_alive(read_claim(p) or {}):
                     raise FileExistsError(CLAIM_FILE)  # claimed since the check above
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child)
@@ -527,13 +436,13 @@ def claim_run_folder(
             created.append(q)
             q = q.parent
         p.mkdir(parents=True, exist_ok=True)
-        _write_claim(p, compare=compare)
-        _CLAIMED.append(p)
+        write_claim(p, compare=compare)
+        CLAIMED.append(p)
         if created:
-            _CREATED[p] = created
+            CREATED[p] = created
     except FileExistsError as e:
-        claim = _read_claim(p) or {}
-        raise _claimed_error(p, claim, option) from e
+        claim = read_claim(p) or {}
+        raise claimed_error(p, claim, option) from e
     except OSError as e:
         raise InputError(
             f"cannot use it as the run folder ({e.strerror or type(e).__name__}); choose another path",
