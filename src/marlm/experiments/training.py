@@ -281,6 +281,10 @@ def env_factory(spec: str, kwargs_json: str) -> Callable[[], Any]:
             "installed or in the current folder",
             field="ENV",
         ) from e
+    except Exception as e:  # a SyntaxError, or the module's own code failing on import
+        raise InputError(
+            f"module {module_name!r} raised {type(e).__name__} on import: {e}", field="ENV"
+        ) from e
     factory = getattr(module, attr, None)  # the user's "module:attr" names it
     if not callable(factory):
         raise InputError(f"{module_name} has no callable {attr!r}", field="ENV")

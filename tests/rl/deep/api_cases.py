@@ -243,6 +243,46 @@ class UnobservedAtStep(Tweaked):
         return tuple(out)
 
 
+class StepRaises(Tweaked):
+    def bend(self, out):
+        raise RuntimeError("the simulator crashed")  # was a traceback through marlm's loop
+
+
+class ResetWithoutSeed(Base):
+    def reset(self, options=None):  # no seed: PettingZoo's reset takes one
+        return super().reset(None, options)
+
+
+class StateRaisesTypeError(Base):
+    def state(self):  # as PettingZoo's classic envs do, calling a dict
+        spaces_by_agent = {}
+        return spaces_by_agent()
+
+
+class NoAgentsAtReset(Base):
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        self.agents = []  # every step was env.step({}): exit 0, 2,000 empty episodes
+        return {}, {}
+
+
+class NoneObservationSpace(Base):
+    def observation_space(self, agent):
+        return None
+
+
+class TextReward(Tweaked):
+    def bend(self, out):
+        out[1] = {a: "1.0" for a in out[1]}  # read as 1.0 by float()
+        return tuple(out)
+
+
+class HugeReward(Tweaked):
+    def bend(self, out):
+        out[1] = {a: 1e200 for a in out[1]}  # inf in float32, then blamed on the learning rate
+        return tuple(out)
+
+
 class NoneReward(Tweaked):
     def bend(self, out):
         out[1] = {a: None for a in out[1]}

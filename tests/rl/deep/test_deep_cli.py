@@ -73,6 +73,8 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
      # An environment that breaks the API at its third step, after the folder was claimed: the
      # folder was left holding only the claim file (.marlm-run).
      (["train", "env", "api_cases:NoneReward", "--steps", "64", "--envs", "1"], "not a number"),
+     # A module that does not parse ended in a SyntaxError traceback.
+     (["train", "env", "syntax_error_env:make"], "raised SyntaxError on import"),
      (["train", "env", "marlm.envs.grid:GridRace", "--env-kwargs", "{size"], "--env-kwargs"),
      (["train", "env", "marlm.envs.grid:GridRace", "--learner", "sac"], "allowed: mappo"),
      (["train", "env", "marlm.envs.grid:GridRace", "--workers", "0"], "'--workers'"),
@@ -83,6 +85,7 @@ def test_train_env_takes_a_users_module_and_resumes(tmp_path, capsys, monkeypatc
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch, args, needle):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "syntax_error_env.py").write_text("def make(:\n    pass\n")
     code, err = run_main([*args, "--out", tmp_path / "runs" / "new" / "run"], capsys)
     assert code == 2, err
     assert needle in err and len(err.strip().splitlines()) == 1

@@ -61,7 +61,7 @@ def test_a_nan_observation_stops_training_with_the_agent_the_step_and_the_featur
 
 
 def test_an_infinite_reward_stops_training_naming_the_reward():
-    with pytest.raises(InputError, match=r"^field 'reward': agent 'a0' got inf from the "):
+    with pytest.raises(InputError, match=r"^field 'rewards': agent 'a0' got inf from the "):
         train_deep(InfReward, DeepConfig(learner="qmix", steps=64, num_envs=1, learning_starts=8))
 
 
@@ -173,9 +173,19 @@ def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps
      "copy 0 (after joint step 0 of the run) but the observations hold none for it"),
     ("UnobservedAtStep", f"field 'observations': agent 'a1' is in env.agents at {AT_3} but the "
      "observations hold none for it"),
-    ("NoneReward", f"field 'reward': agent 'a0' got None at {AT_3}, not a number"),
-    ("VectorReward", f"field 'reward': agent 'a0' got array([1., 2.]) at {AT_3}, not a number"),
-    ("MissingReward", f"field 'reward': agent 'a1' acted at {AT_3} but the rewards hold no "
+    ("StepRaises", "field 'step()': the environment's step() raised RuntimeError: the simulator "
+     "crashed at "),
+    ("ResetWithoutSeed", "field 'reset()': the environment's reset() raised TypeError: "),
+    ("StateRaisesTypeError", "field 'state()': the environment's state() raised TypeError: "),
+    ("NoAgentsAtReset", "field 'agents': env.agents is empty after reset(): no agent would ever "
+     "act"),
+    ("NoneObservationSpace", "field 'observation_space': is None, not a gymnasium space"),
+    ("TextReward", f"field 'rewards': agent 'a0' got '1.0' at {AT_3}, not a number"),
+    ("HugeReward", f"field 'rewards': agent 'a0' got a reward of 1e+200 at {AT_3}, beyond "
+     "float32's range"),
+    ("NoneReward", f"field 'rewards': agent 'a0' got None at {AT_3}, not a number"),
+    ("VectorReward", f"field 'rewards': agent 'a0' got array([1., 2.]) at {AT_3}, not a number"),
+    ("MissingReward", f"field 'rewards': agent 'a1' acted at {AT_3} but the rewards hold no "
      "value"),
     ("NoneInfos", "field 'step': step() returned NoneType as its infos: PettingZoo's step "),
     ("NoneIndividualReward", "field 'infos[agent]['individual_reward']': agent 'a0' got None at "

@@ -27,7 +27,7 @@ from gymnasium import spaces
 
 from marlm.errors import InputError
 from marlm.rl.deep import DEFAULT_STEPS, MAX_ENVS
-from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers
+from marlm.rl.deep.copies import LocalCopies, RayCopies, StepAnswer, check_workers, env_call
 from marlm.rl.deep.episodes import EpisodeAccumulator
 from marlm.rl.deep.observations import Flattener
 from marlm.rl.deep.settings import AT_MOST, option_example, option_name
@@ -274,6 +274,10 @@ def _action_fields(
     return 0, tuple(act.shape), low, high
 
 
+#: The largest float32: rewards are learned from as float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def non_finite(agent: str, where: str, field: str, value: float) -> InputError:
     """The one-line error of a NaN or inf from the environment: learners stop at the first
     one (a network trained on it ends with every weight NaN behind a normal-looking table).
@@ -335,17 +339,32 @@ class VecParallelEnv:
                     "environment maps or ignores illegal actions itself",
                     field="observation_space",
                 )
-        self.flat = {a: Flattener(env.observation_space(a)) for a in self.agents}
+        self.flat = {
+            a: Flattener(env_call("observation_space()", env.observation_space, a))
+            for a in self.agents
+        }
         act = _action_space(env, self.agents)
         self.discrete = isinstance(act, spaces.Discrete)
         self.action_start = int(act.start) if isinstance(act, spaces.Discrete) else 0
         state_dim = None
         self._state_flat: Flattener | None = None
-        env.reset(seed=0)
+        env_call("reset()", env.reset, seed=0)
+        if not list(env.agents):
+            raise InputError(
+                "env.agents is empty after reset(): no agent would ever act; list the agents "
+                "of the episode in agents at reset (PettingZoo's API)",
+                field="agents",
+            )
         try:
             state = env.state()
         except NotImplementedError:
             state = None
+        except Exception as e:  # PettingZoo's envs without a state raise other things too
+            raise InputError(
+                f"the environment's state() raised {type(e).__name__}: {e}; fix it, or make it "
+                "raise NotImplementedError (QMIX then mixes on all agents' observations)",
+                field="state()",
+            ) from e
         if state is not None:
             # PettingZoo's ``state_space`` is optional beside ``state()``: read it if declared.
             space = getattr(env, "state_space", None)
@@ -563,9 +582,16 @@ class VecParallelEnv:
         self._encode(obs, out["next_obs"][c], got, c)
         out["next_state"][c] = self._state(state_after)
         for a, i in zip(acting, idx, strict=True):
-            r = self._number(rewards, a, "reward", "rewards", c)
+            r = self._number(rewards, a, "rewards", "rewards", c)
             if not math.isfinite(r):
-                raise non_finite(a, self._at(c), "reward", r)
+                raise non_finite(a, self._at(c), "rewards", r)
+            if abs(r) > FLOAT32_MAX:
+                raise InputError(
+                    f"agent {a!r} got a reward of {r:g} at {self._at(c)}, beyond float32's range "
+                    f"({FLOAT32_MAX:.3g}) in which the networks learn: it would turn inf; scale "
+                    "the environment's rewards",
+                    field="rewards",
+                )
             term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
             out["reward"][c, i] = r
             out["terminated"][c, i] = term
@@ -638,6 +664,8 @@ class VecParallelEnv:
                              "value for it: PettingZoo's step gives one for every agent that "
                              "acted", field=field)  # fmt: skip
         try:
+            if isinstance(d[key], str | bytes):  # float("1.0") reads text as a number
+                raise TypeError
             return float(d[key])
         except (TypeError, ValueError):
             raise InputError(f"agent {who!r} got {d[key]!r:.60} at {self._at(c)}, not a "

@@ -15,6 +15,7 @@ Ray: Moritz et al. 2018, "Ray: A Distributed Framework for Emerging AI Applicati
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,8 +28,30 @@ StepAnswer = tuple[dict, dict, dict, dict, dict, list, Any]
 LOCAL_OBJECT_STORE_BYTES = 80 * 2**20
 
 
+def env_call(what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``method(*args, **kwargs)``, a method of the user's environment. An exception of the
+    environment's own becomes one :class:`InputError` naming the method and where it was raised
+    (field ``what``, e.g. ``step()``), never a traceback through marlm's loop; marlm's own errors
+    and ``KeyboardInterrupt`` pass as they are.
+
+    Raises:
+        InputError: the method raised.
+    """
+    try:
+        return method(*args, **kwargs)
+    except (InputError, RunError):
+        raise
+    except Exception as e:
+        frames = traceback.extract_tb(e.__traceback__)
+        at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        raise InputError(
+            f"the environment's {what} raised {type(e).__name__}: {e}{at}; fix the environment",
+            field=what,
+        ) from e
+
+
 def _state_of(env: Any, with_state: bool) -> Any:
-    return env.state() if with_state else None
+    return env_call("state()", env.state) if with_state else None
 
 
 class LocalCopies:
@@ -55,7 +78,7 @@ class LocalCopies:
         out = {}
         for k, seed in seeds.items():
             env = self.envs[k]
-            got = env.reset(seed=seed)
+            got = env_call("reset()", env.reset, seed=seed)
             if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], dict)):
                 raise InputError("reset() must return (observations, infos), two dicts keyed by "
                                  "agent (PettingZoo's API)", field="reset")  # fmt: skip
@@ -77,7 +100,7 @@ class LocalCopies:
 
 
 def _step(env: Any, joint: dict, with_state: bool) -> StepAnswer:
-    got = env.step(joint)
+    got = env_call("step()", env.step, joint)
     if not (isinstance(got, tuple) and len(got) == 5):
         raise InputError(
             f"step() returned {type(got).__name__}"

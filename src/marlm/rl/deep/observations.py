@@ -34,6 +34,11 @@ class Flattener:
 
     def __init__(self, space: spaces.Space, field: str = "observation_space") -> None:
         self.space, self.field = space, field
+        if not isinstance(space, spaces.Space):
+            raise InputError(
+                f"is {space!r:.60}, not a gymnasium space; return one (Box, Discrete, Dict, ...)",
+                field=field,
+            )
         flat = spaces.flatten_space(space)
         if not isinstance(flat, spaces.Box):
             raise InputError(
