@@ -87,6 +87,11 @@ def test_an_agent_repeating_an_action_that_pays_is_not_called_lazy():
     acts[:, 0, 1] = 6  # agent_0: east, always
     acts[:, 1, :] = [2, 1, 1, 1, 1]
     assert detect_lazy_agent(team, own, AGENTS, action_counts=acts) == []
+    # Both earning the same by the end (each its own reward for one fixed best action) was read
+    # as a shared reward, and both were named lazy: their returns differed while they learned.
+    equal_at_end = np.stack([0.5 * team, 0.5 * team], axis=1)
+    equal_at_end[: n // 2, 1] *= 0.5
+    assert detect_lazy_agent(team, equal_at_end, AGENTS, action_counts=acts) == []
     # The same frequency with no return of its own is lazy, as is any collapse under a shared
     # reward (every own return the team's: nothing tells the agents apart but their actions).
     own[:, 0] = 0.0

@@ -94,8 +94,9 @@ RACE_LEARNERS = (
 COUNTERFACTUAL = "--reward difference: absent (agent removed; the default), stay or average."
 MIX_WEIGHT = "--reward mixed: weight of the individual part (default 0.5)."
 SHARED_REWARD = (
-    "Every agent gets the team reward (the step size is halved; QMIX and VDN take it once, not "
-    "summed) or each agent its own."
+    "Declares what the environment gives: every agent the team reward (the step size is halved; "
+    "QMIX and VDN take it once, not summed) or each agent its own. marlm does not change the "
+    "rewards."
 )
 
 

@@ -102,7 +102,8 @@ RACE_REMEDY = (
 )
 #: The same in the options of ``marlm train env`` (the network learners).
 ENV_REMEDY = (
-    "give each agent its own reward (--individual-reward) so its own contribution is credited"
+    "give each agent its own reward in the environment (its own part of the team's, or a "
+    "difference reward: the team's with and without it), so its own contribution is credited"
 )
 
 
@@ -146,7 +147,7 @@ def detect_lazy_agent(
             return, without ``reached``) in the last window is lazy.
         max_action_share: an agent whose most frequent action exceeds this share is collapsed,
             and lazy unless its own return shows it contributes: where the agents' own returns
-            differ (individual rewards) and its share of their absolute sum in the last window is
+            differ in some episode (individual rewards) and its share of their absolute sum in the last window is
             at least ``max_share``, it repeats an action that pays (a converged policy whose best
             action is the same every step), which is not laziness. Under a shared reward every
             own return is the team's, so collapse alone names the agent.
@@ -168,10 +169,10 @@ def detect_lazy_agent(
         contrib = np.abs(own[n - w :]).mean(axis=0)
         unit = "of the absolute own return"
     total = float(contrib.sum())
-    own_last = own[n - w :]
-    own_contrib = np.abs(own_last).mean(axis=0)
-    # Own returns tell agents apart only where they differ (individual rewards).
-    own_informative = bool(np.ptp(own_last, axis=1).max() > 1e-12) if own_last.size else False
+    own_contrib = np.abs(own[n - w :]).mean(axis=0)
+    # Own returns tell agents apart where they differ in some episode of the run (individual
+    # rewards): agents that all earn the same by the end still differed while they learned.
+    own_informative = bool(np.ptp(own, axis=1).max() > 1e-12) if own.size else False
     findings = []
     for i, agent in enumerate(agents):
         share = float(contrib[i] / total) if total > 0 else 0.0
