@@ -51,13 +51,15 @@ def deep_findings(res: DeepResult, *, reached: bool) -> list[Finding]:
 def save_deep_run(
     res: DeepResult,
     out: str | Path,
-    findings: list[Finding],
+    findings: list[Finding] | None,
     *,
     reached: bool = False,
     plot: bool = True,
     title: str | None = None,
 ) -> dict[str, Any]:
-    """Write the run folder of a deep run (see the module); returns its metrics."""
+    """Write the run folder of a deep run (see the module); returns its metrics. ``findings``
+    None: the detectors were not run, and no ``findings.json`` is written (a report then says
+    the run has no diagnostics, not that none fired)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     # allow_pickle named (numpy's default) so that no array's name can stand for it
@@ -75,7 +77,8 @@ def save_deep_run(
             smooth=max(1, curve_window(n) // 5), xlabel="episode",
             title=title or f"{res.shape.name} {res.config.learner}: own return per agent",
         )  # fmt: skip
-    _write_json(out / "findings.json", [f.to_dict() for f in findings])
+    if findings is not None:  # None: the detectors were not run (--no-diagnose)
+        _write_json(out / "findings.json", [f.to_dict() for f in findings])
     return metrics
 
 
@@ -97,6 +100,6 @@ def run_deep(
     """
     res = train_deep(env_fn, config, reached_fn=reached_fn, **kwargs)
     reached = reached_fn is not None
-    findings = deep_findings(res, reached=reached) if diagnose else []
+    findings = deep_findings(res, reached=reached) if diagnose else None
     metrics = save_deep_run(res, out, findings, reached=reached, plot=plot, title=title)
-    return res, metrics, findings
+    return res, metrics, findings or []

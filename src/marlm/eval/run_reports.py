@@ -156,7 +156,10 @@ def render_training_report(folder: Path) -> tuple[str, list[str]]:
     config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
     findings = load_json(folder / "findings.json", warnings)
     if findings is None and not (folder / "findings.json").exists():
-        warnings.append("no findings.json: the run wrote no diagnostics")
+        warnings.append(
+            "no findings.json: the detectors were not run (trained with --no-diagnose, or "
+            f"stopped before the end); marlm diagnose {folder} runs them"
+        )
     curves = _training_curves(folder, warnings)
 
     env = metrics.get("env", "?")

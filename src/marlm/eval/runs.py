@@ -141,7 +141,8 @@ def save_gridworld_run(
 def save_race_run(
     res: RaceResult, out: str | Path, findings: list[dict] | None = None, *, plot: bool = True
 ) -> Path:
-    """Write the run folder of a GridRace run; returns its path.
+    """Write the run folder of a GridRace run; returns its path. ``findings`` None: the detectors
+    were not run, and no ``findings.json`` is written.
 
     With ``plot``, ``curves.png`` plots each agent's own (individual) return per episode and the team return,
     labelled ``team (sum of 2 agents)``: the per-agent curves add up to it.
@@ -154,7 +155,8 @@ def save_race_run(
     _write_json(out / "metrics.json", race_metrics(res))
     if plot:
         plot_race_curves(res, out, PlotProcess(fork=False))
-    _write_json(out / "findings.json", findings or [])
+    if findings is not None:  # None: the detectors were not run (--no-diagnose)
+        _write_json(out / "findings.json", findings)
     return out
 
 

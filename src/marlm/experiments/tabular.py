@@ -143,7 +143,7 @@ def run_race(
                 # allow_pickle named (numpy's default) so that no array's name can stand for it
                 np.savez(out / "fixed_partner.npz", allow_pickle=True, **alone)
                 findings += detect_non_stationarity(log.own_return[:n], alone, res.agents)
-        save_race_run(res, out, [f.to_dict() for f in findings], plot=False)
+        save_race_run(res, out, [f.to_dict() for f in findings] if diagnose else None, plot=False)
         if plotter is not None:
             plotter.result()
     return res, race_metrics(res), findings

@@ -90,3 +90,19 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch, args, ne
     assert code == 2, err
     assert needle in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()  # nor the parents made for it
+
+
+def test_a_run_without_diagnostics_is_not_reported_as_free_of_failure_modes(tmp_path, capsys):
+    # --no-diagnose wrote findings.json as [], and the report read it as "No known failure mode
+    # detected" of a run whose lazy agent marlm diagnose then named.
+    out = tmp_path / "run"
+    argv = ["train", "race", "--learner", "mappo", "--steps", "512", "--envs", "2", "--out", out,
+            "--no-plot", "--no-diagnose"]  # fmt: skip
+    code, err = run_main(argv, capsys)
+    assert code == 0, err
+    assert not (out / "findings.json").exists()
+    code, err = run_main(["report", out], capsys)
+    assert code == 0, err
+    page = (out / "report.html").read_text()
+    assert "No known failure mode detected" not in page
+    assert "the detectors were not run" in page
