@@ -285,11 +285,12 @@ def _train_deep(
 ) -> None:
     """A network learner (:func:`marlm.eval.deep_runs.run_deep`): check the outputs (every
     ``config.chunk`` joint steps) and PyTorch, then train as :func:`_train` does."""
-    from marlm.experiments.training import check_deep_run, require_torch
+    from marlm.experiments.training import check_deep_run, probe_environment, require_torch
 
     outputs = dataclasses.replace(outputs, chunk=config.chunk)
     check_deep_run(outputs, config)
     require_torch()
+    probe_environment(env_fn)  # before the claim, which deletes an old run with --overwrite
     from marlm.eval.deep_runs import run_deep
 
     work = lambda update: run_deep(  # noqa: E731

@@ -175,6 +175,28 @@ def check_deep_run(outputs: Any, config: Any) -> None:
         check_resume_config(meta["config"], config, outputs.resume)
 
 
+def probe_environment(env_fn: Callable[[], Any]) -> None:
+    """Build one copy of the environment and reset it as training will
+    (:class:`marlm.rl.deep.common.VecParallelEnv`: spaces, agents, ``state()``, the first
+    reset's answer), before the run folder is claimed: with ``--overwrite`` the old run is
+    deleted at the claim, so an environment refused here leaves it in place. What only a step
+    can show (a NaN at step 7) is still found during training. Draws nothing from the run's
+    generator.
+
+    Raises:
+        InputError: as :class:`VecParallelEnv` and its ``reset`` do.
+    """
+    import numpy as np
+
+    from marlm.rl.deep.common import VecParallelEnv
+
+    vec = VecParallelEnv(env_fn, 1, np.random.default_rng(0))
+    try:
+        vec.reset()
+    finally:
+        vec.close()
+
+
 def deep_config(
     learner: str, steps: int | None, lr: float | None, *, extra: Sequence[str] = (),
     **settings: Any,

@@ -106,3 +106,22 @@ def test_a_run_without_diagnostics_is_not_reported_as_free_of_failure_modes(tmp_
     page = (out / "report.html").read_text()
     assert "No known failure mode detected" not in page
     assert "the detectors were not run" in page
+
+
+def test_overwrite_with_an_environment_refused_at_its_first_reset_keeps_the_old_run(
+    tmp_path, capsys, monkeypatch
+):
+    # The old run was deleted when the folder was claimed, then the environment was refused:
+    # the folder was left empty.
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    base = ["train", "env", "marlm.envs.grid:GridRace", "--learner", "mappo", "--steps", "512",
+            "--envs", "2", "--no-plot", "--out", out]  # fmt: skip
+    code, err = run_main(base, capsys)
+    assert code == 0, err
+    before = sorted(p.name for p in out.iterdir())
+    for bad in ("api_cases:ObsOnlyReset", "api_cases:NoAgentsAtReset"):
+        argv = ["train", "env", bad, "--steps", "512", "--envs", "2", "--out", out, "--overwrite"]
+        code, err = run_main(argv, capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert sorted(p.name for p in out.iterdir()) == before
