@@ -8,7 +8,7 @@ import pytest
 
 from cli_run import run_main
 
-TAKES = "marlm diagnose reads a training run folder of marlm train gridworld or marlm train race"
+TAKES = "marlm diagnose reads a training run folder of marlm train gridworld, race or env"
 
 
 def _demo_run(folder):

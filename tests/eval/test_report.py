@@ -270,7 +270,9 @@ def test_report_refuses_what_is_not_a_run_and_names_what_it_takes(
         target = target / "table.npz"
     code, err = run_main(["report", target], capsys)
     assert code == 2 and "Traceback" not in err
-    assert "trace.jsonl" in err and "marlm train gridworld|race" in err and "compare.json" in err
+    assert (
+        "trace.jsonl" in err and "marlm train gridworld|race|env" in err and "compare.json" in err
+    )
     assert not list(tmp_path.rglob("report.html"))
 
 

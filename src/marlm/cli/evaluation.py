@@ -66,7 +66,7 @@ def _say(msg: str) -> None:
 @app.command("report")
 def report(
     run_folder: Path = typer.Argument(
-        ..., help="Run folder of marlm demo, train gridworld|race or compare (or a trace file)."),
+        ..., help="Run folder of marlm demo, train gridworld|race|env or compare (or a trace file)."),
     out: Path | None = opt(
         None, "HTML file to write [default: RUN_FOLDER/report.html].", None, "--out"),
     overwrite: bool = opt(False, OVERWRITE_FILE, None, "--overwrite"),

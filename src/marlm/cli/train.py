@@ -94,9 +94,8 @@ RACE_LEARNERS = (
 COUNTERFACTUAL = "--reward difference: absent (agent removed; the default), stay or average."
 MIX_WEIGHT = "--reward mixed: weight of the individual part (default 0.5)."
 SHARED_REWARD = (
-    "Declares what the environment gives: every agent the team reward (the step size is halved; "
-    "QMIX and VDN take it once, not summed) or each agent its own. marlm does not change the "
-    "rewards."
+    "Declares what the env gives, every agent the team reward (step size halved; QMIX and VDN "
+    "take it once, not summed) or each its own; marlm does not change the rewards."
 )
 
 
@@ -258,7 +257,7 @@ def train_race_cmd(
 @app.command("diagnose")
 def diagnose_cmd(
     run_folder: Path = typer.Argument(
-        ..., help="A run folder written by marlm train gridworld or marlm train race "
+        ..., help="A run folder written by marlm train gridworld, race or env "
         "(metrics.json and episodes.npz)."),
 ) -> None:  # fmt: skip
     """Print the findings of a training run's diagnostics."""

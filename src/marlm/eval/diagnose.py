@@ -395,7 +395,7 @@ def diagnose_run(folder: str | Path) -> list[Finding]:
     if npz.is_file() and not zipfile.is_zipfile(npz):  # numpy would call it pickled data
         raise InputError(
             "episodes.npz is not a NumPy .npz archive, so not the one marlm train writes; give "
-            "the --out folder of a marlm train gridworld or race run",
+            "the --out folder of a marlm train gridworld, race or env run",
             source=folder,
             field="RUN_FOLDER",
         )

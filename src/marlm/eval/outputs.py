@@ -459,7 +459,7 @@ def claim_run_folder(
 OUTPUT_KINDS = {
     "report": "an HTML report of marlm report",
     "policy": "a Q-table of marlm train warehouse",
-    "checkpoint": "a checkpoint of marlm train gridworld|race",
+    "checkpoint": "a checkpoint of marlm train gridworld|race|env",
     "replay": "a replay report of marlm replay --out",
     "triage-eval": "a result of marlm eval triage --out",
 }

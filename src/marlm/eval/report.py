@@ -339,7 +339,7 @@ def render_report(
 
 _TAKES = (
     "marlm report takes a run folder of `marlm demo` (trace.jsonl; also each scheme folder of "
-    "`marlm compare`), of `marlm train gridworld|race` (metrics.json, episodes.npz, curves.png, "
+    "`marlm compare`), of `marlm train gridworld|race|env` (metrics.json, episodes.npz, curves.png, "
     "findings.json), of `marlm compare` (compare.json), or a trace file"
 )
 

@@ -120,7 +120,7 @@ class TrainingOutputs:
 
 #: What ``marlm diagnose`` reads, for its messages.
 _DIAGNOSE_TAKES = (
-    "marlm diagnose reads a training run folder of marlm train gridworld or marlm train race "
+    "marlm diagnose reads a training run folder of marlm train gridworld, race or env "
     "(metrics.json and episodes.npz)"
 )
 
