@@ -43,6 +43,7 @@ def test_agents_done_but_kept_in_agents_end_the_episode_at_step_5():
 
 #: Where the step answers of api_cases' Tweaked envs go wrong, on one copy.
 AT_3 = "step 3 of copy 0's episode (joint step 3 of the run)"
+AT_RESET = "the reset of copy 0 (after joint step 0 of the run)"
 
 
 def test_a_nan_observation_stops_training_with_the_agent_the_step_and_the_feature():
@@ -73,7 +74,8 @@ def test_an_observation_of_another_size_than_its_space_is_refused_naming_the_spa
         VecParallelEnv(env, 1, np.random.default_rng(0)).reset()
     low = "-inf" if env is ShortObs else "0.0"
     assert str(e.value) == (
-        "field 'observation_space': the environment returned a value of shape (2,) where its "
+        f"field 'observation_space': agent 'a0' at {AT_RESET}: the environment returned a value "
+        "of shape (2,) where its "
         f"observation_space is Box({low}, 1.0, (3,), float32): each value must be one of the "
         "space's (fix the environment or its observation_space)"
     )
@@ -86,8 +88,9 @@ def test_a_state_that_changes_size_is_refused_naming_state():
     with pytest.raises(InputError) as e:
         vec.step(np.zeros((1, 2), dtype=np.int64))
     assert str(e.value) == (
-        "field 'state': state() returned 3 values after 2 at the first reset: the global state "
-        "must keep one size (declare state_space to say which)"
+        "field 'state': state() returned 3 values at step 1 of copy 0's episode (joint step 1 "
+        "of the run), after 2 at the first reset: the global state must keep one size (declare "
+        "state_space to say which)"
     )
 
 
@@ -160,14 +163,20 @@ def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps
 
 
 @pytest.mark.parametrize(("case", "starts"), [
-    ("DiscreteObsPastN", "field 'observation_space': the environment returned the value 3 (a "
+    ("DiscreteObsPastN", f"field 'observation_space': agent 'a0' at {AT_3}: the environment "
+     "returned the value 3 (a "
      "whole number in its range is wanted) where its observation_space is Discrete(3)"),
-    ("DiscreteObsNegative", "field 'observation_space': the environment returned the value -1 "),
-    ("DiscreteObsFloat", "field 'observation_space': the environment returned the value 0.0 "),
-    ("DictObsMissingKey", "field 'observation_space': the environment returned {'pos': array("),
-    ("MultiBinaryPastOne", "field 'observation_space': the environment returned 7 at feature 0, "
+    ("DiscreteObsNegative", "field 'observation_space': agent 'a0' at step 1 of copy 0's episode "
+     "(joint step 1 of the run): the environment returned the value -1 "),
+    ("DiscreteObsFloat", f"field 'observation_space': agent 'a0' at {AT_RESET}: the environment "
+     "returned the value 0.0 "),
+    ("DictObsMissingKey", f"field 'observation_space': agent 'a0' at {AT_3}: the environment "
+     "returned {'pos': array("),
+    ("MultiBinaryPastOne", f"field 'observation_space': agent 'a0' at {AT_3}: the environment "
+     "returned 7 at feature 0, "
      "outside its bounds [0, 1] where its observation_space is MultiBinary(2)"),
-    ("BoxPastBound", "field 'observation_space': the environment returned 1.5 at feature 0, "
+    ("BoxPastBound", f"field 'observation_space': agent 'a0' at {AT_3}: the environment "
+     "returned 1.5 at feature 0, "
      "outside its bounds [0, 1] where its observation_space is Box(0.0, 1.0, (2,), float32)"),
     ("UnobservedAtReset", "field 'observations': agent 'a1' is in env.agents at the reset of "
      "copy 0 (after joint step 0 of the run) but the observations hold none for it"),
@@ -196,7 +205,8 @@ def test_a_value_learner_stopped_before_its_first_update_is_refused_naming_steps
      "possible_agents ['a0', 'a1'] read at the start"),
     ("WholeNumberBoxActions", "field 'action_space': action space Box(0, 4, (2,), int64) holds "
      "whole numbers"),
-    ("StateGoesNone", "field 'state': state() returned None after an array at the first reset"),
+    ("StateGoesNone", f"field 'state': state() returned None at {AT_3}, after an array at the "
+     "first reset"),
 ])  # fmt: skip
 def test_an_answer_outside_pettingzoos_api_is_one_line_naming_the_field(case, starts):
     # Each was a traceback from deep inside (IndexError, TypeError, KeyError, AttributeError,

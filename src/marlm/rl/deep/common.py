@@ -423,27 +423,34 @@ class VecParallelEnv:
             got = a in obs
             alive[i] = got
             if got:
-                x = self.flat[a](obs[a])
+                try:
+                    x = self.flat[a](obs[a])
+                except InputError as e:  # the space's error, told whose and when
+                    raise InputError(
+                        f"agent {a!r} at {self._at(c, reset)}: {e.message}", field=e.field
+                    ) from None
                 out[i, : x.shape[0]] = x
         if not np.isfinite(out).all():  # one check a copy; the first bad feature named
             i, j = (int(v[0]) for v in np.nonzero(~np.isfinite(out)))
             where = self._at(c, reset)
             raise non_finite(self.agents[i], where, f"observation[{j}]", float(out[i, j]))
 
-    def _state(self, s: Any) -> np.ndarray:
-        """A copy's raw ``state()`` (None without one) -> ``float32[state_dim]``."""
+    def _state(self, s: Any, c: int, reset: bool = False) -> np.ndarray:
+        """Copy ``c``'s raw ``state()`` (None without one) -> ``float32[state_dim]``."""
         if self.shape.state_dim is None:
             return np.zeros(0, dtype=np.float32)
         if self._state_flat is not None:
             return self._state_flat(s)
         if s is None:
-            raise InputError("state() returned None after an array at the first reset: the "
-                             "global state must be there at every step", field="state")  # fmt: skip
+            raise InputError(f"state() returned None at {self._at(c, reset)}, after an array at "
+                             "the first reset: the global state must be there at every step",
+                             field="state")  # fmt: skip
         flat = np.asarray(s, dtype=np.float32).ravel()
         if flat.size != self.shape.state_dim:
             raise InputError(
-                f"state() returned {flat.size} values after {self.shape.state_dim} at the first "
-                "reset: the global state must keep one size (declare state_space to say which)",
+                f"state() returned {flat.size} values at {self._at(c, reset)}, after "
+                f"{self.shape.state_dim} at the first reset: the global state must keep one size "
+                "(declare state_space to say which)",
                 field="state",
             )
         return flat
@@ -461,7 +468,7 @@ class VecParallelEnv:
             self._encode(obs, self.obs[k], self.alive[k], k, reset=True)
             self.live[k] = agents
             self.alive[k] &= np.array([a in agents for a in self.agents])
-            self.state[k] = self._state(state)
+            self.state[k] = self._state(state, k, reset=True)
             self._ep.clear(k)
             self.seeds[k], self.trail[k] = seeds[k], []
 
@@ -580,7 +587,7 @@ class VecParallelEnv:
         idx = [self._index[a] for a in acting]
         got = np.zeros(n, dtype=bool)
         self._encode(obs, out["next_obs"][c], got, c)
-        out["next_state"][c] = self._state(state_after)
+        out["next_state"][c] = self._state(state_after, c)
         for a, i in zip(acting, idx, strict=True):
             r = self._number(rewards, a, "rewards", "rewards", c)
             if not math.isfinite(r):
