@@ -52,18 +52,24 @@ def _checkpoint_meta(path: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and meta.get("format") == CHECKPOINT_FORMAT else None
 
 
-def _files_html(folder: Path) -> str:
-    """The folder's files with their size and role; marlm checkpoints named as such."""
+def _files_html(folder: Path, *, deep: bool = False) -> str:
+    """The folder's files with their size and role; marlm checkpoints named as such, whatever
+    their file name. ``deep``: a network learner's run, whose ``tables.npz`` holds the trained
+    network and whose checkpoints count joint steps."""
     rows = []
     for f in sorted(folder.iterdir()):
         if not f.is_file():
             continue
         role = TRAIN_FILE_ROLES.get(f.name, "")
-        if f.suffix == ".npz" and f.name not in TRAIN_FILE_ROLES:
+        if deep and f.name == "tables.npz":
+            role = "the trained network's weights (NumPy arrays)"
+        if f.name not in TRAIN_FILE_ROLES:
             meta = _checkpoint_meta(f)
             if meta is not None:
-                total = (meta.get("config") or {}).get("episodes", "?")
-                role = f"checkpoint ({meta.get('kind')}, {meta.get('episode')} of {total} episodes)"
+                config = meta.get("config") or {}
+                unit = "joint steps" if meta.get("kind") == "deep" else "episodes"
+                total = config.get("steps" if meta.get("kind") == "deep" else "episodes", "?")
+                role = f"checkpoint ({meta.get('kind')}, {meta.get('episode')} of {total} {unit})"
         rows.append((f.name, f"{f.stat().st_size / 1024:,.1f} KiB", role))
     note = (
         '<p class="muted">A checkpoint written outside the run folder (<code>--checkpoint</code>) '
@@ -190,7 +196,7 @@ def render_training_report(folder: Path) -> tuple[str, list[str]]:
     parts.append("<h2>Settings</h2>")
     parts.append(table(sorted(config.items()), ["setting", "value"]))
     parts.append("<h2>Files</h2>")
-    parts.append(_files_html(folder))
+    parts.append(_files_html(folder, deep="learner" in metrics))
     parts.append("</body></html>")
     return "\n".join(parts), warnings
 

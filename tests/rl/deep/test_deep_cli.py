@@ -125,3 +125,19 @@ def test_overwrite_with_an_environment_refused_at_its_first_reset_keeps_the_old_
         code, err = run_main(argv, capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_the_report_names_a_network_runs_files_for_what_they_hold(tmp_path, capsys):
+    # tables.npz of a MAPPO run was "the learned Q-tables", and a checkpoint in the run folder
+    # under a name not ending .npz was listed with nothing in its "holds" column.
+    out = tmp_path / "run"
+    argv = ["train", "race", "--learner", "mappo", "--steps", "512", "--envs", "2", "--out", out,
+            "--no-plot", "--checkpoint", out / "my.ckpt", "--checkpoint-every", "256"]  # fmt: skip
+    code, err = run_main(argv, capsys)
+    assert code == 0, err
+    code, err = run_main(["report", out], capsys)
+    assert code == 0, err
+    page = (out / "report.html").read_text()
+    assert "the learned Q-tables" not in page
+    assert "the trained network&#x27;s weights" in page or "the trained network's weights" in page
+    assert "checkpoint (deep, 512 of 512 joint steps)" in page
