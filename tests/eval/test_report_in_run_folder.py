@@ -47,3 +47,19 @@ def test_a_report_under_another_name_is_replaced_with_its_run_and_a_users_page_i
     assert (
         list(run.iterdir()) == []
     )  # the new run wrote nothing: its claim is gone, the folder kept
+
+
+def test_a_report_of_another_run_in_a_run_folder_is_the_users_file(tmp_path, capsys):
+    # --overwrite deleted a report of another run kept in the folder (README: only a report or
+    # replay *of the run* under another name is the run's).
+    runs = {}
+    for name in ("base", "other"):
+        runs[name] = tmp_path / name
+        code, err = run_main(["train", "gridworld", "--episodes", "3", "--no-plot", "--out",
+                              runs[name]], capsys)  # fmt: skip
+        assert code == 0, err
+    code, err = run_main(["report", runs["other"], "--out", runs["base"] / "other.html"], capsys)
+    assert code == 0, err
+    code, err = run_main(["report", runs["base"], "--out", runs["base"] / "mine.html"], capsys)
+    assert code == 0, err
+    assert foreign_entries(runs["base"]) == [runs["base"] / "other.html"]

@@ -31,6 +31,7 @@ Light on purpose (no numpy, no plotting): every command calls it before loading 
 from __future__ import annotations
 
 import errno
+import html
 import json
 import os
 import re
@@ -236,15 +237,12 @@ def _is_episode_log(path: Path) -> bool:
         return False
 
 
-#: Outputs of a run written into its folder under any name (``report RUN --out RUN/other.html``,
-#: ``replay``), recognised by content (:func:`is_output_of_kind`): the run's files there.
-_RUN_OUTPUT_KINDS = ("report", "replay")
-
 
 def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
     """Whether the file ``path`` is one marlm writes into a run folder: by name (``names``,
-    empty outside a run folder), a report or replay of the run by content (in a run folder),
-    or a checkpoint or its episode log by content (anywhere)."""
+    empty outside a run folder), a report of this run (its title names the folder) or a replay
+    by content under any name (in a run folder: ``report RUN --out RUN/other.html``), or a
+    checkpoint or its episode log by content (anywhere)."""
     if path.is_symlink() or not path.is_file():
         return False
     name = path.name
@@ -252,9 +250,26 @@ def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
         return True
     if name.endswith(".tmp") and (name[: -len(".tmp")] in names or _CHECKPOINT_TMP.fullmatch(name)):
         return True
-    if names and any(is_output_of_kind(path, kind) for kind in _RUN_OUTPUT_KINDS):
+    if names and is_output_of_kind(path, "report"):
+        return _report_folder_name(path) == path.parent.name  # of this run, not another's
+    if names and is_output_of_kind(path, "replay"):
         return True
     return _is_checkpoint(path) or _is_episode_log(path)
+
+
+def _report_folder_name(path: Path) -> str | None:
+    """The run folder's name a report page's title carries (``<title>marlm report: NAME``,
+    :func:`marlm.eval.page.page_head`), or None."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(8192)
+    except OSError:
+        return None
+    start = head.find(_REPORT_TITLE)
+    end = head.find(b"</title>", start)
+    if start < 0 or end < 0:
+        return None
+    return html.unescape(head[start + len(_REPORT_TITLE) : end].decode("utf-8", "replace"))
 
 
 def _only_run_files(folder: Path, depth: int) -> bool:
