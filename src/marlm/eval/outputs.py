@@ -237,7 +237,6 @@ def _is_episode_log(path: Path) -> bool:
         return False
 
 
-
 def _written_by_marlm(path: Path, names: frozenset[str]) -> bool:
     """Whether the file ``path`` is one marlm writes into a run folder: by name (``names``,
     empty outside a run folder), a report of this run (its title names the folder) or a replay
