@@ -63,3 +63,17 @@ def test_a_report_of_another_run_in_a_run_folder_is_the_users_file(tmp_path, cap
     code, err = run_main(["report", runs["base"], "--out", runs["base"] / "mine.html"], capsys)
     assert code == 0, err
     assert foreign_entries(runs["base"]) == [runs["base"] / "other.html"]
+
+
+def test_an_output_named_dash_is_refused_not_written_as_a_file_named_dash(tmp_path, capsys):
+    # marlm report RUN --out - wrote a file named '-' and exited 0.
+    run = tmp_path / "run"
+    code, err = run_main(
+        ["train", "gridworld", "--episodes", "3", "--no-plot", "--out", run], capsys
+    )
+    assert code == 0, err
+    code, err = run_main(["report", run, "--out", "-"], capsys)
+    assert code == 2 and err.strip() == (
+        "marlm: error: field '--out': is '-': marlm writes its outputs to files, not to standard "
+        "output; give a file path"
+    ), err

@@ -552,8 +552,14 @@ def check_output_file(
     Raises:
         InputError: ``path`` is a folder; or it exists and is not in ``allow``, and either
             ``overwrite`` is false or the file is not marlm's of this ``kind`` (refused even with
-            ``overwrite``: no command replaces a file it did not write).
+            ``overwrite``: no command replaces a file it did not write); or ``path`` is ``-``,
+            which many tools read as standard output and marlm does not.
     """
+    if str(path) == "-":
+        raise InputError(
+            "is '-': marlm writes its outputs to files, not to standard output; give a file path",
+            field=option,
+        )
     p = Path(path)
     if p.is_dir():
         raise InputError("is a folder; give the file to write", source=p, field=option)
