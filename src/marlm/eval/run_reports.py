@@ -67,8 +67,9 @@ def _files_html(folder: Path, *, deep: bool = False) -> str:
             meta = _checkpoint_meta(f)
             if meta is not None:
                 config = meta.get("config") or {}
-                unit = "joint steps" if meta.get("kind") == "deep" else "episodes"
-                total = config.get("steps" if meta.get("kind") == "deep" else "episodes", "?")
+                key, unit = ("steps", "joint steps") if meta.get("kind") == "deep" else (
+                    "episodes", "episodes")  # fmt: skip
+                total = config.get(key, "?")
                 role = f"checkpoint ({meta.get('kind')}, {meta.get('episode')} of {total} {unit})"
         rows.append((f.name, f"{f.stat().st_size / 1024:,.1f} KiB", role))
     note = (

@@ -82,8 +82,9 @@ class Flattener:
             return flat
         y = (flat - self.offset) * self.scale
         t = self.TOLERANCE
-        if ((y < -t) & self.bounded).any() or ((y > 1.0 + t) & self.bounded).any():
-            j = int(np.flatnonzero(((y < -t) | (y > 1.0 + t)) & self.bounded)[0])
+        outside = ((y < -t) | (y > 1.0 + t)) & self.bounded  # one mask, read once
+        if outside.any():
+            j = int(np.flatnonzero(outside)[0])
             raise self._wrong(
                 f"{flat[j]:g} at feature {j}, outside its bounds [{self.low[j]:g}, "
                 f"{self.high[j]:g}]"
