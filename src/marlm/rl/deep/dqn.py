@@ -79,13 +79,20 @@ class QMixer(nn.Module):
                     bound = 1.0 / np.sqrt(m.in_features)
                     m.weight.uniform_(-bound, bound, generator=generator)
                     m.bias.uniform_(-bound, bound, generator=generator)
+        # The Parameter objects (a state dict loads into them in place), in forward's order.
+        v1, _, v2 = self.hyper_b2
+        mods = (self.hyper_w1, self.hyper_b1, self.hyper_w2, v1, v2)
+        self._layers = tuple((m.weight, m.bias) for m in mods)
 
     def forward(self, q: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        w1 = self.hyper_w1(state).abs().view(-1, self.n, self.embed)
-        b1 = self.hyper_b1(state).view(-1, 1, self.embed)
-        hidden = nn.functional.elu(torch.bmm(q.view(-1, 1, self.n), w1) + b1)
-        w2 = self.hyper_w2(state).abs().view(-1, self.embed, 1)
-        b2 = self.hyper_b2(state).view(-1, 1, 1)
+        # The layers' operations called directly (as MLP does): the same numbers, no module call.
+        linear, n, e = nn.functional.linear, self.n, self.embed
+        (w1_w, w1_b), (b1_w, b1_b), (w2_w, w2_b), (v1_w, v1_b), (v2_w, v2_b) = self._layers
+        w1 = linear(state, w1_w, w1_b).abs().view(-1, n, e)
+        b1 = linear(state, b1_w, b1_b).view(-1, 1, e)
+        hidden = nn.functional.elu(torch.bmm(q.view(-1, 1, n), w1) + b1)
+        w2 = linear(state, w2_w, w2_b).abs().view(-1, e, 1)
+        b2 = linear(torch.relu(linear(state, v1_w, v1_b)), v2_w, v2_b).view(-1, 1, 1)
         return (torch.bmm(hidden, w2) + b2).view(-1)
 
 
@@ -141,7 +148,10 @@ class Replay:
     def add(self, rows: dict[str, np.ndarray]) -> None:
         """Append ``rows`` (each field with a leading batch axis)."""
         b = len(rows["team"])
-        idx = (self.pos + np.arange(b)) % self.capacity
+        # A slice where the rows do not wrap (nearly always): the same rows, no index array.
+        idx: slice | np.ndarray = slice(self.pos, self.pos + b)
+        if self.pos + b > self.capacity:
+            idx = (self.pos + np.arange(b)) % self.capacity
         for k in self.FIELDS:
             self.data[k][idx] = rows[k]
         self.pos = int((self.pos + b) % self.capacity)
@@ -274,7 +284,8 @@ class DQNLearner:
             td_target = b["team"] + cfg.gamma * (1.0 - team_terminated) * q_tot_next
             td_error = mixer(q_taken, b["state"]) - td_target
             loss = (td_error**2).mean()
-        self.opt.zero_grad()
+        for p in self.params:  # Optimizer.zero_grad()'s set_to_none, without its wrappers
+            p.grad = None
         loss.backward()
         nn.utils.clip_grad_norm_(self.params, 10.0)
         self.opt.step()

@@ -29,15 +29,32 @@ def set_threads(n: int) -> None:
         torch.set_num_interop_threads(1)
 
 
-def mlp(
-    n_in: int, n_out: int, hidden: int, out_gain: float, generator: torch.Generator
-) -> nn.Sequential:
+class MLP(nn.Sequential):
+    """``Linear - tanh - Linear - tanh - Linear`` as an ``nn.Sequential`` (its state-dict names,
+    ``0.weight`` ... ``4.bias``), whose forward calls the three ``linear`` and two ``tanh``
+    operations directly: the same operations on the same tensors, so the same numbers and the
+    same autograd graph, without a module call per layer (about 15 microseconds a forward pass
+    of the small networks here, where the learners make several a step).
+    ``x float32[..., in]`` -> ``float32[..., out]``."""
+
+    def __init__(self, n_in: int, n_out: int, hidden: int) -> None:
+        super().__init__(
+            nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(hidden, n_out),
+        )  # fmt: skip
+        # The Parameter objects themselves: loading a state dict copies into them in place.
+        self._layers = tuple((m.weight, m.bias) for m in self if isinstance(m, nn.Linear))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        (w0, b0), (w1, b1), (w2, b2) = self._layers
+        linear = nn.functional.linear
+        return linear(torch.tanh(linear(torch.tanh(linear(x, w0, b0)), w1, b1)), w2, b2)
+
+
+def mlp(n_in: int, n_out: int, hidden: int, out_gain: float, generator: torch.Generator) -> MLP:
     """``Linear(n_in, hidden) - tanh - Linear(hidden, hidden) - tanh - Linear(hidden, n_out)``,
     orthogonally initialised (gain sqrt(2) inside, ``out_gain`` on the output), biases 0."""
-    net = nn.Sequential(
-        nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-        nn.Linear(hidden, n_out),
-    )  # fmt: skip
+    net = MLP(n_in, n_out, hidden)
     layers = [m for m in net if isinstance(m, nn.Linear)]
     with torch.no_grad():
         for i, layer in enumerate(layers):
