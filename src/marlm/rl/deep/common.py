@@ -571,8 +571,11 @@ class VecParallelEnv:
 
     def _joint(self, c: int, row: np.ndarray) -> dict[str, Any]:
         """Copy ``c``'s joint action for the environment: ``row[i]`` for each agent acting."""
-        return {a: self.to_env_action(row[i]) for i, a in enumerate(self.agents)
-                if a in self.live[c]}  # fmt: skip
+        live = self.live[c]
+        if self.discrete:  # to_env_action's int(a) + action_start, on the row's ints at once
+            ints, start = row.tolist(), self.action_start
+            return {a: ints[i] + start for i, a in enumerate(self.agents) if a in live}
+        return {a: self.to_env_action(row[i]) for i, a in enumerate(self.agents) if a in live}
 
     def _absorb(
         self, c: int, answer: StepAnswer, row: np.ndarray, joint: dict[str, Any], out: dict
@@ -588,6 +591,9 @@ class VecParallelEnv:
         got = np.zeros(n, dtype=bool)
         self._encode(obs, out["next_obs"][c], got, c)
         out["next_state"][c] = self._state(state_after, c)
+        # Row c of the transition's arrays, looked up once (views: writes land in ``out``).
+        reward_row, term_row = out["reward"][c], out["terminated"][c]
+        trunc_row = out["truncated"][c]
         for a, i in zip(acting, idx, strict=True):
             r = self._number(rewards, a, "rewards", "rewards", c)
             if not math.isfinite(r):
@@ -600,9 +606,9 @@ class VecParallelEnv:
                     field="rewards",
                 )
             term, trunc = bool(terms.get(a, False)), bool(truncs.get(a, False))
-            out["reward"][c, i] = r
-            out["terminated"][c, i] = term
-            out["truncated"][c, i] = trunc and not term
+            reward_row[i] = r
+            term_row[i] = term
+            trunc_row[i] = trunc and not term
             info = infos.get(a, {})
             own = r
             if isinstance(info, dict) and "individual_reward" in info:
@@ -620,9 +626,8 @@ class VecParallelEnv:
         self.t += 1
         live = np.array([a in agents_after for a in self.agents])
         self.live[c] = agents_after
-        out["next_alive"][c] = live & ~out["terminated"][c]
         # An agent truncated by a time limit would act again: it is bootstrapped.
-        out["next_alive"][c] |= out["truncated"][c]
+        out["next_alive"][c] = (live & ~term_row) | trunc_row
         if not agents_after:
             self.episodes.append({**self._ep.finish(c), "step": self.t})
             return True
