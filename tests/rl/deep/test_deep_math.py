@@ -157,3 +157,32 @@ def test_numpy_policy_equals_the_torch_network(kind):
         np.testing.assert_allclose(acts, np.clip(expected, -1, 1), atol=1e-5)
     else:
         np.testing.assert_array_equal(acts, expected.argmax(-1))
+
+
+def test_direct_forwards_equal_the_layers_run_one_by_one():
+    """MLP and QMixer call their operations directly: the same numbers, bit for bit, and the
+    same gradients as running their modules in order, also after a state dict is loaded."""
+    g = torch.Generator().manual_seed(3)
+    net, other = mlp(7, 4, 16, 1.0, g), mlp(7, 4, 16, 1.0, g)
+    net.load_state_dict(other.state_dict())  # loads in place: the direct path sees the new weights
+    x = torch.randn(32, 7, generator=g)
+    layered = x
+    for m in other:
+        layered = m(layered)
+    assert torch.equal(net(x), layered)
+    mixer = QMixer(3, 5, 8, g)
+    q, s = torch.randn(16, 3, generator=g), torch.randn(16, 5, generator=g)
+    w1 = mixer.hyper_w1(s).abs().view(-1, 3, 8)
+    hidden = torch.nn.functional.elu(
+        torch.bmm(q.view(-1, 1, 3), w1) + mixer.hyper_b1(s).view(-1, 1, 8)
+    )
+    ref = (
+        torch.bmm(hidden, mixer.hyper_w2(s).abs().view(-1, 8, 1)) + mixer.hyper_b2(s).view(-1, 1, 1)
+    ).view(-1)
+    out = mixer(q, s)
+    assert torch.equal(out, ref)
+    out.sum().backward()
+    direct = [p.grad.clone() for p in mixer.parameters()]
+    mixer.zero_grad()
+    ref.sum().backward()
+    assert all(torch.equal(a, p.grad) for a, p in zip(direct, mixer.parameters(), strict=True))
