@@ -52,3 +52,52 @@ def test_more_robots_than_tasks_and_bad_settings():
         ErrandScheduler(corridor(5), n_agents=1, candidates=0)
     with pytest.raises(ValueError, match="no errand"):
         s.add_task(8, [])
+
+
+def test_tasks_sharing_a_first_errand_go_shortest_legs_first():
+    s = ErrandScheduler(corridor(12), n_agents=2)
+    s.add_task(1, [5, 11])  # legs 6
+    s.add_task(2, [5, 7])  # legs 2
+    s.add_task(3, [5, 10])  # legs 5
+    # robot 0 is nearer the shared first errand: it takes the shortest legs, robot 1 the next
+    assert s.step(np.array([4, 0]), t=0).tolist() == [2, 3]
+    assert list(s.unassigned) == [1]
+    assert [s.next_errand(a) for a in (0, 1)] == [5, 5]
+
+
+def test_legs_of_a_multi_errand_task_and_an_unreachable_first_errand():
+    free = np.ones((1, 9), dtype=bool)
+    free[0, 6] = False  # a wall: cells 7 and 8 cannot be reached from 0..5
+    s = ErrandScheduler(free, n_agents=2)
+    s.add_task(1, [1, 4, 2])  # 3 + 2 = 5
+    s.add_task(2, [8, 7])  # unreachable from every robot
+    assert s.step(np.array([0, 5]), t=0).tolist() == [1, -1]
+    assert s.tasks[1].legs == 5 and list(s.unassigned) == [2]
+
+
+def test_many_groups_score_by_robot_bfs_the_same_as_by_tables():
+    rng = np.random.default_rng(0)
+    free = rng.random((12, 12)) > 0.2
+    cells = np.flatnonzero(free.ravel())
+    tasks = [rng.choice(cells, size=2).tolist() for _ in range(40)]
+    starts = rng.choice(cells, size=15, replace=False)
+    out = []
+    for max_tables in (1024, 2):  # 2: more groups than tables, one BFS per free robot
+        s = ErrandScheduler(free, n_agents=15, max_tables=max_tables)
+        for i, locs in enumerate(tasks):
+            s.add_task(i, locs)
+        out.append(s.step(starts, t=0).tolist())
+    assert out[0] == out[1]
+    assert sorted(x for x in out[0] if x >= 0) == sorted(set(x for x in out[0] if x >= 0))
+
+
+@pytest.mark.parametrize(("queue_cost", "expected"), [(0.0, 4), (2.0, 5)])
+def test_queue_cost_sends_a_robot_to_a_less_crowded_first_errand(queue_cost, expected):
+    s = ErrandScheduler(corridor(12), n_agents=4, queue_cost=queue_cost)
+    for tid, locs in enumerate([[3, 4], [3, 4], [3, 4], [9, 10], [3, 4]]):
+        s.add_task(tid, locs)
+    assert s.step(np.array([0, 1, 2, 11]), t=0).tolist() == [2, 1, 0, 3]
+    assert s.errand_done(3) is False and s.errand_done(3) is True  # robot 3 is free again
+    s.add_task(5, [9, 10])
+    # robot 3 at 6: 3 steps + 1 of legs to either first errand; three robots head for cell 3
+    assert s.step(np.array([0, 1, 2, 6]), t=1).tolist()[3] == expected
