@@ -46,7 +46,10 @@ class Entry:
             self.free.size, bfs_filler(neighbour_table(self.free)), max_tables=max_tables
         )
         self.sched = ErrandScheduler(
-            self.free, self.n, swap_budget=int(os.environ.get("SWAPB", "64"))
+            self.free,
+            self.n,
+            swap_budget=int(os.environ.get("SWAPB", "64")),
+            queue_cost=float(os.environ.get("MARLM_LORR_QUEUE", "0")),
         )
         self.rng = np.random.default_rng(0)
         self.tie = self.rng.random(self.n)
@@ -91,19 +94,25 @@ class Entry:
         for tid in list(env.new_tasks):
             s.add_task(int(tid), list(pool[tid].locations))
         # errands done by the last move: the kit's rule, mirrored
-        nxt = np.array([s.next_errand(a) for a in range(self.n)], dtype=np.int64)
         freed = set()
-        for a in np.flatnonzero((nxt >= 0) & (nxt == cell)).tolist():
+        for a in np.flatnonzero((s.goal >= 0) & (s.goal == cell)).tolist():
             if s.errand_done(a):
                 freed.add(a)
         kit_freed = set(int(a) for a in env.new_freeagents) if t > 0 else set()
         self.mismatches += len(freed ^ kit_freed)
         t1 = time.perf_counter()
         out = s.step(cell, t)
-        self.goal = np.array([s.next_errand(a) for a in range(self.n)], dtype=np.int64)
+        self.goal = s.goal.copy()
         self.scheduled_at = t
         self.times["sync"] += t1 - t0
         self.times["schedule"] += time.perf_counter() - t1
+        if t % 100 == 0:
+            print(
+                f"marlm t={t} sync={self.times['sync']:.1f}s schedule={self.times['schedule']:.1f}s "
+                f"finished={s.finished} swaps={s.swaps} mismatches={self.mismatches}",
+                file=sys.stderr,
+                flush=True,
+            )
         return out.tolist()
 
     # --- the planner's step ---
