@@ -50,6 +50,11 @@ class Entry:
             self.n,
             swap_budget=int(os.environ.get("SWAPB", "64")),
             queue_cost=float(os.environ.get("MARLM_LORR_QUEUE", "0")),
+            max_active=(
+                int(float(os.environ["MARLM_LORR_ACTIVE"]) * self.n)
+                if "MARLM_LORR_ACTIVE" in os.environ
+                else None
+            ),
         )
         self.rng = np.random.default_rng(0)
         self.tie = self.rng.random(self.n)

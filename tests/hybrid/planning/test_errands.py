@@ -101,3 +101,12 @@ def test_queue_cost_sends_a_robot_to_a_less_crowded_first_errand(queue_cost, exp
     s.add_task(5, [9, 10])
     # robot 3 at 6: 3 steps + 1 of legs to either first errand; three robots head for cell 3
     assert s.step(np.array([0, 1, 2, 6]), t=1).tolist()[3] == expected
+
+
+def test_max_active_leaves_the_costliest_robots_idle():
+    s = ErrandScheduler(corridor(12), n_agents=3, max_active=2)
+    for tid, locs in enumerate([[5, 6], [5, 6], [5, 6]]):
+        s.add_task(tid, locs)
+    assert s.step(np.array([4, 8, 0]), t=0).tolist() == [0, 1, -1]  # robot 2 is farthest
+    assert s.errand_done(0) is False and s.errand_done(0) is True
+    assert s.step(np.array([6, 8, 0]), t=1).tolist() == [2, 1, -1]  # a place again: robot 0

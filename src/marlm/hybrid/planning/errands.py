@@ -68,7 +68,11 @@ class ErrandScheduler:
         free: ``bool[H, W]`` the free cells (cell id ``row * W + col``); n_agents: robots;
         candidates: cheapest groups kept per free robot in one round of the matching (>= 1);
         swap_margin: steps a swap must save (>= 0); swap_budget: offers a step (>= 0);
-        max_tables: distance tables kept between steps (>= 2; ``2 * H * W`` bytes each).
+        max_tables: distance tables kept between steps (>= 2; ``2 * H * W`` bytes each);
+        queue_cost: steps added to a group's cost per robot already travelling to its first
+            errand (0: none), so that robots spread over the first errands;
+        max_active: at most this many robots hold a task (None: all); the others stay idle,
+            the costliest pairs left out, which thins the traffic where the planner jams.
 
     Raises:
         ValueError: a setting out of its range, or a task with no errand.
@@ -83,16 +87,24 @@ class ErrandScheduler:
         swap_budget: int = 64,
         max_tables: int = 1024,
         queue_cost: float = 0.0,
+        max_active: int | None = None,
     ) -> None:
-        if candidates < 1 or swap_margin < 0 or swap_budget < 0 or max_tables < 2:
+        if (
+            candidates < 1
+            or swap_margin < 0
+            or swap_budget < 0
+            or max_tables < 2
+            or (max_active is not None and max_active < 1)
+        ):
             raise ValueError(
-                f"candidates >= 1, swap_margin >= 0, swap_budget >= 0, max_tables >= 2 needed, "
-                f"got {candidates}, {swap_margin}, {swap_budget}, {max_tables}"
+                f"candidates >= 1, swap_margin >= 0, swap_budget >= 0, max_tables >= 2, "
+                f"max_active >= 1 or None needed, got {candidates}, {swap_margin}, "
+                f"{swap_budget}, {max_tables}, {max_active}"
             )
         self.nbr = neighbour_table(free)
         self.tables = DistanceTables(free.size, bfs_filler(self.nbr), max_tables=max_tables)
         self.candidates, self.swap_margin, self.swap_budget = candidates, swap_margin, swap_budget
-        self.queue_cost = queue_cost
+        self.queue_cost, self.max_active = queue_cost, max_active
         self.tasks: dict[int, ErrandTask] = {}
         self.unassigned: dict[int, None] = {}  # insertion-ordered set of task ids
         self.offer: list[int] = []  # tasks to offer to travelling robots this step
@@ -199,7 +211,9 @@ class ErrandScheduler:
 
     def _match_free(self, cell: np.ndarray, t: int) -> None:
         free_agents = np.flatnonzero(self.agent_task < 0)
-        while len(free_agents) and self.unassigned:
+        room = len(self.agent_task) - len(free_agents)  # robots with a task
+        room = (self.max_active - room) if self.max_active is not None else len(free_agents)
+        while len(free_agents) and self.unassigned and room > 0:
             rows = np.flatnonzero(self.t_free[: self.rows])
             order = rows[np.lexsort((rows, self.t_legs[rows], self.t_first[rows]))]
             first = self.t_first[order]
@@ -236,6 +250,9 @@ class ErrandScheduler:
                 self._assign(a_i, int(self.t_id[order[nxt[g_i]]]), d_i, t)
                 nxt[g_i] += 1
                 progress = True
+                room -= 1
+                if room <= 0:
+                    break
             if not progress:
                 break
             free_agents = np.flatnonzero(self.agent_task < 0)
