@@ -110,3 +110,12 @@ def test_max_active_leaves_the_costliest_robots_idle():
     assert s.step(np.array([4, 8, 0]), t=0).tolist() == [0, 1, -1]  # robot 2 is farthest
     assert s.errand_done(0) is False and s.errand_done(0) is True
     assert s.step(np.array([6, 8, 0]), t=1).tolist() == [2, 1, -1]  # a place again: robot 0
+
+
+def test_max_active_rematches_working_robots_before_idle_ones():
+    s = ErrandScheduler(corridor(12), n_agents=3, max_active=1)
+    s.add_task(0, [5, 6])
+    assert s.step(np.array([4, 8, 11]), t=0).tolist() == [0, -1, -1]
+    assert s.errand_done(0) is False and s.errand_done(0) is True
+    s.add_task(1, [9, 10])  # robot 1 at 8 is nearer than robot 0 at 6, but it never worked
+    assert s.step(np.array([6, 8, 11]), t=1).tolist() == [1, -1, -1]

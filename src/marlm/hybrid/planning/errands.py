@@ -122,6 +122,7 @@ class ErrandScheduler:
         self.assign_d = np.zeros(n_agents, dtype=np.int64)  # distance to first errand when assigned
         self.assign_t = np.zeros(n_agents, dtype=np.int64)
         self.opened = np.zeros(n_agents, dtype=bool)  # the robot's task has an errand done
+        self.worked = np.zeros(n_agents, dtype=bool)  # the robot has held a task
         self.swaps = self.finished = 0  # counters: swaps made, tasks finished
 
     def add_task(self, task_id: int, locs) -> None:
@@ -165,6 +166,7 @@ class ErrandScheduler:
         self.agent_task[agent], self.goal[agent] = task_id, task.locs[task.idx]
         self.agent_legs[agent] = task.legs
         self.assign_d[agent], self.assign_t[agent] = d, t
+        self.worked[agent] = True
         self.unassigned.pop(task_id, None)
         self.t_free[task.row] = False
 
@@ -211,8 +213,14 @@ class ErrandScheduler:
 
     def _match_free(self, cell: np.ndarray, t: int) -> None:
         free_agents = np.flatnonzero(self.agent_task < 0)
-        room = len(self.agent_task) - len(free_agents)  # robots with a task
-        room = (self.max_active - room) if self.max_active is not None else len(free_agents)
+        room = len(free_agents)
+        if self.max_active is not None:
+            room = self.max_active - (len(self.agent_task) - len(free_agents))
+            # Robots that held a task before are matched first; the idle ones (parked) only
+            # for the places left, so a step scores the few robots just freed, not them all.
+            worked = free_agents[self.worked[free_agents]]
+            if len(worked) >= room:
+                free_agents = worked
         while len(free_agents) and self.unassigned and room > 0:
             rows = np.flatnonzero(self.t_free[: self.rows])
             order = rows[np.lexsort((rows, self.t_legs[rows], self.t_first[rows]))]
