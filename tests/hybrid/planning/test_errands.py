@@ -119,3 +119,12 @@ def test_max_active_rematches_working_robots_before_idle_ones():
     assert s.errand_done(0) is False and s.errand_done(0) is True
     s.add_task(1, [9, 10])  # robot 1 at 8 is nearer than robot 0 at 6, but it never worked
     assert s.step(np.array([6, 8, 11]), t=1).tolist() == [1, -1, -1]
+
+
+def test_a_swap_weighs_the_way_to_the_first_errand_not_the_legs():
+    s = ErrandScheduler(np.ones((1, 30), dtype=bool), n_agents=1, swap_margin=2)
+    s.add_task(1, [9, 10])  # legs 1
+    assert s.step(np.array([0]), t=0).tolist() == [1]
+    s.add_task(2, [2, 22])  # legs 20, its first errand 1 step from the robot at t=1 (8 to go)
+    assert s.step(np.array([1]), t=1).tolist() == [2]
+    assert list(s.unassigned) == [1]

@@ -19,9 +19,10 @@ distance to the first errand + the BFS legs between the errands. Each step:
    from one BFS per free robot.
 3. Swaps: each task that arrived this step (or was given up by a swap) and is still unassigned is
    offered to the robots travelling to a first errand they have not reached (a task not *opened*);
-   the robot whose remaining cost (distance left + legs) falls most takes it if it saves more than
-   ``swap_margin`` steps, and its old task is offered in turn (at most ``swap_budget`` offers a
-   step). A robot's distance left to its first errand is estimated as the distance when assigned
+   the robot that would reach it soonest before its own first errand takes it if that is more than
+   ``swap_margin`` steps sooner, and its old task is offered in turn (at most ``swap_budget``
+   offers a step). (Weighing the legs too, which swaps more, finished fewer tasks on all six
+   League of Robot Runners instances it was tried on: docs/lorr.md.) A robot's distance left to its first errand is estimated as the distance when assigned
    less the steps since (optimistic: no waiting).
 
 A task whose first errand was reached (opened) stays with its robot until done. Costs a step:
@@ -118,7 +119,6 @@ class ErrandScheduler:
         self.agent_task = np.full(n_agents, -1, dtype=np.int64)
         #: ``int64[n]`` each robot's next errand cell, -1 without a task.
         self.goal = np.full(n_agents, -1, dtype=np.int64)
-        self.agent_legs = np.zeros(n_agents, dtype=np.int64)  # legs of the robot's task
         self.assign_d = np.zeros(n_agents, dtype=np.int64)  # distance to first errand when assigned
         self.assign_t = np.zeros(n_agents, dtype=np.int64)
         self.opened = np.zeros(n_agents, dtype=bool)  # the robot's task has an errand done
@@ -164,7 +164,6 @@ class ErrandScheduler:
         task = self.tasks[task_id]
         task.agent = agent
         self.agent_task[agent], self.goal[agent] = task_id, task.locs[task.idx]
-        self.agent_legs[agent] = task.legs
         self.assign_d[agent], self.assign_t[agent] = d, t
         self.worked[agent] = True
         self.unassigned.pop(task_id, None)
@@ -280,7 +279,7 @@ class ErrandScheduler:
             slot = self.tables.slots(task.locs[:1])
             new_d = self.tables.distances(slot, cell[travelling])
             left = np.maximum(self.assign_d[travelling] - (t - self.assign_t[travelling]), 0)
-            gain = (left + self.agent_legs[travelling]) - (new_d + task.legs)
+            gain = left - new_d
             b = int(np.argmax(gain))
             if gain[b] <= self.swap_margin or new_d[b] >= UNREACHABLE:
                 continue
