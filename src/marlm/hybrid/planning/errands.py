@@ -18,12 +18,13 @@ distance to the first errand + the BFS legs between the errands. Each step:
    groups (warehouses, where tasks start at a few hundred stations: cached across steps), else
    from one BFS per free robot.
 3. Swaps: each task that arrived this step (or was given up by a swap) and is still unassigned is
-   offered to the robots travelling to a first errand they have not reached (a task not *opened*);
-   the robot that would reach it soonest before its own first errand takes it if that is more than
-   ``swap_margin`` steps sooner, and its old task is offered in turn (at most ``swap_budget``
-   offers a step). (Weighing the legs too, which swaps more, finished fewer tasks on all six
-   League of Robot Runners instances it was tried on: docs/lorr.md.) A robot's distance left to its first errand is estimated as the distance when assigned
-   less the steps since (optimistic: no waiting).
+   offered to the robots travelling to a first errand they have not reached (a task not *opened*):
+   the robot whose way to the offered task's first errand is shorter than its way left to its own
+   by the most takes it, if by more than ``swap_margin`` steps, and its old task is offered in
+   turn (at most ``swap_budget`` offers a step). A robot's way left to its first errand is
+   estimated as the distance when assigned less the steps since (optimistic: no waiting).
+   Weighing the legs too swapped more and finished fewer tasks on all six League of Robot Runners
+   instances it was tried on (docs/lorr.md).
 
 A task whose first errand was reached (opened) stays with its robot until done. Costs a step:
 ``O(G * F)`` for ``G`` groups and ``F`` free robots, plus one BFS per new leg start or (many
