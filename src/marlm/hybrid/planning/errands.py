@@ -34,6 +34,7 @@ groups) per free robot; ``O(robots)`` per offer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -181,15 +182,15 @@ class ErrandScheduler:
         (BFS distances are symmetric on the kit's grids), at most ``max_tables // 2`` tables at
         a time."""
         pending, self.pending = [t for t in self.pending if t in self.tasks], []
-        src, dst, owner = [], [], []
-        for k, tid in enumerate(pending):
-            locs = self.tasks[tid].locs.tolist()
-            for a, b in zip(locs[:-1], locs[1:], strict=True):
-                if a != b:
-                    src.append(a), dst.append(b), owner.append(k)
+        legs_of = [  # (from, to, task index) of every leg that moves
+            (a, b, k)
+            for k, tid in enumerate(pending)
+            for a, b in pairwise(self.tasks[tid].locs.tolist())
+            if a != b
+        ]
         legs = np.zeros(len(pending), dtype=np.int64)
-        if src:
-            s, d, o = np.array(src), np.array(dst), np.array(owner)
+        if legs_of:
+            s, d, o = (np.array(x, dtype=np.int64) for x in zip(*legs_of, strict=True))
             cells, inverse = np.unique(s, return_inverse=True)
             chunk = max(1, self.tables.max_tables // 2)
             for lo in range(0, len(cells), chunk):
