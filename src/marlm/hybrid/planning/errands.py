@@ -23,8 +23,8 @@ distance to the first errand + the BFS legs between the errands. Each step:
    by the most takes it, if by more than ``swap_margin`` steps, and its old task is offered in
    turn (at most ``swap_budget`` offers a step). A robot's way left to its first errand is
    estimated as the distance when assigned less the steps since (optimistic: no waiting).
-   Weighing the legs too swapped more and finished fewer tasks on all six League of Robot Runners
-   instances it was tried on (docs/lorr.md).
+   Weighing the legs too swapped more and finished fewer tasks on eight of the ten League of
+   Robot Runners 2024 instances (more on SORTATION and WAREHOUSE; docs/lorr.md).
 
 A task whose first errand was reached (opened) stays with its robot until done. Costs a step:
 ``O(G * F)`` for ``G`` groups and ``F`` free robots, plus one BFS per new leg start or (many
