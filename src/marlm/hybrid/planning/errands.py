@@ -133,10 +133,12 @@ class ErrandScheduler:
         locs = np.asarray(locs, dtype=np.int64)
         if len(locs) == 0:
             raise ValueError(f"task {task_id} has no errand")
-        if self.rows == len(self.t_first):
-            for name in ("t_first", "t_legs", "t_id", "t_free"):
-                old = getattr(self, name)
-                setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
+        if self.rows == len(self.t_first):  # full: each array twice as long
+            grow = len(self.t_first)
+            self.t_first = np.concatenate([self.t_first, np.zeros(grow, dtype=np.int64)])
+            self.t_legs = np.concatenate([self.t_legs, np.zeros(grow, dtype=np.int64)])
+            self.t_id = np.concatenate([self.t_id, np.zeros(grow, dtype=np.int64)])
+            self.t_free = np.concatenate([self.t_free, np.zeros(grow, dtype=bool)])
         row, self.rows = self.rows, self.rows + 1
         self.t_first[row], self.t_id[row], self.t_free[row] = locs[0], task_id, True
         self.tasks[task_id] = ErrandTask(task_id, locs, row=row)

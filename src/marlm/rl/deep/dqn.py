@@ -80,7 +80,7 @@ class QMixer(nn.Module):
                     m.weight.uniform_(-bound, bound, generator=generator)
                     m.bias.uniform_(-bound, bound, generator=generator)
         # The Parameter objects (a state dict loads into them in place), in forward's order.
-        v1, _, v2 = self.hyper_b2
+        v1, v2 = (m for m in self.hyper_b2 if isinstance(m, nn.Linear))
         mods = (self.hyper_w1, self.hyper_b1, self.hyper_w2, v1, v2)
         self._layers = tuple((m.weight, m.bias) for m in mods)
 
